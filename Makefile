@@ -1,0 +1,46 @@
+# isobench: the two commands a newcomer needs are `make run` and `make test`.
+# Each sets up whatever is missing (system packages, .venv, native build).
+
+PYTHON ?= python3
+VENV := .venv
+BUILD := build
+STAMP_SYS := $(BUILD)/.system-ok
+ISOBENCH := $(VENV)/bin/isobench
+
+.PHONY: all run test build setup clean test-c test-python
+
+all: build
+
+setup: $(STAMP_SYS) $(VENV)/.ok $(BUILD)/build.ninja
+
+$(STAMP_SYS): scripts/setup-system.sh
+	@mkdir -p $(BUILD)
+	bash scripts/setup-system.sh
+	@touch $@
+
+$(VENV)/.ok: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+	@touch $@
+
+$(BUILD)/build.ninja: meson.build $(STAMP_SYS)
+	meson setup --reconfigure $(BUILD) >/dev/null || meson setup $(BUILD)
+
+build: setup
+	ninja -C $(BUILD)
+
+# The main job: the quick default suite on every mechanism available here,
+# a summary table, results in the SQLite store.
+run: build
+	$(ISOBENCH) run --quick
+
+test: build test-c test-python
+
+test-c: build
+	meson test -C $(BUILD) --print-errorlogs
+
+test-python: build
+	$(VENV)/bin/pytest -q tests/python
+
+clean:
+	rm -rf $(BUILD) $(VENV)

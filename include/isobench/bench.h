@@ -1,0 +1,88 @@
+/* The benchmark contract and the JSON-lines output of the native driver. */
+#ifndef ISOBENCH_BENCH_H
+#define ISOBENCH_BENCH_H
+
+#include <stdio.h>
+#include "isobench/harness.h"
+#include "isobench/mechanism.h"
+
+/* Defaults of the measuring loop; `isob --help` prints them. */
+#define ISOB_DEFAULT_N 20000          /* per-iteration samples per result */
+#define ISOB_DEFAULT_WARMUP 2000      /* calls before measuring, not recorded */
+#define ISOB_DEFAULT_BATCH_K 1000     /* K of the batched (K vs 2K) estimator */
+#define ISOB_DEFAULT_BATCH_REPS 15    /* (K, 2K) pairs; the estimate is their median */
+#define ISOB_DEFAULT_EMPTY_N 20000    /* empty-region samples */
+#define ISOB_QUICK_DIVISOR 4          /* --quick divides n, warm-up and K by this */
+
+struct isob_bench_opts {
+    size_t n, warmup, batch_k, batch_reps, empty_n;
+    int quick;
+    unsigned placements;       /* bit (1 << enum isob_placement) for each placement to run */
+    int client_cpu;            /* CPU of the untrusted side; -1 unpinned */
+    const char *param;         /* benchmark-specific selector (pingpong: --primitive), or NULL */
+};
+
+struct isob_bench_ctx {
+    struct isob_counter *ctr;
+    const struct isob_mechanism *mech;   /* NULL for benchmarks without one */
+    struct isob_bench_opts opts;
+    FILE *out;
+    double empty_median;                 /* cost of an empty region, primary unit */
+    double empty_mean;                   /* resolves below the counter's step */
+    uint64_t empty_min;
+    size_t empty_n;
+    uint64_t step;                       /* smallest non-zero difference of two readings */
+    int failed;                          /* set when a result failed */
+};
+
+struct isob_bench {
+    const char *name;
+    const char *summary;
+    int needs_mechanism;
+    /* Emits result lines; returns 0, or a negative errno for a failure that
+     * stopped the benchmark (individual failed results set ctx->failed). */
+    int (*run)(struct isob_bench_ctx *ctx);
+};
+
+extern const struct isob_bench *const isob_benches[];
+const struct isob_bench *isob_bench_find(const char *name);
+
+/* ---- output (src/harness/emit.c) ----
+ * Every line is one JSON object with "schema_version" and "type".
+ * Schema history:
+ *   1  first version: header, result, isolation, list lines. */
+
+/* A streaming JSON-lines writer: one object per line, flushed at the end so
+ * that a crash later loses nothing already written. */
+struct isob_jw {
+    FILE *f;
+    int comma;  /* a value was written at this level: the next needs a comma */
+};
+void isob_jw_begin(struct isob_jw *w, FILE *f, const char *type); /* {"schema_version":..,"type":.. */
+void isob_jw_end(struct isob_jw *w);                               /* }\n and fflush */
+void isob_jw_str(struct isob_jw *w, const char *key, const char *v); /* v NULL -> null */
+void isob_jw_int(struct isob_jw *w, const char *key, long long v);
+void isob_jw_double(struct isob_jw *w, const char *key, double v);   /* non-finite -> null */
+void isob_jw_bool(struct isob_jw *w, const char *key, int v);
+void isob_jw_raw(struct isob_jw *w, const char *key, const char *json);
+void isob_jw_obj(struct isob_jw *w, const char *key);  /* opens an object */
+void isob_jw_arr(struct isob_jw *w, const char *key);  /* opens an array */
+void isob_jw_close(struct isob_jw *w, char bracket);   /* '}' or ']' */
+/* An array of column e of a row-major u64 table with `stride` values a row. */
+void isob_jw_u64_column(struct isob_jw *w, const char *key, const uint64_t *v, size_t n,
+                        unsigned stride, unsigned e);
+
+/* The measurement's header line. */
+void isob_emit_header(struct isob_bench_ctx *ctx, const char *bench);
+
+/* A result line.  params_json is a JSON object text ("{...}"), s may be NULL
+ * for a skipped or failed result without samples. batched < 0: none. */
+void isob_emit_result(struct isob_bench_ctx *ctx, const char *bench, const char *params_json,
+                      const struct isob_samples *s, double batched, const char *status,
+                      const char *reason, const char *unit_override);
+
+/* Measure the empty region into ctx->empty_median (and keep its samples in
+ * the header). Returns 0 or -errno. */
+int isob_measure_empty(struct isob_bench_ctx *ctx);
+
+#endif

@@ -1,0 +1,10 @@
+/* One error rule for the whole API: functions return 0 (or a value) on
+ * success and a negative errno on failure; isob_strerror names it. */
+#ifndef ISOBENCH_ERROR_H
+#define ISOBENCH_ERROR_H
+
+#include <errno.h>
+
+const char *isob_strerror(long err);
+
+#endif

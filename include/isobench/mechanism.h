@@ -1,0 +1,77 @@
+/* The mechanism contract: one ops table per isolation mechanism.
+ *
+ * A compartment has a private trusted heap, a shared buffer (a struct
+ * isob_msg followed by data) and the entry points of trusted.h.  The
+ * untrusted side reaches it only through call().  Errors are negative errno
+ * values everywhere; isob_strerror() turns them into text. */
+#ifndef ISOBENCH_MECHANISM_H
+#define ISOBENCH_MECHANISM_H
+
+#include <stddef.h>
+
+#include "isobench/error.h"
+#include "isobench/trusted.h"
+
+/* Properties a mechanism claims. */
+enum {
+    ISOB_ISOLATES_MEMORY = 1u << 0,  /* the untrusted side cannot read or write the trusted heap */
+    ISOB_SEPARATE_AS = 1u << 1,      /* the compartment runs in another address space */
+    ISOB_FILTERS_SYSCALLS = 1u << 2, /* the compartment's system calls are filtered */
+    ISOB_TWO_CONTEXTS = 1u << 3,     /* a second execution context serves calls (placement matters) */
+    ISOB_TEST_ONLY = 1u << 4,        /* misbehaves on purpose; listed only with ISOBENCH_TEST_MECHANISMS=1 */
+};
+
+/* Defaults for a compartment. */
+#define ISOB_DEFAULT_SHARED_SIZE (64u * 1024u)  /* shared buffer bytes, header included */
+#define ISOB_DEFAULT_HEAP_SIZE (1u << 20)       /* trusted heap bytes */
+
+struct isob_comp_spec {
+    size_t shared_size;  /* bytes of the shared buffer, header included */
+    size_t heap_size;    /* bytes of the trusted heap */
+    int server_cpu;      /* CPU of the second context, -1 for unpinned */
+};
+
+/* Every mechanism's compartment begins with this. */
+struct isob_comp {
+    const struct isob_mechanism *mech;
+    size_t data_cap;     /* bytes available in shared()->data */
+};
+
+struct isob_mechanism {
+    const char *name;
+    const char *summary;  /* one line for `isobench list` */
+    unsigned props;
+    /* 0 if the mechanism can run here; else -ENOTSUP (or another negative
+     * errno) with a one-line reason in why. */
+    int (*probe)(char *why, size_t len);
+    int (*create)(const struct isob_comp_spec *spec, struct isob_comp **out);
+    /* Run entry inside the compartment; arguments and results travel in the
+     * shared buffer.  Returns the entry's result. */
+    long (*call)(struct isob_comp *c, unsigned entry);
+    struct isob_msg *(*shared)(struct isob_comp *c);
+    void (*destroy)(struct isob_comp *c);
+};
+
+/* The registry. */
+extern const struct isob_mechanism *const isob_mechanisms[];
+const struct isob_mechanism *isob_mechanism_find(const char *name);
+/* 1 when the mechanism is listed (test-only ones need ISOBENCH_TEST_MECHANISMS=1). */
+int isob_mechanism_listed(const struct isob_mechanism *m);
+
+/* Create a compartment of mechanism m (sets c->mech); 0 or -errno. */
+int isob_comp_create(const struct isob_mechanism *m, const struct isob_comp_spec *spec,
+                     struct isob_comp **out);
+void isob_comp_destroy(struct isob_comp *c);
+
+static inline long isob_call(struct isob_comp *c, unsigned entry)
+{
+    return c->mech->call(c, entry);
+}
+
+/* Helpers shared by mechanisms. */
+void isob_spec_defaults(struct isob_comp_spec *spec);
+/* An anonymous mapping (shared across fork when shared != 0); NULL on error. */
+void *isob_map(size_t len, int shared);
+void isob_unmap(void *p, size_t len);
+
+#endif

@@ -1,0 +1,19 @@
+/* Helpers for mechanisms whose compartment is a forked server process. */
+#ifndef ISOBENCH_SERVER_H
+#define ISOBENCH_SERVER_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "isobench/trusted.h"
+
+/* In the freshly forked server: die with the parent, pin to cpu (>= 0),
+ * then map a private heap of heap_size bytes that exists only in this
+ * process and set up the trusted component in it.  Returns the component,
+ * or NULL (the server should then _exit). */
+struct isob_trusted *isob_server_enter(int cpu, size_t heap_size);
+
+/* Reap a server: wait up to timeout_ms for it to exit, then SIGKILL it. */
+void isob_server_reap(pid_t pid, int timeout_ms);
+
+#endif

@@ -1,0 +1,57 @@
+/* The code that runs inside a compartment, and the message format through
+ * which the untrusted side talks to it.
+ *
+ * The trusted code in src/trusted/ is freestanding C (no libc, no system
+ * calls), so that the very same source also compiles to wasm32 for the
+ * WebAssembly mechanism.  Everything it knows comes from its heap and the
+ * message. */
+#ifndef ISOBENCH_TRUSTED_H
+#define ISOBENCH_TRUSTED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Entry points of the trusted component.  Results >= 0 are values; results
+ * < 0 are negative errno values and travel back to the caller unchanged. */
+enum isob_entry {
+    ISOB_ENTRY_EMPTY = 0,        /* returns 0; the switch benchmark's entry */
+    ISOB_ENTRY_SINK = 1,         /* reads msg->len bytes of data, returns a 31-bit checksum */
+    ISOB_ENTRY_ADD = 2,          /* returns arg[0] + arg[1] */
+    ISOB_ENTRY_ECHO = 3,         /* data[i] = ~data[i] for i < len; returns len */
+    ISOB_ENTRY_FAIL = 4,         /* returns -arg[0] (an error to propagate) */
+    ISOB_ENTRY_SECRET_PLANT = 5, /* stores arg[0] in the heap; returns 0, arg[1] = its address */
+    ISOB_ENTRY_SECRET_CHECK = 6, /* returns 1 if the planted secret still equals arg[0] */
+    ISOB_ENTRY_COUNT_CALLS = 7,  /* returns how many calls this compartment has served */
+    ISOB_ENTRY__COUNT
+};
+
+#define ISOB_MSG_ARGS 4
+
+/* The shared buffer starts with this header; data follows. */
+struct isob_msg {
+    uint32_t len;                 /* bytes of data in use */
+    uint32_t entry;               /* set by mechanisms that carry the entry in the buffer */
+    int64_t arg[ISOB_MSG_ARGS];   /* small arguments and results */
+    int64_t ret;                  /* set by mechanisms that carry the result in the buffer */
+    unsigned char data[];         /* payload, up to the buffer's capacity */
+};
+
+/* The trusted component's state; lives at the start of its heap. */
+struct isob_trusted {
+    uint64_t calls;
+    uint64_t secret;
+    unsigned char *heap;          /* the rest of the heap, after this header */
+    size_t heap_size;
+};
+
+/* Set up the trusted component in heap[0..size).  Returns the state (placed
+ * inside the heap), or NULL when the heap is too small. */
+struct isob_trusted *isob_trusted_init(void *heap, size_t size);
+
+/* Run one entry on msg, whose data area holds cap bytes. */
+long isob_trusted_call(struct isob_trusted *t, unsigned entry, struct isob_msg *msg, size_t cap);
+
+/* The checksum ISOB_ENTRY_SINK computes, for the caller to verify. */
+uint32_t isob_checksum(const unsigned char *p, size_t n);
+
+#endif

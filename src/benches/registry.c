@@ -1,0 +1,21 @@
+/* The one list of benchmarks. */
+#include <string.h>
+
+#include "isobench/bench.h"
+
+extern const struct isob_bench isob_bench_switch;
+extern const struct isob_bench isob_bench_pingpong;
+
+const struct isob_bench *const isob_benches[] = {
+    &isob_bench_switch,
+    &isob_bench_pingpong,
+    NULL,
+};
+
+const struct isob_bench *isob_bench_find(const char *name)
+{
+    for (const struct isob_bench *const *b = isob_benches; *b; b++)
+        if (strcmp((*b)->name, name) == 0)
+            return *b;
+    return NULL;
+}

@@ -1,0 +1,199 @@
+/* switch: one round trip into a compartment and back.
+ *
+ * Entry: ISOB_ENTRY_EMPTY for payload 0; for a payload the caller writes
+ * the bytes into the shared buffer and the compartment reads them all
+ * (ISOB_ENTRY_SINK), so the data really crosses.  Every result is checked
+ * (outside the timestamps, by counting mismatches inside the loop); a
+ * single wrong result fails the whole result.
+ *
+ * For `direct` the three call kinds ERIM measured are added, on an empty
+ * function outside any compartment: inlined, direct call, indirect call. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isobench/bench.h"
+
+static const size_t switch_payloads[] = {0, 64, 4096};
+#define N_PAYLOADS (sizeof switch_payloads / sizeof switch_payloads[0])
+
+/* The ERIM call kinds: the same empty function inlined, called directly,
+ * and called through a pointer the compiler cannot see through. */
+static inline long erim_empty_inline(uint64_t *calls)
+{
+    (*calls)++;
+    isob_clobber();
+    return 0;
+}
+
+__attribute__((noinline)) static long erim_empty_call(uint64_t *calls)
+{
+    (*calls)++;
+    isob_clobber();
+    return 0;
+}
+
+static long (*volatile erim_empty_ptr)(uint64_t *) = erim_empty_call;
+
+struct switch_run {
+    struct isob_bench_ctx *ctx;
+    const char *placement;
+    const char *variant;
+    size_t payload;
+};
+
+static void params_json(char *buf, size_t len, const struct switch_run *r)
+{
+    snprintf(buf, len, "{\"placement\":\"%s\",\"payload\":%zu,\"variant\":\"%s\"}", r->placement,
+             r->payload, r->variant);
+}
+
+/* Measure BODY: warm-up, per-iteration samples, batched estimate; emit. */
+#define SWITCH_MEASURE(R, BODY)                                                        \
+    do {                                                                               \
+        struct isob_bench_ctx *ctx_ = (R)->ctx;                                        \
+        struct isob_samples s_;                                                        \
+        char params_[256], reason_[160];                                               \
+        params_json(params_, sizeof params_, (R));                                     \
+        if (isob_samples_alloc(&s_, ctx_->opts.n, ctx_->ctr->nev) != 0) {              \
+            isob_emit_result(ctx_, "switch", params_, NULL, -1, "failed",              \
+                             "out of memory for samples", NULL);                       \
+            break;                                                                     \
+        }                                                                              \
+        double *scratch_ = calloc(ctx_->opts.batch_reps + 1, sizeof(double));          \
+        double batched_ = -1;                                                          \
+        for (size_t w_ = 0; w_ < ctx_->opts.warmup; w_++) {                            \
+            BODY;                                                                      \
+        }                                                                              \
+        bad = 0;                                                                       \
+        ISOB_MEASURE_EACH(ctx_->ctr, &s_, BODY);                                       \
+        if (scratch_)                                                                  \
+            ISOB_MEASURE_BATCHED(ctx_->ctr, ctx_->opts.batch_k, ctx_->opts.batch_reps, \
+                                 scratch_, BODY, batched_);                            \
+        free(scratch_);                                                                \
+        if (bad) {                                                                     \
+            snprintf(reason_, sizeof reason_, "%ld calls returned a wrong result",     \
+                     (long)bad);                                                       \
+            isob_emit_result(ctx_, "switch", params_, &s_, batched_, "failed",         \
+                             reason_, NULL);                                           \
+        } else {                                                                       \
+            isob_emit_result(ctx_, "switch", params_, &s_, batched_, "ok", NULL, NULL); \
+        }                                                                              \
+        isob_samples_free(&s_);                                                        \
+    } while (0)
+
+static void measure_erim_kinds(struct switch_run *r)
+{
+    uint64_t calls = 0;
+    long bad = 0;
+    r->payload = 0;
+    r->variant = "inline";
+    SWITCH_MEASURE(r, bad += erim_empty_inline(&calls) != 0);
+    r->variant = "direct-call";
+    SWITCH_MEASURE(r, bad += erim_empty_call(&calls) != 0);
+    r->variant = "indirect-call";
+    SWITCH_MEASURE(r, bad += erim_empty_ptr(&calls) != 0);
+    isob_keep(calls);
+}
+
+/* Round trips through the mechanism at every payload. */
+static void measure_entry(struct switch_run *r, struct isob_comp *c)
+{
+    struct isob_msg *msg = c->mech->shared(c);
+    r->variant = "entry";
+    for (size_t i = 0; i < N_PAYLOADS; i++) {
+        size_t payload = switch_payloads[i];
+        long bad = 0;
+        r->payload = payload;
+        if (payload > c->data_cap) {
+            char params[256];
+            params_json(params, sizeof params, r);
+            isob_emit_result(r->ctx, "switch", params, NULL, -1, "skipped",
+                             "payload larger than the shared buffer", NULL);
+            continue;
+        }
+        if (payload == 0) {
+            msg->len = 0;
+            SWITCH_MEASURE(r, bad += isob_call(c, ISOB_ENTRY_EMPTY) != 0);
+            continue;
+        }
+        /* Two fills alternate so that every call moves fresh data; their
+         * checksums are known in advance. */
+        static const unsigned char fills[2] = {0x5a, 0xa5};
+        long sums[2];
+        for (int k = 0; k < 2; k++) {
+            memset(msg->data, fills[k], payload);
+            sums[k] = isob_checksum(msg->data, payload);
+        }
+        unsigned it = 0;
+        SWITCH_MEASURE(r, {
+            unsigned k_ = it++ & 1;
+            memset(msg->data, fills[k_], payload);
+            msg->len = (uint32_t)payload;
+            bad += isob_call(c, ISOB_ENTRY_SINK) != sums[k_];
+        });
+    }
+}
+
+static int switch_run_placement(struct isob_bench_ctx *ctx, enum isob_placement pl)
+{
+    const struct isob_mechanism *m = ctx->mech;
+    struct switch_run r = {.ctx = ctx, .placement = isob_placement_name(pl)};
+    struct isob_comp_spec spec;
+    isob_spec_defaults(&spec);
+    spec.server_cpu = isob_server_cpu(pl, ctx->opts.client_cpu);
+    if (pl == ISOB_PLACE_CROSS_CPU && spec.server_cpu < 0) {
+        char params[256];
+        r.variant = "entry";
+        params_json(params, sizeof params, &r);
+        isob_emit_result(ctx, "switch", params, NULL, -1, "skipped",
+                         "cross-cpu placement needs two CPUs and a pinned client", NULL);
+        return 0;
+    }
+    isob_pin_self(pl == ISOB_PLACE_UNPINNED ? -1 : ctx->opts.client_cpu);
+
+    if (strcmp(m->name, "direct") == 0)
+        measure_erim_kinds(&r);
+
+    struct isob_comp *c;
+    int rc = isob_comp_create(m, &spec, &c);
+    if (rc != 0) {
+        char params[256], reason[160];
+        r.variant = "entry";
+        params_json(params, sizeof params, &r);
+        snprintf(reason, sizeof reason, "create: %s", isob_strerror(rc));
+        isob_emit_result(ctx, "switch", params, NULL, -1, "failed", reason, NULL);
+        return 0;
+    }
+    measure_entry(&r, c);
+    isob_comp_destroy(c);
+    return 0;
+}
+
+static int switch_run(struct isob_bench_ctx *ctx)
+{
+    int two = (ctx->mech->props & ISOB_TWO_CONTEXTS) != 0;
+    for (unsigned p = 0; p < 3; p++) {
+        if (!(ctx->opts.placements & (1u << p)))
+            continue;
+        /* With one execution context there is nothing to place: run once,
+         * at the first placement asked for, unless that is cross-cpu. */
+        if (!two && p == ISOB_PLACE_CROSS_CPU)
+            continue;
+        switch_run_placement(ctx, (enum isob_placement)p);
+        if (!two)
+            return 0;
+    }
+    if (!two) {
+        isob_emit_result(ctx, "switch", "{\"placement\":\"cross-cpu\"}", NULL, -1, "skipped",
+                         "one execution context: cross-cpu placement does not apply", NULL);
+    }
+    return 0;
+}
+
+const struct isob_bench isob_bench_switch = {
+    .name = "switch",
+    .summary = "round trip into a compartment and back (empty entry; payload 0, 64, 4096 B)",
+    .needs_mechanism = 1,
+    .run = switch_run,
+};

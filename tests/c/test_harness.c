@@ -1,0 +1,158 @@
+/* Harness arithmetic against a fake clock of known cost: no real time is
+ * ever asserted.  The fake clock advances by read_cost at every reading,
+ * and each measured body advances it by what it "costs". */
+#include <stdlib.h>
+
+#include "isobench/bench.h"
+#include "tap.h"
+
+/* What one fake reading costs, and what the fake body costs. */
+#define READ_COST 7
+#define BODY_COST 100
+
+static void t_empty_region_is_read_cost(void)
+{
+    struct isob_fake_clock fk = {.now = 1000, .read_cost = READ_COST};
+    struct isob_counter c;
+    isob_counter_init_fake(&c, &fk);
+    struct isob_bench_ctx ctx = {.ctr = &c, .opts = {.empty_n = 101}};
+    CHECK_EQ_LONG(isob_measure_empty(&ctx), 0);
+    /* An empty region spans exactly the second reading. */
+    CHECK(ctx.empty_median == READ_COST);
+    CHECK_EQ_LONG(ctx.empty_min, READ_COST);
+    CHECK_EQ_LONG(ctx.empty_n, 101);
+}
+
+static void t_each_sample_is_body_plus_read(void)
+{
+    struct isob_fake_clock fk = {.read_cost = READ_COST};
+    struct isob_counter c;
+    isob_counter_init_fake(&c, &fk);
+    struct isob_samples s;
+    CHECK_EQ_LONG(isob_samples_alloc(&s, 50, 1), 0);
+    ISOB_MEASURE_EACH(&c, &s, fk.now += BODY_COST);
+    CHECK_EQ_LONG(s.n, 50);
+    CHECK_EQ_LONG(s.dropped, 0);
+    for (size_t i = 0; i < s.n; i++)
+        CHECK_EQ_LONG(s.v[i], BODY_COST + READ_COST);
+    /* 50 bodies and 100 readings, nothing else touched the clock. */
+    CHECK_EQ_LONG(fk.now, 50 * (BODY_COST + 2 * READ_COST));
+    isob_samples_free(&s);
+}
+
+static void t_batched_cancels_read_cost(void)
+{
+    struct isob_fake_clock fk = {.read_cost = READ_COST};
+    struct isob_counter c;
+    isob_counter_init_fake(&c, &fk);
+    double scratch[9], est = 0;
+    ISOB_MEASURE_BATCHED(&c, 10, 9, scratch, fk.now += BODY_COST, est);
+    CHECK(est == BODY_COST);
+}
+
+static void t_batched_median_ignores_one_outlier(void)
+{
+    /* Every 7th body is slow: the median over pairs stays on the body cost. */
+    struct isob_fake_clock fk = {.read_cost = READ_COST};
+    struct isob_counter c;
+    isob_counter_init_fake(&c, &fk);
+    double scratch[11], est = 0;
+    unsigned i = 0;
+    ISOB_MEASURE_BATCHED(&c, 4, 11, scratch, fk.now += (++i % 97 == 0) ? 100000 : BODY_COST, est);
+    CHECK(est == BODY_COST);
+}
+
+static void t_medians(void)
+{
+    uint64_t odd[] = {5, 1, 3};
+    uint64_t even[] = {4, 1, 3, 2};
+    double d[] = {2.5, -1, 9};
+    CHECK(isob_median_u64(odd, 3) == 3);
+    CHECK(isob_median_u64(even, 4) == 2.5);
+    CHECK(isob_median_double(d, 3) == 2.5);
+    struct isob_samples s;
+    CHECK_EQ_LONG(isob_samples_alloc(&s, 4, 2), 0);
+    uint64_t rows[] = {10, 1, 30, 2, 20, 3, 40, 4};
+    for (int i = 0; i < 8; i++)
+        s.v[i] = rows[i];
+    s.n = 4;
+    CHECK(isob_samples_median(&s, 0) == 25);
+    CHECK(isob_samples_median(&s, 1) == 2.5);
+    isob_samples_free(&s);
+}
+
+static void t_sample_validity_rules(void)
+{
+    struct isob_counter c = {.backend = ISOB_BACKEND_PERF};
+    struct isob_snap a = {.cpu = 1, .sig = 7, .ok = 1}, b = a;
+    CHECK(isob_sample_valid(&c, &a, &b));
+    b.cpu = 0;
+    CHECK(!isob_sample_valid(&c, &a, &b)); /* migrated */
+    b = a;
+    b.sig = 8;
+    CHECK(!isob_sample_valid(&c, &a, &b)); /* counter index changed */
+    b = a;
+    b.ok = 0;
+    CHECK(!isob_sample_valid(&c, &a, &b)); /* multiplexed */
+    c.backend = ISOB_BACKEND_TSC;
+    CHECK(isob_sample_valid(&c, &a, &b));  /* TSC never drops */
+}
+
+static void t_placement_names_round_trip(void)
+{
+    for (unsigned p = 0; p < 3; p++) {
+        enum isob_placement q;
+        CHECK_EQ_LONG(isob_placement_parse(isob_placement_name((enum isob_placement)p), &q), 0);
+        CHECK_EQ_LONG(q, p);
+    }
+    enum isob_placement q;
+    CHECK(isob_placement_parse("sideways", &q) < 0);
+    CHECK_EQ_LONG(isob_server_cpu(ISOB_PLACE_SAME_CPU, 1), 1);
+    CHECK_EQ_LONG(isob_server_cpu(ISOB_PLACE_UNPINNED, 1), -1);
+    if (isob_ncpus() > 1)
+        CHECK_EQ_LONG(isob_server_cpu(ISOB_PLACE_CROSS_CPU, 0), 1);
+}
+
+static void t_real_backend_choice_is_explained(void)
+{
+    struct isob_counter c;
+    CHECK_EQ_LONG(isob_counter_init(&c, NULL), 0);
+    CHECK(c.why[0] != 0);
+    CHECK(c.nev >= 1);
+    struct isob_snap a, b;
+    isob_read(&c, &a);
+    isob_read(&c, &b);
+    CHECK(b.v[0] >= a.v[0]);
+    isob_counter_close(&c);
+    /* A forced clock backend always opens and says so. */
+    struct isob_counter_opts o = {.force = "clock"};
+    CHECK_EQ_LONG(isob_counter_init(&c, &o), 0);
+    CHECK(c.backend == ISOB_BACKEND_CLOCK);
+}
+
+static void t_tsc_frequency_when_usable(void)
+{
+    char why[256];
+    if (isob_tsc_usable(why, sizeof why) != 0)
+        SKIP("%s", why);
+    double hz = 0;
+    const char *src = NULL;
+    CHECK_EQ_LONG(isob_tsc_hz(&hz, &src), 0);
+    /* Any real TSC runs between 100 MHz and 10 GHz; this checks units, not speed. */
+    CHECK(hz > 1e8 && hz < 1e10);
+    CHECK(src != NULL);
+}
+
+int main(void)
+{
+    TAP_CASE(t_empty_region_is_read_cost);
+    TAP_CASE(t_each_sample_is_body_plus_read);
+    TAP_CASE(t_batched_cancels_read_cost);
+    TAP_CASE(t_batched_median_ignores_one_outlier);
+    TAP_CASE(t_medians);
+    TAP_CASE(t_sample_validity_rules);
+    TAP_CASE(t_placement_names_round_trip);
+    TAP_CASE(t_real_backend_choice_is_explained);
+    TAP_CASE(t_tsc_frequency_when_usable);
+    return tap_done();
+}
