@@ -4,17 +4,30 @@
 # Run as root on Debian or Ubuntu; elsewhere it says what to install.
 set -euo pipefail
 
-# command-or-file -> Debian package that provides it
+# A command on PATH, or an absolute file path -> the Debian package with it.
+# Keep one line per need, with why it is needed.
 declare -A NEED=(
-  [meson]=meson
-  [ninja]=ninja-build
-  [pkg-config]=pkg-config
-  [cc]=gcc
+  [meson]=meson                               # native build
+  [ninja]=ninja-build                         # native build
+  [pkg-config]=pkg-config                     # native build: feature detection
+  [cc]=gcc                                    # native build
+  [clang]=clang                               # wasm mechanism: C -> wasm32, fuzzers
+  [wasm-ld]=lld                               # wasm mechanism: linking wasm32
+  [wasm2c]=wabt                               # wasm mechanism: wasm -> C
+  [/usr/include/seccomp.h]=libseccomp-dev     # seccomp mechanism
+  [memcached]=memcached                       # kv-server benchmark: the reference server
+  [memcaslap]=libmemcached-tools              # kv-server benchmark: the load generator
+  [qemu-system-x86_64]=qemu-system-x86        # MPK tests under TCG emulation
+  [cpio]=cpio                                 # MPK tests: the initramfs
 )
 
 missing=()
-for cmd in "${!NEED[@]}"; do
-  command -v "$cmd" >/dev/null 2>&1 || missing+=("${NEED[$cmd]}")
+for need in "${!NEED[@]}"; do
+  if [[ "$need" == /* ]]; then
+    [ -e "$need" ] || missing+=("${NEED[$need]}")
+  else
+    command -v "$need" >/dev/null 2>&1 || missing+=("${NEED[$need]}")
+  fi
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
