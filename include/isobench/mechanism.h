@@ -41,6 +41,10 @@ struct isob_mechanism {
     const char *name;
     const char *summary;  /* one line for `isobench list` */
     unsigned props;
+    /* Extra members for the params of every result, as JSON object members
+     * without braces (e.g. "\"checks\":\"bounds\""), or NULL. Used to record
+     * how the mechanism was configured (safety checks, gate kind). */
+    const char *result_params;
     /* 0 if the mechanism can run here; else -ENOTSUP (or another negative
      * errno) with a one-line reason in why. */
     int (*probe)(char *why, size_t len);

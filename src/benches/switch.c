@@ -44,8 +44,9 @@ struct switch_run {
 
 static void params_json(char *buf, size_t len, const struct switch_run *r)
 {
-    snprintf(buf, len, "{\"placement\":\"%s\",\"payload\":%zu,\"variant\":\"%s\"}", r->placement,
-             r->payload, r->variant);
+    const char *extra = r->ctx->mech->result_params;
+    snprintf(buf, len, "{\"placement\":\"%s\",\"payload\":%zu,\"variant\":\"%s\"%s%s}", r->placement,
+             r->payload, r->variant, extra ? "," : "", extra ? extra : "");
 }
 
 /* Measure BODY: warm-up, per-iteration samples, batched estimate; emit. */
