@@ -130,18 +130,19 @@ int isob_measure_empty(struct isob_bench_ctx *ctx)
     /* The counter's step: some clocks (the TSC of many VMs among them)
      * advance in increments of several ticks, which quantizes every
      * per-iteration sample; the batched estimate and the means do not
-     * suffer from it. */
-    uint64_t step = UINT64_MAX;
-    struct isob_snap a, b;
-    for (int i = 0; i < 1000; i++) {
-        isob_read(ctx->ctr, &a);
-        do
-            isob_read(ctx->ctr, &b);
-        while (b.v[0] == a.v[0] && ctx->ctr->backend != ISOB_BACKEND_FAKE);
-        if (b.v[0] > a.v[0] && b.v[0] - a.v[0] < step)
-            step = b.v[0] - a.v[0];
+     * suffer from it.  The step is the greatest common divisor of the
+     * empty-region samples. */
+    uint64_t step = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        uint64_t a = step, b = s.v[i * s.nev];
+        while (b) {
+            uint64_t t = a % b;
+            a = b;
+            b = t;
+        }
+        step = a;
     }
-    ctx->step = step == UINT64_MAX ? 0 : step;
+    ctx->step = step;
     ctx->empty_min = s.n ? mn : 0;
     ctx->empty_n = s.n;
     isob_samples_free(&s);

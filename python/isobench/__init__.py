@@ -1,0 +1,21 @@
+"""isobench: what isolation costs, measured with one harness on one machine.
+
+The measuring happens in C (``build/isob``, the native driver).  This package
+only starts that driver, stores what it prints (one SQLite file), computes
+summary statistics and prints tables and exports.
+
+Modules, in the order data flows through them:
+
+    driver   find ``isob``, ask it what it has (``list``, ``isolation``, ``--version``)
+    proc     run one child process in its own process group with a time-out
+    runner   one ``isob`` invocation per (benchmark, mechanism); failures become records
+    records  the JSON-lines protocol of ``isob`` and the immutable Result record
+    stats    summary statistics of raw samples
+    store    the SQLite store (runs, results, raw samples)
+    sysinfo  the machine a run came from
+    table    plain-text tables
+    export   CSV and JSON exports of a stored run
+    cli      the ``isobench`` command
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,7 @@
+"""`python -m isobench` is the `isobench` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

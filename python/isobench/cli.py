@@ -1,0 +1,345 @@
+"""The `isobench` command: list, run, show, export.
+
+Exit codes (every command):
+    0    everything ran (skipped mechanisms are not failures)
+    1    something failed: a benchmark crashed, hung or reported a failure,
+         an isolation test failed, or the native driver could not answer
+    2    bad usage: unknown benchmark or mechanism, malformed option, unusable
+         store path, unknown run; always exactly one line on stderr
+    130  interrupted (Ctrl-C); results stored so far are kept
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import __version__, export, runner, sysinfo, table
+from .driver import ISOLATION_TIMEOUT, Catalog, Driver, Isolation, find_isob, repo_root
+from .errors import DriverError, UsageError
+from .store import Store
+
+PROG = "isobench"
+ENV_DB = "ISOBENCH_DB"
+DEFAULT_DB = Path("results") / "isobench.sqlite"
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit code 2 (via UsageError)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+class Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the hand-wrapped examples in descriptions and epilogs."""
+
+
+# ---- option value types: each raises ArgumentTypeError with a plain message ----
+
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return v
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number of seconds")
+    return v
+
+
+def placement_list(text: str) -> tuple[str, ...]:
+    items = tuple(p.strip() for p in text.split(",") if p.strip())
+    bad = [p for p in items if p not in runner.PLACEMENTS]
+    if bad or not items:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: placements are a comma-separated list of {', '.join(runner.PLACEMENTS)}")
+    return tuple(dict.fromkeys(items))
+
+
+# ---- the parser: one builder per subcommand ----
+
+def build_parser() -> Parser:
+    p = Parser(prog=PROG, formatter_class=Formatter,
+               description="isobench: what isolation costs.  Runs the same benchmarks over many "
+                           "isolation\nmechanisms with one harness and stores every raw sample "
+                           "in one SQLite file.",
+               epilog="examples:\n"
+                      "  isobench list                  what can run here, and why not\n"
+                      "  isobench run --quick           the default suite, all mechanisms, quickly\n"
+                      "  isobench show                  the latest run again\n"
+                      "  isobench export 3 --format csv -o run3.csv\n\n"
+                      f"The store is --db PATH, else ${ENV_DB}, else ./{DEFAULT_DB}.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    _add_db(p, top=True)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+    _add_list(sub)
+    _add_run(sub)
+    _add_show(sub)
+    _add_export(sub)
+    return p
+
+
+def _add_db(p: argparse.ArgumentParser, top: bool = False) -> None:
+    # Accepted before and after the subcommand; SUPPRESS keeps a subcommand's
+    # missing --db from overwriting one given before it.
+    p.add_argument("--db", metavar="PATH", default=None if top else argparse.SUPPRESS,
+                   help=f"the SQLite store (default: ${ENV_DB}, else ./{DEFAULT_DB})")
+
+
+def _add_json(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--json", action="store_true",
+                   help=f"print {what} as one JSON object on stdout (progress stays on stderr)")
+
+
+def _add_list(sub) -> None:
+    p = sub.add_parser(
+        "list", formatter_class=Formatter, help="mechanisms and benchmarks, and what is available",
+        description="List the mechanisms and benchmarks the native driver has: whether each "
+                    "mechanism\ncan run here (and why not), and whether its isolation holds.\n\n"
+                    "isolation: enforced  it claims isolation and the isolation test confirmed it\n"
+                    "           none      it does not claim isolation (a plain call, a thread)\n"
+                    "           FAILED    it claims isolation and the test showed a leak (exit 1)\n"
+                    "           untested  not available here, or the test could not run",
+        epilog="examples:\n  isobench list\n  isobench list --json | jq '.mechanisms[].name'\n"
+               "  isobench list --skip-isolation     fast: no isolation tests")
+    _add_json(p, "the listing")
+    p.add_argument("--timeout", type=positive_seconds, default=ISOLATION_TIMEOUT, metavar="SECONDS",
+                   help=f"time-out of each isolation test (default: {ISOLATION_TIMEOUT:g})")
+    p.add_argument("--skip-isolation", action="store_true",
+                   help="do not run the isolation tests (isolation is then 'untested')")
+    p.set_defaults(func=cmd_list)
+
+
+def _add_run(sub) -> None:
+    p = sub.add_parser(
+        "run", formatter_class=Formatter, help="run benchmarks and store the results",
+        description="Run benchmarks over mechanisms.  Each (benchmark, mechanism) runs in its "
+                    "own isob\nprocess with a time-out; a crash or a hang is recorded as a "
+                    "failed result and\nthe run goes on.  Every result is stored as soon as it "
+                    "exists.\n\n"
+                    f"defaults: benchmarks {', '.join(runner.DEFAULT_SUITE)}; every mechanism "
+                    "`isobench list` shows\n(unavailable ones give skipped results, which are "
+                    "not failures).",
+        epilog="examples:\n"
+               "  isobench run --quick                       default suite, all mechanisms\n"
+               "  isobench run switch -m direct -m thread    two mechanisms\n"
+               "  isobench run switch -m thread --placement same-cpu,cross-cpu\n"
+               "  isobench run pingpong                      benchmarks of OS primitives take no -m\n"
+               "  isobench run --json > run.json\n\n"
+               "exit status: 0 all ran, 1 something failed, 2 bad usage, 130 interrupted")
+    p.add_argument("benchmarks", nargs="*", metavar="BENCH",
+                   help=f"benchmarks to run (default: {' '.join(runner.DEFAULT_SUITE)})")
+    p.add_argument("-m", "--mechanism", dest="mechanisms", action="append", default=[],
+                   metavar="MECH", help="a mechanism to run (repeat, or comma-separate; "
+                                        "default: all)")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer iterations (isob --quick) and a shorter default time-out")
+    p.add_argument("--n", type=positive_int, metavar="N",
+                   help="samples per result (default: isob's own, see `isob --help`)")
+    p.add_argument("--placement", type=placement_list, metavar="LIST",
+                   help=f"comma-separated placements: {', '.join(runner.PLACEMENTS)} "
+                        "(default: each benchmark's own)")
+    p.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
+                   help=f"time-out of each isob process (default: {runner.DEFAULT_TIMEOUT:g}; "
+                        f"--quick: {runner.QUICK_TIMEOUT:g})")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    _add_json(p, "the run")
+    _add_db(p)
+    p.set_defaults(func=cmd_run)
+
+
+def _add_show(sub) -> None:
+    p = sub.add_parser(
+        "show", formatter_class=Formatter, help="print a stored run",
+        description="Print a stored run: the same table `isobench run` prints.",
+        epilog="examples:\n  isobench show            the latest run\n  isobench show 3\n"
+               "  isobench show --json --db other.sqlite")
+    p.add_argument("run", nargs="?", metavar="RUN", help="run id, or 'latest' (default)")
+    _add_json(p, "the run")
+    _add_db(p)
+    p.set_defaults(func=cmd_show)
+
+
+def _add_export(sub) -> None:
+    p = sub.add_parser(
+        "export", formatter_class=Formatter, help="write a stored run as CSV or JSON",
+        description="Write a stored run as CSV (one row per result: params and summary "
+                    "statistics)\nor JSON (everything: environment, headers and raw samples).",
+        epilog="examples:\n  isobench export latest --format csv -o latest.csv\n"
+               "  isobench export 3 --format json --no-samples | jq .environment")
+    p.add_argument("run", metavar="RUN", help="run id, or 'latest'")
+    p.add_argument("--format", required=True, choices=export.FORMATS, help="csv or json")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
+    p.add_argument("--no-samples", action="store_true",
+                   help="JSON: leave out the raw samples (CSV never has them)")
+    _add_db(p)
+    p.set_defaults(func=cmd_export)
+
+
+# ---- commands ----
+
+def db_path(args: argparse.Namespace) -> Path:
+    text = args.db or os.environ.get(ENV_DB) or str(DEFAULT_DB)
+    return Path(os.path.abspath(text))
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    driver = Driver(find_isob())
+    catalog = driver.catalog()
+    mechs = []
+    for m in catalog.mechanisms:
+        iso = (Isolation("untested", "not run (--skip-isolation)") if args.skip_isolation and
+               m.available else driver.isolation(m, timeout=args.timeout))
+        mechs.append({"name": m.name, "summary": m.summary, "available": m.available,
+                      "reason": m.reason, "isolation": iso.state, "isolation_reason": iso.reason,
+                      "isolation_detail": dict(iso.detail) or None, "props": list(m.props)})
+    benches = [{"name": b.name, "summary": b.summary, "needs_mechanism": b.needs_mechanism}
+               for b in catalog.benchmarks]
+    if args.json:
+        _print_json({"mechanisms": mechs, "benchmarks": benches})
+    else:
+        print(table.list_report(mechs, benches))
+    return EXIT_FAILED if any(m["isolation"] == "failed" for m in mechs) else EXIT_OK
+
+
+def _choose(kind: str, asked: Sequence[str], known: Sequence[str]) -> list[str]:
+    unknown = [a for a in asked if a not in known]
+    if unknown:
+        raise UsageError(f"unknown {kind} {unknown[0]!r} (known: {', '.join(known) or 'none'}; "
+                         "see `isobench list`)")
+    return list(dict.fromkeys(asked))
+
+
+def _selection(args: argparse.Namespace, catalog: Catalog) -> tuple[list[str], list[str]]:
+    benches = _choose("benchmark", args.benchmarks or runner.DEFAULT_SUITE,
+                      [b.name for b in catalog.benchmarks])
+    asked = [m.strip() for text in args.mechanisms for m in text.split(",") if m.strip()]
+    all_mechs = [m.name for m in catalog.mechanisms]
+    mechs = _choose("mechanism", asked, all_mechs) if asked else all_mechs
+    return benches, mechs
+
+
+def _run_options(args: argparse.Namespace) -> runner.Options:
+    timeout = args.timeout or (runner.QUICK_TIMEOUT if args.quick else runner.DEFAULT_TIMEOUT)
+    return runner.Options(quick=args.quick, n=args.n, placement=args.placement, timeout=timeout)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    driver = Driver(find_isob())
+    catalog = driver.catalog()
+    benches, mechs = _selection(args, catalog)
+    opts = _run_options(args)
+    path = db_path(args)
+    with Store.open(path, create=True) as store:
+        env = sysinfo.collect(driver_version=driver.version(), repo=repo_root())
+        run_id = store.begin_run(args.argv, env)
+        jobs = runner.plan(catalog, benches, mechs)
+        progress = runner.Progress(len(jobs), quiet=args.quiet)
+        try:
+            failed = runner.run_jobs(
+                driver, jobs, opts,
+                on_result=lambda r: store.add_result(run_id, r),
+                on_header=lambda h: store.set_environment(run_id, sysinfo.apply_header(env, h)),
+                progress=progress)
+        except KeyboardInterrupt:
+            store.finish_run(run_id, "interrupted")
+            _err(f"interrupted: results so far kept in {path} (run {run_id})")
+            return EXIT_INTERRUPTED
+        store.finish_run(run_id, "failed" if failed else "ok")
+        _print_run(store, run_id, args.json)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    with Store.open(db_path(args), create=False) as store:
+        run_id = store.resolve_run(args.run)
+        _print_run(store, run_id, args.json)
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    with Store.open(db_path(args), create=False) as store:
+        run_id = store.resolve_run(args.run)
+        text = export.export(store, run_id, args.format, samples=not args.no_samples)
+    if args.output:
+        try:
+            Path(args.output).write_text(text)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror or e}") from None
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def run_document(store: Store, run_id: int) -> dict:
+    """The JSON of `run --json` and `show --json` (the same for the same run)."""
+    results = []
+    for r in store.results(run_id):
+        r = dict(r)
+        r.pop("header", None)  # in `export --format json`; too bulky here
+        results.append(r)
+    return {**store.run(run_id), "db": str(store.path), "results": results}
+
+
+def _print_run(store: Store, run_id: int, as_json: bool) -> None:
+    if as_json:
+        _print_json(run_document(store, run_id))
+    else:
+        print(table.run_report(store.run(run_id), store.results(run_id), str(store.path)))
+
+
+def _print_json(doc: dict) -> None:
+    json.dump(doc, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+def _err(message: str) -> None:
+    # One line, always: a multi-line message would break the contract.
+    print(f"{PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        args = build_parser().parse_args(argv)
+        args.argv = [PROG, *argv]
+        func: Callable[[argparse.Namespace], int] = args.func
+        return func(args)
+    except UsageError as e:
+        _err(e)
+        return EXIT_USAGE
+    except DriverError as e:
+        _err(e)
+        return EXIT_FAILED
+    except sqlite3.Error as e:
+        _err(f"the store failed: {e}")
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # stdout closed early (`isobench list | head`): not an error worth a traceback.
+        sys.stderr.close()
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

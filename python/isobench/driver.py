@@ -1,0 +1,212 @@
+"""The native driver ``isob``: where it is, and the questions asked before a run.
+
+``isob list --json``       what mechanisms and benchmarks exist, which are available
+``isob isolation -m M``    does M keep the untrusted side out of the trusted heap
+``isob --version --json``  how the binary was built (optional: tolerated if absent)
+
+Measurement runs are in runner.py; this module only asks and parses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from . import proc, records
+from .errors import DriverError, UsageError
+
+ENV_ISOB = "ISOBENCH_ISOB"
+
+# Time-outs of the quick questions (seconds).  An isolation test forks a child
+# that must fault; 30 s is generous for that even on a loaded CI machine.
+LIST_TIMEOUT = 30.0
+ISOLATION_TIMEOUT = 30.0
+VERSION_TIMEOUT = 10.0
+
+# Exit codes of isob (kselftest convention for skip).
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SKIP = 0, 1, 2, 4
+
+
+def repo_root() -> Path:
+    # python/isobench/driver.py -> the repository root is two levels above the package.
+    return Path(__file__).resolve().parents[2]
+
+
+def find_isob() -> Path:
+    env = os.environ.get(ENV_ISOB)
+    path = Path(env) if env else repo_root() / "build" / "isob"
+    if not path.is_file() or not os.access(path, os.X_OK):
+        hint = f"check {ENV_ISOB}" if env else "run `make` first"
+        raise UsageError(f"native driver not found at {path}: {hint}")
+    return path
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    name: str
+    summary: str
+    available: bool
+    reason: str | None
+    props: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    summary: str
+    needs_mechanism: bool
+
+
+@dataclass(frozen=True)
+class Catalog:
+    mechanisms: tuple[Mechanism, ...]
+    benchmarks: tuple[Benchmark, ...]
+
+    def mechanism(self, name: str) -> Mechanism | None:
+        return next((m for m in self.mechanisms if m.name == name), None)
+
+    def benchmark(self, name: str) -> Benchmark | None:
+        return next((b for b in self.benchmarks if b.name == name), None)
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """What ``isobench list`` says about one mechanism's isolation.
+
+    state:  "enforced"  it claims isolation and the test confirmed it
+            "none"      it does not claim isolation (the test shows the leak, as expected)
+            "failed"    it claims isolation and the test showed a leak or broke
+            "untested"  not available here, or the test could not run (crash, time-out)
+    """
+
+    state: str
+    reason: str | None = None
+    detail: Mapping = field(default_factory=dict)
+
+
+def describe_exit(ex: proc.ChildExit, timeout: float, results: int | None = None) -> str | None:
+    """Why a child run went wrong, in one phrase; None when it exited normally."""
+    after = "" if results is None else f" after {results} result{'s' if results != 1 else ''}"
+    if ex.timed_out:
+        return f"timed out after {timeout:g} s (isob killed{after})"
+    if ex.signal is not None:
+        return f"isob killed by signal {ex.signal} ({proc.signal_name(ex.signal)}){after}"
+    return None
+
+
+class Driver:
+    def __init__(self, path: Path):
+        self.path = path
+
+    def argv(self, *args: str) -> list[str]:
+        return [str(self.path), *args]
+
+    def ask(self, args: list[str], timeout: float) -> tuple[list[dict], list[str], proc.ChildExit]:
+        """Run isob with args; its JSON lines, its non-JSON lines, and how it ended."""
+        lines: list[dict] = []
+        garbage: list[str] = []
+
+        def on_line(text: str) -> None:
+            if not text.strip():
+                return
+            try:
+                lines.append(records.parse_line(text))
+            except records.ProtocolError as e:
+                garbage.append(str(e))
+
+        try:
+            ex = proc.run_lines(self.argv(*args), timeout=timeout, on_line=on_line)
+        except OSError as e:
+            raise UsageError(f"cannot run {self.path}: {e.strerror or e}") from None
+        return lines, garbage, ex
+
+    def catalog(self, timeout: float = LIST_TIMEOUT) -> Catalog:
+        lines, garbage, ex = self.ask(["list", "--json"], timeout)
+        what = describe_exit(ex, timeout)
+        if what is None and ex.returncode != 0:
+            what = f"exited with status {ex.returncode}: {ex.stderr_tail() or 'no message'}"
+        listing = next((l for l in lines if l["type"] == "list"), None)
+        if what is None and listing is None:
+            what = f"printed {garbage[0]}" if garbage else "printed no list line"
+        if what is not None:
+            raise DriverError(f"`{self.path} list --json` failed: {what}")
+        try:
+            return _catalog_from(listing)
+        except (TypeError, KeyError, ValueError) as e:
+            raise DriverError(f"`{self.path} list --json` printed a malformed list: {e}") from None
+
+    def isolation(self, mech: Mechanism, timeout: float = ISOLATION_TIMEOUT) -> Isolation:
+        if not mech.available:
+            return Isolation("untested", mech.reason or "not available here")
+        lines, garbage, ex = self.ask(["isolation", "-m", mech.name], timeout)
+        line = next((l for l in lines if l["type"] == "isolation"), None)
+        if line is None:
+            why = describe_exit(ex, timeout)
+            if why is None:
+                why = (f"isob printed {garbage[0]}" if garbage else
+                       f"isob printed no isolation line (exit status {ex.returncode}"
+                       f"{': ' + ex.stderr_tail() if ex.stderr_tail() else ''})")
+            return Isolation("untested", f"isolation test did not run: {why}")
+        return _isolation_from(line)
+
+    def version(self, timeout: float = VERSION_TIMEOUT) -> dict | None:
+        """{"version","cc","cflags"} from ``isob --version --json``; None if it has none.
+
+        Parsed leniently (schema_version and type are optional here): a driver
+        without this option must not stop a run, it only leaves the compiler
+        fields of the environment empty.
+        """
+        found: list[dict] = []
+
+        def on_line(text: str) -> None:
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError:
+                return
+            if isinstance(obj, dict) and "version" in obj:
+                found.append(obj)
+
+        try:
+            ex = proc.run_lines(self.argv("--version", "--json"), timeout=timeout, on_line=on_line)
+        except OSError:
+            return None
+        if ex.returncode != 0 or not found:
+            return None
+        return {k: v for k, v in found[0].items() if k not in ("schema_version", "type")}
+
+def _catalog_from(listing: dict) -> Catalog:
+    mechs = tuple(
+        Mechanism(name=_str(m["name"]), summary=str(m.get("summary") or ""),
+                  available=bool(m["available"]), reason=m.get("reason"),
+                  props=tuple(m.get("props") or ()))
+        for m in listing["mechanisms"])
+    benches = tuple(
+        Benchmark(name=_str(b["name"]), summary=str(b.get("summary") or ""),
+                  needs_mechanism=bool(b.get("needs_mechanism", True)))
+        for b in listing["benchmarks"])
+    return Catalog(mechs, benches)
+
+
+def _str(v: object) -> str:
+    if not isinstance(v, str) or not v:
+        raise ValueError(f"name {v!r} is not a non-empty string")
+    return v
+
+
+def _isolation_from(line: dict) -> Isolation:
+    verdict = line.get("verdict")
+    detail = {k: line.get(k) for k in ("claims", "verdict", "read", "write", "intact")}
+    reason = line.get("reason")
+    if verdict == "enforced":
+        return Isolation("enforced", reason, detail)
+    if verdict == "none":
+        return Isolation("none", reason or "does not claim isolation", detail)
+    if verdict == "skipped":
+        return Isolation("untested", reason or "isolation test skipped", detail)
+    if verdict in ("leaked", "failed"):
+        why = reason or f"{verdict}: read {line.get('read')}, write {line.get('write')}"
+        return Isolation("failed", why, detail)
+    return Isolation("untested", f"isob gave an unknown verdict {verdict!r}", detail)

@@ -1,0 +1,247 @@
+"""Running benchmarks: one ``isob`` child per (benchmark, mechanism).
+
+Each child runs in its own process group with a time-out (proc.py).  Its
+result lines become Result records and are handed to the caller (who stores
+them) one by one, as they arrive.  Whatever goes wrong with the child -- a
+crash, a hang, a line that is not JSON, an exit status that contradicts its
+results -- becomes one extra `failed` record that says what happened; the
+results printed before stay.  A mechanism that is not available here gives a
+`skipped` record (isob prints it and exits 4), which is not a failure.
+
+Benchmarks that need no mechanism (pingpong measures an OS primitive) run
+once, without -m; their results carry mechanism NO_MECHANISM ("-") and the
+primitive in params.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence, TextIO
+
+from . import proc
+from .driver import EXIT_FAILED, EXIT_OK, EXIT_SKIP, EXIT_USAGE, Catalog, Driver, describe_exit
+from .records import NO_MECHANISM, Header, ProtocolError, Result, parse_line
+
+# The benchmarks `isobench run` runs when none are named.  Grows as
+# benchmarks are added; each must be quick enough for a default run.
+DEFAULT_SUITE = ("switch",)
+
+PLACEMENTS = ("same-cpu", "cross-cpu", "unpinned")
+
+# Time-out of one isob child (seconds): generous, since a full switch run
+# over all placements takes about a minute on slow machines; --quick runs
+# a quarter of the iterations.
+DEFAULT_TIMEOUT = 300.0
+QUICK_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Job:
+    benchmark: str
+    mechanism: str | None  # None: the benchmark takes no mechanism
+
+    @property
+    def label(self) -> str:
+        return f"{self.benchmark} -m {self.mechanism}" if self.mechanism else self.benchmark
+
+    @property
+    def mechanism_name(self) -> str:
+        return self.mechanism or NO_MECHANISM
+
+
+@dataclass(frozen=True)
+class Options:
+    quick: bool = False
+    n: int | None = None
+    placement: tuple[str, ...] | None = None
+    timeout: float = DEFAULT_TIMEOUT
+
+
+@dataclass
+class JobOutcome:
+    job: Job
+    results: list[Result] = field(default_factory=list)
+    header: Header | None = None
+    elapsed: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return any(r.status == "failed" for r in self.results)
+
+
+def plan(catalog: Catalog, benchmarks: Sequence[str], mechanisms: Sequence[str]) -> list[Job]:
+    """The jobs of a run, benchmark-major, in the order given."""
+    jobs: list[Job] = []
+    for name in benchmarks:
+        bench = catalog.benchmark(name)
+        if bench is not None and not bench.needs_mechanism:
+            jobs.append(Job(name, None))
+        else:
+            jobs.extend(Job(name, m) for m in mechanisms)
+    return jobs
+
+
+def isob_args(job: Job, opts: Options) -> list[str]:
+    args = [job.benchmark]
+    if job.mechanism:
+        args += ["-m", job.mechanism]
+    if opts.quick:
+        args.append("--quick")
+    if opts.n is not None:
+        args += ["--n", str(opts.n)]
+    if opts.placement:
+        args += ["--placement", ",".join(opts.placement)]
+    return args
+
+
+class _Collector:
+    """Turns isob's stdout lines into records as they arrive."""
+
+    def __init__(self, job: Job, on_result: Callable[[Result], None]):
+        self.job = job
+        self.on_result = on_result
+        self.outcome = JobOutcome(job)
+        self.bad_lines: list[str] = []
+
+    def line(self, text: str) -> None:
+        if not text.strip():
+            return
+        try:
+            obj = parse_line(text)
+        except ProtocolError as e:
+            self.bad_lines.append(str(e))
+            return
+        if obj["type"] == "header":
+            self._header(obj)
+        elif obj["type"] == "result":
+            self._result(obj)
+        # Other line types are ignored: a newer isob may add some.
+
+    def _header(self, obj: dict) -> None:
+        try:
+            self.outcome.header = Header.from_line(obj)
+        except ValueError as e:
+            self.bad_lines.append(f"invalid header line ({e})")
+
+    def _result(self, obj: dict) -> None:
+        # The job, not the line, names benchmark and mechanism: the record
+        # must say what was asked for even if isob spells it differently.
+        obj = {**obj, "benchmark": self.job.benchmark}
+        try:
+            r = Result.from_line(obj, self.outcome.header, mechanism=self.job.mechanism_name)
+        except ValueError as e:
+            self.bad_lines.append(f"invalid result line ({e})")
+            return
+        self.outcome.results.append(r)
+        self.on_result(r)
+
+    def record(self, status: str, reason: str) -> None:
+        r = Result.failure(self.job.benchmark, self.job.mechanism_name, reason,
+                           self.outcome.header, status=status)
+        self.outcome.results.append(r)
+        self.on_result(r)
+
+
+def run_job(driver: Driver, job: Job, opts: Options,
+            on_result: Callable[[Result], None]) -> JobOutcome:
+    """Run one isob child; every record (including the failure record) goes to on_result."""
+    col = _Collector(job, on_result)
+    try:
+        ex = proc.run_lines(driver.argv(*isob_args(job, opts)), timeout=opts.timeout,
+                            on_line=col.line)
+    except OSError as e:
+        col.record("failed", f"cannot run {driver.path}: {e.strerror or e}")
+        return col.outcome
+    col.outcome.elapsed = ex.elapsed
+    verdict = judge_exit(ex, opts.timeout, col.outcome.results, col.bad_lines)
+    if verdict is not None:
+        col.record(*verdict)
+    return col.outcome
+
+
+def judge_exit(ex: proc.ChildExit, timeout: float, results: Sequence[Result],
+               bad_lines: Sequence[str]) -> tuple[str, str] | None:
+    """(status, reason) of the extra record a child's ending calls for, or None.
+
+    isob's exit status must agree with its lines: 0 all ok, 1 some result
+    failed, 4 skipped.  Anything else is a failure of its own.
+    """
+    statuses = {r.status for r in results}
+    reasons: list[str] = []
+    status = "failed"
+    died = describe_exit(ex, timeout, len(results))
+    if died:
+        reasons.append(died)
+    elif ex.returncode == EXIT_SKIP:
+        if "skipped" not in statuses:
+            status = "skipped"
+            reasons.append(f"isob skipped: {ex.stderr_tail() or 'no reason given'}")
+    elif ex.returncode == EXIT_USAGE:
+        reasons.append(f"isob rejected its arguments (exit 2): {ex.stderr_tail() or 'no message'}")
+    elif ex.returncode == EXIT_FAILED and "failed" not in statuses:
+        reasons.append(f"isob exited with status 1 without a failed result: "
+                       f"{ex.stderr_tail() or 'no message'}")
+    elif ex.returncode not in (EXIT_OK, EXIT_FAILED):
+        reasons.append(f"isob exited with status {ex.returncode}: "
+                       f"{ex.stderr_tail() or 'no message'}")
+    elif not results and not bad_lines:
+        reasons.append("isob printed no results")
+    if bad_lines:
+        status = "failed"
+        more = f" (and {len(bad_lines) - 1} more)" if len(bad_lines) > 1 else ""
+        reasons.append(f"isob printed a bad line: {bad_lines[0]}{more}")
+    return (status, "; ".join(reasons)) if reasons else None
+
+
+class Progress:
+    """One line per job on stderr: "[3/8] switch -m thread ... 12 results, 4.1 s"."""
+
+    def __init__(self, total: int, stream: TextIO | None = sys.stderr, quiet: bool = False):
+        self.total = total
+        self.stream = None if quiet else stream
+        self.i = 0
+        self.t0 = 0.0
+
+    def start(self, job: Job) -> None:
+        self.i += 1
+        self.t0 = time.monotonic()
+        self._write(f"[{self.i}/{self.total}] {job.label} ... ")
+
+    def done(self, out: JobOutcome) -> None:
+        n = len(out.results)
+        text = f"{n} result{'s' if n != 1 else ''}, {time.monotonic() - self.t0:.1f} s"
+        bad = [r for r in out.results if r.status != "ok"]
+        if bad:
+            text += f" -- {bad[-1].status.upper()}: {bad[-1].reason}"
+        self._write(text + "\n")
+
+    def _write(self, text: str) -> None:
+        if self.stream is not None:
+            self.stream.write(text)
+            self.stream.flush()
+
+
+def run_jobs(driver: Driver, jobs: Sequence[Job], opts: Options,
+             on_result: Callable[[Result], None],
+             on_header: Callable[[Header], None] | None = None,
+             progress: Progress | None = None) -> bool:
+    """Run every job in turn; True when any record failed.
+
+    on_header is called with the first header seen (the run's environment
+    takes the counter backend and TSC frequency from it).
+    """
+    failed = False
+    seen_header = False
+    for job in jobs:
+        if progress:
+            progress.start(job)
+        out = run_job(driver, job, opts, on_result)
+        if progress:
+            progress.done(out)
+        if out.header is not None and not seen_header and on_header is not None:
+            seen_header = True
+            on_header(out.header)
+        failed = failed or out.failed
+    return failed

@@ -1,0 +1,156 @@
+"""Plain-text tables for `isobench list`, `run` and `show`.
+
+The tables read summary dicts (as the store returns them), never Result
+records, so that `run` and `show` print the same thing for the same run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+# Params with a column of their own; any other param is appended to the
+# variant column as key=value so that no configuration is hidden.
+PARAM_COLUMNS = ("placement", "payload", "variant")
+
+RESULT_HEADERS = ("benchmark", "mechanism", "placement", "payload", "variant", "median", "mean",
+                  "p5", "p95", "MAD", "batched", "unit", "~ns", "status")
+RIGHT_ALIGNED = {"payload", "median", "mean", "p5", "p95", "MAD", "batched", "~ns"}
+
+
+def render(headers: Sequence[str], rows: Sequence[Sequence[str]],
+           right: frozenset[str] | set[str] = frozenset()) -> str:
+    """Columns padded to their widest cell, two spaces apart."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(cell)) for w, cell in zip(widths, row)]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [c.rjust(w) if h in right else c.ljust(w)
+               for h, c, w in zip(headers, cells, widths)]
+        return "  ".join(out).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def fmt_num(v: Any) -> str:
+    """A number short enough for a table, with digits that mean something; '-' for none.
+
+    Below 10: two decimals; below 1000: one; from 1000: whole, with thousands
+    separators (a tenth of a tick is noise at that size).
+    """
+    if v is None:
+        return "-"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    v = float(v)
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def fmt_hz(hz: float | None) -> str:
+    return "-" if hz is None else f"{hz / 1e9:.3f} GHz"
+
+
+def _variant(params: Mapping) -> str:
+    parts = [str(params["variant"])] if "variant" in params else []
+    parts += [f"{k}={v}" for k, v in sorted(params.items()) if k not in PARAM_COLUMNS]
+    return " ".join(parts) or "-"
+
+
+def _ns(r: Mapping) -> str:
+    """The batched estimate (else the median) in nanoseconds, where the unit
+    and the TSC frequency allow: for reading against published figures."""
+    v = r.get("batched") if r.get("batched") is not None else r.get("median")
+    hz = (r.get("header") or {}).get("tsc_hz")
+    if v is None:
+        return "-"
+    if r.get("unit") == "ns":
+        return fmt_num(v)
+    if r.get("unit") == "tsc_ticks" and hz:
+        return fmt_num(v * 1e9 / hz)
+    return "-"
+
+
+def result_row(r: Mapping) -> list[str]:
+    p = r.get("params") or {}
+    status = r["status"] if r["status"] != "failed" else "FAILED"
+    return [r["benchmark"], r["mechanism"], str(p.get("placement", "-")),
+            str(p.get("payload", "-")), _variant(p), fmt_num(r.get("median")),
+            fmt_num(r.get("mean")), fmt_num(r.get("p5")), fmt_num(r.get("p95")),
+            fmt_num(r.get("mad")), fmt_num(r.get("batched")), r.get("unit") or "-", _ns(r),
+            status]
+
+
+def measurement_lines(results: Sequence[Mapping]) -> list[str]:
+    """What the numbers are in: counter backend and why, TSC Hz, empty-region cost."""
+    headers = [r["header"] for r in results if r.get("header")]
+    if not headers:
+        return ["counter: - (no isob header: nothing was measured)"]
+    lines = []
+    for counter, why in dict.fromkeys((h.get("counter"), h.get("counter_why")) for h in headers):
+        lines.append(f"counter: {counter}" + (f" ({why})" if why else ""))
+    hz = dict.fromkeys((h.get("tsc_hz"), h.get("tsc_hz_source")) for h in headers)
+    lines.append("TSC: " + ", ".join(fmt_hz(f) + (f" ({src})" if src else "") for f, src in hz))
+    lines.append(_empty_line(headers))
+    return lines
+
+
+def _empty_line(headers: Sequence[Mapping]) -> str:
+    medians = [h["empty_region"]["median"] for h in headers
+               if isinstance(h.get("empty_region"), Mapping)
+               and h["empty_region"].get("median") is not None]
+    unit = headers[0].get("unit") or ""
+    if not medians:
+        return "empty region: -"
+    lo, hi = min(medians), max(medians)
+    span = fmt_num(lo) if lo == hi else f"{fmt_num(lo)}..{fmt_num(hi)}"
+    means = [h["empty_region"]["mean"] for h in headers
+             if isinstance(h.get("empty_region"), Mapping) and h["empty_region"].get("mean") is not None]
+    steps = sorted({h["counter_step"] for h in headers if h.get("counter_step")})
+    extra = f", mean {fmt_num(min(means))}..{fmt_num(max(means))}" if means else ""
+    line = (f"empty region: median {span}{extra} {unit} (cost of an empty measured region; "
+            "reported, not subtracted)")
+    if steps and steps[0] > 1:
+        line += (f"\ncounter step: {steps[0]} {unit}: single samples are multiples of it, so "
+                 "medians of short regions are quantized; read mean and batched")
+    return line
+
+
+def run_report(run: Mapping, results: Sequence[Mapping], db: str) -> str:
+    env = run.get("environment") or {}
+    machine = ", ".join(str(x) for x in (env.get("cpu_model"), env.get("kernel") and
+                                         f"Linux {env['kernel']}", env.get("hypervisor")) if x)
+    out = [f"run {run['run_id']}  started {run['started']}  status {run['status']}"
+           + (f"  ({machine})" if machine else "")]
+    out += measurement_lines(results)
+    out.append("")
+    out.append(render(RESULT_HEADERS, [result_row(r) for r in results], RIGHT_ALIGNED)
+               if results else "(no results)")
+    notes = [f"{'FAILED' if r['status'] == 'failed' else r['status']}: "
+             f"{r['benchmark']} -m {r['mechanism']}: {r['reason']}"
+             for r in results if r["status"] != "ok"]
+    if notes:
+        out.append("")
+        out += notes
+    out.append("")
+    out.append(f"results stored in {db} (run {run['run_id']}; `isobench show {run['run_id']}`)")
+    return "\n".join(out)
+
+
+def list_report(mechanisms: Sequence[Mapping], benchmarks: Sequence[Mapping]) -> str:
+    mrows = [[m["name"], "yes" if m["available"] else "no",
+              "FAILED" if m["isolation"] == "failed" else m["isolation"], m["summary"]]
+             for m in mechanisms]
+    out = ["Mechanisms", render(("name", "available", "isolation", "summary"), mrows)]
+    notes = [f"  {m['name']}: " + ("ISOLATION TEST FAILED: " if m["isolation"] == "failed" else "")
+             + (m.get("isolation_reason") or m.get("reason") or "")
+             for m in mechanisms if (not m["available"] or m["isolation"] in ("failed", "untested"))]
+    if notes:
+        out += ["", "Notes:"] + notes
+    brows = [[b["name"], "yes" if b.get("needs_mechanism", True) else "no", b["summary"]]
+             for b in benchmarks]
+    out += ["", "Benchmarks", render(("name", "per mechanism", "summary"), brows)]
+    return "\n".join(out)

@@ -1,0 +1,85 @@
+"""Shared helpers: run the `isobench` command in a child process against the
+fake native driver (fixtures/fake_isob.py), with a time-out so that a hang in
+the code under test fails one test instead of stalling the suite."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE / "fixtures"
+FAKE_ISOB = FIXTURES / "fake_isob.py"
+REPO = HERE.parents[1]
+PYTHON_DIR = REPO / "python"
+
+# Only a guard against a hung test: no test asserts how long anything takes.
+CHILD_TIMEOUT = 120
+
+sys.path.insert(0, str(PYTHON_DIR))
+
+
+def load_fake():
+    """The fake driver as a module, for its known samples."""
+    spec = importlib.util.spec_from_file_location("fake_isob", FAKE_ISOB)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class Isobench:
+    """Runs `python -m isobench ...` with a controlled environment."""
+
+    def __init__(self, tmp_path: Path):
+        self.db = tmp_path / "results" / "isobench.sqlite"
+        self.argv_log = tmp_path / "isob-argv.log"
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith(("ISOBENCH_", "FAKE_ISOB_"))}
+        self.env.update({
+            "ISOBENCH_ISOB": str(FAKE_ISOB),
+            "ISOBENCH_DB": str(self.db),
+            "FAKE_ISOB_ARGV_LOG": str(self.argv_log),
+            "PYTHONPATH": str(PYTHON_DIR) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        })
+        self.cwd = tmp_path
+
+    def __call__(self, *args: str, **env: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "isobench", *args], cwd=self.cwd,
+                              env={**self.env, **env}, capture_output=True, text=True,
+                              timeout=CHILD_TIMEOUT)
+
+    def json(self, *args: str, **env: str) -> tuple[dict, subprocess.CompletedProcess]:
+        p = self(*args, **env)
+        assert p.stdout.strip(), f"no stdout; stderr: {p.stderr}"
+        return json.loads(p.stdout), p
+
+    def isob_calls(self) -> list[list[str]]:
+        if not self.argv_log.exists():
+            return []
+        return [json.loads(l) for l in self.argv_log.read_text().splitlines()]
+
+
+@pytest.fixture
+def isobench(tmp_path: Path) -> Isobench:
+    return Isobench(tmp_path)
+
+
+@pytest.fixture
+def fake():
+    return load_fake()
+
+
+def assert_one_error_line(p: subprocess.CompletedProcess, code: int = 2) -> str:
+    """The contract for bad input: exit code, exactly one stderr line, no traceback."""
+    assert p.returncode == code, (p.returncode, p.stderr)
+    assert "Traceback" not in p.stderr
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith("isobench: error: "), lines[0]
+    return lines[0]

@@ -1,0 +1,110 @@
+"""The CLI against the real native driver (build/isob, built by `make test`
+before pytest runs).  These check the contract end to end; they assert
+counts, keys and statuses, never how long anything took."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+
+import pytest
+
+from conftest import REPO, Isobench, assert_one_error_line
+
+ISOB = REPO / "build" / "isob"
+
+
+@pytest.fixture
+def real(tmp_path) -> Isobench:
+    if not ISOB.exists():
+        pytest.fail(f"{ISOB} is missing: run `make` (make test builds it first)")
+    ib = Isobench(tmp_path)
+    ib.env["ISOBENCH_ISOB"] = str(ISOB)
+    return ib
+
+
+# Small sample counts: these tests check plumbing, not speed.
+FAST = ("--n", "200")
+
+
+def test_run_contract_direct_and_process_futex(real):
+    doc, p = real.json("run", "switch", "-m", "direct", "-m", "process-futex", "--quick",
+                       "--json", *FAST)
+    assert p.returncode == 0, p.stderr
+    assert set(doc) >= {"run_id", "db", "environment", "results"}
+    env = doc["environment"]
+    for key in ("cpu_model", "kernel", "hypervisor", "pmu", "tsc_hz"):
+        assert key in env
+    assert isinstance(env["pmu"], bool)
+    results = doc["results"]
+    mechs = {r["mechanism"] for r in results}
+    assert mechs == {"direct", "process-futex"}
+    for r in results:
+        for key in ("benchmark", "mechanism", "params", "unit", "counter", "n", "min", "median",
+                    "p5", "p95", "mad", "status", "reason"):
+            assert key in r, key
+        assert r["unit"] in ("ns", "tsc_ticks", "cycles")
+        assert r["status"] in ("ok", "skipped", "failed")
+    ok = [r for r in results if r["status"] == "ok"]
+    # direct: 3 ERIM call kinds + 3 payloads; process-futex: 3 payloads x 2 placements
+    # (cross-cpu may be skipped on a one-CPU machine, never failed).
+    assert len([r for r in ok if r["mechanism"] == "direct"]) == 6
+    pf = [r for r in results if r["mechanism"] == "process-futex"]
+    assert {r["params"]["payload"] for r in pf if r["status"] == "ok"} == {0, 64, 4096}
+    assert all(r["status"] != "failed" for r in results)
+    for r in ok:
+        assert r["n"] > 0 and r["min"] <= r["median"] <= r["p95"]
+    # Everything is in the one SQLite file the document names.
+    con = sqlite3.connect(doc["db"])
+    n = con.execute("select count(*) from results where run_id = ?", (doc["run_id"],)).fetchone()[0]
+    assert n == len(results)
+
+
+def test_crash_and_hang_are_contained(real):
+    env = {"ISOBENCH_TEST_MECHANISMS": "1"}
+    doc, p = real.json("run", "switch", "-m", "direct", "-m", "test-crash", "-m", "test-hang",
+                       "--quick", "--json", "--timeout", "5", *FAST, **env)
+    assert p.returncode == 1, p.stderr
+    by = {}
+    for r in doc["results"]:
+        by.setdefault(r["mechanism"], []).append(r)
+    # The results printed before the crash and the hang are kept...
+    for m in ("test-crash", "test-hang"):
+        assert any(r["status"] == "ok" for r in by[m]), m
+        failed = [r for r in by[m] if r["status"] == "failed"]
+        assert len(failed) == 1 and failed[0]["reason"], m
+    assert "signal" in [r for r in by["test-crash"] if r["status"] == "failed"][0]["reason"]
+    assert "time" in [r for r in by["test-hang"] if r["status"] == "failed"][0]["reason"]
+    # ...and so is every result of the mechanisms that behaved.
+    assert all(r["status"] == "ok" for r in by["direct"])
+
+
+def test_list_reports_isolation_from_the_tests(real):
+    doc, p = real.json("list", "--json")
+    assert p.returncode == 0, p.stderr
+    by = {m["name"]: m for m in doc["mechanisms"]}
+    assert by["direct"]["isolation"] == "none"
+    assert by["process-futex"]["isolation"] == "enforced"
+    for m in doc["mechanisms"]:
+        assert m["isolation"] in ("enforced", "none", "untested")
+        if not m["available"]:
+            assert m["isolation"] == "untested" and m["reason"]
+    assert {"switch"} <= {b["name"] for b in doc["benchmarks"]}
+
+
+def test_bad_input_against_real_driver(real, tmp_path):
+    assert_one_error_line(real("run", "nosuchbench"))
+    assert_one_error_line(real("run", "switch", "-m", "nosuchmech"))
+    corrupt = tmp_path / "corrupt.sqlite"
+    corrupt.write_bytes(b"this is not a database" * 100)
+    assert_one_error_line(real("run", "switch", "-m", "direct", "--db", str(corrupt)))
+
+
+def test_isob_rejects_bad_usage_with_one_line():
+    import subprocess
+    for args in (["switch"], ["switch", "-m", "direct", "--n", "abc"], ["nosuch"],
+                 ["switch", "-m", "direct", "--placement", "sideways"]):
+        p = subprocess.run([str(ISOB), *args], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2, args
+        assert len(p.stderr.strip().splitlines()) == 1, (args, p.stderr)

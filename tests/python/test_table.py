@@ -1,0 +1,25 @@
+"""Table formatting: numbers, extra params, notes for failures."""
+
+from isobench import table
+
+
+def test_fmt_num():
+    assert [table.fmt_num(v) for v in (None, 7, 12345, 1.234, 52.0, 442.04, 125216.4)] == \
+        ["-", "7", "12,345", "1.23", "52.0", "442.0", "125,216"]
+
+
+def test_result_row_shows_every_param():
+    row = table.result_row({"benchmark": "pingpong", "mechanism": "-", "status": "ok",
+                            "params": {"placement": "same-cpu", "primitive": "pipe"},
+                            "median": 1.0, "p5": 1.0, "p95": 1.0, "mad": 0.0, "batched": None,
+                            "unit": "ns"})
+    assert row[:5] == ["pingpong", "-", "same-cpu", "-", "primitive=pipe"]
+    assert row[-1] == "ok"
+
+
+def test_failures_are_loud():
+    r = {"benchmark": "switch", "mechanism": "x", "status": "failed", "reason": "boom",
+         "params": {}, "unit": None, "header": None}
+    text = table.run_report({"run_id": 1, "started": "t", "status": "failed"}, [r], "/db")
+    assert "FAILED" in text and "FAILED: switch -m x: boom" in text
+    assert text.splitlines()[-1].startswith("results stored in /db")
