@@ -13,6 +13,7 @@ declare -A NEED=(
   [cc]=gcc                                    # native build
   [clang]=clang                               # wasm mechanism: C -> wasm32, fuzzers
   [wasm-ld]=lld                               # wasm mechanism: linking wasm32
+  [/usr/lib/clang/14/lib/linux/libclang_rt.fuzzer-x86_64.a]=libclang-rt-14-dev  # protocol fuzzer: libFuzzer runtime (a Recommends of clang)
   [wasm2c]=wabt                               # wasm mechanism: wasm -> C
   [/usr/include/seccomp.h]=libseccomp-dev     # seccomp mechanism
   [memcached]=memcached                       # kv-server benchmark: the reference server

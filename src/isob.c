@@ -12,6 +12,7 @@
 #include "isob_config.h"
 #include "isobench/bench.h"
 #include "isobench/isolation.h"
+#include "isobench/serve.h"
 
 #define EXIT_USAGE 2
 #define EXIT_SKIP 4
@@ -22,6 +23,7 @@ static void usage(FILE *f)
         "usage: isob BENCH [-m MECH] [options]    measure; JSON lines on stdout\n"
         "       isob list [--json]                mechanisms and benchmarks\n"
         "       isob isolation -m MECH            the isolation test of one mechanism\n"
+        "       isob serve -m MECH [options]      memcached text-protocol server over MECH\n"
         "       isob --version [--json]           version, compiler and flags\n"
         "\n"
         "options (defaults in brackets):\n"
@@ -36,9 +38,13 @@ static void usage(FILE *f)
         "  --cpu C             CPU of the untrusted side [first allowed CPU]\n"
         "  --counter B         perf, tsc or clock [best available]\n"
         "  --scope S           perf counting scope: thread or cpu [thread]\n"
-        "  --primitive P       pingpong only: futex, pipe or socket [all]\n",
+        "  --primitive P       pingpong only: futex, pipe or socket [all]\n"
+        "  --sizes LIST        kv only: data sizes, e.g. 4K,1M,256M (multiples of 64 B)\n"
+        "                      [4K to 256M by 4; --quick: to 16M]\n"
+        "  --iterations N      kv only: measured passes per size [enough for --n gets, at least 3]\n"
+        "  --seed S            kv only: seed of keys, values and read orders [%d]\n",
         ISOB_DEFAULT_N, ISOB_DEFAULT_WARMUP, ISOB_DEFAULT_BATCH_K, ISOB_DEFAULT_BATCH_REPS,
-        ISOB_DEFAULT_EMPTY_N, ISOB_QUICK_DIVISOR);
+        ISOB_DEFAULT_EMPTY_N, ISOB_QUICK_DIVISOR, ISOB_DEFAULT_SEED);
 }
 
 static void die_usage(const char *fmt, const char *arg)
@@ -59,6 +65,36 @@ static size_t parse_count(const char *opt, const char *s)
         exit(EXIT_USAGE);
     }
     return (size_t)v;
+}
+
+/* --sizes: comma-separated byte counts with an optional K, M or G suffix
+ * (powers of 1024); each a multiple of 64, the kv benchmark's entry size. */
+static size_t parse_sizes(const char *s, size_t *out)
+{
+    size_t n = 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(tok, &end, 10);
+        unsigned shift = 0;
+        if (*end == 'K' || *end == 'k')
+            shift = 10, end++;
+        else if (*end == 'M' || *end == 'm')
+            shift = 20, end++;
+        else if (*end == 'G' || *end == 'g')
+            shift = 30, end++;
+        if (errno || end == tok || *end || tok[0] == '-' || v == 0 || v > (16ull << 30) >> shift ||
+            ((v << shift) % 64) != 0)
+            die_usage("--sizes: '%s' is not a multiple of 64 bytes from 64 to 16G", tok);
+        if (n == ISOB_MAX_SIZES)
+            die_usage("--sizes: more than %s sizes", "32");
+        out[n++] = (size_t)(v << shift);
+    }
+    if (!n)
+        die_usage("--sizes needs at least one size%s", "");
+    return n;
 }
 
 static unsigned parse_placements(const char *s)
@@ -194,10 +230,13 @@ static void emit_skip(struct isob_bench_ctx *ctx, const char *bench, const char 
 }
 
 enum { OPT_N = 256, OPT_WARMUP, OPT_BATCH_K, OPT_BATCH_REPS, OPT_EMPTY_N, OPT_QUICK,
-       OPT_PLACEMENT, OPT_CPU, OPT_COUNTER, OPT_SCOPE, OPT_PRIMITIVE, OPT_JSON, OPT_VERSION };
+       OPT_PLACEMENT, OPT_CPU, OPT_COUNTER, OPT_SCOPE, OPT_PRIMITIVE, OPT_JSON, OPT_VERSION,
+       OPT_SIZES, OPT_ITERATIONS, OPT_SEED };
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "serve") == 0)
+        return isob_serve_main(argc - 1, argv + 1);
     static const struct option longopts[] = {
         {"mechanism", required_argument, 0, 'm'}, {"n", required_argument, 0, OPT_N},
         {"warmup", required_argument, 0, OPT_WARMUP}, {"batch-k", required_argument, 0, OPT_BATCH_K},
@@ -206,13 +245,15 @@ int main(int argc, char **argv)
         {"placement", required_argument, 0, OPT_PLACEMENT}, {"cpu", required_argument, 0, OPT_CPU},
         {"counter", required_argument, 0, OPT_COUNTER}, {"scope", required_argument, 0, OPT_SCOPE},
         {"primitive", required_argument, 0, OPT_PRIMITIVE}, {"json", no_argument, 0, OPT_JSON},
-        {"version", no_argument, 0, OPT_VERSION}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+        {"version", no_argument, 0, OPT_VERSION}, {"help", no_argument, 0, 'h'},
+        {"sizes", required_argument, 0, OPT_SIZES}, {"iterations", required_argument, 0, OPT_ITERATIONS},
+        {"seed", required_argument, 0, OPT_SEED}, {0, 0, 0, 0},
     };
     struct isob_bench_opts o = {
         .n = ISOB_DEFAULT_N, .warmup = ISOB_DEFAULT_WARMUP, .batch_k = ISOB_DEFAULT_BATCH_K,
         .batch_reps = ISOB_DEFAULT_BATCH_REPS, .empty_n = ISOB_DEFAULT_EMPTY_N,
         .placements = (1u << ISOB_PLACE_SAME_CPU) | (1u << ISOB_PLACE_CROSS_CPU),
-        .client_cpu = -2,
+        .client_cpu = -2, .seed = ISOB_DEFAULT_SEED,
     };
     struct isob_counter_opts copts = {.force = NULL, .scope = ISOB_SCOPE_THREAD, .cpu = -1};
     const char *mech_name = NULL;
@@ -227,7 +268,7 @@ int main(int argc, char **argv)
         case OPT_BATCH_REPS: o.batch_reps = parse_count("--batch-reps", optarg); break;
         case OPT_EMPTY_N: o.empty_n = parse_count("--empty-n", optarg); break;
         case OPT_QUICK: o.quick = 1; break;
-        case OPT_PLACEMENT: o.placements = parse_placements(optarg); break;
+        case OPT_PLACEMENT: o.placements = parse_placements(optarg); o.placement_given = 1; break;
         case OPT_CPU: {
             size_t cpu = strcmp(optarg, "0") == 0 ? 0 : parse_count("--cpu", optarg);
             if ((int)cpu >= isob_ncpus())
@@ -249,6 +290,16 @@ int main(int argc, char **argv)
                 die_usage("--scope: '%s' is neither thread nor cpu", optarg);
             break;
         case OPT_PRIMITIVE: o.param = optarg; break;
+        case OPT_SIZES: o.nsizes = parse_sizes(optarg, o.sizes); break;
+        case OPT_ITERATIONS: o.iterations = parse_count("--iterations", optarg); break;
+        case OPT_SEED: {
+            char *end;
+            errno = 0;
+            o.seed = strtoull(optarg, &end, 0);
+            if (errno || end == optarg || *end || optarg[0] == '-')
+                die_usage("--seed: '%s' is not a number from 0 to 2^64-1", optarg);
+            break;
+        }
         case OPT_JSON: json = 1; break;
         case OPT_VERSION: version = 1; break;
         case 'h': usage(stdout); return 0;

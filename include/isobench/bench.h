@@ -13,6 +13,8 @@
 #define ISOB_DEFAULT_BATCH_REPS 15    /* (K, 2K) pairs; the estimate is their median */
 #define ISOB_DEFAULT_EMPTY_N 20000    /* empty-region samples */
 #define ISOB_QUICK_DIVISOR 4          /* --quick divides n, warm-up and K by this */
+#define ISOB_MAX_SIZES 32             /* --sizes: at most this many data sizes */
+#define ISOB_DEFAULT_SEED 1           /* --seed: seeds the kv benchmark's keys and orders */
 
 struct isob_bench_opts {
     size_t n, warmup, batch_k, batch_reps, empty_n;
@@ -20,6 +22,11 @@ struct isob_bench_opts {
     unsigned placements;       /* bit (1 << enum isob_placement) for each placement to run */
     int client_cpu;            /* CPU of the untrusted side; -1 unpinned */
     const char *param;         /* benchmark-specific selector (pingpong: --primitive), or NULL */
+    int placement_given;       /* 1 when --placement was passed (kv then runs every placement asked) */
+    size_t sizes[ISOB_MAX_SIZES]; /* --sizes: data sizes in bytes; nsizes 0 means the benchmark's own */
+    size_t nsizes;
+    size_t iterations;         /* --iterations: measured passes per data size; 0 means derived from n */
+    uint64_t seed;             /* --seed: keys, values and read orders */
 };
 
 struct isob_bench_ctx {

@@ -22,8 +22,41 @@ enum isob_entry {
     ISOB_ENTRY_SECRET_PLANT = 5, /* stores arg[0] in the heap; returns 0, arg[1] = its address */
     ISOB_ENTRY_SECRET_CHECK = 6, /* returns 1 if the planted secret still equals arg[0] */
     ISOB_ENTRY_COUNT_CALLS = 7,  /* returns how many calls this compartment has served */
+    ISOB_ENTRY_KV_SET = 8,       /* key-value store (src/trusted/kv.h): layout below */
+    ISOB_ENTRY_KV_GET = 9,
+    ISOB_ENTRY_KV_DELETE = 10,
+    ISOB_ENTRY_KV_FLUSH = 11,
+    ISOB_ENTRY_KV_STATS = 12,
     ISOB_ENTRY__COUNT
 };
+
+/* The key-value store's messages.  Lengths travel in the arguments, bytes
+ * in data; errors are the usual negative errno values.
+ *
+ *   KV_SET     arg[0] = key length (1..ISOB_KV_MAX_KEY), arg[1] = value length
+ *              (0..ISOB_KV_MAX_VALUE), data = key bytes then value bytes,
+ *              len = arg[0] + arg[1].  Stores (or overwrites) the value; returns
+ *              0, -EINVAL for bad lengths, -ENOSPC when the store is full (an
+ *              overwrite that fails keeps the old value).
+ *   KV_GET     arg[0] = key length, data = key bytes, len = arg[0].  Returns the
+ *              value length and leaves the value in data, with len = arg[1] =
+ *              its length; -ENOENT when the key is missing, -EINVAL for a bad
+ *              key length.
+ *   KV_DELETE  arg[0] = key length, data = key bytes, len = arg[0].  Returns 0 or
+ *              -ENOENT.
+ *   KV_FLUSH   removes every entry; returns 0.
+ *   KV_STATS   returns the number of entries; arg[0] = entries, arg[1] = bytes
+ *              the store occupies in the heap (its header, the whole table and
+ *              the arena up to its high-water mark), arg[2] = bytes of the whole
+ *              heap, arg[3] = table slots.
+ *
+ * The store lives in the heap from ISOB_KV_OFFSET on, after the state header
+ * and the secret's page; its table is sized from the heap at
+ * isob_trusted_init, so a heap too small for it makes every KV_SET fail with
+ * -ENOSPC. */
+#define ISOB_KV_MAX_KEY 250      /* memcached's limit */
+#define ISOB_KV_MAX_VALUE 4096   /* fits the default shared buffer with the longest key */
+#define ISOB_KV_OFFSET 8192u     /* where the store starts in the heap */
 
 #define ISOB_MSG_ARGS 4
 

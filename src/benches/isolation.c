@@ -79,7 +79,10 @@ int isob_isolation_test(const struct isob_mechanism *m, struct isob_isolation *r
     sigaction(SIGSEGV, &sa, &old_segv);
     sigaction(SIGBUS, &sa, &old_bus);
 
-    int read_leaked = 0, write_landed = 0;
+    /* Volatile: they change between sigsetjmp and a siglongjmp out of the
+     * fault handler, after which non-volatile locals are indeterminate (a
+     * register copy made write_landed 1 after a faulting write). */
+    volatile int read_leaked = 0, write_landed = 0;
     if (sigsetjmp(fault_jmp, 1) == 0) {
         uint64_t v = *addr;
         read_leaked = v == ISOB_SECRET;

@@ -5,10 +5,12 @@
 
 extern const struct isob_bench isob_bench_switch;
 extern const struct isob_bench isob_bench_pingpong;
+extern const struct isob_bench isob_bench_kv;
 
 const struct isob_bench *const isob_benches[] = {
     &isob_bench_switch,
     &isob_bench_pingpong,
+    &isob_bench_kv,
     NULL,
 };
 

@@ -4,6 +4,7 @@
  * the same source compiles to wasm32 for the WebAssembly mechanism and its
  * state lives only in the heap the mechanism gives it. */
 #include "isobench/trusted.h"
+#include "kv.h"
 
 /* Where the planted secret lives: far enough into the heap that it is not
  * on the same page as the state header. */
@@ -18,6 +19,7 @@ struct isob_trusted *isob_trusted_init(void *heap, size_t size)
     t->secret = 0;
     t->heap = (unsigned char *)heap;
     t->heap_size = size;
+    kv_init(t->heap, size);
     return t;
 }
 
@@ -69,6 +71,16 @@ long isob_trusted_call(struct isob_trusted *t, unsigned entry, struct isob_msg *
     }
     case ISOB_ENTRY_COUNT_CALLS:
         return (long)t->calls;
+    case ISOB_ENTRY_KV_SET:
+        return kv_set(t, msg, cap);
+    case ISOB_ENTRY_KV_GET:
+        return kv_get(t, msg, cap);
+    case ISOB_ENTRY_KV_DELETE:
+        return kv_delete(t, msg, cap);
+    case ISOB_ENTRY_KV_FLUSH:
+        return kv_flush(t);
+    case ISOB_ENTRY_KV_STATS:
+        return kv_stats(t, msg);
     default:
         return -38; /* ENOSYS: no such entry */
     }

@@ -1,0 +1,91 @@
+/* The memcached text protocol, parsed without any I/O.
+ *
+ * The parser looks at the unread bytes of one connection and says one of
+ * two things: "need more bytes" (and, when it knows, how many in all), or
+ * "here is one command, which used the first `consumed` bytes".  Errors are
+ * commands too: ISOB_OP_ERROR carries the exact reply line, so the caller
+ * never formats protocol errors itself.  Nothing is copied: keys and data
+ * point into the caller's buffer and stay valid until it moves those bytes.
+ *
+ * Supported: get, gets, set, add, replace, delete, flush_all, version,
+ * stats, verbosity, quit, and noreply on storage, delete, flush_all and
+ * verbosity.  cas, append and prepend are recognised only so that their
+ * data block is skipped instead of being read as commands. */
+#ifndef ISOBENCH_PROTO_H
+#define ISOBENCH_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest key, as in memcached. */
+#define ISOB_PROTO_KEY_MAX 250
+/* A command line with no '\n' in this many bytes ends the connection, as in
+ * memcached (whose limit is the same 2048 bytes). */
+#define ISOB_PROTO_LINE_MAX 2048
+/* get and gets lines may be longer (many keys); this is their bound. */
+#define ISOB_PROTO_GET_LINE_MAX (64u * 1024u)
+/* Largest value a client may store unless told otherwise (--max-value). */
+#define ISOB_PROTO_DEFAULT_MAX_VALUE (1u << 20)
+/* Largest --max-value accepted: the whole value must fit one message. */
+#define ISOB_PROTO_MAX_VALUE_LIMIT (256u << 20)
+
+enum isob_proto_op {
+    ISOB_OP_NONE = 0,    /* bytes of a refused value skipped; nothing to reply */
+    ISOB_OP_ERROR,       /* reply `reply` (unless noreply); close after if `close` */
+    ISOB_OP_GET,
+    ISOB_OP_GETS,
+    ISOB_OP_SET,
+    ISOB_OP_ADD,
+    ISOB_OP_REPLACE,
+    ISOB_OP_DELETE,
+    ISOB_OP_FLUSH_ALL,
+    ISOB_OP_VERSION,
+    ISOB_OP_STATS,
+    ISOB_OP_STATS_RESET,
+    ISOB_OP_VERBOSITY,
+    ISOB_OP_QUIT,
+};
+
+/* One connection's parser state: what must survive between two reads. */
+struct isob_proto {
+    size_t max_value;    /* values larger than this are refused */
+    uint64_t swallow;    /* bytes of a refused value still to be skipped */
+};
+
+struct isob_proto_cmd {
+    enum isob_proto_op op;
+    size_t consumed;             /* input bytes this command used (always > 0) */
+    int noreply;                 /* the client asked for no reply */
+    int close;                   /* ISOB_OP_ERROR: close the connection after the reply */
+    int unlink;                  /* ISOB_OP_ERROR: delete `key` (a refused set must not
+                                    leave the old value behind, as in memcached) */
+    const char *reply;           /* ISOB_OP_ERROR: the reply, "\r\n" included */
+    const unsigned char *key;    /* storage, delete, get (first key) */
+    size_t key_len;
+    const unsigned char *keys;   /* get, gets: the keys, separated by spaces */
+    size_t keys_len;
+    uint32_t flags;              /* storage */
+    int64_t exptime;             /* storage; accepted, not acted upon */
+    uint32_t bytes;              /* storage: bytes of data */
+    const unsigned char *data;   /* storage: the data (its "\r\n" checked and excluded) */
+};
+
+/* Results of isob_proto_parse. */
+enum { ISOB_PROTO_MORE = 0, ISOB_PROTO_CMD = 1 };
+
+void isob_proto_init(struct isob_proto *p, size_t max_value);
+
+/* Parse the first command of in[0..len).  Returns ISOB_PROTO_CMD with *cmd
+ * filled in, or ISOB_PROTO_MORE when the command is incomplete; then *need
+ * is the number of bytes the whole command takes (so that the caller can
+ * make room for it), or 0 when that is not known yet (a line in progress). */
+int isob_proto_parse(struct isob_proto *p, const unsigned char *in, size_t len,
+                     struct isob_proto_cmd *cmd, size_t *need);
+
+/* Walk the keys of a get or gets: start with *pos = cmd->keys; each call
+ * yields the next key and returns 1, or returns 0 at the end.  The parser
+ * has already checked every key. */
+int isob_proto_next_key(const struct isob_proto_cmd *cmd, const unsigned char **pos,
+                        const unsigned char **key, size_t *key_len);
+
+#endif

@@ -1,0 +1,157 @@
+/* process-socket: a forked server process holds the trusted heap; the
+ * message lives in a shared page as in process-futex, and an AF_UNIX
+ * stream socketpair carries only a one-byte token each way.  A round trip
+ * is one send and one receive per side, the bare socket ping-pong of the
+ * pingpong benchmark, so any difference between the two is the
+ * compartment's. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "isobench/mechanism.h"
+#include "isobench/server.h"
+
+/* How long destroy waits for the server to leave before killing it. */
+#define SOCK_REAP_TIMEOUT_MS 2000
+
+/* The tokens: a request to serve the entry in the shared page, the order
+ * to leave, and the reply. */
+enum { SOCK_TOK_CALL = 'c', SOCK_TOK_QUIT = 'q', SOCK_TOK_DONE = 'd' };
+
+/* The page shared by caller and server: the entry and the result, then
+ * the message on its own cache line. */
+struct sock_shared {
+    uint32_t entry;
+    long ret;
+    struct isob_msg msg __attribute__((aligned(64)));
+};
+
+struct sock_comp {
+    struct isob_comp base;
+    struct sock_shared *sh;
+    size_t shared_size;
+    pid_t server;
+    int sv[2];  /* the caller's end [0], the server's end [1] */
+};
+
+/* Send one token; 0 or -errno.  MSG_NOSIGNAL: a dead peer is an error to
+ * return, not a SIGPIPE that kills the caller. */
+static inline int sock_put(int fd, char tok)
+{
+    ssize_t n;
+    while ((n = send(fd, &tok, 1, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+        ;
+    return n == 1 ? 0 : n < 0 ? -errno : -EPIPE;
+}
+
+/* Receive one token; the token, or -errno (-EPIPE at end of stream: the
+ * other side is gone). */
+static inline int sock_get(int fd)
+{
+    unsigned char tok;
+    ssize_t n;
+    while ((n = recv(fd, &tok, 1, 0)) < 0 && errno == EINTR)
+        ;
+    return n == 1 ? tok : n < 0 ? -errno : -EPIPE;
+}
+
+static void sock_serve(struct sock_comp *s, struct isob_trusted *t)
+{
+    while (sock_get(s->sv[1]) == SOCK_TOK_CALL) {
+        s->sh->ret = isob_trusted_call(t, s->sh->entry, &s->sh->msg, s->base.data_cap);
+        if (sock_put(s->sv[1], SOCK_TOK_DONE) != 0)
+            return;
+    }
+}
+
+static int sock_probe(char *why, size_t len)
+{
+    (void)why;
+    (void)len;
+    return 0;
+}
+
+static int sock_create(const struct isob_comp_spec *spec, struct isob_comp **out)
+{
+    if (spec->shared_size <= sizeof(struct sock_shared))
+        return -EINVAL;
+    struct sock_comp *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->sv[0] = s->sv[1] = -1;
+    s->shared_size = spec->shared_size;
+    s->base.data_cap = s->shared_size - sizeof(struct sock_shared);
+    int err = -ENOMEM;
+    s->sh = isob_map(s->shared_size, 1);
+    if (!s->sh)
+        goto fail;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s->sv) != 0) {
+        err = -errno;
+        goto fail;
+    }
+    fflush(NULL);
+    s->server = fork();
+    if (s->server < 0) {
+        err = -errno;
+        goto fail;
+    }
+    if (s->server == 0) {
+        close(s->sv[0]);
+        struct isob_trusted *t = isob_server_enter(spec->server_cpu, spec->heap_size);
+        if (t)
+            sock_serve(s, t);
+        _exit(t ? 0 : 1);
+    }
+    /* Without the server's end here, a dead server reads as end of stream
+     * instead of a wait forever. */
+    close(s->sv[1]);
+    s->sv[1] = -1;
+    *out = &s->base;
+    return 0;
+fail:
+    for (int i = 0; i < 2; i++)
+        if (s->sv[i] >= 0)
+            close(s->sv[i]);
+    isob_unmap(s->sh, s->shared_size);
+    free(s);
+    return err;
+}
+
+static long sock_call(struct isob_comp *c, unsigned entry)
+{
+    struct sock_comp *s = (struct sock_comp *)c;
+    s->sh->entry = entry;
+    int rc = sock_put(s->sv[0], SOCK_TOK_CALL);
+    if (rc == 0)
+        rc = sock_get(s->sv[0]);
+    return rc < 0 ? rc : s->sh->ret;
+}
+
+static struct isob_msg *sock_shared_msg(struct isob_comp *c)
+{
+    return &((struct sock_comp *)c)->sh->msg;
+}
+
+static void sock_destroy(struct isob_comp *c)
+{
+    struct sock_comp *s = (struct sock_comp *)c;
+    /* An explicit order, because closing our end is not enough: servers
+     * forked later for other compartments inherit copies of it. */
+    sock_put(s->sv[0], SOCK_TOK_QUIT);
+    close(s->sv[0]);
+    isob_server_reap(s->server, SOCK_REAP_TIMEOUT_MS);
+    isob_unmap(s->sh, s->shared_size);
+    free(s);
+}
+
+const struct isob_mechanism isob_mech_process_socket = {
+    .name = "process-socket",
+    .summary = "forked server process, shared memory, one-byte token over an AF_UNIX socketpair",
+    .props = ISOB_ISOLATES_MEMORY | ISOB_SEPARATE_AS | ISOB_TWO_CONTEXTS,
+    .probe = sock_probe,
+    .create = sock_create,
+    .call = sock_call,
+    .shared = sock_shared_msg,
+    .destroy = sock_destroy,
+};

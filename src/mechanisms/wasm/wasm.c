@@ -1,0 +1,442 @@
+/* wasm, wasm-bounds: software fault isolation with WebAssembly.
+ *
+ * The trusted component (src/trusted/) and guest.c are compiled to one
+ * wasm32 module, which wasm2c translates to C at build time; the C is
+ * linked in twice (meson.build).  The guest's trusted heap and message
+ * buffer live in its linear memory.  A call copies the message (header and
+ * msg->len bytes) into the guest's buffer, runs the guest's
+ * isob_guest_call, and copies the message back out, as production
+ * embeddings (RLBox) copy arguments in and out of the sandbox.
+ *
+ * The two mechanisms differ only in how the guest is kept inside its
+ * linear memory:
+ *   wasm         guard pages: the memory sits at the start of an 8 GiB
+ *                inaccessible reservation, every address a guest can form
+ *                falls inside it, and a fault there becomes a trap;
+ *   wasm-bounds  explicit checks: the generated code compares every access
+ *                with the memory's size; nothing is reserved around it.
+ *
+ * In wasm's threat model the sandbox is untrusted and the host is trusted:
+ * the guard that matters is that guest code cannot reach host memory
+ * (tests/c/test_wasm.c).  For the generic isolation test the "address" of
+ * the secret is what the trusted code sees, a linear-memory offset, which
+ * names nothing in the host's address space.
+ *
+ * Traps (out-of-bounds access, stack exhaustion, ...) end the call with a
+ * negative errno and leave the compartment usable. */
+#include "isob_wasm_config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isob_wasm.h"
+#include "isobench/mechanism.h"
+
+extern const struct isob_mechanism isob_mech_wasm, isob_mech_wasm_bounds;
+
+#if ISOB_WASM_AVAILABLE
+#include <pthread.h>
+#include <setjmp.h>
+#include <sys/mman.h>
+
+#include "isob_wasm_bounds.h"
+#include "isob_wasm_guard.h"
+#include "wasm-rt-impl.h"
+#include "wasm_memory.h"
+
+/* Largest heap and shared buffer: together with the module's own data and
+ * shadow stack they must fit in the 4 GiB of wasm32 linear memory. */
+#define WASM_MAX_REGION ((size_t)1 << 30)
+
+/* One wasm2c translation of the guest, behind signatures common to both,
+ * so that one body of code drives either. */
+typedef uint64_t guest_fn(void *inst, uint32_t a, uint64_t b);
+
+struct wasm_variant {
+    int guard_pages;
+    size_t instance_size;
+    pthread_once_t *once;
+    void (*init_module)(void);
+    guest_fn *instantiate;
+    void (*free)(void *inst);
+    wasm_rt_memory_t *(*memory)(void *inst);
+    uint32_t *(*stack_pointer)(void *inst);
+    guest_fn *init;  /* (heap_size, shared_size) -> message offset or -errno */
+    guest_fn *call;  /* (entry, -) -> the entry's result */
+    guest_fn *peek;  /* (offset, -) -> 8 bytes read there */
+    guest_fn *poke;  /* (offset, value) -> 0 */
+};
+
+/* The glue between the common signatures and the names wasm2c gives one
+ * module (Z_<module>Z_<export>). */
+#define WASM_VARIANT(V, GUARD)                                                         \
+    typedef Z_isob_wasm_##V##_instance_t V##_inst;                                     \
+    static pthread_once_t V##_once = PTHREAD_ONCE_INIT;                                \
+    static void V##_init_module(void)                                                  \
+    {                                                                                  \
+        wasm_rt_init();                                                                \
+        Z_isob_wasm_##V##_init_module();                                               \
+    }                                                                                  \
+    static uint64_t V##_instantiate(void *i, uint32_t a, uint64_t b)                   \
+    {                                                                                  \
+        (void)a, (void)b;                                                              \
+        Z_isob_wasm_##V##_instantiate((V##_inst *)i);                                  \
+        return 0;                                                                      \
+    }                                                                                  \
+    static void V##_free(void *i) { Z_isob_wasm_##V##_free((V##_inst *)i); }           \
+    static wasm_rt_memory_t *V##_memory(void *i)                                       \
+    {                                                                                  \
+        return Z_isob_wasm_##V##Z_memory((V##_inst *)i);                               \
+    }                                                                                  \
+    static uint32_t *V##_stack_pointer(void *i)                                        \
+    {                                                                                  \
+        return Z_isob_wasm_##V##Z___stack_pointer((V##_inst *)i);                      \
+    }                                                                                  \
+    static uint64_t V##_init(void *i, uint32_t heap, uint64_t shared)                  \
+    {                                                                                  \
+        return Z_isob_wasm_##V##Z_isob_guest_init((V##_inst *)i, heap, (uint32_t)shared); \
+    }                                                                                  \
+    static uint64_t V##_call(void *i, uint32_t entry, uint64_t b)                      \
+    {                                                                                  \
+        (void)b;                                                                       \
+        return Z_isob_wasm_##V##Z_isob_guest_call((V##_inst *)i, entry);               \
+    }                                                                                  \
+    static uint64_t V##_peek(void *i, uint32_t offset, uint64_t b)                     \
+    {                                                                                  \
+        (void)b;                                                                       \
+        return Z_isob_wasm_##V##Z_isob_guest_peek((V##_inst *)i, offset);              \
+    }                                                                                  \
+    static uint64_t V##_poke(void *i, uint32_t offset, uint64_t value)                 \
+    {                                                                                  \
+        Z_isob_wasm_##V##Z_isob_guest_poke((V##_inst *)i, offset, value);              \
+        return 0;                                                                      \
+    }                                                                                  \
+    static const struct wasm_variant V##_variant = {                                   \
+        GUARD, sizeof(V##_inst), &V##_once, V##_init_module, V##_instantiate, V##_free, \
+        V##_memory, V##_stack_pointer, V##_init, V##_call, V##_peek, V##_poke,        \
+    };
+
+WASM_VARIANT(guard, 1)
+WASM_VARIANT(bounds, 0)
+
+struct wasm_comp {
+    struct isob_comp base;
+    const struct wasm_variant *v;
+    void *inst;                 /* the wasm2c instance: globals and memory */
+    wasm_rt_memory_t *mem;      /* its linear memory (the struct does not move) */
+    unsigned char *guard_base;  /* the guard reservation, NULL for wasm-bounds */
+    uint32_t *sp;               /* the guest's shadow stack pointer */
+    uint32_t sp_at_rest;        /* its value between calls */
+    uint32_t msg_off;           /* offset of the guest's message buffer */
+    struct isob_msg *msg;       /* the host's message buffer */
+    size_t shared_size;
+};
+
+/* What a trap becomes for the caller. */
+static long trap_errno(int trap)
+{
+    switch (trap) {
+    case WASM_RT_TRAP_OOB:
+        return -EFAULT;          /* an access outside linear memory */
+    case WASM_RT_TRAP_EXHAUSTION:
+        return -ENOMEM;          /* call stack exhausted, or no memory to instantiate */
+    case WASM_RT_TRAP_DIV_BY_ZERO:
+    case WASM_RT_TRAP_INT_OVERFLOW:
+    case WASM_RT_TRAP_INVALID_CONVERSION:
+        return -EDOM;            /* an arithmetic trap */
+    default:
+        return -ENOEXEC;         /* unreachable, a bad indirect call, an exception */
+    }
+}
+
+/* Run fn as guest code.  wasm-rt reports a trap by a longjmp to
+ * wasm_rt_jmp_buf.  This is wasm_rt_impl_try() but for the setjmp: in
+ * signal-handler mode wasm-rt uses sigsetjmp(buf, 1), whose saving of the
+ * signal mask is a system call on every call into the guest, and would be
+ * most of what a call costs.  The mask need not be saved because the fault
+ * handler runs with SA_NODEFER and so never leaves SIGSEGV blocked.
+ * Returns 0 with the guest's result in *ret, or a negative errno. */
+static long guarded(struct wasm_comp *w, guest_fn *fn, uint32_t a, uint64_t b, uint64_t *ret)
+{
+    long rc;
+    WASM_RT_SAVE_STACK_DEPTH();
+    wasm_rt_set_unwind_target(&wasm_rt_jmp_buf);
+    isob_wasm_guard_active = w->guard_base;
+    switch (sigsetjmp(wasm_rt_jmp_buf, 0)) {
+    case 0:
+        *ret = fn(w->inst, a, b);
+        isob_wasm_guard_active = NULL;
+        return 0;
+    case WASM_RT_TRAP_OOB:
+        rc = trap_errno(WASM_RT_TRAP_OOB);
+        break;
+    case WASM_RT_TRAP_DIV_BY_ZERO:
+        rc = trap_errno(WASM_RT_TRAP_DIV_BY_ZERO);
+        break;
+    case WASM_RT_TRAP_INT_OVERFLOW:
+        rc = trap_errno(WASM_RT_TRAP_INT_OVERFLOW);
+        break;
+    case WASM_RT_TRAP_INVALID_CONVERSION:
+        rc = trap_errno(WASM_RT_TRAP_INVALID_CONVERSION);
+        break;
+    case WASM_RT_TRAP_EXHAUSTION:
+        rc = trap_errno(WASM_RT_TRAP_EXHAUSTION);
+        break;
+    default:
+        rc = trap_errno(WASM_RT_TRAP_UNREACHABLE);
+        break;
+    }
+    isob_wasm_guard_active = NULL;
+    /* A trap leaves the shadow stack pointer wherever the trapping function
+     * had moved it; put it back, or every trap would leak guest stack. */
+    if (w->sp)
+        *w->sp = w->sp_at_rest;
+    return rc;
+}
+
+static int wasm_probe_variant(const struct wasm_variant *v, char *why, size_t len)
+{
+    if (!v->guard_pages)
+        return 0;
+    if (sizeof(void *) < 8) {
+        snprintf(why, len, "guard pages need a 64-bit address space");
+        return -ENOTSUP;
+    }
+    /* The kernel step: an address-space limit (ulimit -v) can refuse the
+     * reservation even though it costs no memory. */
+    void *p = mmap(NULL, ISOB_WASM_GUARD_RESERVATION, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        snprintf(why, len, "cannot reserve 8 GiB of address space for guard pages: %s", strerror(errno));
+        return -ENOTSUP;
+    }
+    munmap(p, ISOB_WASM_GUARD_RESERVATION);
+    return 0;
+}
+
+static void wasm_destroy(struct isob_comp *c)
+{
+    struct wasm_comp *w = (struct wasm_comp *)c;
+    if (w->inst) {
+        w->v->free(w->inst);
+        free(w->inst);
+    }
+    isob_unmap(w->msg, w->shared_size);
+    free(w);
+}
+
+static int wasm_create_variant(const struct wasm_variant *v, const struct isob_comp_spec *spec,
+                               struct isob_comp **out)
+{
+    if (spec->shared_size <= sizeof(struct isob_msg) || spec->shared_size > WASM_MAX_REGION ||
+        spec->heap_size > WASM_MAX_REGION)
+        return -EINVAL;
+    int rc;
+    if (v->guard_pages && (rc = isob_wasm_fault_handler_install()) != 0)
+        return rc;
+    pthread_once(v->once, v->init_module);
+    struct wasm_comp *w = calloc(1, sizeof *w);
+    if (!w)
+        return -ENOMEM;
+    w->v = v;
+    w->shared_size = spec->shared_size;
+    w->msg = isob_map(spec->shared_size, 0);
+    /* Zeroed, so that freeing a half-built instance frees only what exists. */
+    w->inst = calloc(1, v->instance_size);
+    if (!w->msg || !w->inst) {
+        wasm_destroy(&w->base);
+        return -ENOMEM;
+    }
+    uint64_t off;
+    rc = (int)guarded(w, v->instantiate, 0, 0, &off);
+    if (rc == 0) {
+        w->mem = v->memory(w->inst);
+        w->guard_base = v->guard_pages ? w->mem->data : NULL;
+        rc = (int)guarded(w, v->init, (uint32_t)spec->heap_size, spec->shared_size, &off);
+    }
+    if (rc == 0 && (int64_t)off < 0)
+        rc = (int)(int64_t)off;
+    /* The guest is not trusted to place its buffer inside its memory: the
+     * host copies into it on every call, so check once here.  Memory only
+     * grows, so the check stays true. */
+    if (rc == 0 && off + spec->shared_size > w->mem->size)
+        rc = -EPROTO;
+    if (rc != 0) {
+        wasm_destroy(&w->base);
+        return rc;
+    }
+    w->msg_off = (uint32_t)off;
+    w->sp = v->stack_pointer(w->inst);
+    w->sp_at_rest = *w->sp;
+    w->base.data_cap = spec->shared_size - sizeof(struct isob_msg);
+    *out = &w->base;
+    return 0;
+}
+
+static long wasm_call(struct isob_comp *c, unsigned entry)
+{
+    struct wasm_comp *w = (struct wasm_comp *)c;
+    struct isob_msg *m = w->msg;
+    size_t cap = c->data_cap;
+    /* The data pointer is read afresh each time: growing a bounds-checked
+     * memory may move it, and the guest can grow its memory. */
+    size_t n = m->len < cap ? m->len : cap;
+    memcpy(w->mem->data + w->msg_off, m, sizeof *m + n);
+    uint64_t ret;
+    long rc = guarded(w, w->v->call, entry, 0, &ret);
+    if (rc != 0)
+        return rc;
+    const unsigned char *g = w->mem->data + w->msg_off;
+    memcpy(m, g, sizeof *m);
+    /* The length is the guest's word now: bound it before copying by it. */
+    n = m->len < cap ? m->len : cap;
+    memcpy(m->data, g + sizeof *m, n);
+    return (long)(int64_t)ret;
+}
+
+static struct wasm_comp *as_wasm(struct isob_comp *c)
+{
+    if (!c || (c->mech != &isob_mech_wasm && c->mech != &isob_mech_wasm_bounds))
+        return NULL;
+    return (struct wasm_comp *)c;
+}
+
+int isob_wasm_linear(struct isob_comp *c, struct isob_wasm_linear *out)
+{
+    struct wasm_comp *w = as_wasm(c);
+    if (!w)
+        return -EINVAL;
+    out->base = w->mem->data;
+    out->size = w->mem->size;
+    out->reserved = w->v->guard_pages ? ISOB_WASM_GUARD_RESERVATION : w->mem->size;
+    out->msg_offset = w->msg_off;
+    return 0;
+}
+
+int isob_wasm_peek(struct isob_comp *c, uint32_t offset, uint64_t *value)
+{
+    struct wasm_comp *w = as_wasm(c);
+    return w ? (int)guarded(w, w->v->peek, offset, 0, value) : -EINVAL;
+}
+
+int isob_wasm_poke(struct isob_comp *c, uint32_t offset, uint64_t value)
+{
+    struct wasm_comp *w = as_wasm(c);
+    uint64_t ignored;
+    return w ? (int)guarded(w, w->v->poke, offset, value, &ignored) : -EINVAL;
+}
+
+static int wasm_guard_probe(char *why, size_t len)
+{
+    return wasm_probe_variant(&guard_variant, why, len);
+}
+
+static int wasm_bounds_probe(char *why, size_t len)
+{
+    return wasm_probe_variant(&bounds_variant, why, len);
+}
+
+static int wasm_guard_create(const struct isob_comp_spec *spec, struct isob_comp **out)
+{
+    return wasm_create_variant(&guard_variant, spec, out);
+}
+
+static int wasm_bounds_create(const struct isob_comp_spec *spec, struct isob_comp **out)
+{
+    return wasm_create_variant(&bounds_variant, spec, out);
+}
+
+static struct isob_msg *wasm_shared(struct isob_comp *c)
+{
+    return ((struct wasm_comp *)c)->msg;
+}
+
+#else /* !ISOB_WASM_AVAILABLE: the tools were missing at build time. */
+
+static int wasm_unavailable(char *why, size_t len)
+{
+    snprintf(why, len, "%s", ISOB_WASM_UNAVAILABLE_WHY);
+    return -ENOTSUP;
+}
+
+#define wasm_guard_probe wasm_unavailable
+#define wasm_bounds_probe wasm_unavailable
+
+static int wasm_no_create(const struct isob_comp_spec *spec, struct isob_comp **out)
+{
+    (void)spec;
+    (void)out;
+    return -ENOTSUP;
+}
+
+#define wasm_guard_create wasm_no_create
+#define wasm_bounds_create wasm_no_create
+
+/* Never reached: no compartment can be created. */
+static long wasm_call(struct isob_comp *c, unsigned entry)
+{
+    (void)c;
+    (void)entry;
+    return -ENOTSUP;
+}
+
+static struct isob_msg *wasm_shared(struct isob_comp *c)
+{
+    (void)c;
+    return NULL;
+}
+
+static void wasm_destroy(struct isob_comp *c)
+{
+    (void)c;
+}
+
+int isob_wasm_linear(struct isob_comp *c, struct isob_wasm_linear *out)
+{
+    (void)c;
+    (void)out;
+    return -ENOTSUP;
+}
+
+int isob_wasm_peek(struct isob_comp *c, uint32_t offset, uint64_t *value)
+{
+    (void)c;
+    (void)offset;
+    (void)value;
+    return -ENOTSUP;
+}
+
+int isob_wasm_poke(struct isob_comp *c, uint32_t offset, uint64_t value)
+{
+    (void)c;
+    (void)offset;
+    (void)value;
+    return -ENOTSUP;
+}
+#endif
+
+const struct isob_mechanism isob_mech_wasm = {
+    .name = "wasm",
+    .summary = "WebAssembly SFI (wasm2c): linear memory bounded by guard pages in an 8 GiB reservation",
+    .props = ISOB_ISOLATES_MEMORY,
+    .result_params = "\"checks\":\"guard-pages\"",
+    .probe = wasm_guard_probe,
+    .create = wasm_guard_create,
+    .call = wasm_call,
+    .shared = wasm_shared,
+    .destroy = wasm_destroy,
+};
+
+const struct isob_mechanism isob_mech_wasm_bounds = {
+    .name = "wasm-bounds",
+    .summary = "WebAssembly SFI (wasm2c): an explicit bounds check on every linear-memory access",
+    .props = ISOB_ISOLATES_MEMORY,
+    .result_params = "\"checks\":\"bounds\"",
+    .probe = wasm_bounds_probe,
+    .create = wasm_bounds_create,
+    .call = wasm_call,
+    .shared = wasm_shared,
+    .destroy = wasm_destroy,
+};

@@ -1,0 +1,643 @@
+/* `isob serve`: the epoll loop around the command executor (exec.c).
+ *
+ * One thread, non-blocking sockets, level-triggered epoll.  Each connection
+ * owns an input buffer and an output buffer that live as long as it does,
+ * so serving a request allocates nothing: a readable socket is read once
+ * (again only if the read filled the buffer), every complete command in the
+ * buffer is run, and all their replies leave in one send().  The only copy
+ * of a key or value besides the socket's own is into or out of the
+ * compartment's shared buffer, which the mechanism requires anyway. */
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "isobench/harness.h"
+#include "isobench/serve.h"
+
+#define EXIT_USAGE 2
+#define EXIT_SKIP 4
+
+/* Input buffer of a new connection: a full command line and the largest
+ * value the store takes fit, so only long multi-gets make it grow.  It
+ * shrinks back once it is empty and much larger, so that idle connections
+ * stay small without a realloc per request. */
+#define CONN_IN_DEFAULT (8u * 1024u)
+/* Output buffer of a new connection, with the same growth rule. */
+#define CONN_OUT_DEFAULT (8u * 1024u)
+/* A buffer this many times its default size is shrunk once empty. */
+#define CONN_SHRINK_FACTOR 4
+/* A connection whose unsent replies exceed this is not read until they
+ * drain, so a client that pipelines without reading cannot grow us. */
+#define CONN_OUT_LIMIT (256u * 1024u)
+/* Events taken from epoll per wait. */
+#define EPOLL_BATCH 256
+/* Descriptors kept beyond the connections: listener, epoll, signalfd, the
+ * spare, stdio and whatever the mechanism opens. */
+#define FD_RESERVE 32
+/* Backlog of the listening socket. */
+#define LISTEN_BACKLOG 1024
+/* After its last reply, a closing connection reads and drops at most this
+ * much of what the client still sends before it is closed outright. */
+#define LINGER_MAX (1u << 20)
+
+struct conn {
+    int fd;
+    unsigned events;          /* epoll interest registered now */
+    int closing;              /* send what is left, then close */
+    int peer_done;            /* the client has closed its side */
+    int draining;             /* all sent and our side shut: wait for the client's close */
+    size_t drained;           /* bytes dropped while draining */
+    struct isob_proto proto;
+    unsigned char *in;
+    size_t in_len, in_cap;
+    struct isob_buf out;
+    size_t out_sent;          /* bytes of out already sent */
+    struct conn *prev, *next; /* every open connection, to close them at exit */
+};
+
+struct server {
+    struct isob_serve s;
+    int ep, lfd, sfd;
+    int spare_fd;             /* closed to accept-and-refuse when out of descriptors */
+    size_t max_conns;
+    size_t in_max;            /* the most an input buffer may grow to */
+    struct conn *conns;
+    /* Tags for epoll's data.ptr that are not connections. */
+    char listen_tag, signal_tag;
+};
+
+static void conn_close(struct server *sv, struct conn *c)
+{
+    epoll_ctl(sv->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        sv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    free(c->in);
+    isob_buf_free(&c->out);
+    free(c);
+    sv->s.st.curr_connections--;
+}
+
+static int conn_interest(struct server *sv, struct conn *c, unsigned events)
+{
+    if (events == c->events)
+        return 0;
+    struct epoll_event ev = {.events = events, .data.ptr = c};
+    if (epoll_ctl(sv->ep, EPOLL_CTL_MOD, c->fd, &ev) != 0)
+        return -errno;
+    c->events = events;
+    return 0;
+}
+
+/* Input buffer of at least n bytes (n <= sv->in_max); 0 or -ENOMEM. */
+static int conn_grow_in(struct server *sv, struct conn *c, size_t n)
+{
+    if (n <= c->in_cap)
+        return 0;
+    size_t cap = c->in_cap;
+    while (cap < n)
+        cap *= 2;
+    if (cap > sv->in_max)
+        cap = sv->in_max;
+    unsigned char *p = realloc(c->in, cap);
+    if (!p)
+        return -ENOMEM;
+    c->in = p;
+    c->in_cap = cap;
+    return 0;
+}
+
+/* Run what the input buffer holds.  0, or -1 when the connection is gone. */
+static int conn_process(struct server *sv, struct conn *c)
+{
+    if (c->closing || c->in_len == 0)
+        return 0;
+    int close_it;
+    size_t need;
+    size_t used = isob_serve_feed(&sv->s, &c->proto, c->in, c->in_len, &c->out, CONN_OUT_LIMIT,
+                                  &close_it, &need);
+    if (used) {
+        c->in_len -= used;
+        memmove(c->in, c->in + used, c->in_len);
+    }
+    if (close_it) {
+        c->closing = 1;
+        return 0;
+    }
+    if (need > c->in_cap && conn_grow_in(sv, c, need) != 0) {
+        conn_close(sv, c);
+        return -1;
+    }
+    /* A buffer grown for one large command goes back to its usual size
+     * once it is empty, so idle connections stay small. */
+    if (c->in_len == 0 && c->in_cap > CONN_SHRINK_FACTOR * CONN_IN_DEFAULT) {
+        unsigned char *p = realloc(c->in, CONN_IN_DEFAULT);
+        if (p) {
+            c->in = p;
+            c->in_cap = CONN_IN_DEFAULT;
+        }
+    }
+    return 0;
+}
+
+/* Send what is pending and choose what to wait for next.  0, or -1 when
+ * the connection is gone. */
+static int conn_flush(struct server *sv, struct conn *c)
+{
+    while (c->out_sent < c->out.len) {
+        ssize_t n = send(c->fd, c->out.p + c->out_sent, c->out.len - c->out_sent, MSG_NOSIGNAL);
+        if (n > 0) {
+            c->out_sent += (size_t)n;
+            sv->s.st.bytes_written += (uint64_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        conn_close(sv, c);
+        return -1;
+    }
+    if (c->out_sent == c->out.len) {
+        c->out.len = c->out_sent = 0;
+        if (c->out.cap > CONN_SHRINK_FACTOR * CONN_OUT_DEFAULT) {
+            unsigned char *p = realloc(c->out.p, CONN_OUT_DEFAULT);
+            if (p) {
+                c->out.p = p;
+                c->out.cap = CONN_OUT_DEFAULT;
+            }
+        }
+        if (c->closing) {
+            if (c->peer_done) {
+                conn_close(sv, c);
+                return -1;
+            }
+            /* A lingering close: closing a socket with unread input makes
+             * the kernel send a reset, which can destroy the last reply
+             * (an error message) before the client reads it.  So shut our
+             * side, which the client sees as the end, and close once the
+             * client has closed too. */
+            shutdown(c->fd, SHUT_WR);
+            c->draining = 1;
+            if (conn_interest(sv, c, EPOLLIN) != 0) {
+                conn_close(sv, c);
+                return -1;
+            }
+            return 0;
+        }
+    }
+    unsigned events = 0;
+    int backlog = c->out.len - c->out_sent > 0;
+    if (backlog)
+        events |= EPOLLOUT;
+    if (!c->closing && c->out.len <= CONN_OUT_LIMIT)
+        events |= EPOLLIN;
+    if (conn_interest(sv, c, events) != 0) {
+        conn_close(sv, c);
+        return -1;
+    }
+    return 0;
+}
+
+/* A draining connection: drop what arrives until the client closes. */
+static void conn_drain(struct server *sv, struct conn *c)
+{
+    for (;;) {
+        ssize_t n = read(c->fd, c->in, c->in_cap);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n > 0 && (c->drained += (size_t)n) <= LINGER_MAX)
+            continue;
+        conn_close(sv, c);
+        return;
+    }
+}
+
+static void conn_readable(struct server *sv, struct conn *c)
+{
+    if (c->draining) {
+        conn_drain(sv, c);
+        return;
+    }
+    for (;;) {
+        if (c->in_len == c->in_cap && conn_grow_in(sv, c, c->in_cap + 1) != 0) {
+            conn_close(sv, c);
+            return;
+        }
+        size_t room = c->in_cap - c->in_len;
+        if (room == 0) {
+            /* The parser bounds every command below in_max, so a full
+             * buffer of the largest size cannot happen; be safe anyway. */
+            conn_close(sv, c);
+            return;
+        }
+        ssize_t n = read(c->fd, c->in + c->in_len, room);
+        if (n == 0) {
+            /* The client is done sending: a half-received command is
+             * dropped, replies already made still go out. */
+            c->closing = 1;
+            c->peer_done = 1;
+            break;
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                break;
+            conn_close(sv, c);
+            return;
+        }
+        c->in_len += (size_t)n;
+        sv->s.st.bytes_read += (uint64_t)n;
+        if (conn_process(sv, c) != 0)
+            return;
+        /* A short read drained the socket: another read would only
+         * return EAGAIN, which costs a system call per request. */
+        if ((size_t)n < room || c->closing || c->out.len > CONN_OUT_LIMIT)
+            break;
+    }
+    conn_flush(sv, c);
+}
+
+/* 0, or -1 when the connection is gone. */
+static int conn_writable(struct server *sv, struct conn *c)
+{
+    if (conn_flush(sv, c) != 0)
+        return -1;
+    /* Commands left unread while the replies were backed up run now. */
+    if (c->out.len == 0 && c->in_len > 0) {
+        if (conn_process(sv, c) != 0)
+            return -1;
+        return conn_flush(sv, c);
+    }
+    return 0;
+}
+
+static void refuse(struct server *sv, int fd)
+{
+    static const char msg[] = "SERVER_ERROR too many open connections\r\n";
+    ssize_t n = send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)n;
+    close(fd);
+    sv->s.st.rejected_connections++;
+}
+
+static void accept_all(struct server *sv)
+{
+    for (;;) {
+        int fd = accept4(sv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if ((errno == EMFILE || errno == ENFILE) && sv->spare_fd >= 0) {
+                /* Out of descriptors: free the spare to take the waiting
+                 * client, tell it why, and keep the spare again; otherwise
+                 * the listener would stay readable and spin. */
+                close(sv->spare_fd);
+                fd = accept4(sv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (fd >= 0)
+                    refuse(sv, fd);
+                sv->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                continue;
+            }
+            return;
+        }
+        if (sv->s.st.curr_connections >= sv->max_conns) {
+            refuse(sv, fd);
+            continue;
+        }
+        int one = 1;
+        /* Replies are whole: send them now, not after Nagle's delay. */
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        struct conn *c = calloc(1, sizeof *c);
+        if (c)
+            c->in = malloc(CONN_IN_DEFAULT);
+        if (c && c->in && isob_buf_reserve(&c->out, CONN_OUT_DEFAULT) != 0) {
+            free(c->in);
+            c->in = NULL;
+        }
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+        if (!c || !c->in || epoll_ctl(sv->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            if (c) {
+                free(c->in);
+                isob_buf_free(&c->out);
+            }
+            free(c);
+            close(fd);
+            continue;
+        }
+        c->fd = fd;
+        c->events = EPOLLIN;
+        c->in_cap = CONN_IN_DEFAULT;
+        isob_proto_init(&c->proto, sv->s.max_value);
+        c->next = sv->conns;
+        if (sv->conns)
+            sv->conns->prev = c;
+        sv->conns = c;
+        sv->s.st.curr_connections++;
+        sv->s.st.total_connections++;
+    }
+}
+
+/* --- the command line ------------------------------------------------------ */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: isob serve -m MECH [options]    a memcached text-protocol server whose\n"
+        "                                       store lives in one compartment of MECH\n"
+        "\n"
+        "options (defaults in brackets):\n"
+        "  -m, --mechanism M   mechanism of the store's compartment (see `isob list`)\n"
+        "  --port P            TCP port; 0 picks a free one [%d]\n"
+        "  --bind ADDR         IPv4 address to listen on [%s]\n"
+        "  --max-value BYTES   largest value a client may store [%zu, the store's limit]\n"
+        "  --heap-mb N         trusted heap (the store's memory) in MiB [%d]\n"
+        "  --cpu C             pin the server to CPU C [unpinned]\n"
+        "  --comp-cpu C        CPU of the compartment's second context [--cpu, else unpinned]\n"
+        "  --max-conns N       open connections at most; more are refused [%d]\n"
+        "\n"
+        "Prints \"isob serve: listening on ADDR:PORT (mechanism M)\" on stderr when\n"
+        "ready; stops cleanly on SIGINT or SIGTERM.\n",
+        ISOB_SERVE_DEFAULT_PORT, ISOB_SERVE_DEFAULT_BIND, isob_serve_value_limit(),
+        ISOB_SERVE_DEFAULT_HEAP_MB, ISOB_SERVE_DEFAULT_MAX_CONNS);
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "isob serve: error: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see isob serve --help)\n");
+    return EXIT_USAGE;
+}
+
+/* A whole number in [lo, hi]; 0 or -1. */
+static int parse_num(const char *s, unsigned long long lo, unsigned long long hi,
+                     unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-' || s[0] == '+' || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+struct serve_opts {
+    const char *mech;
+    const char *bind;
+    unsigned port;
+    size_t max_value, heap_mb, max_conns;
+    int cpu, comp_cpu;
+};
+
+enum { OPT_PORT = 256, OPT_BIND, OPT_MAX_VALUE, OPT_HEAP_MB, OPT_CPU, OPT_COMP_CPU,
+       OPT_MAX_CONNS };
+
+/* 0, or the exit status to return (-1: help was printed, exit 0). */
+static int parse_opts(int argc, char **argv, struct serve_opts *o)
+{
+    static const struct option longopts[] = {
+        {"mechanism", required_argument, 0, 'm'}, {"port", required_argument, 0, OPT_PORT},
+        {"bind", required_argument, 0, OPT_BIND},
+        {"max-value", required_argument, 0, OPT_MAX_VALUE},
+        {"heap-mb", required_argument, 0, OPT_HEAP_MB}, {"cpu", required_argument, 0, OPT_CPU},
+        {"comp-cpu", required_argument, 0, OPT_COMP_CPU},
+        {"max-conns", required_argument, 0, OPT_MAX_CONNS}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    *o = (struct serve_opts){
+        .bind = ISOB_SERVE_DEFAULT_BIND, .port = ISOB_SERVE_DEFAULT_PORT,
+        .max_value = isob_serve_value_limit(), .heap_mb = ISOB_SERVE_DEFAULT_HEAP_MB,
+        .max_conns = ISOB_SERVE_DEFAULT_MAX_CONNS, .cpu = -1, .comp_cpu = -2,
+    };
+    unsigned long long v;
+    int opt, ncpus = isob_ncpus();
+    opterr = 0;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, ":m:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'm': o->mech = optarg; break;
+        case OPT_PORT:
+            if (parse_num(optarg, 0, 65535, &v))
+                return usage_error("--port: '%s' is not a port from 0 to 65535", optarg);
+            o->port = (unsigned)v;
+            break;
+        case OPT_BIND: o->bind = optarg; break;
+        case OPT_MAX_VALUE:
+            if (parse_num(optarg, 1, isob_serve_value_limit(), &v)) {
+                fprintf(stderr, "isob serve: error: --max-value: '%s' is not from 1 to %zu "
+                        "(the store in the compartment holds values of at most %d bytes, "
+                        "%d of them the client's flags)\n", optarg, isob_serve_value_limit(),
+                        ISOB_KV_MAX_VALUE, ISOB_SERVE_FLAGS_BYTES);
+                return EXIT_USAGE;
+            }
+            o->max_value = (size_t)v;
+            break;
+        case OPT_HEAP_MB:
+            if (parse_num(optarg, 1, 1u << 20, &v))
+                return usage_error("--heap-mb: '%s' is not from 1 to 1048576", optarg);
+            o->heap_mb = (size_t)v;
+            break;
+        case OPT_CPU:
+        case OPT_COMP_CPU:
+            if (parse_num(optarg, 0, (unsigned long long)(ncpus > 0 ? ncpus - 1 : 0), &v))
+                return usage_error("--cpu/--comp-cpu: no CPU '%s' here", optarg);
+            if (opt == OPT_CPU)
+                o->cpu = (int)v;
+            else
+                o->comp_cpu = (int)v;
+            break;
+        case OPT_MAX_CONNS:
+            if (parse_num(optarg, 1, 1000000, &v))
+                return usage_error("--max-conns: '%s' is not from 1 to 1000000", optarg);
+            o->max_conns = (size_t)v;
+            break;
+        case 'h': usage(stdout); return -1;
+        case ':': return usage_error("option %s needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return usage_error("unexpected argument '%s'", argv[optind]);
+    if (!o->mech)
+        return usage_error("serve needs -m MECH%s", "");
+    if (o->comp_cpu == -2)
+        o->comp_cpu = o->cpu;
+    return 0;
+}
+
+/* As many descriptors as max_conns needs, if the hard limit allows;
+ * otherwise max_conns shrinks to fit, with a warning. */
+static void fit_fd_limit(size_t *max_conns)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    rlim_t want = (rlim_t)*max_conns + FD_RESERVE;
+    if (rl.rlim_cur < want) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur < want) {
+        size_t fit = rl.rlim_cur > FD_RESERVE ? (size_t)(rl.rlim_cur - FD_RESERVE) : 1;
+        fprintf(stderr, "isob serve: warning: %zu connections need %llu descriptors, the limit "
+                "is %llu: at most %zu connections\n", *max_conns, (unsigned long long)want,
+                (unsigned long long)rl.rlim_cur, fit);
+        *max_conns = fit;
+    }
+}
+
+static int listen_on(const char *addr, unsigned port, unsigned *bound_port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
+        return -EINVAL;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    /* A restarted benchmark must not wait out TIME_WAIT of the last run. */
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, LISTEN_BACKLOG) != 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    socklen_t len = sizeof sa;
+    getsockname(fd, (struct sockaddr *)&sa, &len);
+    *bound_port = ntohs(sa.sin_port);
+    return fd;
+}
+
+static int add_tag(int ep, int fd, void *tag)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = tag};
+    return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : -errno;
+}
+
+static int run(struct server *sv)
+{
+    struct epoll_event evs[EPOLL_BATCH];
+    for (;;) {
+        int n = epoll_wait(sv->ep, evs, EPOLL_BATCH, -1);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            fprintf(stderr, "isob serve: error: epoll_wait: %s\n", strerror(errno));
+            return 1;
+        }
+        for (int i = 0; i < n; i++) {
+            void *tag = evs[i].data.ptr;
+            if (tag == &sv->signal_tag) {
+                struct signalfd_siginfo si;
+                if (read(sv->sfd, &si, sizeof si) == (ssize_t)sizeof si)
+                    fprintf(stderr, "isob serve: %s, stopping\n", strsignal((int)si.ssi_signo));
+                return 0;
+            }
+            if (tag == &sv->listen_tag) {
+                accept_all(sv);
+                continue;
+            }
+            /* A connection closed earlier in this batch cannot appear
+             * again: closing removed it from epoll, and events for one
+             * descriptor come once per wait. */
+            struct conn *c = tag;
+            unsigned e = evs[i].events;
+            if ((e & EPOLLOUT) && conn_writable(sv, c) != 0)
+                continue;
+            if (e & (EPOLLIN | EPOLLHUP | EPOLLERR))
+                conn_readable(sv, c);
+        }
+    }
+}
+
+int isob_serve_main(int argc, char **argv)
+{
+    struct serve_opts o;
+    int rc = parse_opts(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    const struct isob_mechanism *m = isob_mechanism_find(o.mech);
+    if (!m)
+        return usage_error("unknown mechanism '%s' (see isob list)", o.mech);
+    char why[256] = "";
+    if (m->probe(why, sizeof why) != 0) {
+        fprintf(stderr, "isob serve: mechanism %s cannot run here: %s\n", m->name, why);
+        return EXIT_SKIP;
+    }
+    if (o.cpu >= 0 && isob_pin_self(o.cpu) != 0) {
+        fprintf(stderr, "isob serve: error: cannot pin to CPU %d\n", o.cpu);
+        return 1;
+    }
+
+    static struct server sv;
+    sv.max_conns = o.max_conns;
+    fit_fd_limit(&sv.max_conns);
+    sv.in_max = ISOB_PROTO_GET_LINE_MAX + ISOB_PROTO_LINE_MAX + o.max_value + 2;
+    sv.lfd = sv.sfd = sv.ep = sv.spare_fd = -1;
+    /* The compartment first: a mechanism that forks must not hand the
+     * listening socket to its server process. */
+    rc = isob_serve_init(&sv.s, m, o.heap_mb << 20, o.max_value, o.comp_cpu);
+    if (rc) {
+        fprintf(stderr, "isob serve: error: creating the %s compartment (heap %zu MiB): %s\n",
+                m->name, o.heap_mb, isob_strerror(rc));
+        return 1;
+    }
+    int status = 1;
+    unsigned port = 0;
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigprocmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    sv.lfd = listen_on(o.bind, o.port, &port);
+    if (sv.lfd < 0) {
+        fprintf(stderr, "isob serve: error: listening on %s:%u: %s\n", o.bind, o.port,
+                isob_strerror(sv.lfd));
+        goto out;
+    }
+    sv.sfd = signalfd(-1, &stop, SFD_NONBLOCK | SFD_CLOEXEC);
+    sv.ep = epoll_create1(EPOLL_CLOEXEC);
+    sv.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (sv.sfd < 0 || sv.ep < 0 || add_tag(sv.ep, sv.lfd, &sv.listen_tag) != 0 ||
+        add_tag(sv.ep, sv.sfd, &sv.signal_tag) != 0) {
+        fprintf(stderr, "isob serve: error: setting up epoll: %s\n", strerror(errno));
+        goto out;
+    }
+    fprintf(stderr, "isob serve: listening on %s:%u (mechanism %s)\n", o.bind, port, m->name);
+    status = run(&sv);
+out:
+    while (sv.conns)
+        conn_close(&sv, sv.conns);
+    if (sv.lfd >= 0)
+        close(sv.lfd);
+    if (sv.sfd >= 0)
+        close(sv.sfd);
+    if (sv.ep >= 0)
+        close(sv.ep);
+    if (sv.spare_fd >= 0)
+        close(sv.spare_fd);
+    isob_serve_fini(&sv.s);
+    return status;
+}

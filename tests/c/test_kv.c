@@ -1,0 +1,614 @@
+/* The key-value store (src/trusted/kv.h) against a reference model, through
+ * `direct` and through `process-futex`; its sizing; the kv benchmark's
+ * verifier; and the benchmark itself end to end on a fake clock, including
+ * a mechanism that corrupts one reply (which must fail the run).  No test
+ * asserts a duration. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isobench/bench.h"
+#include "isobench/mechanism.h"
+#include "../../src/trusted/kv.h"
+#include "../../src/benches/kv_workload.h"
+#include "tap.h"
+
+/* The mechanisms every store case runs through: the reference, and one
+ * whose store lives in another process. */
+static const char *const store_mechs[] = {"direct", "process-futex"};
+static const struct isob_mechanism *cur;
+
+/* A tiny deterministic generator for the tests' own choices. */
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+    rng_state += 0x9e3779b97f4a7c15ull;
+    return kvw_mix(rng_state);
+}
+static size_t rnd_below(size_t n) { return (size_t)(rnd() % n); }
+
+static struct isob_comp *make(size_t heap_size)
+{
+    char why[256] = "";
+    if (cur->probe(why, sizeof why) != 0)
+        SKIP("%s: %s", cur->name, why);
+    struct isob_comp_spec spec;
+    isob_spec_defaults(&spec);
+    if (heap_size)
+        spec.heap_size = heap_size;
+    struct isob_comp *c = NULL;
+    int rc = isob_comp_create(cur, &spec, &c);
+    if (rc)
+        fprintf(stderr, "# create %s: %s\n", cur->name, isob_strerror(rc));
+    CHECK_EQ_LONG(rc, 0);
+    return c;
+}
+
+/* One request with the layout of trusted.h: key then value in data. */
+static long op(struct isob_comp *c, unsigned entry, const void *key, size_t klen, const void *val,
+               size_t vlen)
+{
+    struct isob_msg *m = c->mech->shared(c);
+    memcpy(m->data, key, klen);
+    if (val)
+        memcpy(m->data + klen, val, vlen);
+    m->arg[0] = (int64_t)klen;
+    m->arg[1] = (int64_t)vlen;
+    m->len = (uint32_t)(klen + vlen);
+    return isob_call(c, entry);
+}
+
+static long stats(struct isob_comp *c, int64_t out[4])
+{
+    long r = isob_call(c, ISOB_ENTRY_KV_STATS);
+    memcpy(out, c->mech->shared(c)->arg, 4 * sizeof *out);
+    return r;
+}
+
+/* The reference model: keys of every length, values of many size classes. */
+#define REF_KEYS 300
+#define REF_CAP 400       /* keys the model holds at most */
+#define REF_MAX_VALUE 200
+#define REF_OPS 30000
+#define REF_FLUSH_EVERY 7000
+
+struct ref {
+    unsigned char key[REF_CAP][ISOB_KV_MAX_KEY];
+    size_t klen[REF_CAP];
+    unsigned char val[REF_CAP][ISOB_KV_MAX_VALUE];
+    size_t vlen[REF_CAP];
+    int present[REF_CAP];
+    size_t live;
+};
+
+/* Distinct keys of random lengths: the index in the first two bytes keeps
+ * them apart whatever the random rest holds. */
+static void ref_keys(struct ref *r, size_t nkeys, size_t min_len, size_t max_len)
+{
+    for (size_t k = 0; k < nkeys; k++) {
+        r->klen[k] = min_len + rnd_below(max_len - min_len + 1);
+        for (size_t b = 0; b < r->klen[k]; b++)
+            r->key[k][b] = (unsigned char)('!' + rnd_below(90));
+        r->key[k][0] = (unsigned char)('A' + k % 50);
+        if (r->klen[k] > 1)
+            r->key[k][1] = (unsigned char)('A' + k / 50);
+    }
+}
+
+/* Check the store's answer for key k against the model. */
+static void ref_check(struct isob_comp *c, struct ref *r, size_t k)
+{
+    long got = op(c, ISOB_ENTRY_KV_GET, r->key[k], r->klen[k], NULL, 0);
+    struct isob_msg *m = c->mech->shared(c);
+    if (!r->present[k]) {
+        CHECK_EQ_LONG(got, -ENOENT);
+        return;
+    }
+    CHECK_EQ_LONG(got, (long)r->vlen[k]);
+    CHECK_EQ_LONG(m->len, r->vlen[k]);
+    CHECK_EQ_LONG(m->arg[1], r->vlen[k]);
+    CHECK(memcmp(m->data, r->val[k], r->vlen[k]) == 0);
+}
+
+/* Random sets (new keys and overwrites, values changing size class),
+ * gets, deletes and flushes, each answer compared with the model.
+ * max_live bounds the live keys so that a tight heap never fills. */
+static void ref_run(struct isob_comp *c, struct ref *r, size_t nkeys, size_t min_value, size_t max_value,
+                    size_t max_live, size_t ops, size_t flush_every)
+{
+    unsigned char val[ISOB_KV_MAX_VALUE];
+    for (size_t i = 1; i <= ops; i++) {
+        size_t k = rnd_below(nkeys);
+        unsigned what = (unsigned)rnd_below(100);
+        if (flush_every && i % flush_every == 0) {
+            CHECK_EQ_LONG(isob_call(c, ISOB_ENTRY_KV_FLUSH), 0);
+            memset(r->present, 0, sizeof r->present);
+            r->live = 0;
+        } else if (what < 40 && (r->present[k] || r->live < max_live)) {
+            size_t vlen = min_value + rnd_below(max_value - min_value + 1);
+            for (size_t b = 0; b < vlen; b++)
+                val[b] = (unsigned char)rnd();
+            CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_SET, r->key[k], r->klen[k], val, vlen), 0);
+            memcpy(r->val[k], val, vlen);
+            r->vlen[k] = vlen;
+            r->live += !r->present[k];
+            r->present[k] = 1;
+        } else if (what < 60) {
+            long got = op(c, ISOB_ENTRY_KV_DELETE, r->key[k], r->klen[k], NULL, 0);
+            CHECK_EQ_LONG(got, r->present[k] ? 0 : -ENOENT);
+            r->live -= r->present[k];
+            r->present[k] = 0;
+        } else {
+            ref_check(c, r, k);
+        }
+    }
+    /* Every key, present or not, answers as the model says. */
+    for (size_t k = 0; k < nkeys; k++)
+        ref_check(c, r, k);
+    int64_t st[4];
+    CHECK_EQ_LONG(stats(c, st), (long)r->live);
+    CHECK_EQ_LONG(st[0], (long)r->live);
+}
+
+static void t_store_matches_reference(void)
+{
+    rng_state = 1;
+    struct ref *r = calloc(1, sizeof *r);
+    CHECK(r != NULL);
+    struct isob_comp *c = make(0);
+    ref_keys(r, REF_KEYS, 1, ISOB_KV_MAX_KEY);
+    ref_run(c, r, REF_KEYS, 0, REF_MAX_VALUE, REF_KEYS, REF_OPS, REF_FLUSH_EVERY);
+    isob_comp_destroy(c);
+    free(r);
+}
+
+/* A table near its load limit: long probe runs, so that deletes shift many
+ * entries back.  Records all have one size, so the heap never runs short. */
+#define DENSE_LIVE 200
+static void t_store_dense_table_deletes(void)
+{
+    rng_state = 2;
+    struct ref *r = calloc(1, sizeof *r);
+    CHECK(r != NULL);
+    struct isob_comp *c = make(isob_kv_heap_size(DENSE_LIVE, 12, 8));
+    ref_keys(r, 2 * DENSE_LIVE, 12, 12);
+    /* Values of 1..8 bytes: with a 12-byte key every record is 2 units. */
+    ref_run(c, r, 2 * DENSE_LIVE, 1, 8, DENSE_LIVE, REF_OPS, 0);
+    int64_t st[4];
+    stats(c, st);
+    fprintf(stderr, "# %s: %lld live entries in %lld slots\n", cur->name, (long long)st[0],
+            (long long)st[3]);
+    CHECK(st[3] < 2 * DENSE_LIVE); /* the table really was small */
+    isob_comp_destroy(c);
+    free(r);
+}
+
+static void t_store_limits_and_errors(void)
+{
+    struct isob_comp *c = make(0);
+    struct isob_msg *m = c->mech->shared(c);
+    unsigned char key[ISOB_KV_MAX_KEY + 1], val[ISOB_KV_MAX_VALUE + 1];
+    memset(key, 'k', sizeof key);
+    memset(val, 'v', sizeof val);
+    /* The longest key and the longest value work; one byte more does not. */
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_SET, key, ISOB_KV_MAX_KEY, val, ISOB_KV_MAX_VALUE), 0);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_GET, key, ISOB_KV_MAX_KEY, NULL, 0), ISOB_KV_MAX_VALUE);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_SET, key, ISOB_KV_MAX_KEY + 1, val, 1), -EINVAL);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_GET, key, ISOB_KV_MAX_KEY + 1, NULL, 0), -EINVAL);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_DELETE, key, ISOB_KV_MAX_KEY + 1, NULL, 0), -EINVAL);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_SET, key, 1, val, ISOB_KV_MAX_VALUE + 1), -EINVAL);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_SET, key, 0, val, 1), -EINVAL);
+    /* Lengths that claim more than the message holds, or a negative value. */
+    op(c, ISOB_ENTRY_KV_SET, key, 5, val, 5);
+    m->len = 9;
+    CHECK_EQ_LONG(isob_call(c, ISOB_ENTRY_KV_SET), -EINVAL);
+    m->arg[1] = -1;
+    m->len = 5;
+    CHECK_EQ_LONG(isob_call(c, ISOB_ENTRY_KV_SET), -EINVAL);
+    m->arg[0] = 5;
+    m->len = (uint32_t)c->data_cap + 1;
+    CHECK_EQ_LONG(isob_call(c, ISOB_ENTRY_KV_GET), -EINVAL);
+    /* Missing keys. */
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_GET, "nope", 4, NULL, 0), -ENOENT);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_DELETE, "nope", 4, NULL, 0), -ENOENT);
+    /* Overwrite, in place and into another size class; an empty value. */
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_SET, "a", 1, "one", 3), 0);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_SET, "a", 1, "two", 3), 0);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_GET, "a", 1, NULL, 0), 3);
+    CHECK(memcmp(m->data, "two", 3) == 0);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_SET, "a", 1, val, 100), 0);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_GET, "a", 1, NULL, 0), 100);
+    CHECK(memcmp(m->data, val, 100) == 0);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_SET, "e", 1, NULL, 0), 0);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_GET, "e", 1, NULL, 0), 0);
+    /* Keys are compared by length too: "a" is not "aa". */
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_GET, "aa", 2, NULL, 0), -ENOENT);
+    /* Delete, then flush everything; the store serves again afterwards. */
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_DELETE, "a", 1, NULL, 0), 0);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_GET, "a", 1, NULL, 0), -ENOENT);
+    int64_t st[4];
+    CHECK_EQ_LONG(stats(c, st), 3); /* the longest key, "kkkkk" and "e" */
+    CHECK(st[1] > 0);
+    CHECK_EQ_LONG(isob_call(c, ISOB_ENTRY_KV_FLUSH), 0);
+    CHECK_EQ_LONG(stats(c, st), 0);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_GET, "e", 1, NULL, 0), -ENOENT);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_SET, "b", 1, "x", 1), 0);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_GET, "b", 1, NULL, 0), 1);
+    CHECK_EQ_LONG(m->data[0], 'x');
+    isob_comp_destroy(c);
+}
+
+/* A heap without room for a store: sets fail with -ENOSPC, nothing else breaks. */
+static void t_store_absent_in_small_heap(void)
+{
+    struct isob_comp *c = make(ISOB_KV_OFFSET);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_SET, "a", 1, "b", 1), -ENOSPC);
+    CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_GET, "a", 1, NULL, 0), -ENOENT);
+    int64_t st[4];
+    CHECK_EQ_LONG(stats(c, st), 0);
+    CHECK_EQ_LONG(isob_call(c, ISOB_ENTRY_EMPTY), 0);
+    isob_comp_destroy(c);
+}
+
+/* Fill a heap sized by isob_kv_heap_size with the benchmark's own entries:
+ * all fit, all read back, the store stays under twice the data, and
+ * inserting beyond the target ends in -ENOSPC with everything intact. */
+#define FILL_ENTRIES 16384 /* 1 MiB of values */
+static void t_store_fills_to_sizing_target(void)
+{
+    size_t heap = isob_kv_heap_size(FILL_ENTRIES, KVW_KEY_BYTES, KVW_VALUE_BYTES);
+    struct isob_comp *c = make(heap);
+    struct isob_msg *m = c->mech->shared(c);
+    unsigned char key[KVW_KEY_BYTES], val[KVW_VALUE_BYTES];
+    char why[200];
+    for (uint64_t i = 0; i < FILL_ENTRIES; i++) {
+        kvw_key(9, i, key);
+        kvw_value(9, i, val);
+        CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_SET, key, sizeof key, val, sizeof val), 0);
+    }
+    int64_t st[4];
+    CHECK_EQ_LONG(stats(c, st), FILL_ENTRIES);
+    size_t data = (size_t)FILL_ENTRIES * KVW_VALUE_BYTES;
+    fprintf(stderr, "# %s: data %zu, store %lld, heap %lld\n", cur->name, data, (long long)st[1],
+            (long long)st[2]);
+    CHECK(st[1] > (int64_t)data);
+    CHECK(st[1] < 2 * (int64_t)data);
+    CHECK_EQ_LONG(st[2], heap);
+    for (uint64_t i = 0; i < FILL_ENTRIES; i++) {
+        kvw_key(9, i, key);
+        long got = op(c, ISOB_ENTRY_KV_GET, key, sizeof key, NULL, 0);
+        CHECK_EQ_LONG(kvw_verify(9, i, got, m->data, why, sizeof why), 0);
+    }
+    long last = 0;
+    uint64_t extra = 0;
+    for (; extra < FILL_ENTRIES && last == 0; extra++) {
+        kvw_key(9, FILL_ENTRIES + extra, key);
+        kvw_value(9, FILL_ENTRIES + extra, val);
+        last = op(c, ISOB_ENTRY_KV_SET, key, sizeof key, val, sizeof val);
+    }
+    fprintf(stderr, "# %s: %llu more entries fitted\n", cur->name, (unsigned long long)extra - 1);
+    CHECK_EQ_LONG(last, -ENOSPC);
+    for (uint64_t i = 0; i < FILL_ENTRIES; i += 97) {
+        kvw_key(9, i, key);
+        long got = op(c, ISOB_ENTRY_KV_GET, key, sizeof key, NULL, 0);
+        CHECK_EQ_LONG(kvw_verify(9, i, got, m->data, why, sizeof why), 0);
+    }
+    isob_comp_destroy(c);
+}
+
+/* The sweep's sizes, filled in process (no mechanism) up to 16 MiB, and
+ * by the layout's own arithmetic beyond: every store stays within 2x. */
+static void t_sizing_within_twice_the_data(void)
+{
+    for (size_t data = 4096; data <= ((size_t)256 << 20); data *= 4) {
+        size_t n = data / KVW_VALUE_BYTES;
+        size_t heap = isob_kv_heap_size(n, KVW_KEY_BYTES, KVW_VALUE_BYTES);
+        unsigned char *h = calloc(1, heap);
+        CHECK(h != NULL);
+        struct isob_trusted *t = isob_trusted_init(h, heap);
+        CHECK(t != NULL);
+        struct isob_msg *m = calloc(1, sizeof *m + 4096);
+        CHECK(m != NULL);
+        size_t filled = data <= ((size_t)16 << 20) ? n : 0;
+        for (uint64_t i = 0; i < filled; i++) {
+            kvw_key(3, i, m->data);
+            kvw_value(3, i, m->data + KVW_KEY_BYTES);
+            m->arg[0] = KVW_KEY_BYTES;
+            m->arg[1] = KVW_VALUE_BYTES;
+            m->len = KVW_KEY_BYTES + KVW_VALUE_BYTES;
+            CHECK_EQ_LONG(isob_trusted_call(t, ISOB_ENTRY_KV_SET, m, 4096), 0);
+        }
+        CHECK_EQ_LONG(isob_trusted_call(t, ISOB_ENTRY_KV_STATS, m, 4096), (long)filled);
+        /* Unfilled: the records that n sets would add, 80 bytes each. */
+        int64_t store = m->arg[1] + (int64_t)(n - filled) * 80;
+        int64_t slots = m->arg[3];
+        fprintf(stderr, "# %zu bytes: store %lld (%.2fx), heap %zu, load %.2f\n", data, (long long)store,
+                (double)store / (double)data, heap, (double)n / (double)slots);
+        CHECK(store < 2 * (int64_t)data);
+        CHECK((uint64_t)n * KV_LOAD_DEN <= (uint64_t)slots * KV_LOAD_NUM);
+        free(m);
+        free(h);
+    }
+}
+
+/* The verifier fails every wrong reply: a wrong length, an error, any
+ * single flipped byte, another entry's value; and passes the right one. */
+static void t_verifier_detects_corruption(void)
+{
+    unsigned char v[KVW_VALUE_BYTES], other[KVW_VALUE_BYTES];
+    char why[200];
+    kvw_value(5, 42, v);
+    CHECK_EQ_LONG(kvw_verify(5, 42, KVW_VALUE_BYTES, v, why, sizeof why), 0);
+    CHECK(kvw_verify(5, 42, KVW_VALUE_BYTES - 1, v, why, sizeof why) != 0);
+    CHECK(strstr(why, "returned 63") != NULL);
+    CHECK(kvw_verify(5, 42, KVW_VALUE_BYTES + 1, v, why, sizeof why) != 0);
+    CHECK(kvw_verify(5, 42, -ENOENT, v, why, sizeof why) != 0);
+    for (int b = 0; b < KVW_VALUE_BYTES; b++) {
+        for (int bit = 0; bit < 8; bit++) {
+            v[b] ^= (unsigned char)(1u << bit);
+            CHECK(kvw_verify(5, 42, KVW_VALUE_BYTES, v, why, sizeof why) != 0);
+            v[b] ^= (unsigned char)(1u << bit);
+        }
+        char want[32];
+        snprintf(want, sizeof want, "byte %d ", b);
+        v[b] ^= 0x80;
+        kvw_verify(5, 42, KVW_VALUE_BYTES, v, why, sizeof why);
+        CHECK(strstr(why, want) != NULL);
+        v[b] ^= 0x80;
+    }
+    kvw_value(5, 43, other);
+    CHECK(kvw_verify(5, 42, KVW_VALUE_BYTES, other, why, sizeof why) != 0);
+    kvw_value(6, 42, other);
+    CHECK(kvw_verify(5, 42, KVW_VALUE_BYTES, other, why, sizeof why) != 0);
+    /* Keys are distinct across many entries (the bijection at work). */
+    enum { NK = 4096 };
+    static unsigned char keys[NK][KVW_KEY_BYTES];
+    for (uint64_t i = 0; i < NK; i++)
+        kvw_key(5, i, keys[i]);
+    for (size_t i = 0; i < NK; i++)
+        for (size_t j = i + 1; j < NK; j++)
+            CHECK(memcmp(keys[i], keys[j], KVW_KEY_BYTES) != 0);
+}
+
+/* ---- the benchmark end to end, on a fake clock ----
+ * A mechanism like direct whose every call costs CALL_COST fake ticks and
+ * which can corrupt the reply of one chosen get. */
+#define READ_COST 7
+#define CALL_COST 100
+
+extern const struct isob_mechanism isob_mech_direct;
+static struct isob_fake_clock fake;
+static long gets_seen, corrupt_get = -1;
+
+/* A fake perf group read through read(2), for the PMU branch: every
+ * reading advances the events by PF_READ, every call by PF_CALL, and every
+ * PF_MUX_EVERY-th reading comes back multiplexed (so its sample is dropped). */
+static const uint64_t PF_READ[4] = {10, 5, 1, 0}, PF_CALL[4] = {100, 40, 2, 1};
+#define PF_FD0 200
+#define PF_MUX_EVERY 50
+static struct {
+    uint64_t v[4];
+    unsigned reads;
+    int next_fd;
+    struct perf_event_mmap_page page[4];
+} pf = {.next_fd = PF_FD0};
+
+static int pf_open(struct perf_event_attr *a, pid_t pid, int cpu, int group, unsigned long flags)
+{
+    (void)a, (void)pid, (void)cpu, (void)group, (void)flags;
+    CHECK(pf.next_fd < PF_FD0 + 4);
+    return pf.next_fd++;
+}
+/* A zeroed control page does not allow rdpmc: readings take read(2). */
+static void *pf_mmap(int fd, size_t len) { (void)len; return &pf.page[fd - PF_FD0]; }
+static int pf_munmap(void *a, size_t len) { (void)a, (void)len; return 0; }
+static int pf_close(int fd) { (void)fd; return 0; }
+static uint64_t pf_rdpmc(uint32_t idx) { (void)idx; return 0; }
+static uint32_t pf_getcpu(void) { return 0; }
+static ssize_t pf_read(int fd, void *buf, size_t len)
+{
+    (void)fd;
+    uint64_t *u = buf;
+    CHECK(len >= 7 * sizeof *u);
+    u[0] = 4;
+    u[1] = 1000;
+    u[2] = ++pf.reads % PF_MUX_EVERY == 0 ? 999 : 1000;
+    for (int e = 0; e < 4; e++)
+        u[3 + e] = pf.v[e] += PF_READ[e];
+    return 7 * sizeof *u;
+}
+static const struct isob_perf_sys pf_sys = {
+    .open = pf_open, .mmap = pf_mmap, .munmap = pf_munmap, .read = pf_read,
+    .close = pf_close, .rdpmc = pf_rdpmc, .getcpu = pf_getcpu,
+};
+
+static long fake_call(struct isob_comp *c, unsigned entry)
+{
+    fake.now += CALL_COST;
+    for (int e = 0; e < 4; e++)
+        pf.v[e] += PF_CALL[e];
+    long r = isob_mech_direct.call(c, entry);
+    if (entry == ISOB_ENTRY_KV_GET && gets_seen++ == corrupt_get)
+        isob_mech_direct.shared(c)->data[17] ^= 0x04;
+    return r;
+}
+
+static int fake_probe(char *why, size_t len)
+{
+    (void)why;
+    (void)len;
+    return 0;
+}
+static int fake_create(const struct isob_comp_spec *s, struct isob_comp **o) { return isob_mech_direct.create(s, o); }
+static struct isob_msg *fake_shared(struct isob_comp *c) { return isob_mech_direct.shared(c); }
+static void fake_destroy(struct isob_comp *c) { isob_mech_direct.destroy(c); }
+
+static const struct isob_mechanism fake_mech = {
+    .name = "test-kv-fake", .summary = "direct at a fake cost", .props = ISOB_TEST_ONLY,
+    .probe = fake_probe, .create = fake_create, .call = fake_call, .shared = fake_shared,
+    .destroy = fake_destroy,
+};
+
+/* Run the kv benchmark on fake_mech with one data size; returns its
+ * output (malloc'ed) and whether it failed.  perf: count with the fake
+ * perf group instead of the fake clock. */
+static char *run_kv(size_t data, size_t n, int *failed, int perf)
+{
+    const struct isob_bench *b = isob_bench_find("kv");
+    CHECK(b != NULL);
+    fake.now = 0;
+    fake.read_cost = READ_COST;
+    gets_seen = 0;
+    struct isob_counter ctr;
+    isob_counter_init_fake(&ctr, &fake);
+    if (perf) {
+        char why[256] = "";
+        int rc = isob_perf_open(&ctr.perf, &pf_sys, ISOB_SCOPE_THREAD, -1, why, sizeof why);
+        if (rc)
+            fprintf(stderr, "# perf open: %s\n", why);
+        CHECK_EQ_LONG(rc, 0);
+        CHECK_EQ_LONG(ctr.perf.nev, 4);
+        ctr.backend = ISOB_BACKEND_PERF;
+        ctr.name = "perf";
+        ctr.unit = "cycles";
+        ctr.nev = ctr.perf.nev;
+        for (unsigned e = 0; e < ctr.nev; e++)
+            ctr.event_names[e] = ctr.perf.names[e];
+    }
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    CHECK(f != NULL);
+    struct isob_bench_ctx ctx = {
+        .ctr = &ctr, .mech = &fake_mech, .out = f,
+        .opts = {.n = n, .placements = 1u << ISOB_PLACE_SAME_CPU, .client_cpu = -1, .nsizes = 1,
+                 .sizes = {data}, .seed = 11},
+    };
+    CHECK_EQ_LONG(b->run(&ctx), 0);
+    fclose(f);
+    *failed = ctx.failed;
+    return out;
+}
+
+/* The line of the result with this variant. */
+static char *line_of(char *out, const char *variant)
+{
+    char want[64];
+    snprintf(want, sizeof want, "\"variant\":\"%s\"", variant);
+    char *p = strstr(out, want);
+    CHECK(p != NULL);
+    char *start = p;
+    while (start > out && start[-1] != '\n')
+        start--;
+    char *end = strchr(p, '\n');
+    CHECK(end != NULL);
+    *end = 0;
+    return start;
+}
+
+static void t_bench_measures_and_verifies(void)
+{
+    int failed = 1;
+    /* 64 entries and --n 200: ceil(200 / 64) = 4 measured passes. */
+    char *out = run_kv(4096, 200, &failed, 0);
+    CHECK_EQ_LONG(failed, 0);
+    char *set = line_of(out, "set"), *warm = line_of(set + strlen(set) + 1, "warmup");
+    char *get = line_of(warm + strlen(warm) + 1, "get");
+    CHECK(strstr(set, "\"status\":\"ok\"") && strstr(set, "\"verified\":64,"));
+    CHECK(strstr(warm, "\"status\":\"ok\"") && strstr(warm, "\"requests\":64,"));
+    CHECK(strstr(get, "\"status\":\"ok\""));
+    CHECK(strstr(get, "\"iterations\":4,") && strstr(get, "\"requests\":256,"));
+    CHECK(strstr(get, "\"verified\":256,") && strstr(get, "\"n\":256,"));
+    /* The warm-up's gets are counted as warm-up, not as measured. */
+    CHECK(strstr(get, "\"warmup\":64,"));
+    /* A sample spans the call and one reading: exactly CALL_COST + READ_COST. */
+    CHECK(strstr(get, "\"mean\":107,"));
+    CHECK(strstr(get, "\"samples\":[107,107,"));
+    CHECK(strstr(get, "\"pmu_reason\":\"fake clock for tests\""));
+    CHECK(strstr(get, "\"data_bytes\":4096,") && strstr(get, "\"store_bytes\":"));
+    free(out);
+}
+
+static void t_bench_fails_on_a_corrupted_value(void)
+{
+    int failed = 0;
+    /* Get number 64 + 10 is in the first measured pass. */
+    corrupt_get = 64 + 10;
+    char *out = run_kv(4096, 200, &failed, 0);
+    CHECK_EQ_LONG(failed, 1);
+    char *warm = line_of(out, "warmup");
+    CHECK(strstr(warm, "\"status\":\"ok\""));
+    char *get = line_of(warm + strlen(warm) + 1, "get");
+    CHECK(strstr(get, "\"status\":\"failed\""));
+    CHECK(strstr(get, "1 of 64 requests wrong") && strstr(get, "wrong value: byte 17"));
+    /* Nothing of a failed result is offered as a measurement. */
+    CHECK(strstr(get, "\"n\":0,") && !strstr(get, "\"samples\""));
+    free(out);
+}
+
+/* More requests than the sample cap: every stride-th is kept, the mean
+ * still covers all of them. */
+static void t_bench_samples_are_bounded(void)
+{
+    int failed = 1;
+    /* 70000 entries, 3 passes: 210000 gets, every 4th kept. */
+    char *out = run_kv((size_t)70000 * 64, 1, &failed, 0);
+    CHECK_EQ_LONG(failed, 0);
+    char *get = line_of(out, "get");
+    CHECK(strstr(get, "\"requests\":210000,") && strstr(get, "\"sample_stride\":4,"));
+    CHECK(strstr(get, "\"n\":52500,") && strstr(get, "\"mean\":107,"));
+    free(out);
+}
+
+/* With a PMU, samples carry the other events, params their means and
+ * the CPI, and a dropped (multiplexed) sample is left out of every mean. */
+static void t_bench_reports_pmu_events(void)
+{
+    int failed = 1;
+    char *out = run_kv(4096, 200, &failed, 1);
+    CHECK_EQ_LONG(failed, 0);
+    char *get = line_of(out, "get");
+    CHECK(strstr(get, "\"status\":\"ok\"") && strstr(get, "\"unit\":\"cycles\""));
+    CHECK(strstr(get, "\"mean\":110,"));
+    CHECK(strstr(get, "\"instructions_per_request\":45,"));
+    CHECK(strstr(get, "\"dTLB-load-misses_per_request\":3,"));
+    CHECK(strstr(get, "\"iTLB-load-misses_per_request\":1,"));
+    CHECK(strstr(get, "\"cpi\":2.44444"));
+    CHECK(!strstr(get, "pmu_reason"));
+    CHECK(strstr(get, "\"samples\":[110,"));
+    CHECK(strstr(get, "\"instructions\":[45,45,"));
+    /* 256 measured gets make 512 readings, about ten of them multiplexed:
+     * their requests are verified but not measured. */
+    CHECK(strstr(get, "\"verified\":256,") && strstr(get, "\"requests\":256,"));
+    CHECK(strstr(get, "\"n\":246,\"dropped\":10,"));
+    free(out);
+}
+
+int main(void)
+{
+    char name[128];
+    for (size_t i = 0; i < sizeof store_mechs / sizeof store_mechs[0]; i++) {
+        cur = isob_mechanism_find(store_mechs[i]);
+        if (!cur) {
+            printf("ok %d - %s # SKIP not built\n", ++tap_n, store_mechs[i]);
+            continue;
+        }
+#define RUN(fn)                                                  \
+        snprintf(name, sizeof name, "%s: %s", cur->name, #fn);   \
+        tap_run(name, fn)
+        RUN(t_store_matches_reference);
+        RUN(t_store_dense_table_deletes);
+        RUN(t_store_limits_and_errors);
+        RUN(t_store_absent_in_small_heap);
+        RUN(t_store_fills_to_sizing_target);
+#undef RUN
+    }
+    TAP_CASE(t_sizing_within_twice_the_data);
+    TAP_CASE(t_verifier_detects_corruption);
+    TAP_CASE(t_bench_measures_and_verifies);
+    TAP_CASE(t_bench_fails_on_a_corrupted_value);
+    TAP_CASE(t_bench_samples_are_bounded);
+    TAP_CASE(t_bench_reports_pmu_events);
+    return tap_done();
+}

@@ -1,0 +1,641 @@
+/* The memcached text protocol: the parser on its own (proto.h), then the
+ * parser and executor together (serve.h) against a real compartment, with
+ * no sockets.  A "conversation" feeds bytes to one simulated connection in
+ * chunks of a chosen size and collects every reply, so each case can also
+ * check that chunking (down to one byte at a time) changes nothing. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isob_config.h"
+#include "isobench/proto.h"
+#include "isobench/serve.h"
+#include "tap.h"
+
+/* Heap of the test compartments: room for a few thousand entries. */
+#define TEST_HEAP (8u << 20)
+/* Input buffer of a simulated connection: the longest get line fits. */
+#define SIM_IN (ISOB_PROTO_GET_LINE_MAX + 8192)
+
+#define CHECK_STR(got, want)                                                          \
+    do {                                                                              \
+        const char *g_ = (got), *w_ = (want);                                         \
+        if (strcmp(g_, w_) != 0) {                                                    \
+            fprintf(stderr, "# %s:%d: got  \"%s\"\n#   want \"%s\"\n", __FILE__,         \
+                    __LINE__, g_, w_);                                                \
+            exit(1);                                                                  \
+        }                                                                             \
+    } while (0)
+
+/* --- the parser alone ------------------------------------------------------ */
+
+static int parse(struct isob_proto *p, const char *s, struct isob_proto_cmd *cmd, size_t *need)
+{
+    return isob_proto_parse(p, (const unsigned char *)s, strlen(s), cmd, need);
+}
+
+static void t_parse_set(void)
+{
+    struct isob_proto p;
+    struct isob_proto_cmd c;
+    size_t need;
+    isob_proto_init(&p, 1024);
+    const char *in = "set key 42 -1 3 noreply\r\nabc\r\nget x\r\n";
+    CHECK_EQ_LONG(parse(&p, in, &c, &need), ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.op, ISOB_OP_SET);
+    CHECK(c.key_len == 3 && memcmp(c.key, "key", 3) == 0);
+    CHECK_EQ_LONG(c.flags, 42);
+    CHECK_EQ_LONG(c.exptime, -1);
+    CHECK_EQ_LONG(c.bytes, 3);
+    CHECK(memcmp(c.data, "abc", 3) == 0);
+    CHECK_EQ_LONG(c.noreply, 1);
+    CHECK_EQ_LONG(c.consumed, strlen("set key 42 -1 3 noreply\r\nabc\r\n"));
+}
+
+static void t_parse_need_more(void)
+{
+    struct isob_proto p;
+    struct isob_proto_cmd c;
+    size_t need = 99;
+    isob_proto_init(&p, 1024);
+    CHECK_EQ_LONG(parse(&p, "", &c, &need), ISOB_PROTO_MORE);
+    CHECK_EQ_LONG(parse(&p, "get ke", &c, &need), ISOB_PROTO_MORE);
+    CHECK_EQ_LONG(need, 0);
+    /* The line is complete, the data is not: the parser says how much the
+     * whole command takes, so that the caller can make room. */
+    CHECK_EQ_LONG(parse(&p, "set k 0 0 10\r\nabc", &c, &need), ISOB_PROTO_MORE);
+    CHECK_EQ_LONG(need, strlen("set k 0 0 10\r\n") + 10 + 2);
+}
+
+static void t_parse_get_keys(void)
+{
+    struct isob_proto p;
+    struct isob_proto_cmd c;
+    size_t need;
+    isob_proto_init(&p, 1024);
+    CHECK_EQ_LONG(parse(&p, "gets  a bb   ccc \n", &c, &need), ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.op, ISOB_OP_GETS);
+    const unsigned char *pos = c.keys, *k;
+    size_t n, i = 0;
+    const char *want[] = {"a", "bb", "ccc"};
+    while (isob_proto_next_key(&c, &pos, &k, &n)) {
+        CHECK(i < 3);
+        CHECK(n == strlen(want[i]) && memcmp(k, want[i], n) == 0);
+        i++;
+    }
+    CHECK_EQ_LONG(i, 3);
+}
+
+static void t_parse_errors(void)
+{
+    static const struct { const char *in; const char *reply; int close; } cases[] = {
+        {"bogus\r\n", "ERROR\r\n", 0},
+        {"\r\n", "ERROR\r\n", 0},
+        {"SET k 0 0 1\r\n", "ERROR\r\n", 0},  /* commands are case-sensitive */
+        {"set k 0 0\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
+        {"set k x 0 1\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
+        {"set k 0 0 -1\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
+        {"set k 4294967296 0 1\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
+        {"set k 0 0 1 maybe\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
+        {"set k 0 0 99999999999\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
+        {"get\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
+        {"get a\tb\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
+        {"delete\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
+        {"delete k 5\r\n", "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n", 0},
+        {"flush_all x\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
+        {"flush_all 10\r\n", "CLIENT_ERROR delayed flush_all not supported\r\n", 0},
+        {"version 2\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
+        {"stats items\r\n", "ERROR\r\n", 0},
+        {"verbosity\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
+        {"a b c d e f g h i j\r\n", "ERROR\r\n", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct isob_proto p;
+        struct isob_proto_cmd c;
+        size_t need;
+        isob_proto_init(&p, 1024);
+        CHECK_EQ_LONG(parse(&p, cases[i].in, &c, &need), ISOB_PROTO_CMD);
+        if (c.op != ISOB_OP_ERROR)
+            fprintf(stderr, "# case %zu: %s", i, cases[i].in);
+        CHECK_EQ_LONG(c.op, ISOB_OP_ERROR);
+        CHECK_STR(c.reply, cases[i].reply);
+        CHECK_EQ_LONG(c.close, cases[i].close);
+        CHECK_EQ_LONG(c.noreply, 0);
+        CHECK_EQ_LONG(c.consumed, strlen(cases[i].in));
+    }
+}
+
+static void t_parse_key_limits(void)
+{
+    struct isob_proto p;
+    struct isob_proto_cmd c;
+    size_t need;
+    char line[600];
+    isob_proto_init(&p, 1024);
+    char key[ISOB_PROTO_KEY_MAX + 2];
+    memset(key, 'k', sizeof key - 1);
+    key[ISOB_PROTO_KEY_MAX] = 0;
+    snprintf(line, sizeof line, "get %s\r\n", key);
+    CHECK_EQ_LONG(parse(&p, line, &c, &need), ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.op, ISOB_OP_GET);
+    key[ISOB_PROTO_KEY_MAX] = 'k';
+    key[ISOB_PROTO_KEY_MAX + 1] = 0;
+    snprintf(line, sizeof line, "get %s\r\n", key);
+    CHECK_EQ_LONG(parse(&p, line, &c, &need), ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.op, ISOB_OP_ERROR);
+    snprintf(line, sizeof line, "set %s 0 0 1\r\nx\r\n", key);
+    CHECK_EQ_LONG(parse(&p, line, &c, &need), ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.op, ISOB_OP_ERROR);
+    /* memaslap's keys carry bytes 0x10..0x1f; memcached takes them, so
+     * must we.  A NUL, a tab or a CR inside a key are refused. */
+    CHECK_EQ_LONG(parse(&p, "get \x10\x1f" "ab\r\n", &c, &need), ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.op, ISOB_OP_GET);
+    CHECK_EQ_LONG(isob_proto_parse(&p, (const unsigned char *)"get a\0b\r\n", 9, &c, &need),
+                  ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.op, ISOB_OP_ERROR);
+    CHECK_EQ_LONG(parse(&p, "get a\rb\r\n", &c, &need), ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.op, ISOB_OP_ERROR);
+}
+
+static void t_parse_line_too_long(void)
+{
+    struct isob_proto p;
+    struct isob_proto_cmd c;
+    size_t need;
+    static unsigned char buf[ISOB_PROTO_GET_LINE_MAX + 16];
+    isob_proto_init(&p, 1024);
+    /* Any line but get/gets: ISOB_PROTO_LINE_MAX bytes and no end yet is
+     * still fine, one more is not. */
+    memset(buf, 'x', sizeof buf);
+    CHECK_EQ_LONG(isob_proto_parse(&p, buf, ISOB_PROTO_LINE_MAX, &c, &need), ISOB_PROTO_MORE);
+    CHECK_EQ_LONG(isob_proto_parse(&p, buf, ISOB_PROTO_LINE_MAX + 1, &c, &need), ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.op, ISOB_OP_ERROR);
+    CHECK_EQ_LONG(c.close, 1);
+    CHECK_STR(c.reply, "CLIENT_ERROR line too long\r\n");
+    /* A complete line that is too long is refused the same way. */
+    buf[ISOB_PROTO_LINE_MAX + 1] = '\n';
+    CHECK_EQ_LONG(isob_proto_parse(&p, buf, ISOB_PROTO_LINE_MAX + 2, &c, &need), ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.close, 1);
+    /* get lines may be longer (many keys), up to their own bound. */
+    memcpy(buf, "get ", 4);
+    for (size_t i = 4; i < sizeof buf; i++)
+        buf[i] = i % 100 == 0 ? ' ' : 'k';
+    CHECK_EQ_LONG(isob_proto_parse(&p, buf, ISOB_PROTO_GET_LINE_MAX - 1, &c, &need),
+                  ISOB_PROTO_MORE);
+    CHECK_EQ_LONG(isob_proto_parse(&p, buf, ISOB_PROTO_GET_LINE_MAX, &c, &need), ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.close, 1);
+    buf[ISOB_PROTO_GET_LINE_MAX - 1] = '\n';
+    CHECK_EQ_LONG(isob_proto_parse(&p, buf, ISOB_PROTO_GET_LINE_MAX, &c, &need), ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.op, ISOB_OP_GET);
+}
+
+static void t_parse_too_large_swallows(void)
+{
+    struct isob_proto p;
+    struct isob_proto_cmd c;
+    size_t need;
+    isob_proto_init(&p, 10);
+    const char *line = "set k 0 0 11\r\n";
+    CHECK_EQ_LONG(parse(&p, line, &c, &need), ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.op, ISOB_OP_ERROR);
+    CHECK_STR(c.reply, "SERVER_ERROR object too large for cache\r\n");
+    CHECK_EQ_LONG(c.unlink, 1);
+    CHECK_EQ_LONG(c.consumed, strlen(line));
+    /* The 11 bytes and their "\r\n" go, in whatever pieces they come. */
+    CHECK_EQ_LONG(parse(&p, "0123456", &c, &need), ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.op, ISOB_OP_NONE);
+    CHECK_EQ_LONG(c.consumed, 7);
+    CHECK_EQ_LONG(parse(&p, "890\r\nget k\r\n", &c, &need), ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.op, ISOB_OP_NONE);
+    CHECK_EQ_LONG(c.consumed, 6);
+    CHECK_EQ_LONG(parse(&p, "get k\r\n", &c, &need), ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.op, ISOB_OP_GET);
+    /* add is refused the same way but deletes nothing. */
+    CHECK_EQ_LONG(parse(&p, "add k 0 0 11 noreply\r\n", &c, &need), ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.unlink, 0);
+    CHECK_EQ_LONG(c.noreply, 1);
+}
+
+static void t_parse_binary_junk(void)
+{
+    /* Deterministic junk, including NULs, CRs and LFs: the parser must
+     * always make progress and never read out of bounds (the fuzzer
+     * checks the latter much harder under ASan). */
+    static unsigned char buf[8192];
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < sizeof buf; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        buf[i] = (unsigned char)x;
+    }
+    buf[0] = 0x80;  /* the binary protocol's magic byte */
+    struct isob_proto p;
+    isob_proto_init(&p, 1024);
+    size_t off = 0, cmds = 0;
+    while (off < sizeof buf) {
+        struct isob_proto_cmd c;
+        size_t need;
+        if (isob_proto_parse(&p, buf + off, sizeof buf - off, &c, &need) == ISOB_PROTO_MORE)
+            break;
+        CHECK(c.consumed > 0 && c.consumed <= sizeof buf - off);
+        if (c.op == ISOB_OP_ERROR)
+            CHECK(c.reply != NULL);
+        off += c.consumed;
+        cmds++;
+        if (c.close)
+            break;
+    }
+    CHECK(cmds > 0);
+}
+
+/* --- parser and executor, no sockets --------------------------------------- */
+
+struct sim {
+    struct isob_proto p;
+    unsigned char in[SIM_IN];
+    size_t in_len;
+    struct isob_buf out;
+    int closed;
+};
+
+static void sim_init(struct isob_serve *s, struct sim *c)
+{
+    memset(c, 0, sizeof *c);
+    isob_proto_init(&c->p, s->max_value);
+}
+
+/* Deliver bytes to the connection, as a socket read would, and run them. */
+static void sim_feed(struct isob_serve *s, struct sim *c, const void *in, size_t n)
+{
+    if (c->closed)
+        return;
+    CHECK(c->in_len + n <= sizeof c->in);
+    memcpy(c->in + c->in_len, in, n);
+    c->in_len += n;
+    int close_it;
+    size_t need;
+    size_t used = isob_serve_feed(s, &c->p, c->in, c->in_len, &c->out, SIZE_MAX, &close_it,
+                                  &need);
+    CHECK(used <= c->in_len);
+    c->in_len -= used;
+    memmove(c->in, c->in + used, c->in_len);
+    CHECK(need <= sizeof c->in);
+    if (close_it)
+        c->closed = 1;
+}
+
+/* Bytes of the last replies sim_take returned (they may hold NULs). */
+static size_t conv_len;
+
+/* Everything replied so far, as a string; the buffer is emptied. */
+static char *sim_take(struct sim *c)
+{
+    static char text[1 << 20];
+    CHECK(c->out.len < sizeof text);
+    memcpy(text, c->out.p, c->out.len);
+    text[c->out.len] = 0;
+    conv_len = c->out.len;
+    c->out.len = 0;
+    return text;
+}
+
+/* One connection's whole conversation, delivered in chunks of `chunk`
+ * bytes (0: all at once).  Returns the replies. */
+static char *converse_n(struct isob_serve *s, const void *in, size_t n, size_t chunk, int *closed)
+{
+    static struct sim c;
+    sim_init(s, &c);
+    const unsigned char *p = in;
+    if (chunk == 0)
+        chunk = n;
+    for (size_t off = 0; off < n; off += chunk)
+        sim_feed(s, &c, p + off, n - off < chunk ? n - off : chunk);
+    if (closed)
+        *closed = c.closed;
+    char *r = sim_take(&c);
+    isob_buf_free(&c.out);
+    return r;
+}
+
+static char *converse(struct isob_serve *s, const char *in)
+{
+    return converse_n(s, in, strlen(in), 0, NULL);
+}
+
+static void serve_on(struct isob_serve *s, const char *mech)
+{
+    const struct isob_mechanism *m = isob_mechanism_find(mech);
+    CHECK(m != NULL);
+    char why[256] = "";
+    if (m->probe(why, sizeof why) != 0)
+        SKIP("%s: %s", mech, why);
+    int rc = isob_serve_init(s, m, TEST_HEAP, isob_serve_value_limit(), -1);
+    if (rc)
+        fprintf(stderr, "# isob_serve_init(%s): %s\n", mech, isob_strerror(rc));
+    CHECK_EQ_LONG(rc, 0);
+}
+
+/* The commands of a typical session and their replies, on any mechanism. */
+static const char SESSION_IN[] =
+    "set a 0 0 1\r\n1\r\n"
+    "set b 7 0 3\r\nxyz\r\n"
+    "get a b c\r\n"
+    "gets b\r\n"
+    "add a 0 0 1\r\n2\r\n"
+    "add c 5 0 2\r\ncc\r\n"
+    "replace d 0 0 1\r\n4\r\n"
+    "replace a 9 0 2\r\naa\r\n"
+    "get a c d\r\n"
+    "delete b\r\n"
+    "delete b\r\n"
+    "get b\r\n"
+    "set e 0 0 0\r\n\r\n"
+    "get e\n"
+    "flush_all\r\n"
+    "get a c e\r\n"
+    "version\r\n"
+    "verbosity 1\r\n";
+static const char SESSION_OUT[] =
+    "STORED\r\n"
+    "STORED\r\n"
+    "VALUE a 0 1\r\n1\r\nVALUE b 7 3\r\nxyz\r\nEND\r\n"
+    "VALUE b 7 3 0\r\nxyz\r\nEND\r\n"
+    "NOT_STORED\r\n"
+    "STORED\r\n"
+    "NOT_STORED\r\n"
+    "STORED\r\n"
+    "VALUE a 9 2\r\naa\r\nVALUE c 5 2\r\ncc\r\nEND\r\n"
+    "DELETED\r\n"
+    "NOT_FOUND\r\n"
+    "END\r\n"
+    "STORED\r\n"
+    "VALUE e 0 0\r\n\r\nEND\r\n"
+    "OK\r\n"
+    "END\r\n"
+    "VERSION " ISOB_VERSION "\r\n"
+    "OK\r\n";
+
+static void check_session(const char *mech)
+{
+    struct isob_serve s;
+    serve_on(&s, mech);
+    /* Pipelined in one piece, then in pieces of every small size, down to
+     * one byte at a time: the replies never change. */
+    size_t chunks[] = {0, 1, 2, 3, 5, 7, 13, 64};
+    for (size_t i = 0; i < sizeof chunks / sizeof chunks[0]; i++) {
+        char *got = converse_n(&s, SESSION_IN, sizeof SESSION_IN - 1, chunks[i], NULL);
+        if (strcmp(got, SESSION_OUT) != 0)
+            fprintf(stderr, "# in chunks of %zu bytes\n", chunks[i]);
+        CHECK_STR(got, SESSION_OUT);
+        CHECK_STR(converse(&s, "flush_all noreply\r\n"), "");
+    }
+    isob_serve_fini(&s);
+}
+
+static void t_session_direct(void) { check_session("direct"); }
+static void t_session_process_futex(void) { check_session("process-futex"); }
+
+static void t_noreply(void)
+{
+    struct isob_serve s;
+    serve_on(&s, "direct");
+    CHECK_STR(converse(&s,
+                       "set a 1 0 1 noreply\r\na\r\n"
+                       "set b 2 0 1 noreply\r\nb\r\n"
+                       "add a 0 0 1 noreply\r\nx\r\n"
+                       "replace b 3 0 2 noreply\r\nbb\r\n"
+                       "replace z 0 0 1 noreply\r\nz\r\n"
+                       "delete a noreply\r\n"
+                       "delete a 0 noreply\r\n"
+                       "verbosity 0 noreply\r\n"
+                       "get a b z\r\n"),
+              "VALUE b 3 2\r\nbb\r\nEND\r\n");
+    CHECK_STR(converse(&s, "flush_all noreply\r\nget b\r\n"), "END\r\n");
+    CHECK_STR(converse(&s, "flush_all 0 noreply\r\nflush_all 0\r\n"), "OK\r\n");
+    isob_serve_fini(&s);
+}
+
+static void t_flags_round_trip(void)
+{
+    struct isob_serve s;
+    serve_on(&s, "direct");
+    CHECK_STR(converse(&s,
+                       "set f0 0 0 1\r\na\r\n"
+                       "set f1 1 0 1\r\nb\r\n"
+                       "set fmax 4294967295 0 1\r\nc\r\n"
+                       "set fodd 305419896 0 1\r\nd\r\n"
+                       "get f0 f1 fmax fodd\r\n"),
+              "STORED\r\nSTORED\r\nSTORED\r\nSTORED\r\n"
+              "VALUE f0 0 1\r\na\r\nVALUE f1 1 1\r\nb\r\n"
+              "VALUE fmax 4294967295 1\r\nc\r\nVALUE fodd 305419896 1\r\nd\r\nEND\r\n");
+    isob_serve_fini(&s);
+}
+
+static void t_binary_values(void)
+{
+    struct isob_serve s;
+    serve_on(&s, "direct");
+    /* A value may hold anything, "\r\n" and NULs included: only its length
+     * frames it. */
+    static const char in[] = "set bin 0 0 6\r\n\r\n\0\r\n\n\r\nget bin\r\n";
+    static const char want[] = "STORED\r\nVALUE bin 0 6\r\n\r\n\0\r\n\n\r\nEND\r\n";
+    for (size_t chunk = 0; chunk <= 1; chunk++) {
+        char *got = converse_n(&s, in, sizeof in - 1, chunk, NULL);
+        CHECK(conv_len == sizeof want - 1 && memcmp(got, want, sizeof want - 1) == 0);
+    }
+    isob_serve_fini(&s);
+}
+
+static void t_errors_keep_stream_and_data(void)
+{
+    struct isob_serve s;
+    serve_on(&s, "direct");
+    CHECK_STR(converse(&s, "set keep 3 0 4\r\nsafe\r\n"), "STORED\r\n");
+    size_t limit = s.max_value;
+    char big[128];
+    /* Too large: refused, its data skipped, the stream goes on.  A set
+     * that is refused removes the key's old value, as memcached does. */
+    CHECK_STR(converse(&s, "set gone 0 0 1\r\nx\r\n"), "STORED\r\n");
+    snprintf(big, sizeof big, "set gone 0 0 %zu\r\n", limit + 1);
+    static char msg[(1 << 16) + 256];
+    size_t n = strlen(big);
+    memcpy(msg, big, n);
+    memset(msg + n, 'v', limit + 1);
+    n += limit + 1;
+    memcpy(msg + n, "\r\nget gone keep\r\n", 17);
+    n += 17;
+    for (size_t chunk = 0; chunk <= 7; chunk += 7) {
+        char *got = converse_n(&s, msg, n, chunk, NULL);
+        CHECK_STR(got, "SERVER_ERROR object too large for cache\r\nVALUE keep 3 4\r\nsafe\r\nEND\r\n");
+    }
+    /* Exactly the limit is fine. */
+    snprintf(big, sizeof big, "set edge 0 0 %zu\r\n", limit);
+    n = strlen(big);
+    memcpy(msg, big, n);
+    memset(msg + n, 'e', limit);
+    memcpy(msg + n + limit, "\r\n", 2);
+    CHECK_STR(converse_n(&s, msg, n + limit + 2, 0, NULL), "STORED\r\n");
+
+    /* A wrong byte count: the block is not followed by "\r\n". */
+    CHECK_STR(converse(&s, "set keep 0 0 2\r\nabc\r\nget keep\r\n"),
+              "CLIENT_ERROR bad data chunk\r\nERROR\r\nVALUE keep 3 4\r\nsafe\r\nEND\r\n");
+    CHECK_STR(converse(&s, "set keep 0 0 2 noreply\r\nabcd\r\nget keep\r\n"),
+              "ERROR\r\nVALUE keep 3 4\r\nsafe\r\nEND\r\n");
+    /* Unsupported storage commands skip their data. */
+    CHECK_STR(converse(&s, "cas keep 0 0 1 99\r\nz\r\nappend keep 0 0 1\r\nz\r\n"
+                           "prepend keep 0 0 1 noreply\r\nz\r\nget keep\r\n"),
+              "SERVER_ERROR command not supported\r\nSERVER_ERROR command not supported\r\n"
+              "VALUE keep 3 4\r\nsafe\r\nEND\r\n");
+    /* Unknown commands, malformed lines, junk. */
+    CHECK_STR(converse(&s, "incr keep 1\r\nset keep\r\ndelete\r\nget keep\r\n"),
+              "ERROR\r\nCLIENT_ERROR bad command line format\r\n"
+              "CLIENT_ERROR bad command line format\r\nVALUE keep 3 4\r\nsafe\r\nEND\r\n");
+    static const unsigned char junk[] = {0x80, 0x00, 0x00, 0x05, 0xff, 0xfe, '\r', '\n',
+                                         'g', 'e', 't', ' ', 'k', 'e', 'e', 'p', '\n'};
+    CHECK_STR(converse_n(&s, junk, sizeof junk, 0, NULL), "ERROR\r\nVALUE keep 3 4\r\nsafe\r\nEND\r\n");
+    isob_serve_fini(&s);
+}
+
+static void t_close_cases(void)
+{
+    struct isob_serve s;
+    serve_on(&s, "direct");
+    int closed;
+    /* quit closes without a reply; what came before it is answered, what
+     * comes after is not read. */
+    CHECK_STR(converse_n(&s, "version\r\nquit\r\nversion\r\n", 24, 0, &closed),
+              "VERSION " ISOB_VERSION "\r\n");
+    CHECK_EQ_LONG(closed, 1);
+    /* A line that never ends: an error, then the connection closes. */
+    static char line[ISOB_PROTO_LINE_MAX + 100];
+    memset(line, 'z', sizeof line);
+    CHECK_STR(converse_n(&s, line, sizeof line, 0, &closed), "CLIENT_ERROR line too long\r\n");
+    CHECK_EQ_LONG(closed, 1);
+    CHECK_STR(converse_n(&s, line, sizeof line, 1, &closed), "CLIENT_ERROR line too long\r\n");
+    CHECK_EQ_LONG(closed, 1);
+    isob_serve_fini(&s);
+}
+
+static void t_stats(void)
+{
+    struct isob_serve s;
+    serve_on(&s, "direct");
+    converse(&s, "set a 0 0 1\r\na\r\nset b 0 0 1\r\nb\r\nget a x\r\ndelete b\r\n");
+    char *st = converse(&s, "stats\r\n");
+    static const char *want[] = {
+        "STAT pid ", "STAT uptime ", "STAT curr_connections ", "STAT cmd_get 2\r\n",
+        "STAT cmd_set 2\r\n", "STAT get_hits 1\r\n", "STAT get_misses 1\r\n",
+        "STAT delete_hits 1\r\n", "STAT curr_items 1\r\n", "STAT total_items 2\r\n",
+        "STAT bytes ", "STAT mechanism direct\r\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        if (!strstr(st, want[i]))
+            fprintf(stderr, "# missing %s in\n%s", want[i], st);
+        CHECK(strstr(st, want[i]) != NULL);
+    }
+    CHECK(strlen(st) > 5 && strcmp(st + strlen(st) - 5, "END\r\n") == 0);
+    CHECK_STR(converse(&s, "stats reset\r\n"), "RESET\r\n");
+    st = converse(&s, "stats\r\n");
+    CHECK(strstr(st, "STAT cmd_get 0\r\n") != NULL);
+    CHECK(strstr(st, "STAT curr_items 1\r\n") != NULL);  /* the store is not reset */
+    isob_serve_fini(&s);
+}
+
+/* A store that fails on demand, for the errors the real one rarely gives. */
+static long fake_result;
+static int fake_deletes;
+static long fake_set(struct isob_serve *s, size_t k, size_t v) { (void)s; (void)k; (void)v; return fake_result; }
+static long fake_get(struct isob_serve *s, size_t k) { (void)s; (void)k; return fake_result; }
+static long fake_del(struct isob_serve *s, size_t k) { (void)s; (void)k; fake_deletes++; return fake_result; }
+static long fake_flush(struct isob_serve *s) { (void)s; return fake_result; }
+static long fake_stats(struct isob_serve *s, struct isob_kv_stats *o) { (void)s; (void)o; return fake_result; }
+static const struct isob_serve_store fake_store = {fake_set, fake_get, fake_del, fake_flush, fake_stats};
+
+static void t_store_errors(void)
+{
+    struct isob_serve s;
+    serve_on(&s, "direct");
+    /* The real store, full: a heap too small to hold one leaves none. */
+    isob_serve_fini(&s);
+    CHECK_EQ_LONG(isob_serve_init(&s, isob_mechanism_find("direct"), ISOB_KV_OFFSET, 100, -1), 0);
+    CHECK_STR(converse(&s, "set a 0 0 1\r\na\r\nget a\r\n"),
+              "SERVER_ERROR out of memory storing object\r\nEND\r\n");
+    isob_serve_fini(&s);
+
+    serve_on(&s, "direct");
+    s.store = &fake_store;
+    fake_result = -EIO;
+    char *got = converse(&s, "get a\r\n");
+    CHECK(strncmp(got, "SERVER_ERROR ", 13) == 0);
+    got = converse(&s, "delete a\r\n");
+    CHECK(strncmp(got, "SERVER_ERROR ", 13) == 0);
+    got = converse(&s, "flush_all\r\n");
+    CHECK(strncmp(got, "SERVER_ERROR ", 13) == 0);
+    got = converse(&s, "stats\r\n");
+    CHECK(strncmp(got, "SERVER_ERROR ", 13) == 0);
+    /* A set the store refuses for want of room drops the old value. */
+    fake_result = -ENOSPC;
+    fake_deletes = 0;
+    CHECK_STR(converse(&s, "set a 0 0 1\r\na\r\n"), "SERVER_ERROR out of memory storing object\r\n");
+    CHECK_EQ_LONG(fake_deletes, 1);
+    fake_result = 2;  /* a get result shorter than the flags: not ours */
+    got = converse(&s, "get a\r\n");
+    CHECK(strncmp(got, "SERVER_ERROR ", 13) == 0);
+    s.store = &isob_serve_store_comp;
+    isob_serve_fini(&s);
+}
+
+static void t_feed_stops_at_out_limit(void)
+{
+    struct isob_serve s;
+    serve_on(&s, "direct");
+    struct isob_proto p;
+    isob_proto_init(&p, s.max_value);
+    struct isob_buf out = {0};
+    const char *in = "version\r\nversion\r\nversion\r\n";
+    int close_it;
+    size_t need;
+    size_t used = isob_serve_feed(&s, &p, (const unsigned char *)in, strlen(in), &out, 1,
+                                  &close_it, &need);
+    /* One reply takes the output past the limit: the rest waits. */
+    CHECK_EQ_LONG(used, strlen("version\r\n"));
+    CHECK_EQ_LONG(close_it, 0);
+    isob_buf_free(&out);
+    isob_serve_fini(&s);
+}
+
+static void t_init_limits(void)
+{
+    struct isob_serve s;
+    const struct isob_mechanism *m = isob_mechanism_find("direct");
+    CHECK(isob_serve_value_limit() >= 1024);
+    CHECK(isob_serve_value_limit() <= ISOB_PROTO_DEFAULT_MAX_VALUE);
+    CHECK_EQ_LONG(isob_serve_init(&s, m, TEST_HEAP, isob_serve_value_limit() + 1, -1), -EMSGSIZE);
+}
+
+int main(void)
+{
+    TAP_CASE(t_parse_set);
+    TAP_CASE(t_parse_need_more);
+    TAP_CASE(t_parse_get_keys);
+    TAP_CASE(t_parse_errors);
+    TAP_CASE(t_parse_key_limits);
+    TAP_CASE(t_parse_line_too_long);
+    TAP_CASE(t_parse_too_large_swallows);
+    TAP_CASE(t_parse_binary_junk);
+    TAP_CASE(t_session_direct);
+    TAP_CASE(t_session_process_futex);
+    TAP_CASE(t_noreply);
+    TAP_CASE(t_flags_round_trip);
+    TAP_CASE(t_binary_values);
+    TAP_CASE(t_errors_keep_stream_and_data);
+    TAP_CASE(t_close_cases);
+    TAP_CASE(t_stats);
+    TAP_CASE(t_store_errors);
+    TAP_CASE(t_feed_stops_at_out_limit);
+    TAP_CASE(t_init_limits);
+    return tap_done();
+}
