@@ -2,7 +2,7 @@
 
 The measuring happens in C (``build/isob``, the native driver).  This package
 only starts that driver, stores what it prints (one SQLite file), computes
-summary statistics and prints tables and exports.
+statistics, checks the run's soundness, and prints tables, reports and exports.
 
 Modules, in the order data flows through them:
 
@@ -10,9 +10,16 @@ Modules, in the order data flows through them:
     proc     run one child process in its own process group with a time-out
     runner   one ``isob`` invocation per (benchmark, mechanism); failures become records
     records  the JSON-lines protocol of ``isob`` and the immutable Result record
-    stats    summary statistics of raw samples
+    stats    summary statistics, bootstrap intervals, ratios, the Mann-Whitney test
     store    the SQLite store (runs, results, raw samples)
     sysinfo  the machine a run came from
+    analysis a stored run as configurations with baselines and overheads
+    checks   soundness checks (`isobench check`, and every report)
+    compare  two runs, each normalized to its own direct baseline
+    reference published figures (data/reference.csv), shown beside local ones
+    plots    the report's plots (matplotlib, Agg)
+    report   HTML report, plots and Markdown summary
+    system   show, tune and reset the machine state that matters to measuring
     table    plain-text tables
     export   CSV and JSON exports of a stored run
     cli      the ``isobench`` command

@@ -1,11 +1,15 @@
-"""The `isobench` command: list, run, show, export.
+"""The `isobench` command: list, run, show, export, report, check, compare,
+system, reference.
 
 Exit codes (every command):
     0    everything ran (skipped mechanisms are not failures)
     1    something failed: a benchmark crashed, hung or reported a failure,
-         an isolation test failed, or the native driver could not answer
+         an isolation test failed, or the native driver could not answer;
+         for `check` and `system check`: there are findings; for `system
+         tune|reset`: a setting could not be changed
     2    bad usage: unknown benchmark or mechanism, malformed option, unusable
-         store path, unknown run; always exactly one line on stderr
+         store path, unknown run, unwritable report folder; always exactly
+         one line on stderr
     130  interrupted (Ctrl-C); results stored so far are kept
 """
 
@@ -14,12 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import sqlite3
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import __version__, export, runner, sysinfo, table
+from . import (__version__, analysis, checks, compare, export, reference, report, runner, stats,
+               sysinfo, system, table)
 from .driver import ISOLATION_TIMEOUT, Catalog, Driver, Isolation, find_isob, repo_root
 from .errors import DriverError, UsageError
 from .store import Store
@@ -64,6 +70,16 @@ def positive_seconds(text: str) -> float:
     return v
 
 
+def non_negative_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    return v
+
+
 def placement_list(text: str) -> tuple[str, ...]:
     items = tuple(p.strip() for p in text.split(",") if p.strip())
     bad = [p for p in items if p not in runner.PLACEMENTS]
@@ -84,6 +100,9 @@ def build_parser() -> Parser:
                       "  isobench list                  what can run here, and why not\n"
                       "  isobench run --quick           the default suite, all mechanisms, quickly\n"
                       "  isobench show                  the latest run again\n"
+                      "  isobench check                 is the latest run sound? what to fix\n"
+                      "  isobench report -o report/     HTML, plots and a Markdown summary\n"
+                      "  isobench compare 3 4           two runs (or machines), normalized to direct\n"
                       "  isobench export 3 --format csv -o run3.csv\n\n"
                       f"The store is --db PATH, else ${ENV_DB}, else ./{DEFAULT_DB}.")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -94,6 +113,11 @@ def build_parser() -> Parser:
     _add_run(sub)
     _add_show(sub)
     _add_export(sub)
+    _add_report(sub)
+    _add_check(sub)
+    _add_compare(sub)
+    _add_system(sub)
+    _add_reference(sub)
     return p
 
 
@@ -143,6 +167,7 @@ def _add_run(sub) -> None:
                "  isobench run switch -m direct -m thread    two mechanisms\n"
                "  isobench run switch -m thread --placement same-cpu,cross-cpu\n"
                "  isobench run pingpong                      benchmarks of OS primitives take no -m\n"
+               "  isobench run switch kv --repeat 5          5 fresh processes each, shuffled\n"
                "  isobench run --json > run.json\n\n"
                "exit status: 0 all ran, 1 something failed, 2 bad usage, 130 interrupted")
     p.add_argument("benchmarks", nargs="*", metavar="BENCH",
@@ -160,6 +185,13 @@ def _add_run(sub) -> None:
     p.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
                    help=f"time-out of each isob process (default: {runner.DEFAULT_TIMEOUT:g}; "
                         f"--quick: {runner.QUICK_TIMEOUT:g})")
+    p.add_argument("--repeat", type=positive_int, default=1, metavar="N",
+                   help="run every (benchmark, mechanism) in N fresh isob processes, the "
+                        "mechanisms in a shuffled order each time; reports the spread between "
+                        "repetitions as well as within (default: 1)")
+    p.add_argument("--seed", type=non_negative_int, metavar="S",
+                   help="seed of the shuffled order (default: a random one; either way it is "
+                        "recorded with the run)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     _add_json(p, "the run")
     _add_db(p)
@@ -237,6 +269,113 @@ def _selection(args: argparse.Namespace, catalog: Catalog) -> tuple[list[str], l
     return benches, mechs
 
 
+def _add_report(sub) -> None:
+    p = sub.add_parser(
+        "report", formatter_class=Formatter, help="write an HTML report, plots and a summary",
+        description="Write a report of a stored run into DIR: index.html (self-contained: the "
+                    "plots are\nembedded), the plots as PNG and SVG, and summary.md (platform "
+                    "table, findings,\nswitch and key-value tables, published figures) ready "
+                    "to paste into a paper.\n\nThe soundness findings are those of `isobench "
+                    "check`.  Published figures are shown\nbeside local numbers, marked as "
+                    "published, never mixed into local statistics.\nA plot whose data the run "
+                    "lacks (no kv results, no kv-server results) is left\nout with a note "
+                    "saying so.",
+        epilog="examples:\n  isobench report -o report/              the latest run\n"
+               "  isobench report 3 -o /tmp/run3 --json   what was written, as JSON")
+    p.add_argument("run", nargs="?", metavar="RUN", help="run id, or 'latest' (default)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help="folder to write into (created if missing)")
+    _add_seed(p)
+    _add_json(p, "what was written and the findings")
+    _add_db(p)
+    p.set_defaults(func=cmd_report)
+
+
+def _add_seed(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bootstrap-seed", type=non_negative_int, default=stats.BOOTSTRAP_SEED,
+                   metavar="S", help="seed of the bootstrap intervals; printed with them "
+                                     f"(default: {stats.BOOTSTRAP_SEED})")
+
+
+def _add_check(sub) -> None:
+    ids = "\n".join(f"  {i}" for i in checks.CHECK_IDS)
+    p = sub.add_parser(
+        "check", formatter_class=Formatter, help="soundness checks of a stored run",
+        description="Check a stored run for what makes numbers untrustworthy or "
+                    "incomparable: no\nbaseline, no spread, averaged ratios, "
+                    "microbenchmarks alone, missing platform\ndetails, an unpinned or "
+                    "untuned machine, counters that missed samples or the\nother process, "
+                    "too much variation.  Each finding says what to do next and\npoints into "
+                    f"{checks.DOC}; where it applies, it names the flaw of van der\nKouwe et "
+                    f"al., SoK: Benchmarking Flaws in Systems Security (EuroS&P 2019).\n\n"
+                    f"checks:\n{ids}",
+        epilog="exit status: 0 no findings, 1 findings, 2 bad usage\n\nexamples:\n"
+               "  isobench check\n  isobench check 3 --json | jq '.findings[].id'")
+    p.add_argument("run", nargs="?", metavar="RUN", help="run id, or 'latest' (default)")
+    _add_json(p, "the findings")
+    _add_db(p)
+    p.set_defaults(func=cmd_check)
+
+
+def _add_compare(sub) -> None:
+    p = sub.add_parser(
+        "compare", formatter_class=Formatter, help="compare two runs, or two machines",
+        description="Compare two stored runs result by result (same benchmark, mechanism and "
+                    "params).\nEach run is normalized to its own `direct` baseline, so runs "
+                    "from different\nmachines compare by what isolation costs on each:\n\n"
+                    "  B/A = (median_B / direct_B) / (median_A / direct_A)\n\n"
+                    "switch results use direct's 'entry' variant at the same payload; "
+                    "cross-cpu\nresults are normalized by direct's same-cpu result (a plain "
+                    "call has no second\ncontext).  direct itself and pingpong compare in "
+                    "absolute terms.  Each ratio has a\nbootstrap 95% interval and a "
+                    "Mann-Whitney U p; the average is a geometric mean.",
+        epilog="examples:\n  isobench compare 3 4\n"
+               "  isobench compare 1 1 --db laptop.sqlite --db-b server.sqlite\n"
+               "  isobench compare 3 4 --json\n\n"
+               "exit status: 0 compared, 1 nothing in common, 2 bad usage")
+    p.add_argument("run_a", metavar="RUN_A", help="run id (or 'latest') in --db")
+    p.add_argument("run_b", metavar="RUN_B", help="run id (or 'latest') in --db-b, else --db")
+    p.add_argument("--db-b", metavar="PATH", help="the store RUN_B is in (default: --db's)")
+    _add_seed(p)
+    _add_json(p, "the comparison")
+    _add_db(p)
+    p.set_defaults(func=cmd_compare)
+
+
+def _add_system(sub) -> None:
+    p = sub.add_parser(
+        "system", formatter_class=Formatter, help="show, check, tune or reset the machine",
+        description="The machine state that matters to measuring: frequency governor, turbo, "
+                    "SMT,\nASLR, perf_event_paranoid, rdpmc, isolated CPUs, clock source, "
+                    "hypervisor.\n\n  show    print it\n  check   the findings about this "
+                    "machine (exit 1 if any)\n  tune    save the current values to the state "
+                    "file, then set: governor\n          performance, turbo off, NMI watchdog "
+                    "off, ASLR full (needs root)\n  reset   write the saved values back, in "
+                    "reverse order, and remove the file\n\nA setting this machine does not "
+                    "have, or that cannot be written, is reported\nand left as it is.",
+        epilog="examples:\n  isobench system show\n  sudo isobench system tune\n"
+               "  sudo isobench system reset\n\nexit status: 0 done, 1 a setting could not "
+               "be changed (or check: findings), 2 bad usage")
+    p.add_argument("action", choices=("show", "check", "tune", "reset"))
+    p.add_argument("--state", metavar="PATH",
+                   help="state file of tune/reset (default: system-state.json beside the store)")
+    _add_json(p, "the settings")
+    _add_db(p)
+    p.set_defaults(func=cmd_system)
+
+
+def _add_reference(sub) -> None:
+    p = sub.add_parser(
+        "reference", formatter_class=Formatter, help="published figures, with their sources",
+        description="List the published figures isobench shows beside local numbers: value, "
+                    "unit,\nwhat was measured, source and hardware.  They come from one "
+                    "reviewed file\n(isobench/data/reference.csv) and are never mixed into "
+                    "local statistics.",
+        epilog="examples:\n  isobench reference\n  isobench reference --json | jq '.references[0]'")
+    _add_json(p, "the figures")
+    p.set_defaults(func=cmd_reference)
+
+
 def _run_options(args: argparse.Namespace) -> runner.Options:
     timeout = args.timeout or (runner.QUICK_TIMEOUT if args.quick else runner.DEFAULT_TIMEOUT)
     return runner.Options(quick=args.quick, n=args.n, placement=args.placement, timeout=timeout)
@@ -248,15 +387,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     benches, mechs = _selection(args, catalog)
     opts = _run_options(args)
     path = db_path(args)
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
     with Store.open(path, create=True) as store:
         env = sysinfo.collect(driver_version=driver.version(), repo=repo_root())
+        # The checks need to know which mechanisms run a second context.
+        env["mechanism_props"] = {m.name: list(m.props) for m in catalog.mechanisms}
         run_id = store.begin_run(args.argv, env)
-        jobs = runner.plan(catalog, benches, mechs)
+        jobs = runner.plan(catalog, benches, mechs, repeat=args.repeat, seed=seed)
+        store.set_options(run_id, {"repeat": args.repeat, "seed": seed,
+                                   "order": runner.job_order(jobs)})
         progress = runner.Progress(len(jobs), quiet=args.quiet)
         try:
             failed = runner.run_jobs(
                 driver, jobs, opts,
-                on_result=lambda r: store.add_result(run_id, r),
+                on_result=lambda r, job: store.add_result(run_id, r, job.repetition),
                 on_header=lambda h: store.set_environment(run_id, sysinfo.apply_header(env, h)),
                 progress=progress)
         except KeyboardInterrupt:
@@ -264,6 +408,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             _err(f"interrupted: results so far kept in {path} (run {run_id})")
             return EXIT_INTERRUPTED
         store.finish_run(run_id, "failed" if failed else "ok")
+        data = analysis.load_run(store, run_id)
+        store.set_aggregates(run_id, analysis.aggregates(data))
         _print_run(store, run_id, args.json)
     return EXIT_FAILED if failed else EXIT_OK
 
@@ -289,21 +435,122 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_document(store: Store, run_id: int) -> dict:
+def cmd_report(args: argparse.Namespace) -> int:
+    with Store.open(db_path(args), create=False) as store:
+        run_id = store.resolve_run(args.run)
+        report.prepare(Path(args.output))  # an unusable folder fails before any work
+        data = analysis.load_run(store, run_id, seed=args.bootstrap_seed)
+        doc = report.write(data, Path(args.output))
+    if args.json:
+        _print_json(doc)
+    else:
+        n = len(doc["findings"])
+        print(f"report of run {run_id} written to {doc['dir']}: {', '.join(doc['files'])}")
+        for note in doc["omitted"].values():
+            print(f"note: {note}")
+        print(f"soundness: {n} finding{'s' if n != 1 else ''}"
+              + (f" ({', '.join(f['id'] for f in doc['findings'])}); `isobench check "
+                 f"{run_id}` says what to do" if n else ""))
+    return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    with Store.open(db_path(args), create=False) as store:
+        run_id = store.resolve_run(args.run)
+        data = analysis.load_run(store, run_id)
+    findings = checks.run_checks(data)
+    if args.json:
+        _print_json({"run_id": run_id, "db": data.db,
+                     "findings": [f.as_dict() for f in findings]})
+    else:
+        print(f"run {run_id} in {data.db}")
+        print(checks.render(findings))
+    return EXIT_FAILED if findings else EXIT_OK
+
+
+def _load(path: Path, spec: str, seed: int) -> analysis.RunData:
+    with Store.open(path, create=False) as store:
+        return analysis.load_run(store, store.resolve_run(spec), seed=seed)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    path_a = db_path(args)
+    path_b = Path(os.path.abspath(args.db_b)) if args.db_b else path_a
+    a = _load(path_a, args.run_a, args.bootstrap_seed)
+    b = _load(path_b, args.run_b, args.bootstrap_seed)
+    result = compare.compare(a, b, seed=args.bootstrap_seed)
+    findings = {side: [f.id for f in checks.run_checks(d)] for side, d in (("A", a), ("B", b))}
+    doc = compare.document(a, b, result, findings)
+    if args.json:
+        _print_json(doc)
+    else:
+        print(compare.render(result["rows"], doc))
+    if not result["rows"]:
+        _err("the two runs have no results in common (same benchmark, mechanism and params)")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_system(args: argparse.Namespace) -> int:
+    root = system.sysroot()
+    state = Path(args.state) if args.state else db_path(args).parent / "system-state.json"
+    if args.action == "check":
+        findings = checks.machine_findings(sysinfo.collect(root))
+        if args.json:
+            _print_json({"findings": [f.as_dict() for f in findings]})
+        else:
+            print(checks.render(findings))
+        return EXIT_FAILED if findings else EXIT_OK
+    note = None
+    if args.action == "show":
+        outcomes = system.show(root)
+    elif args.action == "tune":
+        outcomes, note = system.tune(root, state)
+    else:
+        outcomes, note = system.reset(root, state)
+    if args.json:
+        _print_json({"action": args.action, "root": str(root), "state": str(state),
+                     "note": note, "settings": [o.as_dict() for o in outcomes]})
+    else:
+        print(system.render(outcomes, note))
+    return EXIT_FAILED if any(o.status in system.FAILURES for o in outcomes) else EXIT_OK
+
+
+def cmd_reference(args: argparse.Namespace) -> int:
+    refs = reference.load()
+    if args.json:
+        _print_json({"references": [r.as_dict() for r in refs]})
+    else:
+        print(reference.render(refs))
+    return EXIT_OK
+
+
+def run_document(store: Store, run_id: int, data: analysis.RunData | None = None) -> dict:
     """The JSON of `run --json` and `show --json` (the same for the same run)."""
     results = []
     for r in store.results(run_id):
         r = dict(r)
         r.pop("header", None)  # in `export --format json`; too bulky here
         results.append(r)
-    return {**store.run(run_id), "db": str(store.path), "results": results}
+    data = data or analysis.load_run(store, run_id)
+    return {**store.run(run_id), "db": str(store.path), "results": results,
+            "findings": [f.as_dict() for f in checks.run_checks(data)]}
 
 
 def _print_run(store: Store, run_id: int, as_json: bool) -> None:
+    data = analysis.load_run(store, run_id)
     if as_json:
-        _print_json(run_document(store, run_id))
-    else:
-        print(table.run_report(store.run(run_id), store.results(run_id), str(store.path)))
+        _print_json(run_document(store, run_id, data))
+        return
+    extra = []
+    if any(c.repetitions > 1 for c in data.configs):
+        extra.append(table.repetition_report(data.configs))
+    findings = checks.run_checks(data)
+    if findings:
+        extra.append(f"soundness: {len(findings)} finding{'s' if len(findings) != 1 else ''} "
+                     f"({', '.join(f.id for f in findings)}): `isobench check {run_id}` says "
+                     "what to do")
+    print(table.run_report(store.run(run_id), store.results(run_id), str(store.path), extra))
 
 
 def _print_json(doc: dict) -> None:

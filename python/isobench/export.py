@@ -4,6 +4,10 @@
 JSON export format history (the "export_version" key):
 
     1  first version.
+    2  each result has "repetition" (1..N of `run --repeat N`); the run has
+       "options" (repeat, seed, job order) and "aggregates" (null when none
+       were recorded).  A version 2 document can be loaded into a store with
+       Store.import_run.
 """
 
 from __future__ import annotations
@@ -14,13 +18,13 @@ import json
 
 from .store import Store
 
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
 FORMATS = ("csv", "json")
 
 CSV_COLUMNS = ("run_id", "result_id", "benchmark", "mechanism", "placement", "payload",
                "variant", "params", "unit", "counter", "status", "reason", "n", "min", "max",
                "median", "p5", "p95", "mad", "mean", "batched", "empty_region", "dropped",
-               "warmup")
+               "warmup", "repetition")
 
 
 def export_csv(store: Store, run_id: int) -> str:

@@ -11,10 +11,20 @@ results printed before stay.  A mechanism that is not available here gives a
 Benchmarks that need no mechanism (pingpong measures an OS primitive) run
 once, without -m; their results carry mechanism NO_MECHANISM ("-") and the
 primitive in params.
+
+Repetitions (`run --repeat N`): every (benchmark, mechanism) runs in N fresh
+isob processes, so that what differs between processes (address layout,
+where the kernel put the pages, which CPU state a process met) shows up as
+spread between repetitions instead of hiding in one lucky or unlucky
+process.  Within each repetition the order of the mechanisms is shuffled
+with a seeded generator, so that drift over the run (thermal, background
+load) does not always favour the mechanism that runs first; the seed is
+recorded with the run.  One repetition keeps the order given.
 """
 
 from __future__ import annotations
 
+import random
 import sys
 import time
 from dataclasses import dataclass, field
@@ -41,10 +51,13 @@ QUICK_TIMEOUT = 60.0
 class Job:
     benchmark: str
     mechanism: str | None  # None: the benchmark takes no mechanism
+    repetition: int = 1    # 1..repeat
+    repeat: int = 1
 
     @property
     def label(self) -> str:
-        return f"{self.benchmark} -m {self.mechanism}" if self.mechanism else self.benchmark
+        text = f"{self.benchmark} -m {self.mechanism}" if self.mechanism else self.benchmark
+        return text + (f" (repetition {self.repetition}/{self.repeat})" if self.repeat > 1 else "")
 
     @property
     def mechanism_name(self) -> str:
@@ -71,16 +84,29 @@ class JobOutcome:
         return any(r.status == "failed" for r in self.results)
 
 
-def plan(catalog: Catalog, benchmarks: Sequence[str], mechanisms: Sequence[str]) -> list[Job]:
-    """The jobs of a run, benchmark-major, in the order given."""
+def plan(catalog: Catalog, benchmarks: Sequence[str], mechanisms: Sequence[str],
+         repeat: int = 1, seed: int = 0) -> list[Job]:
+    """The jobs of a run: repetition-major, then benchmark in the order given,
+    then mechanism (in the order given for one repetition, else shuffled per
+    repetition and benchmark with random.Random(seed))."""
+    rng = random.Random(seed)
     jobs: list[Job] = []
-    for name in benchmarks:
-        bench = catalog.benchmark(name)
-        if bench is not None and not bench.needs_mechanism:
-            jobs.append(Job(name, None))
-        else:
-            jobs.extend(Job(name, m) for m in mechanisms)
+    for rep in range(1, repeat + 1):
+        for name in benchmarks:
+            bench = catalog.benchmark(name)
+            if bench is not None and not bench.needs_mechanism:
+                jobs.append(Job(name, None, rep, repeat))
+                continue
+            order = list(mechanisms)
+            if repeat > 1:
+                rng.shuffle(order)
+            jobs.extend(Job(name, m, rep, repeat) for m in order)
     return jobs
+
+
+def job_order(jobs: Sequence[Job]) -> list[list]:
+    """The order jobs ran in, as recorded with the run: [repetition, benchmark, mechanism]."""
+    return [[j.repetition, j.benchmark, j.mechanism_name] for j in jobs]
 
 
 def isob_args(job: Job, opts: Options) -> list[str]:
@@ -224,11 +250,12 @@ class Progress:
 
 
 def run_jobs(driver: Driver, jobs: Sequence[Job], opts: Options,
-             on_result: Callable[[Result], None],
+             on_result: Callable[[Result, Job], None],
              on_header: Callable[[Header], None] | None = None,
              progress: Progress | None = None) -> bool:
     """Run every job in turn; True when any record failed.
 
+    on_result gets each record with the job it came from (for its repetition).
     on_header is called with the first header seen (the run's environment
     takes the counter backend and TSC frequency from it).
     """
@@ -237,7 +264,7 @@ def run_jobs(driver: Driver, jobs: Sequence[Job], opts: Options,
     for job in jobs:
         if progress:
             progress.start(job)
-        out = run_job(driver, job, opts, on_result)
+        out = run_job(driver, job, opts, lambda r, job=job: on_result(r, job))
         if progress:
             progress.done(out)
         if out.header is not None and not seen_header and on_header is not None:

@@ -1,13 +1,16 @@
 """The store: ONE SQLite file holding runs, their results and raw samples.
 
-Layout (schema version 1, kept in PRAGMA user_version):
+Layout (schema version 2, kept in PRAGMA user_version):
 
     runs      one row per `isobench run`: when, how it was invoked, how it
-              ended, and the machine it ran on (environment, JSON)
+              ended, and the machine it ran on (environment, JSON); options
+              (JSON: repeat, seed, the order jobs ran in) and aggregates
+              (JSON list: figures averaged over results, each saying how it
+              was averaged, which `isobench check` inspects)
     results   one row per measured configuration (benchmark, mechanism,
-              params) with the summary statistics of its samples, so that
-              tables need not decompress anything; header is the isob header
-              line the result came under (JSON)
+              params) and repetition with the summary statistics of its
+              samples, so that tables need not decompress anything; header is
+              the isob header line the result came under (JSON)
     samples   the raw per-iteration samples of a result, one row per event
               (PRIMARY_EVENT for the result's own unit, then perf events),
               as zlib-compressed little-endian unsigned 64-bit integers
@@ -18,6 +21,11 @@ interrupted keeps everything measured before.
 Schema history and migration notes:
 
     1  first version.
+    2  results.repetition: which of the run's `--repeat N` fresh processes a
+       result came from, 1..N (stores of version 1 ran everything once, so
+       their rows become repetition 1); runs.options and runs.aggregates
+       (NULL for runs stored by version 1: no options were recorded and no
+       aggregates computed).
     (next) add a MIGRATIONS entry with the SQL that turns version N-1 into N;
            open() applies the missing steps in order inside one transaction.
            Never edit a released step: stores in the wild are at every version.
@@ -34,6 +42,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
+from . import stats
 from .errors import StoreError, UsageError
 from .records import PRIMARY_EVENT, Result, thaw
 
@@ -83,6 +92,11 @@ MIGRATIONS: dict[int, str] = {
         PRIMARY KEY (result_id, event)
     );
     """,
+    2: """
+    ALTER TABLE results ADD COLUMN repetition INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE runs ADD COLUMN options TEXT;
+    ALTER TABLE runs ADD COLUMN aggregates TEXT;
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -91,7 +105,8 @@ RUN_STATUSES = ("running", "ok", "failed", "interrupted")
 # The summary columns, in table order; shared by the store and the exports.
 SUMMARY_COLUMNS = ("n", "min", "max", "median", "p5", "p95", "mad", "mean")
 RESULT_COLUMNS = ("id", "benchmark", "mechanism", "params", "unit", "counter", "status",
-                  "reason", *SUMMARY_COLUMNS, "batched", "empty_region", "dropped", "warmup")
+                  "reason", *SUMMARY_COLUMNS, "batched", "empty_region", "dropped", "warmup",
+                  "repetition")
 
 
 def now() -> str:
@@ -133,13 +148,22 @@ class Store:
         Every way this can fail ends in StoreError with one readable line.
         """
         path = Path(path)
+        writable = create
         if create:
             conn = _connect_rw(path)
         else:
             conn = _connect_ro(path)
+            if _older_store(conn):
+                # A store written by an older isobench is upgraded even by a
+                # command that only reads it (one transaction per step, so a
+                # failure leaves it as it was); otherwise `show` and `report`
+                # would refuse every store made before the upgrade.
+                conn.close()
+                conn = _connect_rw(path)
+                writable = True
         store = cls(path, conn)
         try:
-            store._migrate(writable=create)
+            store._migrate(writable=writable)
         except sqlite3.DatabaseError as e:
             conn.close()
             raise StoreError(f"{path} is not an isobench store: {e}") from None
@@ -192,6 +216,16 @@ class Store:
             c.execute("UPDATE runs SET environment = ? WHERE id = ?",
                       (json.dumps(environment, sort_keys=True), run_id))
 
+    def set_options(self, run_id: int, options: dict) -> None:
+        with self._conn as c:
+            c.execute("UPDATE runs SET options = ? WHERE id = ?",
+                      (json.dumps(options, sort_keys=True), run_id))
+
+    def set_aggregates(self, run_id: int, aggregates: list[dict]) -> None:
+        with self._conn as c:
+            c.execute("UPDATE runs SET aggregates = ? WHERE id = ?",
+                      (json.dumps(aggregates, sort_keys=True), run_id))
+
     def finish_run(self, run_id: int, status: str) -> None:
         if status not in RUN_STATUSES:
             raise ValueError(f"run status {status!r}")
@@ -199,26 +233,49 @@ class Store:
             c.execute("UPDATE runs SET finished = ?, status = ? WHERE id = ?",
                       (now(), status, run_id))
 
-    def add_result(self, run_id: int, r: Result) -> int:
+    def add_result(self, run_id: int, r: Result, repetition: int = 1) -> int:
         """Store one result with its samples, committed before returning."""
         s = r.summary
         header = json.dumps(thaw(r.header), sort_keys=True) if r.header is not None else None
+        row = {"run_id": run_id, "benchmark": r.benchmark, "mechanism": r.mechanism,
+               "params": r.params_json(), "unit": r.unit, "counter": r.counter,
+               "status": r.status, "reason": r.reason, **s.as_dict(), "batched": r.batched,
+               "empty_region": r.empty_region, "dropped": r.dropped, "warmup": r.warmup,
+               "header": header, "repetition": repetition}
+        events = [(PRIMARY_EVENT, r.samples)] if r.samples else []
+        return self._insert_result(row, events + list(r.events.items()))
+
+    def _insert_result(self, row: dict, events: list[tuple[str, Iterable[int]]]) -> int:
+        names = list(row)
         with self._conn as c:
-            cur = c.execute(
-                "INSERT INTO results (run_id, benchmark, mechanism, params, unit, counter, status,"
-                " reason, n, min, max, median, p5, p95, mad, mean, batched, empty_region, dropped,"
-                " warmup, header) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run_id, r.benchmark, r.mechanism, r.params_json(), r.unit, r.counter, r.status,
-                 r.reason, s.n, s.min, s.max, s.median, s.p5, s.p95, s.mad, s.mean, r.batched,
-                 r.empty_region, r.dropped, r.warmup, header))
+            cur = c.execute(f"INSERT INTO results ({', '.join(names)}) VALUES "
+                            f"({', '.join('?' * len(names))})", [row[k] for k in names])
             result_id = cur.lastrowid
-            events = [(PRIMARY_EVENT, r.samples)] if r.samples else []
-            events += list(r.events.items())
             c.executemany(
                 "INSERT INTO samples (result_id, event, count, encoding, data) VALUES (?,?,?,?,?)",
                 [(result_id, name, len(v), SAMPLE_ENCODING, encode_samples(v))
-                 for name, v in events])
+                 for name, v in ((n, list(v)) for n, v in events)])
         return result_id
+
+    def import_run(self, doc: dict) -> int:
+        """Store a run given as a document in the shape `export --format json` writes.
+
+        Summary columns are taken as given, and computed from the samples only
+        where missing: a run measured elsewhere keeps the numbers it came with.
+        Used to load reviewed fixtures (tests/python/fixtures/*_run.json) and
+        runs exported on another machine.
+        """
+        with self._conn as c:
+            cur = c.execute(
+                "INSERT INTO runs (started, finished, argv, status, environment, options, "
+                "aggregates) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (doc.get("started") or now(), doc.get("finished"), json.dumps(doc.get("argv", [])),
+                 doc.get("status", "ok"), json.dumps(doc.get("environment") or {}, sort_keys=True),
+                 _json_or_null(doc.get("options")), _json_or_null(doc.get("aggregates"))))
+        run_id = cur.lastrowid
+        for r in doc.get("results", []):
+            self._insert_result(*_imported_row(run_id, r))
+        return run_id
 
     # ---- reading ----
 
@@ -244,14 +301,16 @@ class Store:
         return run_id
 
     def run(self, run_id: int) -> dict:
-        """The run as a dict (no results): run_id, started, finished, status, argv, environment."""
+        """The run as a dict (no results): run_id, started, finished, status, argv,
+        environment, options and aggregates (both None when never recorded)."""
         row = self._conn.execute(
-            "SELECT id, started, finished, argv, status, environment FROM runs WHERE id = ?",
-            (run_id,)).fetchone()
+            "SELECT id, started, finished, argv, status, environment, options, aggregates "
+            "FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise UsageError(f"no run {run_id} in {self.path}")
         return {"run_id": row[0], "started": row[1], "finished": row[2],
-                "argv": json.loads(row[3]), "status": row[4], "environment": json.loads(row[5])}
+                "argv": json.loads(row[3]), "status": row[4], "environment": json.loads(row[5]),
+                "options": _loads(row[6]), "aggregates": _loads(row[7])}
 
     def results(self, run_id: int) -> list[dict]:
         """The run's results in the order they were stored, as summary dicts."""
@@ -281,6 +340,33 @@ class Store:
                       counter=d["counter"], samples=primary, events=events,
                       batched=d["batched"], empty_region=d["empty_region"],
                       dropped=d["dropped"], warmup=d["warmup"], header=d["header"])
+
+
+def _loads(text: str | None) -> Any:
+    return json.loads(text) if text is not None else None
+
+
+def _json_or_null(value: Any) -> str | None:
+    return json.dumps(value, sort_keys=True) if value is not None else None
+
+
+def _imported_row(run_id: int, r: dict) -> tuple[dict, list[tuple[str, list[int]]]]:
+    """The results row and the sample events of one imported result."""
+    samples = dict(r.get("samples") or {})
+    primary = samples.get(PRIMARY_EVENT, [])
+    summary = stats.summarize(primary).as_dict()
+    row = {"run_id": run_id, "benchmark": r["benchmark"], "mechanism": r["mechanism"],
+           "params": json.dumps(r.get("params") or {}, sort_keys=True), "unit": r.get("unit"),
+           "counter": r.get("counter"), "status": r.get("status", "ok"), "reason": r.get("reason"),
+           **{k: r.get(k, summary[k]) for k in SUMMARY_COLUMNS},
+           "batched": r.get("batched"), "empty_region": r.get("empty_region"),
+           "dropped": r.get("dropped", 0), "warmup": r.get("warmup"),
+           "header": _json_or_null(r.get("header")), "repetition": r.get("repetition", 1)}
+    if row["n"] is None:
+        row["n"] = 0
+    events = [(PRIMARY_EVENT, primary)] if primary else []
+    events += [(k, v) for k, v in samples.items() if k != PRIMARY_EVENT]
+    return row, events
 
 
 def _result_dict(row: tuple) -> dict:
@@ -314,6 +400,14 @@ def _connect_rw(path: Path) -> sqlite3.Connection:
         raise StoreError(f"{path} is not an isobench store: {e}") from None
     conn.isolation_level = ""  # back to implicit transactions for `with conn:`
     return conn
+
+
+def _older_store(conn: sqlite3.Connection) -> bool:
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+    except sqlite3.DatabaseError:
+        return False  # reported as "not an isobench store" by _migrate
+    return 0 < version < SCHEMA_VERSION
 
 
 def _connect_ro(path: Path) -> sqlite3.Connection:

@@ -45,6 +45,17 @@ CLOCKSOURCE_HYPERVISORS = {"kvm-clock": "KVM", "hyperv_clocksource_tsc_page": "H
 
 GIT_TIMEOUT = 5.0
 
+# Files that tell how the machine is set up for measuring (system.py tunes
+# some of them).  Turbo has two spellings: intel_pstate's no_turbo (1 = off)
+# and the generic cpufreq boost (1 = on).
+GOVERNOR_PATH = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
+NO_TURBO_PATH = "/sys/devices/system/cpu/intel_pstate/no_turbo"
+BOOST_PATH = "/sys/devices/system/cpu/cpufreq/boost"
+ASLR_PATH = "/proc/sys/kernel/randomize_va_space"
+RDPMC_PATH = "/sys/bus/event_source/devices/cpu/rdpmc"
+NMI_WATCHDOG_PATH = "/proc/sys/kernel/nmi_watchdog"
+ISOLATED_PATH = "/sys/devices/system/cpu/isolated"
+
 
 class _Reader:
     """Reads files below root; missing or unreadable files read as None."""
@@ -78,7 +89,14 @@ def collect(root: Path = Path("/"), driver_version: Mapping | None = None,
     env["kernel"] = r.text("/proc/sys/kernel/osrelease") or platform.release()
     env["mitigations"] = _mitigations(r, reasons)
     env["governor"] = _governor(r, reasons)
+    env["turbo"] = _turbo(r, reasons)
     env["smt"], env["smt_control"] = _smt(r, reasons)
+    env["aslr"] = _int_setting(r, ASLR_PATH, "aslr", reasons)
+    env["rdpmc"] = _int_setting(r, RDPMC_PATH, "rdpmc", reasons)
+    env["nmi_watchdog"] = _int_setting(r, NMI_WATCHDOG_PATH, "nmi_watchdog", reasons)
+    env["isolated_cpus"] = r.text(ISOLATED_PATH)
+    if env["isolated_cpus"] is None:
+        reasons["isolated_cpus"] = f"no {ISOLATED_PATH}"
     env["hypervisor"] = _hypervisor(r, env["cpu_flags"], reasons)
     env["pmu"], env["pmu_source"] = _pmu_probe(r), "sysfs"
     env["perf_event_paranoid"] = _int(r.text("/proc/sys/kernel/perf_event_paranoid"))
@@ -157,11 +175,30 @@ def _mitigations(r: _Reader, reasons: dict) -> dict[str, str]:
 
 
 def _governor(r: _Reader, reasons: dict) -> str | None:
-    gov = r.text("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+    gov = r.text(GOVERNOR_PATH)
     if gov is None:
         reasons["governor"] = ("no /sys/devices/system/cpu/cpu0/cpufreq: no cpufreq driver "
                                "(usual in virtual machines)")
     return gov
+
+
+def _turbo(r: _Reader, reasons: dict) -> bool | None:
+    no_turbo = _int(r.text(NO_TURBO_PATH))
+    if no_turbo is not None:
+        return no_turbo == 0
+    boost = _int(r.text(BOOST_PATH))
+    if boost is not None:
+        return boost == 1
+    reasons["turbo"] = (f"neither {NO_TURBO_PATH} nor {BOOST_PATH}: no frequency driver that "
+                        "exposes turbo (usual in virtual machines)")
+    return None
+
+
+def _int_setting(r: _Reader, path: str, name: str, reasons: dict) -> int | None:
+    value = _int(r.text(path))
+    if value is None:
+        reasons[name] = f"no {path}"
+    return value
 
 
 def _smt(r: _Reader, reasons: dict) -> tuple[bool | None, str | None]:

@@ -54,7 +54,7 @@ def fmt_hz(hz: float | None) -> str:
     return "-" if hz is None else f"{hz / 1e9:.3f} GHz"
 
 
-def _variant(params: Mapping) -> str:
+def variant_text(params: Mapping) -> str:
     parts = [str(params["variant"])] if "variant" in params else []
     parts += [f"{k}={v}" for k, v in sorted(params.items()) if k not in PARAM_COLUMNS]
     return " ".join(parts) or "-"
@@ -78,7 +78,7 @@ def result_row(r: Mapping) -> list[str]:
     p = r.get("params") or {}
     status = r["status"] if r["status"] != "failed" else "FAILED"
     return [r["benchmark"], r["mechanism"], str(p.get("placement", "-")),
-            str(p.get("payload", "-")), _variant(p), fmt_num(r.get("median")),
+            str(p.get("payload", "-")), variant_text(p), fmt_num(r.get("median")),
             fmt_num(r.get("mean")), fmt_num(r.get("p5")), fmt_num(r.get("p95")),
             fmt_num(r.get("mad")), fmt_num(r.get("batched")), r.get("unit") or "-", _ns(r),
             status]
@@ -119,7 +119,10 @@ def _empty_line(headers: Sequence[Mapping]) -> str:
     return line
 
 
-def run_report(run: Mapping, results: Sequence[Mapping], db: str) -> str:
+def run_report(run: Mapping, results: Sequence[Mapping], db: str,
+               extra: Sequence[str] = ()) -> str:
+    """The run's table; extra blocks (repetitions, soundness) go before the
+    last line, which always says where the results are."""
     env = run.get("environment") or {}
     machine = ", ".join(str(x) for x in (env.get("cpu_model"), env.get("kernel") and
                                          f"Linux {env['kernel']}", env.get("hypervisor")) if x)
@@ -135,6 +138,9 @@ def run_report(run: Mapping, results: Sequence[Mapping], db: str) -> str:
     if notes:
         out.append("")
         out += notes
+    for block in extra:
+        out.append("")
+        out.append(block)
     out.append("")
     out.append(f"results stored in {db} (run {run['run_id']}; `isobench show {run['run_id']}`)")
     return "\n".join(out)
@@ -154,3 +160,28 @@ def list_report(mechanisms: Sequence[Mapping], benchmarks: Sequence[Mapping]) ->
              for b in benchmarks]
     out += ["", "Benchmarks", render(("name", "per mechanism", "summary"), brows)]
     return "\n".join(out)
+
+
+REPETITION_HEADERS = ("benchmark", "mechanism", "placement", "payload", "variant", "reps",
+                      "median", "rep medians", "robust CV within", "CV between reps", "unit")
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1%}"
+
+
+def repetition_report(configs: Sequence[Any]) -> str:
+    """Spread within and between repetitions, one row per configuration
+    (configs are analysis.Config: samples of all repetitions pooled)."""
+    rows = []
+    for c in configs:
+        p, meds = c.params, c.rep_medians
+        span = f"{fmt_num(min(meds))}..{fmt_num(max(meds))}" if meds else "-"
+        rows.append([c.benchmark, c.mechanism, str(p.get("placement", "-")),
+                     str(p.get("payload", "-")), variant_text(p), str(c.repetitions),
+                     fmt_num(c.quick.median), span, _pct(c.quick.robust_cv),
+                     _pct(c.between_cv), c.unit or "-"])
+    return ("Repetitions (fresh processes; within: 1.4826 MAD / median of the pooled samples; "
+            "between: CV of the repetition medians)\n"
+            + render(REPETITION_HEADERS, rows, {"payload", "reps", "median", "rep medians",
+                                                "robust CV within", "CV between reps"}))

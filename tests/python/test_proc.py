@@ -44,7 +44,7 @@ def test_timeout_kills_the_whole_group(tmp_path):
         open({str(pidfile)!r}, "w").write(str(pid))
         print("started", flush=True)
         time.sleep(3600)
-    """), timeout=1, on_line=lines.append)
+    """), timeout=5, on_line=lines.append)
     assert ex.timed_out and ex.signal is None
     assert lines == ["started"]
     grandchild = int(pidfile.read_text())

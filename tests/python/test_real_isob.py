@@ -64,7 +64,7 @@ def test_run_contract_direct_and_process_futex(real):
 def test_crash_and_hang_are_contained(real):
     env = {"ISOBENCH_TEST_MECHANISMS": "1"}
     doc, p = real.json("run", "switch", "-m", "direct", "-m", "test-crash", "-m", "test-hang",
-                       "--quick", "--json", "--timeout", "5", *FAST, **env)
+                       "--quick", "--json", "--timeout", "10", *FAST, **env)
     assert p.returncode == 1, p.stderr
     by = {}
     for r in doc["results"]:

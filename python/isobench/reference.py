@@ -1,0 +1,114 @@
+"""Published reference figures (data/reference.csv), shown BESIDE local numbers.
+
+They are never mixed into local statistics: a published figure was measured
+on other hardware, with another harness and often another unit, so the only
+honest use is to print it next to the closest local number, marked as
+published, with its source and hardware.
+
+data/reference.csv is the one reviewed file; one row per figure:
+
+    id              stable name of the figure
+    value, unit     the figure as published (cycles, us, ...)
+    spread          the standard deviation the source gives, if any
+    subject         what was measured, in a few words
+    metric          how the source measured it
+    hardware        the machine, as the source states it (or says it does not)
+    software        OS and system software
+    source          short name of the publication; citation: the full reference
+    where           table or figure in the source
+    local_benchmark, local_mechanism, local_params
+                    the local configuration closest in meaning (optional);
+                    local_params is "key=value key=value"
+    note            caveats (secondary sources, known undercounting, ...)
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from . import table
+
+DATA = Path(__file__).resolve().parent / "data" / "reference.csv"
+REQUIRED = ("id", "value", "unit", "subject", "hardware", "source", "citation")
+
+
+@dataclass(frozen=True)
+class Reference:
+    id: str
+    value: float
+    unit: str
+    spread: float | None
+    subject: str
+    metric: str
+    hardware: str
+    software: str
+    source: str
+    citation: str
+    where: str
+    local_benchmark: str | None
+    local_mechanism: str | None
+    local_params: Mapping = field(default_factory=dict)
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "local_params": dict(self.local_params), "published": True}
+
+    def text(self) -> str:
+        """The value as the source printed it (no added or dropped digits)."""
+        return f"{self.value:,g}"
+
+
+def _param_value(text: str):
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def _params(text: str) -> dict:
+    out = {}
+    for item in text.split():
+        key, _, value = item.partition("=")
+        out[key] = _param_value(value)
+    return out
+
+
+def _row(row: dict) -> Reference:
+    missing = [k for k in REQUIRED if not (row.get(k) or "").strip()]
+    if missing:
+        raise ValueError(f"reference {row.get('id')!r}: no {', '.join(missing)}")
+    return Reference(
+        id=row["id"], value=float(row["value"]), unit=row["unit"],
+        spread=float(row["spread"]) if row.get("spread") else None, subject=row["subject"],
+        metric=row.get("metric") or "", hardware=row["hardware"],
+        software=row.get("software") or "", source=row["source"], citation=row["citation"],
+        where=row.get("where") or "", local_benchmark=row.get("local_benchmark") or None,
+        local_mechanism=row.get("local_mechanism") or None,
+        local_params=_params(row.get("local_params") or ""), note=row.get("note") or "")
+
+
+def load(path: Path = DATA) -> list[Reference]:
+    with open(path, newline="") as f:
+        return [_row(r) for r in csv.DictReader(f)]
+
+
+def matches(ref: Reference, configs: Sequence) -> list:
+    """The local configurations a figure should be shown beside."""
+    if not ref.local_benchmark:
+        return []
+    return [c for c in configs if c.benchmark == ref.local_benchmark
+            and c.mechanism == ref.local_mechanism
+            and all(c.params.get(k) == v for k, v in ref.local_params.items())]
+
+
+def render(refs: Sequence[Reference]) -> str:
+    rows = [[r.id, r.text(), r.unit, r.subject, r.source, r.hardware]
+            for r in refs]
+    out = ["Published figures (measured elsewhere; never mixed into local statistics)",
+           table.render(("id", "value", "unit", "what", "source", "hardware"), rows,
+                        {"value"})]
+    out.append("")
+    out.append("Sources:")
+    for cite in dict.fromkeys(r.citation for r in refs):
+        out.append(f"  {cite}")
+    return "\n".join(out)

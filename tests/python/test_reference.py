@@ -1,0 +1,69 @@
+"""Published reference figures: one reviewed file, a citation per row."""
+
+import pytest
+
+from isobench import reference
+
+
+def test_every_row_is_complete():
+    refs = reference.load()
+    assert len(refs) >= 60
+    assert len({r.id for r in refs}) == len(refs)
+    for r in refs:
+        for field in ("source", "citation", "hardware", "unit", "subject"):
+            assert getattr(r, field).strip(), (r.id, field)
+        assert r.value > 0, r.id
+        assert r.unit in ("cycles", "us"), r.id
+
+
+@pytest.mark.parametrize("rid, value, unit, hardware", [
+    ("lwc-switch-lwc", 2.01, "us", "X5650"),
+    ("lwc-switch-process", 4.25, "us", "X5650"),
+    ("lwc-switch-kthread", 4.12, "us", "X5650"),
+    ("lwc-switch-uthread", 1.71, "us", "X5650"),
+    ("lwc-create", 87.7, "us", "X5650"),
+    ("lwc-create-per-dirty-page", 3.4, "us", "X5650"),
+    ("konrad-cmp-securecells", 8, "cycles", "SecureCells"),
+    ("konrad-cmp-erim", 42, "cycles", "i7-1260P"),
+    ("konrad-cmp-lwc", 6068, "cycles", "i5-4210U"),
+    ("flexos-gate-function-call", 2, "cycles", "Silver 4114"),
+    ("flexos-gate-mpk-shared-stack", 62, "cycles", "Silver 4114"),
+    ("flexos-gate-mpk-protected-stack", 108, "cycles", "Silver 4114"),
+    ("flexos-gate-ept", 462, "cycles", "Silver 4114"),
+    ("erim-gate-indirect", 99, "cycles", "MPK"),
+    ("seimi-ipc-pipe-native", 5.582, "us", "SEIMI"),
+    ("seimi-ipc-pipe-seimi", 7.428, "us", "SEIMI"),
+    ("seimi-ctx-16p16k-seimi", 11.52, "us", "SEIMI"),
+    ("seimi-vm-mmap-seimi", 12500, "us", "SEIMI"),
+])
+def test_known_values(rid, value, unit, hardware):
+    r = {x.id: x for x in reference.load()}[rid]
+    assert (r.value, r.unit) == (value, unit)
+    assert hardware in r.hardware or hardware in r.source
+
+
+def test_seimi_tables_are_complete_and_paired():
+    seimi = [r for r in reference.load() if r.id.startswith("seimi-")]
+    # Table IV 7 columns, V 8, VI 7; native and SEIMI each.
+    assert len(seimi) == 2 * (7 + 8 + 7)
+    native = {r.id[:-len("-native")]: r.value for r in seimi if r.id.endswith("-native")}
+    protected = {r.id[:-len("-seimi")]: r.value for r in seimi if r.id.endswith("-seimi")}
+    assert native.keys() == protected.keys()
+    # SEIMI is slower on every line (the paper's slowdowns are all positive).
+    assert all(protected[k] > native[k] for k in native)
+
+
+def test_local_match_params_parse():
+    r = {x.id: x for x in reference.load()}["lwc-switch-process"]
+    assert (r.local_benchmark, r.local_mechanism) == ("switch", "process-futex")
+    assert r.local_params == {"placement": "same-cpu", "variant": "entry", "payload": 0}
+
+
+def test_reference_command(isobench):
+    doc, p = isobench.json("reference", "--json")
+    assert p.returncode == 0
+    assert all(r["published"] is True for r in doc["references"])
+    p = isobench("reference")
+    assert p.returncode == 0
+    assert "Published figures" in p.stdout and "Xeon X5650" in p.stdout
+    assert "Light-Weight Contexts" in p.stdout

@@ -1,0 +1,117 @@
+"""`run --repeat N`: fresh processes, a shuffled and recorded order, the
+repetition stored per result, and the store migration that added it."""
+
+import sqlite3
+
+from isobench import store as store_mod
+from isobench.store import Store
+
+MECHS = ("direct", "thread", "process-futex")
+
+
+def switch_calls(isobench):
+    return [c for c in isobench.isob_calls() if c[0] == "switch"]
+
+
+def run_repeat(isobench, *extra):
+    args = ["run", "--json", "-q"] + [a for m in MECHS for a in ("-m", m)]
+    return isobench.json(*args, "--repeat", "3", *extra)
+
+
+def test_each_repetition_is_a_fresh_process(isobench):
+    doc, p = run_repeat(isobench, "--seed", "5")
+    assert p.returncode == 0, p.stderr
+    calls = switch_calls(isobench)
+    assert len(calls) == 3 * len(MECHS)
+    for rep in range(3):
+        assert sorted(c[2] for c in calls[rep * 3:rep * 3 + 3]) == sorted(MECHS)
+    reps = [r["repetition"] for r in doc["results"]]
+    assert sorted(set(reps)) == [1, 2, 3]
+    assert len(doc["results"]) == 3 * len(MECHS) * 4  # 2 placements x 2 payloads
+    assert doc["options"]["repeat"] == 3 and doc["options"]["seed"] == 5
+    order = doc["options"]["order"]
+    assert [o[2] for o in order] == [c[2] for c in calls]
+
+
+def test_order_is_seeded(isobench, tmp_path):
+    run_repeat(isobench, "--seed", "5")
+    first = [c[2] for c in switch_calls(isobench)]
+    isobench.argv_log.unlink()
+    run_repeat(isobench, "--seed", "5", "--db", str(tmp_path / "other.sqlite"))
+    assert [c[2] for c in switch_calls(isobench)] == first
+
+
+def test_plan_shuffles_mechanisms_per_repetition():
+    from isobench import runner
+    from isobench.driver import Benchmark, Catalog
+
+    catalog = Catalog((), (Benchmark("switch", "", True), Benchmark("pingpong", "", False)))
+    mechs = [f"m{i}" for i in range(6)]
+    jobs = runner.plan(catalog, ["switch", "pingpong"], mechs, repeat=4, seed=3)
+    assert jobs == runner.plan(catalog, ["switch", "pingpong"], mechs, repeat=4, seed=3)
+    assert len(jobs) == 4 * (6 + 1)
+    orders = [tuple(j.mechanism for j in jobs if j.repetition == r and j.mechanism)
+              for r in range(1, 5)]
+    assert all(sorted(o) == mechs for o in orders)
+    assert len(set(orders)) > 1  # shuffled, not sorted; a different order per repetition
+    # Benchmarks keep their order within a repetition; pingpong runs once per repetition.
+    assert [j.benchmark for j in jobs[:7]] == ["switch"] * 6 + ["pingpong"]
+    assert runner.plan(catalog, ["switch"], mechs, repeat=1, seed=3) == [
+        runner.Job("switch", m) for m in mechs]
+
+
+def test_a_random_seed_is_recorded(isobench):
+    doc, _ = run_repeat(isobench)
+    assert isinstance(doc["options"]["seed"], int)
+
+
+def test_one_repetition_keeps_the_order_given(isobench):
+    doc, _ = isobench.json("run", "--json", "-q", "-m", "thread", "-m", "direct")
+    assert [c[2] for c in switch_calls(isobench)] == ["thread", "direct"]
+    assert {r["repetition"] for r in doc["results"]} == {1}
+    assert doc["options"]["repeat"] == 1
+
+
+def test_text_output_shows_spread_between_repetitions(isobench):
+    p = isobench("run", "-q", "-m", "direct", "--repeat", "2", "--seed", "1")
+    assert p.returncode == 0
+    assert "Repetitions (fresh processes" in p.stdout
+    assert "CV between reps" in p.stdout
+    assert p.stdout.rstrip().splitlines()[-1].startswith("results stored in")
+
+
+def test_aggregates_are_stored_as_geometric_means(isobench):
+    doc, _ = isobench.json("run", "--json", "-q", "-m", "direct", "-m", "thread")
+    assert doc["aggregates"] is not None
+    assert all(a["method"] == "geometric-mean" for a in doc["aggregates"])
+
+
+def test_migration_from_version_1(tmp_path):
+    db = tmp_path / "v1.sqlite"
+    conn = sqlite3.connect(db)
+    conn.executescript(store_mod.MIGRATIONS[1] + "PRAGMA user_version = 1;")
+    conn.execute("INSERT INTO runs (started, argv, status, environment) "
+                 "VALUES ('2024-01-01', '[]', 'ok', '{}')")
+    conn.execute("INSERT INTO results (run_id, benchmark, mechanism, params, status, n, dropped)"
+                 " VALUES (1, 'switch', 'direct', '{}', 'ok', 0, 0)")
+    conn.commit()
+    conn.close()
+    with Store.open(db, create=True) as s:
+        assert s.results(1)[0]["repetition"] == 1
+        run = s.run(1)
+        assert (run["options"], run["aggregates"]) == (None, None)
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2 == store_mod.SCHEMA_VERSION
+
+
+def test_reading_commands_upgrade_a_version_1_store(isobench, tmp_path):
+    db = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(db)
+    conn.executescript(store_mod.MIGRATIONS[1] + "PRAGMA user_version = 1;")
+    conn.execute("INSERT INTO runs (started, argv, status, environment) "
+                 "VALUES ('2024-01-01', '[]', 'ok', '{}')")
+    conn.commit()
+    conn.close()
+    p = isobench("show", "--db", str(db))
+    assert p.returncode == 0, p.stderr
+    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == 2

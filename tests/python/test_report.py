@@ -1,0 +1,114 @@
+"""`isobench report`: the files, the findings in them, published figures
+kept apart, plots left out with a note when the run lacks their data, and
+bad input as one line with exit code 2."""
+
+import json
+import shutil
+
+import pytest
+
+from conftest import FIXTURES, assert_one_error_line
+from fixture_runs import fixture, import_doc
+
+CHECK_IDS = ["no-baseline", "no-spread", "arithmetic-mean-of-ratios", "micro-only",
+             "missing-platform", "relative-only", "unpinned", "frequency-scaling", "smt-active",
+             "virtual-machine", "no-pmu", "dropped-samples", "counters-multiplexed",
+             "counters-miss-other-side", "high-cv"]
+
+
+def with_kv_server(doc):
+    """The clean run plus kv-server results: two mechanisms and memcached itself."""
+    base = next(r for r in doc["results"] if r["benchmark"] == "kv")
+    for mech, server, lat, tput in (("direct", None, 9000, 110000), ("mpk", None, 9500, 104000),
+                                    ("-", "memcached", 8000, 120000)):
+        r = {**base, "benchmark": "kv-server", "mechanism": mech, "unit": "ns",
+             "params": {"placement": "same-cpu", "clients": 4, "throughput": tput,
+                        **({"server": server} if server else {})},
+             "samples": {"primary": [lat + 10 * (i % 7) for i in range(20)]}}
+        doc["results"].append(r)
+    return doc
+
+
+def test_report_of_a_fake_run(isobench, tmp_path):
+    isobench("run", "-q", "-m", "direct", "-m", "thread")
+    out = tmp_path / "rep"
+    doc, p = isobench.json("report", "-o", str(out), "--json")
+    assert p.returncode == 0, p.stderr
+    assert doc["files"] == ["index.html", "summary.md", "stats.json", "switch.png", "switch.svg"]
+    for f in doc["files"]:
+        assert (out / f).stat().st_size > 0
+    assert set(doc["omitted"]) == {"kv", "kv-server"}
+    page = (out / "index.html").read_text()
+    assert "data:image/png;base64," in page          # self-contained
+    assert "No kv results in this run" in page and "No kv-server results" in page
+    for f in doc["findings"]:
+        assert f["id"] in page
+    assert (out / "switch.svg").read_text().lstrip().startswith("<?xml")
+    assert (out / "switch.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_of_the_clean_run_with_every_plot(isobench, tmp_path):
+    import_doc(isobench.db, with_kv_server(fixture("clean_run")))
+    out = tmp_path / "rep"
+    doc, p = isobench.json("report", "latest", "-o", str(out), "--json")
+    assert p.returncode == 0, p.stderr
+    assert {"switch.png", "kv.png", "kv-server.png", "kv-server.svg"} <= set(doc["files"])
+    assert doc["omitted"] == {} and doc["findings"] == []
+    page = (out / "index.html").read_text()
+    assert "No findings" in page
+    assert "PUBLISHED value" in page and "Light-Weight Contexts" in page
+    assert ">macro<" in page and ">micro<" in page
+    md = (out / "summary.md").read_text()
+    assert "## Platform" in md and "Intel(R) Xeon(R) Gold 6230" in md
+    assert "## Switch cost" in md and "## Key-value store" in md
+    assert "geometric-mean" in md
+    assert "![Switch cost per mechanism](switch.png)" in md
+    numbers = json.loads((out / "stats.json").read_text())
+    assert numbers["bootstrap"]["seed"] == 1 and numbers["bootstrap"]["resamples"] == 2000
+    mpk = next(c for c in numbers["configs"]
+               if c["benchmark"] == "switch" and c["mechanism"] == "mpk")
+    assert mpk["repetitions"] == 2 and mpk["n"] == 40
+    assert {"p5", "p95", "p99", "mad", "cv", "robust_cv", "outliers", "ci"} <= set(mpk)
+    assert mpk["ci"]["low"] <= mpk["median"] <= mpk["ci"]["high"]
+    assert mpk["ratio_to_direct"]["ratio"] == pytest.approx(160.5 / 100.5, rel=0.01)
+
+
+def test_report_shows_every_finding_of_the_flawed_run(isobench, tmp_path):
+    import_doc(isobench.db, fixture("flawed_run"))
+    out = tmp_path / "rep"
+    doc, p = isobench.json("report", "-o", str(out), "--json")
+    assert p.returncode == 0, p.stderr
+    assert [f["id"] for f in doc["findings"]] == CHECK_IDS
+    page = (out / "index.html").read_text()
+    md = (out / "summary.md").read_text()
+    for i in CHECK_IDS:
+        assert f"docs/reducing-variance.md#{i}" in page and f"**{i}**" in md
+
+
+def test_report_text_output(isobench, tmp_path):
+    isobench("run", "-q", "-m", "direct")
+    p = isobench("report", "-o", str(tmp_path / "r"))
+    assert p.returncode == 0
+    assert "written to" in p.stdout and "note: No kv results" in p.stdout
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["report"], "-o"),
+    (["report", "7", "-o", "OUT"], "no run 7"),
+    (["report", "-o", "UNDER_A_FILE"], "cannot write the report"),
+])
+def test_report_bad_usage(isobench, tmp_path, args, needle):
+    isobench("run", "-q", "-m", "direct")
+    (tmp_path / "plain-file").write_text("x")
+    args = [str(tmp_path / "out") if a == "OUT" else
+            str(tmp_path / "plain-file" / "rep") if a == "UNDER_A_FILE" else a for a in args]
+    assert needle in assert_one_error_line(isobench(*args))
+
+
+def test_report_without_store_or_with_a_corrupt_one(isobench, tmp_path):
+    assert "no store" in assert_one_error_line(isobench("report", "-o", str(tmp_path / "r")))
+    db = tmp_path / "corrupt.sqlite"
+    shutil.copy(FIXTURES / "not_a_db.sqlite", db)
+    line = assert_one_error_line(isobench("report", "-o", str(tmp_path / "r"), "--db", str(db)))
+    assert "not an isobench store" in line
+    assert not (tmp_path / "r" / "index.html").exists()
