@@ -30,9 +30,11 @@ build: setup
 	ninja -C $(BUILD)
 
 # The main job: the quick default suite on every mechanism available here,
-# a summary table, results in the SQLite store.
+# a summary table, results in the SQLite store, then a report of that run
+# (HTML, plots, Markdown) with its soundness findings.
 run: build
 	$(ISOBENCH) run --quick
+	$(ISOBENCH) report latest -o results/report
 
 test: build test-c test-python
 

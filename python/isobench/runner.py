@@ -36,7 +36,7 @@ from .records import NO_MECHANISM, Header, ProtocolError, Result, parse_line
 
 # The benchmarks `isobench run` runs when none are named.  Grows as
 # benchmarks are added; each must be quick enough for a default run.
-DEFAULT_SUITE = ("switch",)
+DEFAULT_SUITE = ("switch", "kv")
 
 PLACEMENTS = ("same-cpu", "cross-cpu", "unpinned")
 
@@ -44,7 +44,7 @@ PLACEMENTS = ("same-cpu", "cross-cpu", "unpinned")
 # over all placements takes about a minute on slow machines; --quick runs
 # a quarter of the iterations.
 DEFAULT_TIMEOUT = 300.0
-QUICK_TIMEOUT = 60.0
+QUICK_TIMEOUT = 180.0
 
 
 @dataclass(frozen=True)

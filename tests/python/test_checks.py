@@ -212,7 +212,7 @@ def test_check_bad_usage(isobench, tmp_path, args, needle):
 
 
 def test_run_json_carries_findings(isobench):
-    doc, p = isobench.json("run", "--json", "-m", "direct", "-m", "thread")
+    doc, p = isobench.json("run", "switch", "--json", "-m", "direct", "-m", "thread")
     assert p.returncode == 0
     found = [f["id"] for f in doc["findings"]]
     # The fake driver measures switch only, with the TSC.

@@ -26,7 +26,7 @@ def test_list_json_contract(isobench):
     assert mechs["mpk"]["reason"] == "CPU has no PKU"
     assert mechs["mpk"]["isolation"] == "untested"
     assert "test-crash" not in mechs  # test mechanisms only on request
-    assert [b["name"] for b in doc["benchmarks"]] == ["switch", "pingpong"]
+    assert [b["name"] for b in doc["benchmarks"]] == ["switch", "pingpong", "kv"]
 
 
 def test_isolation_untested_when_the_test_crashes_or_hangs(isobench):

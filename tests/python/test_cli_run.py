@@ -12,7 +12,7 @@ NUMBER_KEYS = ("min", "median", "p5", "p95", "mad", "batched", "empty_region")
 
 
 def test_run_json_contract(isobench, fake):
-    doc, p = isobench.json("run", "--json", "-m", "direct", "-m", "thread")
+    doc, p = isobench.json("run", "switch", "--json", "-m", "direct", "-m", "thread")
     assert p.returncode == 0, p.stderr
     assert {"run_id", "db", "environment", "results"} <= set(doc)
     assert isinstance(doc["run_id"], int)
@@ -37,7 +37,7 @@ def test_run_json_contract(isobench, fake):
 
 
 def test_environment(isobench):
-    doc, _ = isobench.json("run", "--json", "-m", "direct")
+    doc, _ = isobench.json("run", "switch", "--json", "-m", "direct")
     env = doc["environment"]
     for key in ("cpu_model", "cpu_flags", "microcode", "kernel", "mitigations", "governor", "smt",
                 "hypervisor", "pmu", "perf_event_paranoid", "tsc_hz", "counter", "clocksource",
@@ -49,14 +49,14 @@ def test_environment(isobench):
 
 
 def test_driver_without_version_option(isobench):
-    doc, p = isobench.json("run", "--json", "-m", "direct", FAKE_ISOB_NO_VERSION="1")
+    doc, p = isobench.json("run", "switch", "--json", "-m", "direct", FAKE_ISOB_NO_VERSION="1")
     assert p.returncode == 0
     assert doc["environment"]["compiler"] is None
     assert doc["environment"]["reasons"]["compiler"]
 
 
 def test_raw_samples_are_stored(isobench, fake):
-    doc, _ = isobench.json("run", "--json", "-m", "thread", "--placement", "cross-cpu")
+    doc, _ = isobench.json("run", "switch", "--json", "-m", "thread", "--placement", "cross-cpu")
     with Store.open(isobench.db, create=False) as s:
         r = s.load_result(doc["results"][1]["result_id"])
     assert r.samples == tuple(fake.fake_samples(2000, "cross-cpu", 64, fake.DEFAULT_N))
@@ -75,11 +75,12 @@ def test_default_is_all_mechanisms_of_the_default_suite(isobench):
     p = isobench("run", "--quick")
     assert p.returncode == 0, p.stderr
     runs = [c[:3] for c in isobench.isob_calls() if c[0] not in ("list", "--version")]
-    assert runs == [["switch", "-m", m] for m in ("direct", "thread", "process-futex", "mpk")]
+    assert runs == [[b, "-m", m] for b in ("switch", "kv")
+                    for m in ("direct", "thread", "process-futex", "mpk")]
 
 
 def test_skipped_mechanism_does_not_fail_the_run(isobench):
-    doc, p = isobench.json("run", "--json", "-m", "mpk", "-m", "direct")
+    doc, p = isobench.json("run", "switch", "--json", "-m", "mpk", "-m", "direct")
     assert p.returncode == 0, p.stderr
     skipped = [r for r in doc["results"] if r["status"] == "skipped"]
     assert len(skipped) == 1
@@ -88,7 +89,7 @@ def test_skipped_mechanism_does_not_fail_the_run(isobench):
 
 
 def test_crash_keeps_earlier_results(isobench):
-    doc, p = isobench.json("run", "--json", "-m", "test-crash", "-m", "direct",
+    doc, p = isobench.json("run", "switch", "--json", "-m", "test-crash", "-m", "direct",
                            ISOBENCH_TEST_MECHANISMS="1")
     assert p.returncode == 1
     crash = [r for r in doc["results"] if r["mechanism"] == "test-crash"]
@@ -100,7 +101,7 @@ def test_crash_keeps_earlier_results(isobench):
 
 
 def test_hang_times_out(isobench):
-    doc, p = isobench.json("run", "--json", "-m", "test-hang", "-m", "direct", "--timeout", "5",
+    doc, p = isobench.json("run", "switch", "--json", "-m", "test-hang", "-m", "direct", "--timeout", "5",
                            ISOBENCH_TEST_MECHANISMS="1")
     assert p.returncode == 1
     hang = [r for r in doc["results"] if r["mechanism"] == "test-hang"]
@@ -111,21 +112,21 @@ def test_hang_times_out(isobench):
 
 def test_results_are_stored_before_the_run_ends(isobench):
     # The stored run of a crash has its results even though isob died.
-    isobench("run", "-m", "test-crash", ISOBENCH_TEST_MECHANISMS="1")
+    isobench("run", "switch", "-m", "test-crash", ISOBENCH_TEST_MECHANISMS="1")
     conn = sqlite3.connect(isobench.db)
     statuses = [r[0] for r in conn.execute("SELECT status FROM results ORDER BY id")]
     assert statuses == ["ok", "failed"]
 
 
 def test_non_json_output_is_a_failure_but_results_stay(isobench):
-    doc, p = isobench.json("run", "--json", "-m", "direct", FAKE_ISOB_GARBAGE="1")
+    doc, p = isobench.json("run", "switch", "--json", "-m", "direct", FAKE_ISOB_GARBAGE="1")
     assert p.returncode == 1
     assert [r["status"] for r in doc["results"]] == ["ok"] * 4 + ["failed"]
     assert "not JSON" in doc["results"][-1]["reason"]
 
 
 def test_failed_result_from_driver(isobench):
-    doc, p = isobench.json("run", "--json", "-m", "direct", FAKE_ISOB_FAIL_RESULT="1")
+    doc, p = isobench.json("run", "switch", "--json", "-m", "direct", FAKE_ISOB_FAIL_RESULT="1")
     assert p.returncode == 1
     # isob's own failed result, and no extra record: its exit status 1 agrees.
     assert [r["status"] for r in doc["results"]] == ["ok"] * 3 + ["failed"]
@@ -141,7 +142,7 @@ def test_benchmark_without_mechanism_runs_once(isobench):
 
 
 def test_perf_events_are_stored(isobench):
-    doc, p = isobench.json("run", "--json", "-m", "direct", FAKE_ISOB_COUNTER="perf")
+    doc, p = isobench.json("run", "switch", "--json", "-m", "direct", FAKE_ISOB_COUNTER="perf")
     assert p.returncode == 0
     assert doc["results"][0]["unit"] == "cycles"
     assert doc["environment"]["pmu"] is True
@@ -151,7 +152,7 @@ def test_perf_events_are_stored(isobench):
 
 
 def test_table_output(isobench):
-    p = isobench("run", "-m", "direct", "-m", "mpk")
+    p = isobench("run", "switch", "-m", "direct", "-m", "mpk")
     assert p.returncode == 0
     out = p.stdout
     assert "counter: tsc" in out and "2.600 GHz" in out and "empty region" in out
@@ -164,10 +165,10 @@ def test_table_output(isobench):
 
 
 def test_progress_on_stderr_and_quiet(isobench):
-    p = isobench("run", "--json", "-m", "direct", "-m", "thread")
+    p = isobench("run", "switch", "--json", "-m", "direct", "-m", "thread")
     assert "[1/2] switch -m direct ... 4 results" in p.stderr
     assert "[2/2] switch -m thread ..." in p.stderr
-    p = isobench("run", "--json", "-q", "-m", "direct")
+    p = isobench("run", "switch", "--json", "-q", "-m", "direct")
     assert p.stderr == ""
 
 
@@ -194,7 +195,7 @@ def test_ctrl_c_keeps_results_and_exits_130(isobench):
     import time
 
     env = {**isobench.env, "ISOBENCH_TEST_MECHANISMS": "1"}
-    child = subprocess.Popen([sys.executable, "-m", "isobench", "run", "-m", "test-hang"],
+    child = subprocess.Popen([sys.executable, "-m", "isobench", "run", "switch", "-m", "test-hang"],
                              cwd=isobench.cwd, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     try:

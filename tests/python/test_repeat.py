@@ -14,7 +14,7 @@ def switch_calls(isobench):
 
 
 def run_repeat(isobench, *extra):
-    args = ["run", "--json", "-q"] + [a for m in MECHS for a in ("-m", m)]
+    args = ["run", "switch", "--json", "-q"] + [a for m in MECHS for a in ("-m", m)]
     return isobench.json(*args, "--repeat", "3", *extra)
 
 
@@ -66,14 +66,14 @@ def test_a_random_seed_is_recorded(isobench):
 
 
 def test_one_repetition_keeps_the_order_given(isobench):
-    doc, _ = isobench.json("run", "--json", "-q", "-m", "thread", "-m", "direct")
+    doc, _ = isobench.json("run", "switch", "--json", "-q", "-m", "thread", "-m", "direct")
     assert [c[2] for c in switch_calls(isobench)] == ["thread", "direct"]
     assert {r["repetition"] for r in doc["results"]} == {1}
     assert doc["options"]["repeat"] == 1
 
 
 def test_text_output_shows_spread_between_repetitions(isobench):
-    p = isobench("run", "-q", "-m", "direct", "--repeat", "2", "--seed", "1")
+    p = isobench("run", "switch", "-q", "-m", "direct", "--repeat", "2", "--seed", "1")
     assert p.returncode == 0
     assert "Repetitions (fresh processes" in p.stdout
     assert "CV between reps" in p.stdout
@@ -81,7 +81,7 @@ def test_text_output_shows_spread_between_repetitions(isobench):
 
 
 def test_aggregates_are_stored_as_geometric_means(isobench):
-    doc, _ = isobench.json("run", "--json", "-q", "-m", "direct", "-m", "thread")
+    doc, _ = isobench.json("run", "switch", "--json", "-q", "-m", "direct", "-m", "thread")
     assert doc["aggregates"] is not None
     assert all(a["method"] == "geometric-mean" for a in doc["aggregates"])
 

@@ -30,7 +30,7 @@ def with_kv_server(doc):
 
 
 def test_report_of_a_fake_run(isobench, tmp_path):
-    isobench("run", "-q", "-m", "direct", "-m", "thread")
+    isobench("run", "switch", "-q", "-m", "direct", "-m", "thread")
     out = tmp_path / "rep"
     doc, p = isobench.json("report", "-o", str(out), "--json")
     assert p.returncode == 0, p.stderr
@@ -86,7 +86,7 @@ def test_report_shows_every_finding_of_the_flawed_run(isobench, tmp_path):
 
 
 def test_report_text_output(isobench, tmp_path):
-    isobench("run", "-q", "-m", "direct")
+    isobench("run", "switch", "-q", "-m", "direct")
     p = isobench("report", "-o", str(tmp_path / "r"))
     assert p.returncode == 0
     assert "written to" in p.stdout and "note: No kv results" in p.stdout
@@ -98,7 +98,7 @@ def test_report_text_output(isobench, tmp_path):
     (["report", "-o", "UNDER_A_FILE"], "cannot write the report"),
 ])
 def test_report_bad_usage(isobench, tmp_path, args, needle):
-    isobench("run", "-q", "-m", "direct")
+    isobench("run", "switch", "-q", "-m", "direct")
     (tmp_path / "plain-file").write_text("x")
     args = [str(tmp_path / "out") if a == "OUT" else
             str(tmp_path / "plain-file" / "rep") if a == "UNDER_A_FILE" else a for a in args]

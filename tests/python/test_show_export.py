@@ -8,8 +8,8 @@ from isobench import export
 
 
 def test_show_latest_equals_run(isobench):
-    isobench("run", "-m", "direct")
-    doc_run, p = isobench.json("run", "--json", "-m", "thread", "-m", "mpk")
+    isobench("run", "switch", "-m", "direct")
+    doc_run, p = isobench.json("run", "switch", "--json", "-m", "thread", "-m", "mpk")
     doc_show, p = isobench.json("show", "--json")
     assert p.returncode == 0
     assert doc_show == doc_run
@@ -19,7 +19,7 @@ def test_show_latest_equals_run(isobench):
 
 
 def test_show_table(isobench):
-    run = isobench("run", "-m", "direct")
+    run = isobench("run", "switch", "-m", "direct")
     show = isobench("show")
     assert show.returncode == 0
     assert show.stdout == run.stdout
@@ -27,7 +27,7 @@ def test_show_table(isobench):
 
 
 def test_export_csv(isobench, tmp_path):
-    doc, _ = isobench.json("run", "--json", "-m", "direct", "-m", "mpk")
+    doc, _ = isobench.json("run", "switch", "--json", "-m", "direct", "-m", "mpk")
     out = tmp_path / "run.csv"
     p = isobench("export", str(doc["run_id"]), "--format", "csv", "-o", str(out))
     assert p.returncode == 0, p.stderr
@@ -40,7 +40,7 @@ def test_export_csv(isobench, tmp_path):
 
 
 def test_export_json_has_raw_samples(isobench, fake):
-    doc, _ = isobench.json("run", "--json", "-m", "direct")
+    doc, _ = isobench.json("run", "switch", "--json", "-m", "direct")
     out, p = isobench.json("export", "latest", "--format", "json")
     assert p.returncode == 0
     assert out["export_version"] == export.EXPORT_VERSION
