@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from .analysis import OUTPUT_PARAMS
+
 # Params with a column of their own; any other param is appended to the
 # variant column as key=value so that no configuration is hidden.
 PARAM_COLUMNS = ("placement", "payload", "variant")
@@ -56,8 +58,56 @@ def fmt_hz(hz: float | None) -> str:
 
 def variant_text(params: Mapping) -> str:
     parts = [str(params["variant"])] if "variant" in params else []
-    parts += [f"{k}={v}" for k, v in sorted(params.items()) if k not in PARAM_COLUMNS]
+    parts += [f"{k}={v}" for k, v in sorted(params.items())
+              if k not in PARAM_COLUMNS and k not in OUTPUT_PARAMS]
     return " ".join(parts) or "-"
+
+
+KV_HEADERS = ("mechanism", "placement", "data", "median", "mean", "p5", "p95", "store/data",
+              "verified", "passes", "unit", "~ns", "status")
+KV_RIGHT = {"data", "median", "mean", "p5", "p95", "store/data", "verified", "passes", "~ns"}
+
+
+def fmt_bytes(n: Any) -> str:
+    if not isinstance(n, (int, float)):
+        return "-"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{int(n // size)} {unit}"
+    return f"{int(n)} B"
+
+
+def kv_row(r: Mapping) -> list[str]:
+    """One get phase of the kv benchmark: time per request at one data size,
+    with the store's size beside the data's and how much was verified."""
+    p = r.get("params") or {}
+    status = r["status"] if r["status"] != "failed" else "FAILED"
+    ratio = p.get("store_ratio")
+    passes = (f"{p['iterations']}/{p['iterations_asked']}"
+              if "iterations" in p and "iterations_asked" in p else "-")
+    return [r["mechanism"], str(p.get("placement", "-")), fmt_bytes(p.get("data_bytes")),
+            fmt_num(r.get("median")), fmt_num(p.get("mean", r.get("mean"))), fmt_num(r.get("p5")),
+            fmt_num(r.get("p95")), f"{ratio:.2f}" if isinstance(ratio, (int, float)) else "-",
+            fmt_num(p.get("verified")), passes, r.get("unit") or "-",
+            _ns({**r, "batched": p.get("mean", r.get("mean"))}), status]
+
+
+def results_tables(results: Sequence[Mapping]) -> list[str]:
+    """One table per kind of benchmark.  For kv only the measured get phase
+    is shown (and any phase that did not succeed); the set and warm-up
+    phases are stored beside it."""
+    kv = [r for r in results if r["benchmark"] == "kv"]
+    other = [r for r in results if r["benchmark"] != "kv"]
+    out = []
+    if other:
+        out.append(render(RESULT_HEADERS, [result_row(r) for r in other], RIGHT_ALIGNED))
+    if kv:
+        shown = [r for r in kv if (r.get("params") or {}).get("variant", "get") == "get"
+                 or r["status"] != "ok"]
+        out.append("kv: time per get request, per data size (set and warm-up phases are "
+                   "stored too: `isobench export`)")
+        out.append(render(KV_HEADERS, [kv_row(r) for r in shown], KV_RIGHT))
+    return out
 
 
 def _ns(r: Mapping) -> str:
@@ -130,8 +180,10 @@ def run_report(run: Mapping, results: Sequence[Mapping], db: str,
            + (f"  ({machine})" if machine else "")]
     out += measurement_lines(results)
     out.append("")
-    out.append(render(RESULT_HEADERS, [result_row(r) for r in results], RIGHT_ALIGNED)
-               if results else "(no results)")
+    if results:
+        out.append("\n\n".join(results_tables(results)))
+    else:
+        out.append("(no results)")
     notes = [f"{'FAILED' if r['status'] == 'failed' else r['status']}: "
              f"{r['benchmark']} -m {r['mechanism']}: {r['reason']}"
              for r in results if r["status"] != "ok"]
