@@ -24,8 +24,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import (__version__, analysis, checks, compare, export, reference, report, runner, stats,
-               sysinfo, system, table)
+from . import (__version__, analysis, checks, compare, export, reference, report, runner, serve,
+               stats, sysinfo, system, table)
 from .driver import ISOLATION_TIMEOUT, Catalog, Driver, Isolation, find_isob, repo_root
 from .errors import DriverError, UsageError
 from .store import Store
@@ -118,6 +118,7 @@ def build_parser() -> Parser:
     _add_compare(sub)
     _add_system(sub)
     _add_reference(sub)
+    serve.add_parser(sub)
     return p
 
 

@@ -441,7 +441,13 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
                 return usage_error("--port: '%s' is not a port from 0 to 65535", optarg);
             o->port = (unsigned)v;
             break;
-        case OPT_BIND: o->bind = optarg; break;
+        case OPT_BIND: {
+            struct in_addr a;
+            if (inet_pton(AF_INET, optarg, &a) != 1)
+                return usage_error("--bind: '%s' is not an IPv4 address", optarg);
+            o->bind = optarg;
+            break;
+        }
         case OPT_MAX_VALUE:
             if (parse_num(optarg, 1, isob_serve_value_limit(), &v)) {
                 fprintf(stderr, "isob serve: error: --max-value: '%s' is not from 1 to %zu "
@@ -610,6 +616,11 @@ int isob_serve_main(int argc, char **argv)
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
     sigprocmask(SIG_BLOCK, &stop, NULL);
+    /* A shell starts background jobs with SIGINT ignored, and an ignored
+     * signal never reaches the signalfd: take both back (they stay
+     * blocked, so they only arrive through the signalfd). */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     signal(SIGPIPE, SIG_IGN);
     sv.lfd = listen_on(o.bind, o.port, &port);
     if (sv.lfd < 0) {

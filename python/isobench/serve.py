@@ -1,0 +1,116 @@
+"""``isobench serve``: the memcached text-protocol server of the native driver.
+
+The server itself is C (``isob serve``, src/serve/): measuring stays native.
+This module only builds its command line and replaces the Python process with
+it, so that signals (Ctrl-C, SIGTERM from a benchmark script) reach the server
+directly and it stops cleanly, and so that no Python sits between a load
+generator and the process it measures.
+
+Wiring into cli.py (one line in build_parser)::
+
+    serve.add_parser(sub)          # sets func=serve.serve_main
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Sequence
+
+from .driver import find_isob
+
+# Defaults of `isob serve` (include/isobench/serve.h), repeated only for the
+# help text: an option left out is not passed, so isob's own default applies.
+DEFAULT_PORT = 11311
+DEFAULT_BIND = "127.0.0.1"
+DEFAULT_HEAP_MB = 64
+DEFAULT_MAX_CONNS = 1024
+
+# argparse dest -> isob serve option, in the order they are passed on.
+_OPTIONS = (
+    ("port", "--port"),
+    ("bind", "--bind"),
+    ("max_value", "--max-value"),
+    ("heap_mb", "--heap-mb"),
+    ("cpu", "--cpu"),
+    ("comp_cpu", "--comp-cpu"),
+    ("max_conns", "--max-conns"),
+)
+
+
+def _whole(low: int, high: int):
+    """An argparse type: a whole number in [low, high], with a plain message."""
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= v <= high:
+            raise argparse.ArgumentTypeError(f"{text!r} is not from {low} to {high}")
+        return v
+
+    return parse
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    """Add the ``serve`` subcommand to cli.py's subparsers."""
+    p = sub.add_parser(
+        "serve", formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="serve the memcached text protocol from a store inside one compartment",
+        description="Run `isob serve`: a memcached text-protocol server (get, gets, set, add,\n"
+                    "replace, delete, flush_all, stats, version, quit; noreply) whose store\n"
+                    "lives in ONE compartment of the chosen mechanism, so that any memcached\n"
+                    "client or load generator measures what the mechanism costs a real\n"
+                    "workload.  Compare against `-m direct` (the plain-call baseline) and\n"
+                    "against memcached itself.\n\n"
+                    "It prints \"isob serve: listening on ADDR:PORT (mechanism M)\" on stderr\n"
+                    "when ready and stops cleanly on Ctrl-C or SIGTERM.",
+        epilog="examples:\n"
+               "  isobench serve -m direct\n"
+               "  isobench serve -m process-futex --port 11411 --cpu 0 --heap-mb 512\n"
+               "  taskset -c 1 memcaslap -s 127.0.0.1:11311 -t 10s -T 1 -c 16")
+    p.add_argument("-m", "--mechanism", required=True, metavar="MECH",
+                   help="mechanism of the store's compartment (see `isobench list`)")
+    p.add_argument("--port", type=_whole(0, 65535), metavar="P",
+                   help=f"TCP port; 0 picks a free one (default: {DEFAULT_PORT})")
+    p.add_argument("--bind", metavar="ADDR",
+                   help=f"IPv4 address to listen on (default: {DEFAULT_BIND}, loopback only)")
+    p.add_argument("--max-value", type=_whole(1, 1 << 30), metavar="BYTES",
+                   help="largest value a client may store (default: the store's limit)")
+    p.add_argument("--heap-mb", type=_whole(1, 1 << 20), metavar="N",
+                   help=f"the compartment's heap, the store's memory, in MiB "
+                        f"(default: {DEFAULT_HEAP_MB})")
+    p.add_argument("--cpu", type=_whole(0, 4095), metavar="C",
+                   help="pin the server to CPU C (default: unpinned)")
+    p.add_argument("--comp-cpu", type=_whole(0, 4095), metavar="C",
+                   help="CPU of the compartment's second context, for mechanisms that have "
+                        "one (default: --cpu)")
+    p.add_argument("--max-conns", type=_whole(1, 1000000), metavar="N",
+                   help=f"open connections at most; more are refused "
+                        f"(default: {DEFAULT_MAX_CONNS})")
+    p.set_defaults(func=serve_main)
+    return p
+
+
+def isob_argv(args: argparse.Namespace | Sequence[str]) -> list[str]:
+    """The command line of ``isob serve`` for parsed options, or for raw
+    arguments (passed through unchanged, for scripts that have their own)."""
+    isob = str(find_isob())
+    if not isinstance(args, argparse.Namespace):
+        return [isob, "serve", *args]
+    argv = [isob, "serve", "-m", args.mechanism]
+    for dest, option in _OPTIONS:
+        value = getattr(args, dest, None)
+        if value is not None:
+            argv += [option, str(value)]
+    return argv
+
+
+def serve_main(args: argparse.Namespace | Sequence[str]) -> int:
+    """Replace this process with ``isob serve``; returns only if exec fails
+    (then as an OSError, which the caller reports).  find_isob raises
+    UsageError when the native driver has not been built."""
+    argv = isob_argv(args)
+    os.execv(argv[0], argv)
+    return 1  # not reached: execv either replaces the process or raises
