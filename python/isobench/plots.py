@@ -216,19 +216,35 @@ def _size_label(b: float, _pos=None) -> str:
     return f"{b:g} B"
 
 
+def _kv_get_configs(data: RunData) -> list[Config]:
+    return [c for c in data.configs if c.benchmark == "kv" and c.params.get("variant") == "get"
+            and "data_bytes" in c.params]
+
+
+def _kv_axes(ax) -> None:
+    from matplotlib.ticker import FuncFormatter
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
+    ax.set_xlabel("data in the store (log scale)")
+    ax.grid(True, which="both", alpha=0.3)
+
+
+KV_CAPTION = ("Seeded random gets of 64-byte entries from a store inside the compartment. "
+              "Solid lines same-cpu, dashed cross-cpu.")
+
+
 def kv_plot(data: RunData) -> Plot:
-    configs = [c for c in data.configs if c.benchmark == "kv" and c.params.get("variant") == "get"
-               and "data_bytes" in c.params]
+    configs = _kv_get_configs(data)
     title = "Key-value store: time per request against data size"
     if not configs:
         return Plot("kv", title, None, "No kv results in this run, so this plot is left out "
                     "(`isobench run kv` measures them).")
     plt = _pyplot()
-    from matplotlib.ticker import FuncFormatter
     unit, in_ns = _unit_of(configs)
     series = _kv_series(configs)
     colours = _colours([m for m, _ in series])
-    fig, (ax, ax_r) = plt.subplots(1, 2, figsize=(13, 5.2))
+    fig, ax = plt.subplots(figsize=(9, 5.6))
     for (mech, place), cs in sorted(series.items()):
         style = "-" if place == "same-cpu" else "--"
         x = [c.params["data_bytes"] for c in cs]
@@ -237,28 +253,77 @@ def kv_plot(data: RunData) -> Plot:
         hi = [_val(c, c.quick.p95, in_ns) for c in cs]
         ax.plot(x, med, style, marker="o", ms=3, color=colours[mech], label=f"{mech} {place}")
         ax.fill_between(x, lo, hi, color=colours[mech], alpha=0.12, lw=0)
+    _kv_axes(ax)
+    ax.set_ylabel(f"time per get request [{unit}], log scale")
+    ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title(f"{title} (run {data.run_id})\nmedian per request, band p5-p95", fontsize=10)
+    fig.tight_layout()
+    return Plot("kv", title, fig, "", KV_CAPTION)
+
+
+def kv_overhead_plot(data: RunData) -> Plot:
+    configs = _kv_get_configs(data)
+    title = "Key-value store: overhead relative to direct against data size"
+    if not configs:
+        return Plot("kv-overhead", title, None, "No kv results in this run, so this plot is "
+                    "left out (`isobench run kv` measures them).")
+    plt = _pyplot()
+    series = _kv_series(configs)
+    colours = _colours([m for m, _ in series])
+    fig, ax = plt.subplots(figsize=(9, 5.6))
+    for (mech, place), cs in sorted(series.items()):
         ratios = _kv_ratios(data, cs)
         if ratios and mech != BASELINE:
-            ax_r.plot([r[0] for r in ratios], [r[1] for r in ratios], style, marker="o", ms=3,
-                      color=colours[mech], label=f"{mech} {place}")
-    for a in (ax, ax_r):
-        a.set_xscale("log", base=2)
-        a.set_yscale("log")
-        a.xaxis.set_major_formatter(FuncFormatter(_size_label))
-        a.set_xlabel("data in the store (log scale)")
-        a.grid(True, which="both", alpha=0.3)
-    ax.set_ylabel(f"time per get request [{unit}], log scale")
-    ax.set_title("median per request, band p5-p95")
-    ax_r.axhline(1.0, color="black", lw=1)
-    ax_r.set_ylabel("ratio to direct (median / direct's median), log scale")
-    ax_r.set_title("overhead relative to direct (1 = no overhead)")
-    ax.legend(fontsize=7, ncol=2)
-    if ax_r.get_legend_handles_labels()[0]:
-        ax_r.legend(fontsize=7, ncol=2)
-    fig.suptitle(f"{title} (run {data.run_id})", fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
-    return Plot("kv", title, fig, "", "Seeded random gets of 64-byte entries from a store "
-                "inside the compartment. Solid lines same-cpu, dashed cross-cpu.")
+            ax.plot([r[0] for r in ratios], [r[1] for r in ratios],
+                    "-" if place == "same-cpu" else "--", marker="o", ms=3,
+                    color=colours[mech], label=f"{mech} {place}")
+    _kv_axes(ax)
+    ax.axhline(1.0, color="black", lw=1)
+    ax.set_ylabel("ratio to direct (median / direct's median), log scale")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title(f"{title} (run {data.run_id})\n1 = no overhead; ratio = x / direct, "
+                 "overhead = ratio - 1", fontsize=10)
+    fig.tight_layout()
+    return Plot("kv-overhead", title, fig, "", KV_CAPTION)
+
+
+def payload_plot(data: RunData) -> Plot:
+    """What moving data across the boundary costs: round-trip time against
+    payload size, same-cpu (or one context), one line per mechanism.  Shared
+    memory mechanisms stay flat; copying ones (wasm) and the checksum grow."""
+    configs = [c for c in data.configs if c.benchmark == "switch"
+               and c.params.get("variant") == "entry" and "payload" in c.params
+               and c.placement in ("same-cpu", None)]
+    title = "Switch cost against payload size"
+    if not configs:
+        return Plot("switch-payload", title, None, "No switch results in this run, so this "
+                    "plot is left out (`isobench run switch` measures them).")
+    plt = _pyplot()
+    unit, in_ns = _unit_of(configs)
+    by: dict[str, list[Config]] = {}
+    for c in configs:
+        by.setdefault(c.mechanism, []).append(c)
+    colours = _colours(list(by))
+    fig, ax = plt.subplots(figsize=(9, 5.6))
+    for mech, cs in sorted(by.items()):
+        cs = sorted(cs, key=lambda c: c.params["payload"])
+        x = [max(c.params["payload"], 1) for c in cs]
+        y = [_val(c, c.quick.median, in_ns) for c in cs]
+        ax.plot(x, y, marker="o", ms=4, color=colours[mech], label=mech,
+                lw=2.5 if mech == BASELINE else 1.2)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks([1, 64, 4096])
+    ax.set_xticklabels(["0 B", "64 B", "4 KiB"])
+    ax.set_xlabel("payload written by the caller and read by the compartment")
+    ax.set_ylabel(f"round trip, median [{unit}], log scale")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=1, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title(f"{title} (run {data.run_id}), same CPU or one context", fontsize=10)
+    fig.tight_layout()
+    return Plot("switch-payload", title, fig, "", "Median round trip with the payload "
+                "written into the shared buffer and checksummed inside the compartment.")
 
 
 def _kv_ratios(data: RunData, cs: Sequence[Config]) -> list[tuple[float, float]]:
@@ -326,7 +391,7 @@ def kv_server_plot(data: RunData) -> Plot:
                 "as the reference server, under the same client load.")
 
 
-PLOTS = (switch_plot, kv_plot, kv_server_plot)
+PLOTS = (switch_plot, payload_plot, kv_plot, kv_overhead_plot, kv_server_plot)
 
 
 def draw(data: RunData) -> list[Plot]:

@@ -37,7 +37,7 @@ def test_report_of_a_fake_run(isobench, tmp_path):
     assert doc["files"] == ["index.html", "summary.md", "stats.json", "switch.png", "switch.svg"]
     for f in doc["files"]:
         assert (out / f).stat().st_size > 0
-    assert set(doc["omitted"]) == {"kv", "kv-server"}
+    assert set(doc["omitted"]) == {"switch-payload", "kv", "kv-overhead", "kv-server"}
     page = (out / "index.html").read_text()
     assert "data:image/png;base64," in page          # self-contained
     assert "No kv results in this run" in page and "No kv-server results" in page
