@@ -13,6 +13,12 @@
  * or NULL (the server should then _exit). */
 struct isob_trusted *isob_server_enter(int cpu, size_t heap_size);
 
+/* Fork a server: the child enters (isob_server_enter with cpu and
+ * heap_size), runs serve(arg, t) and exits (status 0, or 1 when it could
+ * not enter).  Returns the child's pid to the parent, or a negative errno. */
+pid_t isob_server_fork(int cpu, size_t heap_size,
+                       void (*serve)(void *arg, struct isob_trusted *t), void *arg);
+
 /* Reap a server: wait up to timeout_ms for it to exit, then SIGKILL it. */
 void isob_server_reap(pid_t pid, int timeout_ms);
 

@@ -25,6 +25,7 @@ void isob_unmap(void *p, size_t len)
 }
 
 #include <signal.h>
+#include <stdio.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -43,6 +44,23 @@ struct isob_trusted *isob_server_enter(int cpu, size_t heap_size)
         return NULL;
     void *heap = isob_map(heap_size, 0);
     return heap ? isob_trusted_init(heap, heap_size) : NULL;
+}
+
+pid_t isob_server_fork(int cpu, size_t heap_size,
+                       void (*serve)(void *arg, struct isob_trusted *t), void *arg)
+{
+    /* Buffered output would otherwise be written twice, once by each. */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid == 0) {
+        struct isob_trusted *t = isob_server_enter(cpu, heap_size);
+        if (t)
+            serve(arg, t);
+        _exit(t ? 0 : 1);
+    }
+    return pid;
 }
 
 void isob_server_reap(pid_t pid, int timeout_ms)

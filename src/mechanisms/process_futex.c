@@ -29,8 +29,11 @@ struct pf_comp {
     pid_t server;
 };
 
-static void pf_serve(struct pf_shared *sh, size_t cap, struct isob_trusted *t)
+static void pf_serve(void *arg, struct isob_trusted *t)
 {
+    struct pf_comp *p = arg;
+    struct pf_shared *sh = p->sh;
+    size_t cap = p->base.data_cap;
     while (isob_handoff_wait(&sh->state, 0) == ISOB_HS_REQ) {
         sh->ret = isob_trusted_call(t, sh->entry, &sh->msg, cap);
         isob_handoff_reply(&sh->state, 0);
@@ -58,19 +61,12 @@ static int pf_create(const struct isob_comp_spec *spec, struct isob_comp **out)
         return -ENOMEM;
     }
     p->base.data_cap = p->shared_size - sizeof(struct pf_shared);
-    fflush(NULL);
-    p->server = fork();
+    p->server = isob_server_fork(spec->server_cpu, spec->heap_size, pf_serve, p);
     if (p->server < 0) {
-        int err = -errno;
+        int err = (int)p->server;
         isob_unmap(p->sh, p->shared_size);
         free(p);
         return err;
-    }
-    if (p->server == 0) {
-        struct isob_trusted *t = isob_server_enter(spec->server_cpu, spec->heap_size);
-        if (t)
-            pf_serve(p->sh, p->base.data_cap, t);
-        _exit(t ? 0 : 1);
     }
     *out = &p->base;
     return 0;

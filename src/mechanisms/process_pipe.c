@@ -64,6 +64,16 @@ static void pipe_serve(struct pipe_comp *p, struct isob_trusted *t)
     }
 }
 
+/* The server process's body: drop the caller's pipe ends, then serve.
+ * isob_server_fork calls it after entering. */
+static void pipe_child(void *arg, struct isob_trusted *t)
+{
+    struct pipe_comp *p = arg;
+    close(p->req[1]);
+    close(p->rep[0]);
+    pipe_serve(p, t);
+}
+
 static int pipe_probe(char *why, size_t len)
 {
     (void)why;
@@ -99,19 +109,10 @@ static int pipe_create(const struct isob_comp_spec *spec, struct isob_comp **out
         err = -errno;
         goto fail;
     }
-    fflush(NULL);
-    p->server = fork();
+    p->server = isob_server_fork(spec->server_cpu, spec->heap_size, pipe_child, p);
     if (p->server < 0) {
-        err = -errno;
+        err = (int)p->server;
         goto fail;
-    }
-    if (p->server == 0) {
-        close(p->req[1]);
-        close(p->rep[0]);
-        struct isob_trusted *t = isob_server_enter(spec->server_cpu, spec->heap_size);
-        if (t)
-            pipe_serve(p, t);
-        _exit(t ? 0 : 1);
     }
     /* The caller holds no write end of the reply pipe, so a dead server
      * reads as end of file there instead of a wait forever.  It keeps the

@@ -65,6 +65,15 @@ static void sock_serve(struct sock_comp *s, struct isob_trusted *t)
     }
 }
 
+/* The server process's body: drop the caller's end, then serve.
+ * isob_server_fork calls it after entering. */
+static void sock_child(void *arg, struct isob_trusted *t)
+{
+    struct sock_comp *s = arg;
+    close(s->sv[0]);
+    sock_serve(s, t);
+}
+
 static int sock_probe(char *why, size_t len)
 {
     (void)why;
@@ -90,18 +99,10 @@ static int sock_create(const struct isob_comp_spec *spec, struct isob_comp **out
         err = -errno;
         goto fail;
     }
-    fflush(NULL);
-    s->server = fork();
+    s->server = isob_server_fork(spec->server_cpu, spec->heap_size, sock_child, s);
     if (s->server < 0) {
-        err = -errno;
+        err = (int)s->server;
         goto fail;
-    }
-    if (s->server == 0) {
-        close(s->sv[0]);
-        struct isob_trusted *t = isob_server_enter(spec->server_cpu, spec->heap_size);
-        if (t)
-            sock_serve(s, t);
-        _exit(t ? 0 : 1);
     }
     /* Without the server's end here, a dead server reads as end of stream
      * instead of a wait forever. */

@@ -64,6 +64,13 @@ static void ps_serve(struct ps_shared *sh, size_t cap, struct isob_trusted *t)
     }
 }
 
+/* The server process's body: isob_server_fork calls it after entering. */
+static void ps_child(void *arg, struct isob_trusted *t)
+{
+    struct ps_comp *p = arg;
+    ps_serve(p->sh, p->base.data_cap, t);
+}
+
 static int ps_probe(char *why, size_t len)
 {
     (void)why;
@@ -85,19 +92,12 @@ static int ps_create(const struct isob_comp_spec *spec, struct isob_comp **out)
         return -ENOMEM;
     }
     p->base.data_cap = p->shared_size - sizeof(struct ps_shared);
-    fflush(NULL);
-    p->server = fork();
+    p->server = isob_server_fork(spec->server_cpu, spec->heap_size, ps_child, p);
     if (p->server < 0) {
-        int err = -errno;
+        int err = (int)p->server;
         isob_unmap(p->sh, p->shared_size);
         free(p);
         return err;
-    }
-    if (p->server == 0) {
-        struct isob_trusted *t = isob_server_enter(spec->server_cpu, spec->heap_size);
-        if (t)
-            ps_serve(p->sh, p->base.data_cap, t);
-        _exit(t ? 0 : 1);
     }
     *out = &p->base;
     return 0;

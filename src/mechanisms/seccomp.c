@@ -164,6 +164,20 @@ static void sc_destroy(struct isob_comp *c)
     free(p);
 }
 
+/* The server process's body: confine itself, say whether that worked,
+ * then serve.  isob_server_fork calls it after entering. */
+static void sc_child(void *arg, struct isob_trusted *t)
+{
+    struct sc_comp *p = arg;
+    int rc = sc_confine();
+    p->sh->ret = rc;
+    isob_handoff_reply(&p->sh->state, 0);
+    if (rc == 0)
+        sc_serve(p->sh, p->base.data_cap, t);
+    else
+        _exit(1);
+}
+
 static int sc_create(const struct isob_comp_spec *spec, struct isob_comp **out)
 {
     if (spec->shared_size <= sizeof(struct sc_shared))
@@ -178,22 +192,12 @@ static int sc_create(const struct isob_comp_spec *spec, struct isob_comp **out)
         return -ENOMEM;
     }
     p->base.data_cap = p->shared_size - sizeof(struct sc_shared);
-    fflush(NULL);
-    p->server = fork();
+    p->server = isob_server_fork(spec->server_cpu, spec->heap_size, sc_child, p);
     if (p->server < 0) {
-        int err = -errno;
+        int err = (int)p->server;
         isob_unmap(p->sh, p->shared_size);
         free(p);
         return err;
-    }
-    if (p->server == 0) {
-        struct isob_trusted *t = isob_server_enter(spec->server_cpu, spec->heap_size);
-        int rc = t ? sc_confine() : -ENOMEM;
-        p->sh->ret = rc;
-        isob_handoff_reply(&p->sh->state, 0);
-        if (rc == 0)
-            sc_serve(p->sh, p->base.data_cap, t);
-        _exit(rc == 0 ? 0 : 1);
     }
     /* Calls are served only once the filter is in place, so wait for the
      * server's word on it: a failure is create's to report. */
