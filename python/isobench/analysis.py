@@ -42,6 +42,11 @@ OUTPUT_PARAMS = frozenset({
     "mean", "requests", "verified", "pmu_reason", "sample_stride", "iterations",
     "iterations_asked", "entries", "store_bytes", "heap_bytes", "store_ratio", "heap_ratio",
     "throughput", "ops_per_s", "ops_per_sec", "requests_per_s", "elapsed_s", "errors",
+    # kv-server (kvserver.py): what memcaslap reported, and labels of it.
+    "ops", "get_misses", "latency_source", "samples", "latency_events", "latency_min_ns",
+    "latency_avg_ns", "latency_max_ns", "latency_std_ns", "latency_p50_lo_ns",
+    "latency_p50_hi_ns", "latency_p95_lo_ns", "latency_p95_hi_ns", "latency_p99_lo_ns",
+    "latency_p99_hi_ns",
 })
 
 # How a result finds its baseline among the `direct` results of the same run

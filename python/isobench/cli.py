@@ -24,8 +24,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import (__version__, analysis, checks, compare, export, reference, report, runner, serve,
-               stats, sysinfo, system, table)
+from . import (__version__, analysis, checks, compare, export, kvserver, reference, report,
+               runner, serve, stats, sysinfo, system, table)
 from .driver import ISOLATION_TIMEOUT, Catalog, Driver, Isolation, find_isob, repo_root
 from .errors import DriverError, UsageError
 from .store import Store
@@ -169,6 +169,7 @@ def _add_run(sub) -> None:
                "  isobench run switch -m thread --placement same-cpu,cross-cpu\n"
                "  isobench run pingpong                      benchmarks of OS primitives take no -m\n"
                "  isobench run switch kv --repeat 5          5 fresh processes each, shuffled\n"
+               "  isobench run kv-server --quick             isob serve beside memcached\n"
                "  isobench run --json > run.json\n\n"
                "exit status: 0 all ran, 1 something failed, 2 bad usage, 130 interrupted")
     p.add_argument("benchmarks", nargs="*", metavar="BENCH",
@@ -186,6 +187,9 @@ def _add_run(sub) -> None:
     p.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
                    help=f"time-out of each isob process (default: {runner.DEFAULT_TIMEOUT:g}; "
                         f"--quick: {runner.QUICK_TIMEOUT:g})")
+    p.add_argument("--seconds", type=positive_seconds, metavar="S",
+                   help=f"kv-server: how long the client loads each server, whole seconds "
+                        f"(default: {kvserver.SECONDS:g}; --quick: {kvserver.QUICK_SECONDS:g})")
     p.add_argument("--repeat", type=positive_int, default=1, metavar="N",
                    help="run every (benchmark, mechanism) in N fresh isob processes, the "
                         "mechanisms in a shuffled order each time; reports the spread between "
@@ -268,6 +272,16 @@ def _selection(args: argparse.Namespace, catalog: Catalog) -> tuple[list[str], l
     all_mechs = [m.name for m in catalog.mechanisms]
     mechs = _choose("mechanism", asked, all_mechs) if asked else all_mechs
     return benches, mechs
+
+
+def _kvserver_mechanisms(args: argparse.Namespace, catalog: Catalog) -> list[str]:
+    """kv-server's servers: memcached, then the -m mechanisms, else its default set
+    (those of it this driver has; an unavailable one gives a skipped result)."""
+    asked = [m.strip() for text in args.mechanisms for m in text.split(",") if m.strip()]
+    known = [m.name for m in catalog.mechanisms]
+    mechs = (_choose("mechanism", asked, known) if asked else
+             [m for m in kvserver.DEFAULT_MECHANISMS if m in known])
+    return [kvserver.REFERENCE, *mechs]
 
 
 def _add_report(sub) -> None:
@@ -379,7 +393,8 @@ def _add_reference(sub) -> None:
 
 def _run_options(args: argparse.Namespace) -> runner.Options:
     timeout = args.timeout or (runner.QUICK_TIMEOUT if args.quick else runner.DEFAULT_TIMEOUT)
-    return runner.Options(quick=args.quick, n=args.n, placement=args.placement, timeout=timeout)
+    return runner.Options(quick=args.quick, n=args.n, placement=args.placement, timeout=timeout,
+                          seconds=args.seconds)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -394,7 +409,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         # The checks need to know which mechanisms run a second context.
         env["mechanism_props"] = {m.name: list(m.props) for m in catalog.mechanisms}
         run_id = store.begin_run(args.argv, env)
-        jobs = runner.plan(catalog, benches, mechs, repeat=args.repeat, seed=seed)
+        per_bench = ({kvserver.BENCHMARK: _kvserver_mechanisms(args, catalog)}
+                     if kvserver.BENCHMARK in benches else None)
+        jobs = runner.plan(catalog, benches, mechs, repeat=args.repeat, seed=seed,
+                           per_benchmark=per_bench)
         store.set_options(run_id, {"repeat": args.repeat, "seed": seed,
                                    "order": runner.job_order(jobs)})
         progress = runner.Progress(len(jobs), quiet=args.quiet)
@@ -534,8 +552,12 @@ def run_document(store: Store, run_id: int, data: analysis.RunData | None = None
         r.pop("header", None)  # in `export --format json`; too bulky here
         results.append(r)
     data = data or analysis.load_run(store, run_id)
-    return {**store.run(run_id), "db": str(store.path), "results": results,
-            "findings": [f.as_dict() for f in checks.run_checks(data)]}
+    doc = {**store.run(run_id), "db": str(store.path), "results": results,
+           "findings": [f.as_dict() for f in checks.run_checks(data)]}
+    kv_rows = kvserver.rows(results)
+    if kv_rows:
+        doc["kv_server"] = kv_rows
+    return doc
 
 
 def _print_run(store: Store, run_id: int, as_json: bool) -> None:
@@ -551,7 +573,11 @@ def _print_run(store: Store, run_id: int, as_json: bool) -> None:
         extra.append(f"soundness: {len(findings)} finding{'s' if len(findings) != 1 else ''} "
                      f"({', '.join(f.id for f in findings)}): `isobench check {run_id}` says "
                      "what to do")
-    print(table.run_report(store.run(run_id), store.results(run_id), str(store.path), extra))
+    results = store.results(run_id)
+    kv_table = kvserver.render(kvserver.rows(results))
+    if kv_table:
+        extra.insert(0, kv_table)
+    print(table.run_report(store.run(run_id), results, str(store.path), extra))
 
 
 def _print_json(doc: dict) -> None:

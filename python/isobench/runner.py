@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence, TextIO
 
-from . import proc
+from . import kvserver, proc
 from .driver import EXIT_FAILED, EXIT_OK, EXIT_SKIP, EXIT_USAGE, Catalog, Driver, describe_exit
 from .records import NO_MECHANISM, Header, ProtocolError, Result, parse_line
 
@@ -70,6 +70,7 @@ class Options:
     n: int | None = None
     placement: tuple[str, ...] | None = None
     timeout: float = DEFAULT_TIMEOUT
+    seconds: float | None = None  # kv-server: client run time (default: kvserver's)
 
 
 @dataclass
@@ -85,11 +86,15 @@ class JobOutcome:
 
 
 def plan(catalog: Catalog, benchmarks: Sequence[str], mechanisms: Sequence[str],
-         repeat: int = 1, seed: int = 0) -> list[Job]:
+         repeat: int = 1, seed: int = 0,
+         per_benchmark: dict[str, Sequence[str]] | None = None) -> list[Job]:
     """The jobs of a run: repetition-major, then benchmark in the order given,
     then mechanism (in the order given for one repetition, else shuffled per
-    repetition and benchmark with random.Random(seed))."""
+    repetition and benchmark with random.Random(seed)).  per_benchmark gives
+    some benchmarks their own mechanism list (kv-server: memcached first,
+    then its default set unless -m named some)."""
     rng = random.Random(seed)
+    per_benchmark = per_benchmark or {}
     jobs: list[Job] = []
     for rep in range(1, repeat + 1):
         for name in benchmarks:
@@ -97,7 +102,7 @@ def plan(catalog: Catalog, benchmarks: Sequence[str], mechanisms: Sequence[str],
             if bench is not None and not bench.needs_mechanism:
                 jobs.append(Job(name, None, rep, repeat))
                 continue
-            order = list(mechanisms)
+            order = list(per_benchmark.get(name, mechanisms))
             if repeat > 1:
                 rng.shuffle(order)
             jobs.extend(Job(name, m, rep, repeat) for m in order)
@@ -187,6 +192,19 @@ def run_job(driver: Driver, job: Job, opts: Options,
     return col.outcome
 
 
+def run_kvserver_job(driver: Driver, job: Job, opts: Options,
+                     on_result: Callable[[Result], None]) -> JobOutcome:
+    """One server of the kv-server benchmark (memcached or isob serve -m M)."""
+    out = JobOutcome(job)
+    t0 = time.monotonic()
+    r = kvserver.measure(job.mechanism_name, str(driver.path),
+                         kvserver.seconds_for(opts.quick, opts.seconds))
+    out.elapsed = time.monotonic() - t0
+    out.results.append(r)
+    on_result(r)
+    return out
+
+
 def judge_exit(ex: proc.ChildExit, timeout: float, results: Sequence[Result],
                bad_lines: Sequence[str]) -> tuple[str, str] | None:
     """(status, reason) of the extra record a child's ending calls for, or None.
@@ -264,7 +282,11 @@ def run_jobs(driver: Driver, jobs: Sequence[Job], opts: Options,
     for job in jobs:
         if progress:
             progress.start(job)
-        out = run_job(driver, job, opts, lambda r, job=job: on_result(r, job))
+        if job.benchmark == kvserver.BENCHMARK:
+            # Not an isob subcommand: servers and client are driven from Python.
+            out = run_kvserver_job(driver, job, opts, lambda r, job=job: on_result(r, job))
+        else:
+            out = run_job(driver, job, opts, lambda r, job=job: on_result(r, job))
         if progress:
             progress.done(out)
         if out.header is not None and not seen_header and on_header is not None:

@@ -1,0 +1,119 @@
+"""kv-server: parsing memcaslap's output (a real capture), and one real run of
+`isobench run kv-server -m direct` against memcached and `isob serve`.
+
+Nothing here asserts a speed or a ratio: only that the numbers exist, are
+positive and end up in the store, the table and the JSON, and that no server
+process outlives the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from isobench import kvserver
+from isobench.records import Result
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+ISOB = REPO / "build" / "isob"
+# A real capture: `memcaslap -s 127.0.0.1:P -t 2s -T 1 -c 16 -w 1k -S 1s`
+# against `memcached -t 1`, escape sequences (screen clears) included.
+CAPTURE = HERE / "fixtures" / "memcaslap_output.txt"
+
+
+def test_parse_capture():
+    m = kvserver.parse_memcaslap(CAPTURE.read_text())
+    assert m.ops == 98520 and m.ops_per_s == 49254 and m.run_s == 2.0
+    assert m.counters["cmd_get"] == 88661 and m.counters["get_misses"] == 0
+    t = m.total
+    assert (t.events, t.min_us, t.max_us, t.avg_us, t.std_us) == (98504, 15, 12256, 325, 1001.02)
+    assert t.dist == {4: 1, 5: 113, 6: 6080, 7: 62202, 8: 22692, 9: 1426, 10: 319, 11: 588,
+                      12: 3336, 13: 1419, 14: 328}
+    # Two one-second periods in the Total table.
+    assert len(m.period_avg_us) == 2 and all(v > 0 for v in m.period_avg_us)
+
+
+def test_percentile_buckets():
+    t = kvserver.parse_memcaslap(CAPTURE.read_text()).total
+    # Cumulative counts: bucket 7 (64, 128] us reaches past half of 98504.
+    assert t.percentile_bucket(0.50) == (64.0, 128.0)
+    assert t.percentile_bucket(0.95) == (2048.0, 4096.0)
+    assert t.percentile_bucket(0.99) == (4096.0, 8192.0)
+    assert kvserver.Latency().percentile_bucket(0.5) is None
+
+
+def test_result_from_capture_is_valid():
+    m = kvserver.parse_memcaslap(CAPTURE.read_text())
+    r = kvserver.result_from("memcached", kvserver.base_params("memcached", 2, (0, 1)), m)
+    assert isinstance(r, Result) and r.status == "ok" and r.unit == "ns"
+    assert r.params["ops_per_s"] == 49254 and r.params["latency_p50_hi_ns"] == 128000
+    assert list(r.samples) == [int(v * 1000) for v in m.period_avg_us]
+    rows = kvserver.rows([{"benchmark": "kv-server", "mechanism": r.mechanism,
+                           "status": r.status, "params": dict(r.params)}])
+    assert rows[0]["server"] == "memcached" and rows[0]["throughput_vs_memcached"] == 1.0
+    assert "memcached" in kvserver.render(rows)
+
+
+def test_garbage_gives_nothing():
+    m = kvserver.parse_memcaslap("servers: x\nnothing useful\n")
+    assert m.ops_per_s is None and m.total is None and m.period_avg_us == []
+
+
+def _server_pids() -> set[int]:
+    pids = set()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            comm = (d / "comm").read_text().strip()
+        except OSError:
+            continue
+        if comm in ("memcached", "isob", "memcaslap"):
+            pids.add(int(d.name))
+    return pids
+
+
+@pytest.mark.skipif(not (ISOB.is_file() and all(shutil.which(t) for t in
+                                                  ("memcached", "memcaslap", "taskset"))),
+                    reason="needs build/isob, memcached, memcaslap and taskset")
+def test_run_kv_server_end_to_end(tmp_path):
+    before = _server_pids()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ISOBENCH_", "FAKE_ISOB_"))}
+    env.update({"ISOBENCH_ISOB": str(ISOB), "ISOBENCH_DB": str(tmp_path / "kv.sqlite"),
+                "PYTHONPATH": str(REPO / "python")})
+    p = subprocess.run([sys.executable, "-m", "isobench", "run", "kv-server", "-m", "direct",
+                        "--quick", "--seconds", "1", "--json", "-q"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    by_mech = {r["mechanism"]: r for r in doc["results"]}
+    assert set(by_mech) == {"memcached", "direct"}
+    for mech, server in (("memcached", "memcached"), ("direct", "isob")):
+        r = by_mech[mech]
+        assert r["benchmark"] == "kv-server" and r["status"] == "ok" and r["unit"] == "ns"
+        assert r["params"]["server"] == server and r["params"]["client"] == "memcaslap"
+        assert r["params"]["connections"] == 16 and r["params"]["seconds"] == 1
+        assert r["params"]["ops_per_s"] > 0 and r["params"]["latency_avg_ns"] > 0
+        assert r["params"]["latency_source"]
+        assert r["n"] >= 1
+    rows = {row["server"]: row for row in doc["kv_server"]}
+    assert set(rows) == {"memcached", "isob+direct"}
+    assert rows["isob+direct"]["throughput_vs_memcached"] is not None
+    # The text table of the same run.
+    show = subprocess.run([sys.executable, "-m", "isobench", "show"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert show.returncode == 0 and "isob+direct" in show.stdout and "x memcached" in show.stdout
+    assert not (_server_pids() - before), "a server or client outlived the run"
+
+
+def test_kv_server_listed(isobench):
+    doc, p = isobench.json("list", "--json", "--skip-isolation")
+    bench = {b["name"]: b for b in doc["benchmarks"]}
+    assert bench["kv-server"]["needs_mechanism"] is True
