@@ -73,6 +73,9 @@ static inline long isob_call(struct isob_comp *c, unsigned entry)
 }
 
 /* Helpers shared by mechanisms. */
+/* The probe of a mechanism that needs nothing beyond what every Linux
+ * machine isobench builds on has: always 0. */
+int isob_probe_always(char *why, size_t len);
 void isob_spec_defaults(struct isob_comp_spec *spec);
 /* An anonymous mapping (shared across fork when shared != 0); NULL on error. */
 void *isob_map(size_t len, int shared);

@@ -12,13 +12,6 @@ struct direct_comp {
     struct isob_trusted *t;
 };
 
-static int direct_probe(char *why, size_t len)
-{
-    (void)why;
-    (void)len;
-    return 0;
-}
-
 static int direct_create(const struct isob_comp_spec *spec, struct isob_comp **out)
 {
     if (spec->shared_size <= sizeof(struct isob_msg))
@@ -65,7 +58,7 @@ const struct isob_mechanism isob_mech_direct = {
     .name = "direct",
     .summary = "plain call through the entry table (baseline; no isolation)",
     .props = 0,
-    .probe = direct_probe,
+    .probe = isob_probe_always,
     .create = direct_create,
     .call = direct_call,
     .shared = direct_shared,

@@ -17,13 +17,6 @@ struct mprot_comp {
     struct isob_trusted *t;
 };
 
-static int mprot_probe(char *why, size_t len)
-{
-    (void)why;
-    (void)len;
-    return 0;
-}
-
 static void mprot_destroy(struct isob_comp *c)
 {
     struct mprot_comp *m = (struct mprot_comp *)c;
@@ -87,7 +80,7 @@ const struct isob_mechanism isob_mech_mprotect = {
     .name = "mprotect",
     .summary = "in-process trusted heap kept PROT_NONE outside calls, opened with mprotect per call",
     .props = ISOB_ISOLATES_MEMORY,
-    .probe = mprot_probe,
+    .probe = isob_probe_always,
     .create = mprot_create,
     .call = mprot_call,
     .shared = mprot_shared,

@@ -40,13 +40,6 @@ static void pf_serve(void *arg, struct isob_trusted *t)
     }
 }
 
-static int pf_probe(char *why, size_t len)
-{
-    (void)why;
-    (void)len;
-    return 0;
-}
-
 static int pf_create(const struct isob_comp_spec *spec, struct isob_comp **out)
 {
     if (spec->shared_size <= sizeof(struct pf_shared))
@@ -98,7 +91,7 @@ const struct isob_mechanism isob_mech_process_futex = {
     .name = "process-futex",
     .summary = "forked server process, shared memory and futex handoff",
     .props = ISOB_ISOLATES_MEMORY | ISOB_SEPARATE_AS | ISOB_TWO_CONTEXTS,
-    .probe = pf_probe,
+    .probe = isob_probe_always,
     .create = pf_create,
     .call = pf_call,
     .shared = pf_shared_msg,

@@ -74,13 +74,6 @@ static void pipe_child(void *arg, struct isob_trusted *t)
     pipe_serve(p, t);
 }
 
-static int pipe_probe(char *why, size_t len)
-{
-    (void)why;
-    (void)len;
-    return 0;
-}
-
 static void pipe_close_all(struct pipe_comp *p)
 {
     for (int i = 0; i < 2; i++) {
@@ -160,7 +153,7 @@ const struct isob_mechanism isob_mech_process_pipe = {
     .name = "process-pipe",
     .summary = "forked server process, shared memory, one-byte token over a pipe pair",
     .props = ISOB_ISOLATES_MEMORY | ISOB_SEPARATE_AS | ISOB_TWO_CONTEXTS,
-    .probe = pipe_probe,
+    .probe = isob_probe_always,
     .create = pipe_create,
     .call = pipe_call,
     .shared = pipe_shared_msg,

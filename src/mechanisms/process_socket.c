@@ -74,13 +74,6 @@ static void sock_child(void *arg, struct isob_trusted *t)
     sock_serve(s, t);
 }
 
-static int sock_probe(char *why, size_t len)
-{
-    (void)why;
-    (void)len;
-    return 0;
-}
-
 static int sock_create(const struct isob_comp_spec *spec, struct isob_comp **out)
 {
     if (spec->shared_size <= sizeof(struct sock_shared))
@@ -150,7 +143,7 @@ const struct isob_mechanism isob_mech_process_socket = {
     .name = "process-socket",
     .summary = "forked server process, shared memory, one-byte token over an AF_UNIX socketpair",
     .props = ISOB_ISOLATES_MEMORY | ISOB_SEPARATE_AS | ISOB_TWO_CONTEXTS,
-    .probe = sock_probe,
+    .probe = isob_probe_always,
     .create = sock_create,
     .call = sock_call,
     .shared = sock_shared_msg,

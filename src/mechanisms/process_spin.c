@@ -71,13 +71,6 @@ static void ps_child(void *arg, struct isob_trusted *t)
     ps_serve(p->sh, p->base.data_cap, t);
 }
 
-static int ps_probe(char *why, size_t len)
-{
-    (void)why;
-    (void)len;
-    return 0;
-}
-
 static int ps_create(const struct isob_comp_spec *spec, struct isob_comp **out)
 {
     if (spec->shared_size <= sizeof(struct ps_shared))
@@ -132,7 +125,7 @@ const struct isob_mechanism isob_mech_process_spin = {
     .name = "process-spin",
     .summary = "forked server process, shared memory, both sides spin (for cross-cpu placement)",
     .props = ISOB_ISOLATES_MEMORY | ISOB_SEPARATE_AS | ISOB_TWO_CONTEXTS,
-    .probe = ps_probe,
+    .probe = isob_probe_always,
     .create = ps_create,
     .call = ps_call,
     .shared = ps_shared_msg,

@@ -39,13 +39,6 @@ static long hang_call(struct isob_comp *c, unsigned entry)
     return isob_mech_direct.call(c, entry);
 }
 
-static int faulty_probe(char *why, size_t len)
-{
-    (void)why;
-    (void)len;
-    return 0;
-}
-
 static struct isob_msg *faulty_shared(struct isob_comp *c) { return isob_mech_direct.shared(c); }
 static void faulty_destroy(struct isob_comp *c) { isob_mech_direct.destroy(c); }
 
@@ -53,7 +46,7 @@ const struct isob_mechanism isob_mech_test_crash = {
     .name = "test-crash",
     .summary = "TEST ONLY: like direct, then a SIGSEGV on the first payload call",
     .props = ISOB_TEST_ONLY,
-    .probe = faulty_probe,
+    .probe = isob_probe_always,
     .create = faulty_create,
     .call = crash_call,
     .shared = faulty_shared,
@@ -64,7 +57,7 @@ const struct isob_mechanism isob_mech_test_hang = {
     .name = "test-hang",
     .summary = "TEST ONLY: like direct, then hangs forever on the first payload call",
     .props = ISOB_TEST_ONLY,
-    .probe = faulty_probe,
+    .probe = isob_probe_always,
     .create = faulty_create,
     .call = hang_call,
     .shared = faulty_shared,

@@ -30,13 +30,6 @@ static void *thread_serve(void *arg)
     return NULL;
 }
 
-static int thread_probe(char *why, size_t len)
-{
-    (void)why;
-    (void)len;
-    return 0;
-}
-
 static int thread_create(const struct isob_comp_spec *spec, struct isob_comp **out)
 {
     if (spec->shared_size <= sizeof(struct isob_msg))
@@ -101,7 +94,7 @@ const struct isob_mechanism isob_mech_thread = {
     .name = "thread",
     .summary = "kernel thread in the same process serves calls, futex handoff (no isolation)",
     .props = ISOB_TWO_CONTEXTS,
-    .probe = thread_probe,
+    .probe = isob_probe_always,
     .create = thread_create,
     .call = thread_call,
     .shared = thread_shared,

@@ -31,13 +31,6 @@ static void uctx_serve(unsigned lo, unsigned hi)
     }
 }
 
-static int uctx_probe(char *why, size_t len)
-{
-    (void)why;
-    (void)len;
-    return 0;
-}
-
 static void uctx_destroy(struct isob_comp *c)
 {
     struct uctx_comp *u = (struct uctx_comp *)c;
@@ -92,7 +85,7 @@ const struct isob_mechanism isob_mech_ucontext = {
     .name = "ucontext",
     .summary = "user-level context switch with glibc swapcontext (no isolation)",
     .props = 0,
-    .probe = uctx_probe,
+    .probe = isob_probe_always,
     .create = uctx_create,
     .call = uctx_call,
     .shared = uctx_shared,

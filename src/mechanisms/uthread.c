@@ -36,13 +36,6 @@ __attribute__((noreturn)) static void uthread_serve(void *arg)
     }
 }
 
-static int uthread_probe(char *why, size_t len)
-{
-    (void)why;
-    (void)len;
-    return 0;
-}
-
 static void uthread_destroy(struct isob_comp *c)
 {
     /* The compartment's context is suspended inside its loop and owns
@@ -97,7 +90,7 @@ const struct isob_mechanism isob_mech_uthread = {
     .name = "uthread",
     .summary = "hand-written user-level context switch, callee-saved registers only (no isolation)",
     .props = 0,
-    .probe = uthread_probe,
+    .probe = isob_probe_always,
     .create = uthread_create,
     .call = uthread_call,
     .shared = uthread_shared,
