@@ -26,6 +26,18 @@ from .store import Store
 
 BASELINE = "direct"
 
+# Results that are not isob under a mechanism but an outside program run
+# beside it as the point of comparison (kv-server runs real memcached next
+# to `isob serve`).  They are measured in the same run and the same way, but
+# have no `direct` baseline: they are a baseline of their own, and the
+# kv-server table gives every server's ratio to them.
+REFERENCES: dict[str, str] = {"kv-server": "memcached"}
+
+# Counters that are an outside client's wall-clock view (kv-server's
+# throughput and latencies as memcaslap reports them).  A PMU would not
+# change them, so the "no-pmu" check does not count them.
+CLIENT_COUNTERS = frozenset({"memcaslap"})
+
 MICRO, MACRO, UNKNOWN_KIND = "micro", "macro", "unknown"
 # Microbenchmarks isolate one cost (a switch, an OS primitive); macrobenchmarks
 # run a workload with its data inside the compartment.  A paper needs both:
@@ -237,9 +249,14 @@ def is_baseline(cfg: Config) -> bool:
         cfg.params.get(k) == v for k, v in BASELINE_FIXED.get(cfg.benchmark, {}).items())
 
 
+def is_reference(cfg: Config) -> bool:
+    """Whether cfg is an outside reference program (see REFERENCES), not a mechanism."""
+    return REFERENCES.get(cfg.benchmark) == cfg.mechanism
+
+
 def find_baseline(cfg: Config, configs: Sequence[Config]) -> Config | None:
     """cfg's `direct` baseline among configs (see BASELINE_IGNORED/BASELINE_FIXED)."""
-    if cfg.mechanism in (BASELINE, NO_MECHANISM):
+    if cfg.mechanism in (BASELINE, NO_MECHANISM) or is_reference(cfg):
         return None
     want = {k: v for k, v in cfg.params.items() if k not in BASELINE_IGNORED}
     want.update(BASELINE_FIXED.get(cfg.benchmark, {}))

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
-from .analysis import BASELINE, RELATIVE_UNITS, MACRO, Config, RunData
+from .analysis import BASELINE, RELATIVE_UNITS, MACRO, Config, RunData, CLIENT_COUNTERS, is_reference
 from .records import NO_MECHANISM
 
 DOC = "docs/reducing-variance.md"
@@ -80,7 +80,7 @@ def _some(labels: Sequence[str], limit: int = 3) -> str:
 
 def check_no_baseline(data: RunData) -> Finding | None:
     orphans = [c for c in data.configs if c.mechanism not in (BASELINE, NO_MECHANISM)
-               and data.baseline_of(c) is None]
+               and not is_reference(c) and data.baseline_of(c) is None]
     if not orphans:
         return None
     return Finding(
@@ -215,10 +215,12 @@ def check_vm(env: Mapping) -> Finding | None:
 
 
 def check_no_pmu(data: RunData) -> Finding | None:
-    counters = sorted({c.counter for c in data.configs if c.counter and c.counter != "perf"})
-    if not counters:
+    own = [c for c in data.configs if c.counter and c.counter != "perf"
+           and c.counter not in CLIENT_COUNTERS]
+    if not own:
         return None
-    units = sorted({c.unit or "?" for c in data.configs if c.counter != "perf"})
+    counters = sorted({c.counter for c in own})
+    units = sorted({c.unit or "?" for c in own})
     return Finding("no-pmu",
                    f"no hardware counters: results are in {', '.join(units)} "
                    f"(counter {', '.join(counters)}), not core cycles",

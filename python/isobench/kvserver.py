@@ -39,10 +39,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from . import proc
+from .analysis import REFERENCES
 from .records import Result
 
 BENCHMARK = "kv-server"
-REFERENCE = "memcached"  # the mechanism column of the reference server's result
+REFERENCE = REFERENCES[BENCHMARK]  # the mechanism column of the reference server's result
 
 # Mechanisms run when none are named: the baseline, one process mechanism,
 # one with a syscall filter and one SFI mechanism.  Enough to show the spread

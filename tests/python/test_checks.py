@@ -166,6 +166,35 @@ def test_each_check_alone(tmp_path, mutate, expected):
     assert ids(load_doc(tmp_path, doc)) == expected
 
 
+def _kv_server(mechanism, server, ops):
+    """A kv-server result as kvserver.py stores it (the latency series in ns)."""
+    return {"benchmark": "kv-server", "mechanism": mechanism,
+            "params": {"server": server, "seconds": 5, "server_cpu": 0, "client_cpu": 1,
+                       "ops_per_s": ops, "latency_avg_ns": 50000},
+            "unit": "ns", "counter": "memcaslap", "status": "ok", "reason": None, "dropped": 0,
+            "warmup": 0, "batched": None, "empty_region": None, "repetition": 1, "header": None,
+            "samples": {"primary": [50000 + 10 * (i % 5) for i in range(20)]}}
+
+
+def test_kv_server_reference_needs_no_direct(tmp_path):
+    # memcached runs beside isob as the reference: it has no `direct` of its
+    # own and must not be reported as lacking one, but an isob mechanism
+    # without isob+direct in the same run still is.
+    doc = fixture("clean_run")
+    doc["results"] += [_kv_server("memcached", "memcached", 150000),
+                       _kv_server("direct", "isob", 180000),
+                       _kv_server("process-futex", "isob", 90000)]
+    assert ids(load_doc(tmp_path, doc)) == []
+    data = load_doc(tmp_path, doc, "b.db")
+    futex = next(c for c in data.configs if c.benchmark == "kv-server"
+                 and c.mechanism == "process-futex")
+    assert data.baseline_of(futex).mechanism == "direct"
+    _drop(doc, benchmark="kv-server", mechanism="direct")
+    found = checks.run_checks(load_doc(tmp_path, doc, "c.db"))
+    assert [f.id for f in found] == ["no-baseline"]
+    assert "process-futex" in found[0].what and "memcached" not in found[0].what
+
+
 def test_finding_says_what_and_next_and_where(tmp_path):
     for f in checks.run_checks(load_doc(tmp_path, fixture("flawed_run"))):
         assert f.what and f.next
