@@ -91,9 +91,12 @@ enum { ISOB_SERVE_CONTINUE = 0, ISOB_SERVE_CLOSE = 1 };
 /* The store reached through isob_call: the KV entries of trusted.h. */
 extern const struct isob_serve_store isob_serve_store_comp;
 
-/* The largest value the server can store: the store's limit less the
- * flags, and never more than ISOB_PROTO_DEFAULT_MAX_VALUE.  The default
- * of --max-value. */
+/* The largest value the server can be told to take: the store's limit
+ * less the flags (a little under 16 MiB).  The upper bound of --max-value. */
+size_t isob_serve_value_max(void);
+
+/* The default of --max-value: memcached's 1 MiB
+ * (ISOB_PROTO_DEFAULT_MAX_VALUE), or isob_serve_value_max() if smaller. */
 size_t isob_serve_value_limit(void);
 
 /* Create the compartment of mechanism m with a heap of heap_size bytes and

@@ -55,7 +55,9 @@ enum isob_entry {
  * isob_trusted_init, so a heap too small for it makes every KV_SET fail with
  * -ENOSPC. */
 #define ISOB_KV_MAX_KEY 250      /* memcached's limit */
-#define ISOB_KV_MAX_VALUE 4096   /* fits the default shared buffer with the longest key */
+#define ISOB_KV_MAX_VALUE ((1u << 24) - 1) /* a record's 24-bit value length; a value
+                                             * travels only in a shared buffer as
+                                             * large as it (isob_serve_init) */
 #define ISOB_KV_OFFSET 8192u     /* where the store starts in the heap */
 
 #define ISOB_MSG_ARGS 4

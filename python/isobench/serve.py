@@ -77,7 +77,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--bind", metavar="ADDR",
                    help=f"IPv4 address to listen on (default: {DEFAULT_BIND}, loopback only)")
     p.add_argument("--max-value", type=_whole(1, 1 << 30), metavar="BYTES",
-                   help="largest value a client may store (default: the store's limit)")
+                   help="largest value a client may store; a larger one gets SERVER_ERROR object "
+                        "too large for cache (default: 1 MiB, as memcached; at most just under "
+                        "16 MiB, the store's limit)")
     p.add_argument("--heap-mb", type=_whole(1, 1 << 20), metavar="N",
                    help=f"the compartment's heap, the store's memory, in MiB "
                         f"(default: {DEFAULT_HEAP_MB})")

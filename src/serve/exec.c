@@ -118,17 +118,23 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-size_t isob_serve_value_limit(void)
+size_t isob_serve_value_max(void)
 {
     size_t store = ISOB_KV_MAX_VALUE - ISOB_SERVE_FLAGS_BYTES;
-    return store < ISOB_PROTO_DEFAULT_MAX_VALUE ? store : ISOB_PROTO_DEFAULT_MAX_VALUE;
+    return store < ISOB_PROTO_MAX_VALUE_LIMIT ? store : ISOB_PROTO_MAX_VALUE_LIMIT;
+}
+
+size_t isob_serve_value_limit(void)
+{
+    size_t max = isob_serve_value_max();
+    return max < ISOB_PROTO_DEFAULT_MAX_VALUE ? max : ISOB_PROTO_DEFAULT_MAX_VALUE;
 }
 
 int isob_serve_init(struct isob_serve *s, const struct isob_mechanism *m, size_t heap_size,
                     size_t max_value, int server_cpu)
 {
     memset(s, 0, sizeof *s);
-    if (max_value > isob_serve_value_limit())
+    if (max_value > isob_serve_value_max())
         return -EMSGSIZE;
     struct isob_comp_spec spec;
     isob_spec_defaults(&spec);

@@ -368,7 +368,9 @@ static void usage(FILE *f)
         "  -m, --mechanism M   mechanism of the store's compartment (see `isob list`)\n"
         "  --port P            TCP port; 0 picks a free one [%d]\n"
         "  --bind ADDR         IPv4 address to listen on [%s]\n"
-        "  --max-value BYTES   largest value a client may store [%zu, the store's limit]\n"
+        "  --max-value BYTES   largest value a client may store; larger ones get\n"
+        "                      SERVER_ERROR object too large for cache [%zu, as\n"
+        "                      memcached; at most %zu]\n"
         "  --heap-mb N         trusted heap (the store's memory) in MiB [%d]\n"
         "  --cpu C             pin the server to CPU C [unpinned]\n"
         "  --comp-cpu C        CPU of the compartment's second context [--cpu, else unpinned]\n"
@@ -376,7 +378,7 @@ static void usage(FILE *f)
         "\n"
         "Prints \"isob serve: listening on ADDR:PORT (mechanism M)\" on stderr when\n"
         "ready; stops cleanly on SIGINT or SIGTERM.\n",
-        ISOB_SERVE_DEFAULT_PORT, ISOB_SERVE_DEFAULT_BIND, isob_serve_value_limit(),
+        ISOB_SERVE_DEFAULT_PORT, ISOB_SERVE_DEFAULT_BIND, isob_serve_value_limit(), isob_serve_value_max(),
         ISOB_SERVE_DEFAULT_HEAP_MB, ISOB_SERVE_DEFAULT_MAX_CONNS);
 }
 
@@ -449,10 +451,10 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
             break;
         }
         case OPT_MAX_VALUE:
-            if (parse_num(optarg, 1, isob_serve_value_limit(), &v)) {
+            if (parse_num(optarg, 1, isob_serve_value_max(), &v)) {
                 fprintf(stderr, "isob serve: error: --max-value: '%s' is not from 1 to %zu "
-                        "(the store in the compartment holds values of at most %d bytes, "
-                        "%d of them the client's flags)\n", optarg, isob_serve_value_limit(),
+                        "(the store in the compartment holds values of at most %u bytes, "
+                        "%d of them the client's flags)\n", optarg, isob_serve_value_max(),
                         ISOB_KV_MAX_VALUE, ISOB_SERVE_FLAGS_BYTES);
                 return EXIT_USAGE;
             }

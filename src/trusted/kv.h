@@ -15,13 +15,18 @@
  *                       high 32 bits the key's hash tag, low 32 bits a
  *                       reference to the record (0: empty)
  *     arena             records, bump-allocated in 16-byte units:
- *                       [key length: 1][0: 1][value length: 2][key][value]
+ *                       [key length: 1][value length: 3, little-endian]
+ *                       [key][value]
  *
  * The tag in the slot lets a probe skip foreign keys without touching
  * their records, and it alone decides a key's home slot, so deleting can
  * shift entries back (no tombstones) without rereading records.  Freed
- * records go to one free list per size class (exact sizes, 16-byte
- * steps); an overwrite with a value of the same class happens in place.
+ * records go to one free list per size class; an overwrite with a value of
+ * the same class happens in place.  Classes are exact (16-byte steps) up
+ * to 4 KiB, where the benchmark's records and most memcached items are, and
+ * four per doubling above: a record of up to 1 MiB is rounded up by at
+ * most a quarter, and a free list keeps records of one size, so any freed
+ * record fits any later record of its class.
  *
  * Sizing: the table is fixed at init from the heap size, so the store never
  * resizes.  With 12-byte keys and 64-byte values a record takes 80 bytes
@@ -43,12 +48,18 @@
 
 #define KV_ALIGN 64u           /* alignment of the header, table and arena */
 #define KV_UNIT 16u            /* records are allocated in multiples of this */
-#define KV_HDR 4u              /* record header bytes: key length, 0, value length */
+#define KV_HDR 4u              /* record header bytes: key length, value length */
 #define KV_BYTES_PER_SLOT 64u  /* the table takes 1/8 of the store: load ~0.7 at 80-byte records */
 #define KV_LOAD_NUM 7u         /* the table refuses new keys beyond 7/8 full, */
 #define KV_LOAD_DEN 8u         /* where linear probing would start to crawl */
-/* Size classes: one per 16-byte step up to the largest possible record. */
-#define KV_CLASSES ((KV_HDR + ISOB_KV_MAX_KEY + ISOB_KV_MAX_VALUE + KV_UNIT - 1) / KV_UNIT + 1)
+/* Size classes (kv_class): records of up to KV_EXACT_UNITS units have a
+ * class of their own size; larger ones KV_STEPS classes per doubling, up to
+ * the largest record, below 2^21 units.  Index 0 is unused. */
+#define KV_EXACT_UNITS 256u    /* 4 KiB */
+#define KV_EXACT_LOG 8u        /* log2(KV_EXACT_UNITS) */
+#define KV_STEPS 4u
+#define KV_MAX_UNITS_LOG 21u   /* every record has fewer than 2^21 units */
+#define KV_CLASSES (KV_EXACT_UNITS + 1 + KV_STEPS * (KV_MAX_UNITS_LOG - KV_EXACT_LOG))
 /* References are 32-bit counts of units, plus one (0 is "none"). */
 #define KV_MAX_ARENA ((size_t)0xfffffffeu * KV_UNIT)
 
@@ -83,10 +94,39 @@ static inline size_t kv_header_end(void)
     return kv_align_up(ISOB_KV_OFFSET + sizeof(struct kv_store), KV_ALIGN);
 }
 
-/* Units of a record with these lengths. */
+/* floor(log2(v)) for v > 0. */
+static inline uint32_t kv_log2(uint32_t v)
+{
+    return 31u - (uint32_t)__builtin_clz(v);
+}
+
+/* Units of a class's records (a record of n units is rounded up to this):
+ * n itself up to KV_EXACT_UNITS, else n rounded up to a multiple of a
+ * quarter of the power of two below it. */
+static inline uint32_t kv_class_units(uint32_t n)
+{
+    if (n <= KV_EXACT_UNITS)
+        return n;
+    uint32_t step = 1u << (kv_log2(n - 1) - 2);
+    return (n + step - 1) & ~(step - 1);
+}
+
+/* The free list of records of n units (n as kv_class_units returns it):
+ * n itself up to KV_EXACT_UNITS; above, the classes (2^b, 2^(b+1)] of each
+ * b >= KV_EXACT_LOG follow in order, KV_STEPS of them per b. */
+static inline uint32_t kv_class(uint32_t n)
+{
+    if (n <= KV_EXACT_UNITS)
+        return n;
+    uint32_t b = kv_log2(n - 1);
+    uint32_t quarter = n >> (b - 2);  /* 5..8: which quarter above 2^b */
+    return KV_EXACT_UNITS + 1 + (b - KV_EXACT_LOG) * KV_STEPS + (quarter - 5);
+}
+
+/* Units allocated for a record with these lengths. */
 static inline uint32_t kv_rec_units(uint32_t klen, uint32_t vlen)
 {
-    return (KV_HDR + klen + vlen + KV_UNIT - 1) / KV_UNIT;
+    return kv_class_units((KV_HDR + klen + vlen + KV_UNIT - 1) / KV_UNIT);
 }
 
 /* Heap bytes (for isob_trusted_init) that hold `entries` entries of these
@@ -252,9 +292,10 @@ static inline uint32_t kv_find(struct isob_trusted *t, struct kv_store *s, const
  * bump pointer.  0 when the arena is exhausted. */
 static inline uint32_t kv_alloc(struct isob_trusted *t, struct kv_store *s, uint32_t units)
 {
-    uint32_t ref = s->free_head[units];
+    uint32_t c = kv_class(units);
+    uint32_t ref = s->free_head[c];
     if (ref) {
-        s->free_head[units] = *(const uint32_t *)(const void *)kv_rec(t, s, ref);
+        s->free_head[c] = *(const uint32_t *)(const void *)kv_rec(t, s, ref);
         return ref;
     }
     size_t bytes = (size_t)units * KV_UNIT;
@@ -267,23 +308,25 @@ static inline uint32_t kv_alloc(struct isob_trusted *t, struct kv_store *s, uint
 
 static inline void kv_free(struct isob_trusted *t, struct kv_store *s, uint32_t ref, uint32_t units)
 {
-    *(uint32_t *)(void *)kv_rec(t, s, ref) = s->free_head[units];
-    s->free_head[units] = ref;
+    uint32_t c = kv_class(units);
+    *(uint32_t *)(void *)kv_rec(t, s, ref) = s->free_head[c];
+    s->free_head[c] = ref;
 }
 
 static inline void kv_write(unsigned char *r, const unsigned char *key, uint32_t klen,
                             const unsigned char *val, uint32_t vlen)
 {
     r[0] = (unsigned char)klen;
-    r[1] = 0;
-    *(uint16_t *)(void *)(r + 2) = (uint16_t)vlen;
+    r[1] = (unsigned char)vlen;
+    r[2] = (unsigned char)(vlen >> 8);
+    r[3] = (unsigned char)(vlen >> 16);
     kv_copy(r + KV_HDR, key, klen);
     kv_copy(r + KV_HDR + klen, val, vlen);
 }
 
 static inline uint32_t kv_vlen(const unsigned char *r)
 {
-    return *(const uint16_t *)(const void *)(r + 2);
+    return (uint32_t)r[1] | (uint32_t)r[2] << 8 | (uint32_t)r[3] << 16;
 }
 
 /* Remove slot i; later entries of the same probe run move back into the

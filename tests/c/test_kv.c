@@ -28,7 +28,7 @@ static uint64_t rnd(void)
 }
 static size_t rnd_below(size_t n) { return (size_t)(rnd() % n); }
 
-static struct isob_comp *make(size_t heap_size)
+static struct isob_comp *make_sized(size_t heap_size, size_t shared_size)
 {
     char why[256] = "";
     if (cur->probe(why, sizeof why) != 0)
@@ -37,12 +37,19 @@ static struct isob_comp *make(size_t heap_size)
     isob_spec_defaults(&spec);
     if (heap_size)
         spec.heap_size = heap_size;
+    if (shared_size)
+        spec.shared_size = shared_size;
     struct isob_comp *c = NULL;
     int rc = isob_comp_create(cur, &spec, &c);
     if (rc)
         fprintf(stderr, "# create %s: %s\n", cur->name, isob_strerror(rc));
     CHECK_EQ_LONG(rc, 0);
     return c;
+}
+
+static struct isob_comp *make(size_t heap_size)
+{
+    return make_sized(heap_size, 0);
 }
 
 /* One request with the layout of trusted.h: key then value in data. */
@@ -76,11 +83,33 @@ static long stats(struct isob_comp *c, int64_t out[4])
 struct ref {
     unsigned char key[REF_CAP][ISOB_KV_MAX_KEY];
     size_t klen[REF_CAP];
-    unsigned char val[REF_CAP][ISOB_KV_MAX_VALUE];
+    unsigned char *val;   /* REF_CAP values of val_cap bytes each */
+    size_t val_cap;
     size_t vlen[REF_CAP];
     int present[REF_CAP];
     size_t live;
 };
+
+static struct ref *ref_new(size_t val_cap)
+{
+    struct ref *r = calloc(1, sizeof *r);
+    CHECK(r != NULL);
+    r->val = malloc(REF_CAP * val_cap);
+    CHECK(r->val != NULL);
+    r->val_cap = val_cap;
+    return r;
+}
+
+static void ref_free(struct ref *r)
+{
+    free(r->val);
+    free(r);
+}
+
+static unsigned char *ref_val(struct ref *r, size_t k)
+{
+    return r->val + k * r->val_cap;
+}
 
 /* Distinct keys of random lengths: the index in the first two bytes keeps
  * them apart whatever the random rest holds. */
@@ -108,7 +137,7 @@ static void ref_check(struct isob_comp *c, struct ref *r, size_t k)
     CHECK_EQ_LONG(got, (long)r->vlen[k]);
     CHECK_EQ_LONG(m->len, r->vlen[k]);
     CHECK_EQ_LONG(m->arg[1], r->vlen[k]);
-    CHECK(memcmp(m->data, r->val[k], r->vlen[k]) == 0);
+    CHECK(memcmp(m->data, ref_val(r, k), r->vlen[k]) == 0);
 }
 
 /* Random sets (new keys and overwrites, values changing size class),
@@ -117,7 +146,9 @@ static void ref_check(struct isob_comp *c, struct ref *r, size_t k)
 static void ref_run(struct isob_comp *c, struct ref *r, size_t nkeys, size_t min_value, size_t max_value,
                     size_t max_live, size_t ops, size_t flush_every)
 {
-    unsigned char val[ISOB_KV_MAX_VALUE];
+    CHECK(max_value <= r->val_cap);
+    unsigned char *val = malloc(max_value + 1);
+    CHECK(val != NULL);
     for (size_t i = 1; i <= ops; i++) {
         size_t k = rnd_below(nkeys);
         unsigned what = (unsigned)rnd_below(100);
@@ -130,7 +161,7 @@ static void ref_run(struct isob_comp *c, struct ref *r, size_t nkeys, size_t min
             for (size_t b = 0; b < vlen; b++)
                 val[b] = (unsigned char)rnd();
             CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_SET, r->key[k], r->klen[k], val, vlen), 0);
-            memcpy(r->val[k], val, vlen);
+            memcpy(ref_val(r, k), val, vlen);
             r->vlen[k] = vlen;
             r->live += !r->present[k];
             r->present[k] = 1;
@@ -149,18 +180,69 @@ static void ref_run(struct isob_comp *c, struct ref *r, size_t nkeys, size_t min
     int64_t st[4];
     CHECK_EQ_LONG(stats(c, st), (long)r->live);
     CHECK_EQ_LONG(st[0], (long)r->live);
+    free(val);
 }
 
 static void t_store_matches_reference(void)
 {
     rng_state = 1;
-    struct ref *r = calloc(1, sizeof *r);
-    CHECK(r != NULL);
+    struct ref *r = ref_new(REF_MAX_VALUE);
     struct isob_comp *c = make(0);
     ref_keys(r, REF_KEYS, 1, ISOB_KV_MAX_KEY);
     ref_run(c, r, REF_KEYS, 0, REF_MAX_VALUE, REF_KEYS, REF_OPS, REF_FLUSH_EVERY);
     isob_comp_destroy(c);
-    free(r);
+    ref_free(r);
+}
+
+/* Values from empty to 96 KiB, across the exact classes and the coarse
+ * ones above 4 KiB: overwrites move records between classes and reuse
+ * freed ones, and every answer still matches the model. */
+#define BIG_KEYS 40
+#define BIG_MAX_VALUE (96u << 10)
+#define BIG_OPS 4000
+static void t_store_large_values_match_reference(void)
+{
+    rng_state = 4;
+    struct ref *r = ref_new(BIG_MAX_VALUE);
+    struct isob_comp *c = make_sized((size_t)16 << 20, BIG_MAX_VALUE + 8192);
+    ref_keys(r, BIG_KEYS, 1, 40);
+    ref_run(c, r, BIG_KEYS, 0, BIG_MAX_VALUE, BIG_KEYS, BIG_OPS, 1500);
+    isob_comp_destroy(c);
+    ref_free(r);
+}
+
+/* The size classes: every record fits its class, a class is never more
+ * than a quarter larger than the record above 4 KiB (exact below), class
+ * indices grow with size and stay below KV_CLASSES up to the largest record. */
+static void t_size_classes(void)
+{
+    uint32_t largest = (KV_HDR + ISOB_KV_MAX_KEY + ISOB_KV_MAX_VALUE + KV_UNIT - 1) / KV_UNIT;
+    CHECK(largest < (1u << KV_MAX_UNITS_LOG));
+    uint32_t prev_units = 0, prev_class = 0, classes = 0;
+    for (uint32_t n = 1; n <= largest; n++) {
+        uint32_t u = kv_class_units(n);
+        CHECK(u >= n);
+        if (n <= KV_EXACT_UNITS)
+            CHECK_EQ_LONG(u, n);
+        else
+            CHECK((uint64_t)u * 4 <= (uint64_t)n * 5);
+        CHECK_EQ_LONG(kv_class_units(u), u);
+        uint32_t c = kv_class(u);
+        CHECK(c >= 1 && c < KV_CLASSES);
+        if (u == prev_units) {
+            CHECK_EQ_LONG(c, prev_class);
+        } else {
+            CHECK(c > prev_class);
+            classes++;
+        }
+        prev_units = u;
+        prev_class = c;
+    }
+    fprintf(stderr, "# %u size classes for records of 1..%u units; KV_CLASSES %u\n", classes, largest,
+            (unsigned)KV_CLASSES);
+    /* KV_CLASSES wastes no more than a doubling's classes past the largest. */
+    CHECK(prev_class + KV_STEPS >= KV_CLASSES - 1);
+    CHECK_EQ_LONG(kv_rec_units(12, 64), 5);    /* the benchmark's records stay at 80 bytes */
 }
 
 /* A table near its load limit: long probe runs, so that deletes shift many
@@ -169,8 +251,7 @@ static void t_store_matches_reference(void)
 static void t_store_dense_table_deletes(void)
 {
     rng_state = 2;
-    struct ref *r = calloc(1, sizeof *r);
-    CHECK(r != NULL);
+    struct ref *r = ref_new(8);
     struct isob_comp *c = make(isob_kv_heap_size(DENSE_LIVE, 12, 8));
     ref_keys(r, 2 * DENSE_LIVE, 12, 12);
     /* Values of 1..8 bytes: with a 12-byte key every record is 2 units. */
@@ -181,19 +262,23 @@ static void t_store_dense_table_deletes(void)
             (long long)st[3]);
     CHECK(st[3] < 2 * DENSE_LIVE); /* the table really was small */
     isob_comp_destroy(c);
-    free(r);
+    ref_free(r);
 }
 
 static void t_store_limits_and_errors(void)
 {
-    struct isob_comp *c = make(0);
+    /* Room for the longest key and the longest value. */
+    size_t big = (size_t)ISOB_KV_MAX_VALUE + ISOB_KV_MAX_KEY + 8192;
+    struct isob_comp *c = make_sized(2 * big, big);
     struct isob_msg *m = c->mech->shared(c);
-    unsigned char key[ISOB_KV_MAX_KEY + 1], val[ISOB_KV_MAX_VALUE + 1];
+    unsigned char key[ISOB_KV_MAX_KEY + 1], *val = malloc(ISOB_KV_MAX_VALUE + 1);
+    CHECK(val != NULL);
     memset(key, 'k', sizeof key);
-    memset(val, 'v', sizeof val);
+    memset(val, 'v', ISOB_KV_MAX_VALUE + 1);
     /* The longest key and the longest value work; one byte more does not. */
     CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_SET, key, ISOB_KV_MAX_KEY, val, ISOB_KV_MAX_VALUE), 0);
     CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_GET, key, ISOB_KV_MAX_KEY, NULL, 0), ISOB_KV_MAX_VALUE);
+    CHECK(memcmp(m->data, val, ISOB_KV_MAX_VALUE) == 0);
     CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_SET, key, ISOB_KV_MAX_KEY + 1, val, 1), -EINVAL);
     CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_GET, key, ISOB_KV_MAX_KEY + 1, NULL, 0), -EINVAL);
     CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_DELETE, key, ISOB_KV_MAX_KEY + 1, NULL, 0), -EINVAL);
@@ -237,6 +322,7 @@ static void t_store_limits_and_errors(void)
     CHECK_EQ_LONG(op(c, ISOB_ENTRY_KV_GET, "b", 1, NULL, 0), 1);
     CHECK_EQ_LONG(m->data[0], 'x');
     isob_comp_destroy(c);
+    free(val);
 }
 
 /* A heap without room for a store: sets fail with -ENOSPC, nothing else breaks. */
@@ -598,12 +684,14 @@ int main(void)
         snprintf(name, sizeof name, "%s: %s", cur->name, #fn);   \
         tap_run(name, fn)
         RUN(t_store_matches_reference);
+        RUN(t_store_large_values_match_reference);
         RUN(t_store_dense_table_deletes);
         RUN(t_store_limits_and_errors);
         RUN(t_store_absent_in_small_heap);
         RUN(t_store_fills_to_sizing_target);
 #undef RUN
     }
+    TAP_CASE(t_size_classes);
     TAP_CASE(t_sizing_within_twice_the_data);
     TAP_CASE(t_verifier_detects_corruption);
     TAP_CASE(t_bench_measures_and_verifies);

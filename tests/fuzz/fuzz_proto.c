@@ -26,8 +26,9 @@ extern const struct isob_mechanism isob_mech_direct;
 #define FUZZ_SMALL_MAX_VALUE 16u
 /* Replies compared in full up to this size; beyond, only the lengths. */
 #define FUZZ_CAPTURE (1u << 20)
-/* The simulated connection's input buffer: the longest get line fits. */
-#define FUZZ_IN (ISOB_PROTO_GET_LINE_MAX + 8192)
+/* The simulated connection's input buffer: the longest get line, or a
+ * set line with the largest value, fits. */
+#define FUZZ_IN (ISOB_PROTO_GET_LINE_MAX + ISOB_PROTO_DEFAULT_MAX_VALUE + 8192)
 
 static struct isob_serve serve;
 

@@ -34,6 +34,8 @@ STOP_TIMEOUT = 15.0
 
 MECHANISMS = ["direct", "process-futex"]
 
+MiB = 1 << 20  # the default value limit, as memcached's
+
 READY = re.compile(rb"isob serve: listening on 127\.0\.0\.1:(\d+) \(mechanism ([\w-]+)\)")
 
 pytestmark = pytest.mark.skipif(not (ISOB.is_file() and os.access(ISOB, os.X_OK)),
@@ -181,6 +183,46 @@ def test_pymemcache_round_trip(server):
         b"STORED\r\nVALUE f 4294967295 1\r\nz\r\nEND\r\n"
 
 
+def test_pymemcache_largest_value(server):
+    # The default limit is memcached's 1 MiB: exactly that much goes in and
+    # comes back whole across the compartment; one byte more is refused and
+    # the connection goes on.
+    pytest.importorskip("pymemcache")
+    from pymemcache.client.base import Client
+    from pymemcache.exceptions import MemcacheServerError
+
+    big = bytes((i * 7 + i // 4099) & 0xFF for i in range(MiB))
+    c = Client(("127.0.0.1", server.port), connect_timeout=SOCKET_TIMEOUT, timeout=SOCKET_TIMEOUT)
+    try:
+        assert c.set("big", big, noreply=False)
+        assert c.get("big") == big
+        assert c.set("big", big[::-1], noreply=False)  # overwrite in place, same size class
+        assert c.get_many(["big", "none"]) == {"big": big[::-1]}
+        with pytest.raises(MemcacheServerError, match="object too large for cache"):
+            c.set("huge", big + b"!", noreply=False)
+        assert c.get("huge") is None
+        assert c.set("small", b"s", noreply=False) and c.get("small") == b"s"
+        assert c.delete("big", noreply=False) and c.get("big") is None
+    finally:
+        c.close()
+
+
+def test_max_value_option():
+    # A lower limit refuses what it should; a higher one (as memcached -I)
+    # takes values beyond 1 MiB.
+    for limit, ok, refused in ((1000, 1000, 1001), (3 * MiB, 3 * MiB, 3 * MiB + 1)):
+        srv = Server("direct", "--max-value", str(limit))
+        try:
+            value = b"v" * ok
+            reply = converse(srv, b"set k 0 0 %d\r\n%s\r\nget k\r\n" % (ok, value), b"END\r\n")
+            assert reply == b"STORED\r\nVALUE k 0 %d\r\n%s\r\nEND\r\n" % (ok, value)
+            reply = converse(srv, b"set k 0 0 %d\r\n%s\r\nget k\r\n" % (refused, value + b"w"),
+                             b"END\r\n")
+            assert reply == b"SERVER_ERROR object too large for cache\r\nEND\r\n"
+        finally:
+            assert srv.stop() == 0, srv.stderr.decode(errors="replace")
+
+
 def test_pipelined_requests(server):
     request = b"".join(b"set k%d %d 0 2\r\nv%d\r\n" % (i, i, i % 10) for i in range(200))
     request += b"get " + b" ".join(b"k%d" % i for i in range(200)) + b"\r\n"
@@ -204,7 +246,7 @@ BAD_INPUT = [
     # A block one byte longer than announced: refused, and the byte left
     # over (with its \r\n) is then a line of its own.
     (b"set keep 0 0 3\r\nabcd\r\n", b"CLIENT_ERROR bad data chunk\r\nERROR\r\n", False),
-    (b"set keep 0 0 50000\r\n" + b"x" * 50000 + b"\r\n",
+    (b"set keep 0 0 %d\r\n" % (MiB + 1) + b"x" * (MiB + 1) + b"\r\n",
      b"SERVER_ERROR object too large for cache\r\n", False),
     (b"cas keep 0 0 1 5\r\nx\r\n", b"SERVER_ERROR command not supported\r\n", False),
     # memcached's binary protocol (magic 0x80) and other junk: lines of it
@@ -303,6 +345,7 @@ def test_usage_errors():
     assert p.returncode == 2 and "unknown mechanism" in p.stderr
     p = run("-m", "direct", "--max-value", "99999999")
     assert p.returncode == 2 and "--max-value" in p.stderr
+    assert p.stderr.count("\n") == 1
     p = run("--help")
     assert p.returncode == 0 and "isob serve -m MECH" in p.stdout
 
