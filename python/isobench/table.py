@@ -169,6 +169,16 @@ def _empty_line(headers: Sequence[Mapping]) -> str:
     return line
 
 
+def _where(r: Mapping) -> str:
+    """Which of a benchmark's configurations a note is about, where the
+    mechanism alone does not say (a placement, a data size)."""
+    p = r.get("params") or {}
+    parts = [str(p["placement"])] if p.get("placement") not in (None, "-") else []
+    if p.get("data_bytes") is not None:
+        parts.append(fmt_bytes(p["data_bytes"]))
+    return f" ({', '.join(parts)})" if parts else ""
+
+
 def run_report(run: Mapping, results: Sequence[Mapping], db: str,
                extra: Sequence[str] = ()) -> str:
     """The run's table; extra blocks (repetitions, soundness) go before the
@@ -185,7 +195,7 @@ def run_report(run: Mapping, results: Sequence[Mapping], db: str,
     else:
         out.append("(no results)")
     notes = [f"{'FAILED' if r['status'] == 'failed' else r['status']}: "
-             f"{r['benchmark']} -m {r['mechanism']}: {r['reason']}"
+             f"{r['benchmark']} -m {r['mechanism']}{_where(r)}: {r['reason']}"
              for r in results if r["status"] != "ok"]
     if notes:
         out.append("")

@@ -23,3 +23,13 @@ def test_failures_are_loud():
     text = table.run_report({"run_id": 1, "started": "t", "status": "failed"}, [r], "/db")
     assert "FAILED" in text and "FAILED: switch -m x: boom" in text
     assert text.splitlines()[-1].startswith("results stored in /db")
+
+
+def test_notes_say_which_configuration():
+    # Two skipped sizes of one mechanism must not read as one note twice.
+    rs = [{"benchmark": "kv", "mechanism": "mprotect", "status": "skipped", "reason": f"slow {n}",
+           "params": {"placement": "same-cpu", "data_bytes": n}, "unit": "tsc_ticks",
+           "header": None} for n in (4 << 20, 16 << 20)]
+    text = table.run_report({"run_id": 1, "started": "t", "status": "ok"}, rs, "/db")
+    assert "skipped: kv -m mprotect (same-cpu, 4 MiB): slow 4194304" in text
+    assert "skipped: kv -m mprotect (same-cpu, 16 MiB): slow 16777216" in text
