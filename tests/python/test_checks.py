@@ -195,6 +195,21 @@ def test_kv_server_reference_needs_no_direct(tmp_path):
     assert "process-futex" in found[0].what and "memcached" not in found[0].what
 
 
+def test_kv_server_alone_needs_no_harness_counter(tmp_path):
+    # A run of kv-server only never starts the harness, so no counter is
+    # recorded; that is not a missing platform detail.  Once a harness
+    # result is in the run, a missing counter is one again.
+    doc = fixture("clean_run")
+    kvs = [_kv_server("memcached", "memcached", 150000), _kv_server("direct", "isob", 180000)]
+    doc["results"] = kvs
+    doc["environment"]["counter"] = None
+    assert ids(load_doc(tmp_path, doc)) == []
+    doc = fixture("clean_run")
+    doc["results"] += kvs
+    doc["environment"]["counter"] = None
+    assert ids(load_doc(tmp_path, doc, "b.db")) == ["missing-platform"]
+
+
 def test_finding_says_what_and_next_and_where(tmp_path):
     for f in checks.run_checks(load_doc(tmp_path, fixture("flawed_run"))):
         assert f.what and f.next
