@@ -384,6 +384,11 @@ def seconds_for(quick: bool, asked: float | None) -> int:
 
 # ---- the side-by-side table ----
 
+def server_label(mechanism: str) -> str:
+    """How a kv-server result's server is named in tables and plots."""
+    return REFERENCE if mechanism == REFERENCE else f"isob+{mechanism}"
+
+
 def rows(results: Sequence[Mapping]) -> list[dict]:
     """One row per kv-server result (stored-result dicts): throughput, latency,
     ratio to memcached's throughput and mean latency in the same run."""
@@ -395,9 +400,8 @@ def rows(results: Sequence[Mapping]) -> list[dict]:
     for r in kv:
         p = r["params"]
         tps, lat = p.get("ops_per_s"), p.get("latency_avg_ns")
-        label = "memcached" if r["mechanism"] == REFERENCE else f"isob+{r['mechanism']}"
         out.append({
-            "server": label, "mechanism": r["mechanism"], "status": r["status"],
+            "server": server_label(r["mechanism"]), "mechanism": r["mechanism"], "status": r["status"],
             "reason": r.get("reason"), "ops_per_s": tps, "latency_avg_ns": lat,
             "latency_p50_hi_ns": p.get("latency_p50_hi_ns"),
             "latency_p99_hi_ns": p.get("latency_p99_hi_ns"),

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from . import reference
-from .analysis import BASELINE, Config, RunData
+from . import kvserver, reference
+from .analysis import BASELINE, Config, RunData, is_reference
 
 # Vertical offsets of the payload series in the switch plot (row units).
 PAYLOAD_OFFSETS = {0: -0.22, 64: 0.0, 4096: 0.22}
@@ -342,7 +342,7 @@ THROUGHPUT_PARAMS = ("throughput", "ops_per_s", "ops_per_sec", "requests_per_s")
 
 
 def _server(c: Config) -> str:
-    return str(c.params.get("server") or c.mechanism)
+    return kvserver.server_label(c.mechanism)
 
 
 def _throughput(c: Config) -> float | None:
@@ -361,10 +361,9 @@ def kv_server_plot(data: RunData) -> Plot:
                     "server plot (throughput and latency beside memcached) is left out.")
     plt = _pyplot()
     unit, in_ns = _unit_of(configs)
-    configs = sorted(configs, key=lambda c: (_server(c) != "memcached", _server(c),
-                                             c.placement or ""))
+    configs = sorted(configs, key=lambda c: (not is_reference(c), _server(c), c.placement or ""))
     labels = [f"{_server(c)} {c.placement or ''}".strip() for c in configs]
-    colours = ["#7f7f7f" if _server(c) == "memcached" else "#1f77b4" for c in configs]
+    colours = ["#7f7f7f" if is_reference(c) else "#1f77b4" for c in configs]
     fig, (ax_t, ax_l) = plt.subplots(1, 2, figsize=(12, 1.6 + 0.45 * len(configs)), sharey=True)
     ys = list(range(len(configs)))
     tput = [_throughput(c) or 0 for c in configs]

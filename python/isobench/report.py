@@ -323,8 +323,10 @@ def render_md(data: RunData, ls, findings, aggs, plot_list) -> str:
         out += ["", "## Averages (geometric means of ratios)", "",
                 md_table(("average", "value", "as overhead", "results", "method"),
                          _aggregate_rows(aggs))]
+    published = [r for r in published_rows(data) if r[4] != "-"]
     out += ["", "## Published figures (not measured here)", "",
-            md_table(PUBLISHED_HEADERS, [r for r in published_rows(data) if r[4] != "-"]), ""]
+            md_table(PUBLISHED_HEADERS, published) if published else
+            "_None with a local configuration in this run to stand beside._", ""]
     for p in plot_list:
         out.append(f"![{p.title}]({p.name}.png)" if p.figure is not None else f"_{p.note}_")
         out.append("")

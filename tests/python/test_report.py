@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from conftest import FIXTURES, assert_one_error_line
-from fixture_runs import fixture, import_doc
+from fixture_runs import fixture, import_doc, load_doc
 
 CHECK_IDS = ["no-baseline", "no-spread", "arithmetic-mean-of-ratios", "micro-only",
              "missing-platform", "relative-only", "unpinned", "frequency-scaling", "smt-active",
@@ -17,16 +17,28 @@ CHECK_IDS = ["no-baseline", "no-spread", "arithmetic-mean-of-ratios", "micro-onl
 
 
 def with_kv_server(doc):
-    """The clean run plus kv-server results: two mechanisms and memcached itself."""
+    """The clean run plus kv-server results as kvserver.py stores them: two
+    mechanisms and memcached itself."""
     base = next(r for r in doc["results"] if r["benchmark"] == "kv")
-    for mech, server, lat, tput in (("direct", None, 9000, 110000), ("mpk", None, 9500, 104000),
-                                    ("-", "memcached", 8000, 120000)):
+    for mech, server, lat, tput in (("direct", "isob", 9000, 110000),
+                                    ("mpk", "isob", 9500, 104000),
+                                    ("memcached", "memcached", 8000, 120000)):
         r = {**base, "benchmark": "kv-server", "mechanism": mech, "unit": "ns",
-             "params": {"placement": "same-cpu", "clients": 4, "throughput": tput,
-                        **({"server": server} if server else {})},
+             "counter": "memcaslap", "header": None,
+             "params": {"server": server, "connections": 16, "seconds": 3, "ops_per_s": tput},
              "samples": {"primary": [lat + 10 * (i % 7) for i in range(20)]}}
         doc["results"].append(r)
     return doc
+
+
+def test_kv_server_plot_names_every_server(tmp_path):
+    from isobench import plots
+    data = load_doc(tmp_path, with_kv_server(fixture("clean_run")))
+    plot = plots.kv_server_plot(data)
+    axis = plot.figure.axes[0]
+    assert [t.get_text() for t in axis.get_yticklabels()] == \
+        ["memcached", "isob+direct", "isob+mpk"]
+    assert [round(b.get_width()) for b in axis.patches] == [120, 110, 104]
 
 
 def test_report_of_a_fake_run(isobench, tmp_path):
