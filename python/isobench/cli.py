@@ -80,6 +80,28 @@ def non_negative_int(text: str) -> int:
     return v
 
 
+SIZE_SUFFIXES = {"": 0, "k": 10, "m": 20, "g": 30}
+MAX_KV_SIZES = 32  # isob's ISOB_MAX_SIZES
+
+
+def size_list(text: str) -> tuple[str, ...]:
+    """kv data sizes, as isob --sizes takes them: byte counts with an optional
+    K, M or G suffix (powers of 1024), each a multiple of 64 from 64 to 16G."""
+    items = tuple(s.strip() for s in text.split(",") if s.strip())
+    if not items:
+        raise argparse.ArgumentTypeError(f"{text!r}: give at least one size, e.g. 4K,1M,256M")
+    if len(items) > MAX_KV_SIZES:
+        raise argparse.ArgumentTypeError(f"{text!r}: more than {MAX_KV_SIZES} sizes")
+    for s in items:
+        digits, suffix = (s[:-1], s[-1].lower()) if s[-1:].isalpha() else (s, "")
+        n = int(digits) << SIZE_SUFFIXES[suffix] if digits.isdigit() and suffix in \
+            SIZE_SUFFIXES else 0
+        if not 64 <= n <= 16 << 30 or n % 64:
+            raise argparse.ArgumentTypeError(
+                f"{s!r} is not a multiple of 64 bytes from 64 to 16G (e.g. 4K, 1M, 256M)")
+    return items
+
+
 def placement_list(text: str) -> tuple[str, ...]:
     items = tuple(p.strip() for p in text.split(",") if p.strip())
     bad = [p for p in items if p not in runner.PLACEMENTS]
@@ -187,6 +209,10 @@ def _add_run(sub) -> None:
     p.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
                    help=f"time-out of each isob process (default: {runner.DEFAULT_TIMEOUT:g}; "
                         f"--quick: {runner.QUICK_TIMEOUT:g})")
+    p.add_argument("--sizes", type=size_list, metavar="LIST",
+                   help="kv: data sizes, e.g. 4K,1M,256M (multiples of 64 B; default: 4K to "
+                        "256M by factors of 4, --quick: to 16M).  Sizes asked for by name run "
+                        "even when predicted to take long; raise --timeout to match")
     p.add_argument("--seconds", type=positive_seconds, metavar="S",
                    help=f"kv-server: how long the client loads each server, whole seconds "
                         f"(default: {kvserver.SECONDS:g}; --quick: {kvserver.QUICK_SECONDS:g})")
@@ -394,7 +420,7 @@ def _add_reference(sub) -> None:
 def _run_options(args: argparse.Namespace) -> runner.Options:
     timeout = args.timeout or (runner.QUICK_TIMEOUT if args.quick else runner.DEFAULT_TIMEOUT)
     return runner.Options(quick=args.quick, n=args.n, placement=args.placement, timeout=timeout,
-                          seconds=args.seconds)
+                          seconds=args.seconds, sizes=args.sizes)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

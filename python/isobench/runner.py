@@ -71,6 +71,7 @@ class Options:
     placement: tuple[str, ...] | None = None
     timeout: float = DEFAULT_TIMEOUT
     seconds: float | None = None  # kv-server: client run time (default: kvserver's)
+    sizes: tuple[str, ...] | None = None  # kv: data sizes as isob --sizes takes them
 
 
 @dataclass
@@ -124,6 +125,8 @@ def isob_args(job: Job, opts: Options) -> list[str]:
         args += ["--n", str(opts.n)]
     if opts.placement:
         args += ["--placement", ",".join(opts.placement)]
+    if opts.sizes and job.benchmark == "kv":
+        args += ["--sizes", ",".join(opts.sizes)]
     return args
 
 

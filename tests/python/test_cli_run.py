@@ -71,6 +71,13 @@ def test_options_reach_the_driver(isobench):
                      "--placement", "unpinned,same-cpu"]]
 
 
+def test_sizes_reach_kv_only(isobench):
+    p = isobench("run", "switch", "kv", "-m", "direct", "--sizes", "4K,1m,64")
+    assert p.returncode == 0, p.stderr
+    assert [c for c in isobench.isob_calls() if c[0] in ("switch", "kv")] == [
+        ["switch", "-m", "direct"], ["kv", "-m", "direct", "--sizes", "4K,1m,64"]]
+
+
 def test_default_is_all_mechanisms_of_the_default_suite(isobench):
     p = isobench("run", "--quick")
     assert p.returncode == 0, p.stderr
