@@ -254,9 +254,15 @@ def is_reference(cfg: Config) -> bool:
     return REFERENCES.get(cfg.benchmark) == cfg.mechanism
 
 
+def needs_baseline(cfg: Config) -> bool:
+    """Whether cfg is compared with a `direct` baseline: not direct itself, not a
+    mechanism-less primitive (pingpong), not an outside reference program."""
+    return cfg.mechanism not in (BASELINE, NO_MECHANISM) and not is_reference(cfg)
+
+
 def find_baseline(cfg: Config, configs: Sequence[Config]) -> Config | None:
     """cfg's `direct` baseline among configs (see BASELINE_IGNORED/BASELINE_FIXED)."""
-    if cfg.mechanism in (BASELINE, NO_MECHANISM) or is_reference(cfg):
+    if not needs_baseline(cfg):
         return None
     want = {k: v for k, v in cfg.params.items() if k not in BASELINE_IGNORED}
     want.update(BASELINE_FIXED.get(cfg.benchmark, {}))

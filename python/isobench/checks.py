@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
-from .analysis import BASELINE, RELATIVE_UNITS, MACRO, Config, RunData, CLIENT_COUNTERS, is_reference
+from .analysis import (CLIENT_COUNTERS, MACRO, RELATIVE_UNITS, Config, RunData,
+                       needs_baseline)
 from .records import NO_MECHANISM
 
 DOC = "docs/reducing-variance.md"
@@ -79,8 +80,7 @@ def _some(labels: Sequence[str], limit: int = 3) -> str:
 # ---- comparison and reporting ----
 
 def check_no_baseline(data: RunData) -> Finding | None:
-    orphans = [c for c in data.configs if c.mechanism not in (BASELINE, NO_MECHANISM)
-               and not is_reference(c) and data.baseline_of(c) is None]
+    orphans = [c for c in data.configs if needs_baseline(c) and data.baseline_of(c) is None]
     if not orphans:
         return None
     return Finding(

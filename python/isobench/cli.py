@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import secrets
 import sqlite3
 import sys
@@ -93,9 +94,8 @@ def size_list(text: str) -> tuple[str, ...]:
     if len(items) > MAX_KV_SIZES:
         raise argparse.ArgumentTypeError(f"{text!r}: more than {MAX_KV_SIZES} sizes")
     for s in items:
-        digits, suffix = (s[:-1], s[-1].lower()) if s[-1:].isalpha() else (s, "")
-        n = int(digits) << SIZE_SUFFIXES[suffix] if digits.isdigit() and suffix in \
-            SIZE_SUFFIXES else 0
+        m = re.fullmatch(r"(\d+)([kmg]?)", s, re.IGNORECASE)
+        n = int(m[1]) << SIZE_SUFFIXES[m[2].lower()] if m else 0
         if not 64 <= n <= 16 << 30 or n % 64:
             raise argparse.ArgumentTypeError(
                 f"{s!r} is not a multiple of 64 bytes from 64 to 16G (e.g. 4K, 1M, 256M)")

@@ -401,7 +401,8 @@ def rows(results: Sequence[Mapping]) -> list[dict]:
         p = r["params"]
         tps, lat = p.get("ops_per_s"), p.get("latency_avg_ns")
         out.append({
-            "server": server_label(r["mechanism"]), "mechanism": r["mechanism"], "status": r["status"],
+            "server": server_label(r["mechanism"]), "mechanism": r["mechanism"],
+            "status": r["status"],
             "reason": r.get("reason"), "ops_per_s": tps, "latency_avg_ns": lat,
             "latency_p50_hi_ns": p.get("latency_p50_hi_ns"),
             "latency_p99_hi_ns": p.get("latency_p99_hi_ns"),

@@ -354,6 +354,13 @@ static void kv_skip(struct isob_bench_ctx *ctx, const char *placement, size_t da
     kv_emit(&r, "get", NULL, NULL, 1, 0, "skipped", why);
 }
 
+/* Predicted ns for one size at `pace` ns per request: the fill, the
+ * warm-up passes and one measured pass. */
+static double kv_predicted_ns(double pace, size_t size)
+{
+    return pace * (double)(size / KVW_VALUE_BYTES) * (2 + KV_WARMUP_PASSES);
+}
+
 static void kv_placement(struct isob_bench_ctx *ctx, enum isob_placement pl)
 {
     const char *name = isob_placement_name(pl);
@@ -375,15 +382,14 @@ static void kv_placement(struct isob_bench_ctx *ctx, enum isob_placement pl)
          * all of it on every call), and a flat guess would let such a size
          * run for several times the budget. */
         double pace = ns_per_request * growth;
-        double predicted = pace * (double)(sizes[i] / KVW_VALUE_BYTES) * (2 + KV_WARMUP_PASSES);
-        if (!ctx->opts.nsizes && predicted > (double)budget) {
+        if (!ctx->opts.nsizes && kv_predicted_ns(pace, sizes[i]) > (double)budget) {
             /* Each larger size at the same pace: a lower bound for it. */
             for (; i < n; i++) {
                 char why[200];
-                predicted = pace * (double)(sizes[i] / KVW_VALUE_BYTES) * (2 + KV_WARMUP_PASSES);
                 snprintf(why, sizeof why,
                          "predicted %.0f s at %.2f us per request, over the %llu s budget per "
-                         "size; pass --sizes to run it anyway", predicted / 1e9, pace / 1e3,
+                         "size; pass --sizes to run it anyway",
+                         kv_predicted_ns(pace, sizes[i]) / 1e9, pace / 1e3,
                          (unsigned long long)(budget / 1000000000ull));
                 kv_skip(ctx, name, sizes[i], why);
             }

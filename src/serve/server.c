@@ -378,8 +378,8 @@ static void usage(FILE *f)
         "\n"
         "Prints \"isob serve: listening on ADDR:PORT (mechanism M)\" on stderr when\n"
         "ready; stops cleanly on SIGINT or SIGTERM.\n",
-        ISOB_SERVE_DEFAULT_PORT, ISOB_SERVE_DEFAULT_BIND, isob_serve_value_limit(), isob_serve_value_max(),
-        ISOB_SERVE_DEFAULT_HEAP_MB, ISOB_SERVE_DEFAULT_MAX_CONNS);
+        ISOB_SERVE_DEFAULT_PORT, ISOB_SERVE_DEFAULT_BIND, isob_serve_value_limit(),
+        isob_serve_value_max(), ISOB_SERVE_DEFAULT_HEAP_MB, ISOB_SERVE_DEFAULT_MAX_CONNS);
 }
 
 static int usage_error(const char *fmt, const char *arg)
