@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -252,20 +253,55 @@ static void a_slot_index(void *arg)
 
 /* ---- Jumps into the gate ---------------------------------------------- */
 
+/* What every register but EAX, ECX, EDX and RSP holds at a jump. */
+enum jump_fill {
+    FILL_OPEN,     /* the open PKRU value */
+    FILL_INDEX,    /* the compartment's slot index */
+    FILL_FORGED,   /* the index that, unbounded, names a forged slot */
+};
+
 struct jump_variant {
     int eax_open;       /* EAX = the open value, else 0 (every key open) */
-    int fill_open;      /* every other register = the open value, else the slot index */
+    enum jump_fill fill;
 };
 
 static const struct jump_variant jump_variants[] = {
-    {1, 1}, {1, 0}, {0, 1}, {0, 0},
+    {1, FILL_OPEN}, {1, FILL_INDEX}, {0, FILL_OPEN}, {0, FILL_INDEX}, {0, FILL_FORGED},
 };
 #define N_JUMP_VARIANTS (sizeof jump_variants / sizeof jump_variants[0])
 
 static void variant_name(const struct jump_variant *jv, char *buf, size_t len)
 {
+    static const char *const fills[] = {"open PKRU", "slot index",
+                                        "index of a forged slot in attacker memory"};
     snprintf(buf, len, "EAX=%s, other registers=%s", jv->eax_open ? "open PKRU" : "0 (all open)",
-             jv->fill_open ? "open PKRU" : "slot index");
+             fills[jv->fill]);
+}
+
+/* Bytes between the gate states and the forged slot: little enough that
+ * its index fits the gate's 32-bit index register. */
+#define VM_FORGED_DISTANCE (256u << 20)
+
+/* A gate state forged in the attacker's memory, as far above the real ones
+ * as a 32-bit index reaches: it expects PKRU 0 (every key open), points the
+ * trusted state at the secret (whose word the call counter then is) and
+ * the trusted stack at the attacker's memory.  A gate that used the index
+ * without bounding it after its WRPKRU would run the trusted code on it;
+ * the judge would then find the secret changed.  Returns its index. */
+static uint32_t forge_slot(const struct ctx *x)
+{
+    unsigned char *want = (unsigned char *)((uintptr_t)isob_mpk_slots + VM_FORGED_DISTANCE);
+    size_t len = 2 * 1024 * 1024;
+    unsigned char *p = mmap(want, len, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    VM_EXPECT(p == want);
+    uint64_t *w = (uint64_t *)(void *)p;
+    w[MPK_SLOT_PKRU_OPEN / 8] = 0;  /* PKRU 0, not busy */
+    w[MPK_SLOT_TABLE / 8] = (uintptr_t)x->secret;
+    w[MPK_SLOT_MSG / 8] = (uintptr_t)(p + 4096);
+    w[MPK_SLOT_CAP / 8] = 1024;
+    w[MPK_SLOT_STACK / 8] = (uintptr_t)(p + len - 4096);
+    return (uint32_t)(VM_FORGED_DISTANCE >> MPK_SLOT_SHIFT);
 }
 
 /* Jump to `site` with the registers of `jv` on a fake stack, then judge. */
@@ -277,7 +313,9 @@ static void jump_once(const struct ctx *x, const struct isob_mpk_site *site,
     VM_EXPECT(stack != MAP_FAILED);
     for (size_t i = 0; i < VM_FAKE_STACK / 8; i++)
         stack[i] = (uintptr_t)vm_jump_land;
-    uint64_t fill = jv->fill_open ? x->v.pkru_open : (uint64_t)x->v.pkey;
+    uint64_t fill = jv->fill == FILL_OPEN    ? x->v.pkru_open
+                    : jv->fill == FILL_INDEX ? (uint64_t)x->v.pkey
+                                             : forge_slot(x);
     struct vm_regs r = {
         .rax = jv->eax_open ? x->v.pkru_open : 0,
         .rbx = fill, .rcx = 0, .rdx = 0, .rsi = fill, .rdi = fill, .rbp = fill,
@@ -326,6 +364,7 @@ static void a_jump_all(void *arg)
         pid_t pid = fork();
         VM_EXPECT(pid >= 0);
         if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
             dup2(pfd[1], 1);
             close(pfd[0]);
             close(pfd[1]);
@@ -432,8 +471,13 @@ static void *stall_thread(void *arg)
 static long __attribute__((noinline)) stalled_call(struct stall *s)
 {
     struct ctx *x = s->x;
-    s->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
-    VM_EXPECT(s->uffd >= 0);
+    /* User-mode-only faults are all this needs, and an unprivileged
+     * process may ask for them where vm.unprivileged_userfaultfd is 0. */
+    s->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
+    if (s->uffd < 0)
+        s->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+    if (s->uffd < 0)
+        vm_skip("userfaultfd: %s", strerror(errno));
     struct uffdio_api api = {.api = UFFD_API};
     VM_EXPECT(ioctl(s->uffd, UFFDIO_API, &api) == 0);
     s->page = (unsigned char *)x->v.msg + 4096;
@@ -466,6 +510,8 @@ static void during_hijack(struct stall *s)
             s->found++;
             *p = (uintptr_t)vm_hijack_land;
         }
+    dprintf(1, "# %d return addresses into the trusted code found on the caller's stack "
+               "and pointed at the attacker's code\n", s->found);
 }
 
 static void a_stack_hijack(void *arg)
@@ -474,7 +520,6 @@ static void a_stack_hijack(void *arg)
     setup(&x, arg);
     struct stall s = {.x = &x, .during = during_hijack};
     long ret = stalled_call(&s);
-    printf("# %d return addresses into the trusted code found on the caller's stack\n", s.found);
     VM_EXPECT(ret == (long)isob_checksum(x.v.msg->data, 8192));
     judge(&x, isob_rdpkru(), ret, "a second thread rewrote the caller's stack during a call");
 }

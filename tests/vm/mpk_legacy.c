@@ -106,9 +106,18 @@ static int legacy_create(const struct isob_comp_spec *spec, struct isob_comp **o
     return 0;
 }
 
-/* noipa: the gate must stay in this function, whose WRPKRUs the view
- * finds by scanning its code. */
-__attribute__((noipa)) static long legacy_call(struct isob_comp *c, unsigned entry)
+/* The gate must stay in this one function, whose WRPKRUs the view finds
+ * by scanning its code: noipa (GCC) also forbids clones of it. */
+#if defined(__has_attribute)
+#if __has_attribute(noipa)
+#define LEGACY_FN __attribute__((noipa))
+#endif
+#endif
+#ifndef LEGACY_FN
+#define LEGACY_FN __attribute__((noinline))
+#endif
+
+LEGACY_FN static long legacy_call(struct isob_comp *c, unsigned entry)
 {
     return legacy_gate((struct legacy_comp *)c, entry);
 }

@@ -24,6 +24,8 @@ enum vm_expect { VM_PASS, VM_PKUERR, VM_HELD, VM_BREACH };
 
 #define VM_EXIT_BREACH 3
 #define VM_EXIT_PKUERR 4
+/* The check cannot run here (vm_skip says why); counted as passed. */
+#define VM_EXIT_SKIP 77
 
 /* Run fn(arg) in a child with a time-out; print one TAP line named
  * "<prefix>: <what>"; count it as failed unless it ended as `want` says. */
@@ -31,6 +33,8 @@ void vm_check(const char *what, void (*fn)(void *), void *arg, enum vm_expect wa
 
 /* End the child: the attack got through (exit VM_EXIT_BREACH). */
 void vm_breach(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* End the child: the check cannot run here (exit VM_EXIT_SKIP). */
+void vm_skip(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 /* End the child: an expectation failed (exit 1). */
 void vm_fail(int line, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 

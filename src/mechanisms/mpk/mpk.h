@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gate.h"
 #include "isobench/mechanism.h"
 
 /* One instruction of a gate, as recorded in the isob_mpk_sites section:
@@ -47,6 +48,10 @@ struct isob_mpk_view {
     const struct isob_mpk_site *sites;
     size_t n_sites;
 };
+
+/* The gate states (gate.h): a page per key, PROT_NONE until a compartment
+ * holds the key. */
+extern __attribute__((visibility("hidden"))) unsigned char isob_mpk_slots[MPK_SLOTS][MPK_SLOT_SIZE];
 
 /* The protection key that tags compartment c's trusted memory, or -1 when c
  * is not an mpk compartment. */
