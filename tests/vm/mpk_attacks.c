@@ -45,6 +45,9 @@
 #define VM_FAKE_STACK (64u * 1024u)
 /* Bytes of the caller's stack scanned for return addresses into the gate. */
 #define VM_STACK_SCAN (8u * 1024u)
+/* Seconds one jump may take before it counts as hung (a gate that looped
+ * for ever). */
+#define VM_JUMP_TIMEOUT_S 10
 /* Seconds the thread of a stalled call waits for the fault it resolves. */
 #define VM_STALL_WAIT_MS 20000
 
@@ -337,7 +340,6 @@ static void jump_once(const struct ctx *x, const struct isob_mpk_site *site,
 struct jump_attack {
     const struct isob_mechanism *mech;
     const struct jump_variant *jv;
-    int legacy;
 };
 
 /* Every recorded instruction of the compartment's gate (and of the closing
@@ -365,6 +367,7 @@ static void a_jump_all(void *arg)
         VM_EXPECT(pid >= 0);
         if (pid == 0) {
             prctl(PR_SET_PDEATHSIG, SIGKILL);
+            alarm(VM_JUMP_TIMEOUT_S);
             dup2(pfd[1], 1);
             close(pfd[0]);
             close(pfd[1]);
@@ -591,8 +594,7 @@ void vm_attacks(const struct isob_mechanism *m, int legacy)
     vm_check("attack: a second thread rewrites the caller's stack during a call",
              a_stack_hijack, (void *)m, legacy ? VM_BREACH : VM_HELD);
     if (legacy) {
-        static struct jump_attack close_jump;
-        close_jump = (struct jump_attack){m, &jump_variants[0], 1};
+        struct jump_attack close_jump = {m, &jump_variants[0]};
         vm_check("attack: jump to the closing WRPKRU (EAX and other registers = open PKRU)",
                  a_jump_close, &close_jump, VM_BREACH);
         return;
@@ -618,21 +620,17 @@ void vm_attacks(const struct isob_mechanism *m, int legacy)
         {ix_all_ones, "slot index 0xffffffff"},
         {ix_other, "slot index of another live compartment"},
     };
-    static struct index_attack ia[2][sizeof indexes / sizeof indexes[0]];
-    int which = strcmp(m->name, "mpk") == 0 ? 0 : 1;
     for (size_t i = 0; i < sizeof indexes / sizeof indexes[0]; i++) {
         char name[160];
         snprintf(name, sizeof name, "attack: %s", indexes[i].what);
-        ia[which][i] = (struct index_attack){m, indexes[i].value, indexes[i].what};
-        vm_check(name, a_slot_index, &ia[which][i], VM_HELD);
+        struct index_attack ia = {m, indexes[i].value, indexes[i].what};
+        vm_check(name, a_slot_index, &ia, VM_HELD);
     }
-
-    static struct jump_attack ja[2][N_JUMP_VARIANTS];
     for (size_t i = 0; i < N_JUMP_VARIANTS; i++) {
-        char name[160], vn[80];
+        char name[200], vn[100];
         variant_name(&jump_variants[i], vn, sizeof vn);
         snprintf(name, sizeof name, "attack: jump to every gate instruction (%s)", vn);
-        ja[which][i] = (struct jump_attack){m, &jump_variants[i], 0};
-        vm_check(name, a_jump_all, &ja[which][i], VM_HELD);
+        struct jump_attack ja = {m, &jump_variants[i]};
+        vm_check(name, a_jump_all, &ja, VM_HELD);
     }
 }
