@@ -281,30 +281,38 @@ static void variant_name(const struct jump_variant *jv, char *buf, size_t len)
              fills[jv->fill]);
 }
 
-/* Bytes between the gate states and the forged slot: little enough that
- * its index fits the gate's 32-bit index register. */
-#define VM_FORGED_DISTANCE (256u << 20)
+/* Bytes between the gate states and the forged slot, first tried: little
+ * enough that its index fits the gate's 32-bit index register; larger
+ * distances (doubling) are tried where something is mapped there. */
+#define VM_FORGED_DISTANCE (256ull << 20)
+#define VM_FORGED_TRIES 12
 
-/* A gate state forged in the attacker's memory, as far above the real ones
- * as a 32-bit index reaches: it expects PKRU 0 (every key open), points the
+/* A gate state forged in the attacker's memory, above the real ones where
+ * a 32-bit index reaches: it expects PKRU 0 (every key open), points the
  * trusted state at the secret (whose word the call counter then is) and
  * the trusted stack at the attacker's memory.  A gate that used the index
  * without bounding it after its WRPKRU would run the trusted code on it;
  * the judge would then find the secret changed.  Returns its index. */
 static uint32_t forge_slot(const struct ctx *x)
 {
-    unsigned char *want = (unsigned char *)((uintptr_t)isob_mpk_slots + VM_FORGED_DISTANCE);
     size_t len = 2 * 1024 * 1024;
-    unsigned char *p = mmap(want, len, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    VM_EXPECT(p == want);
-    uint64_t *w = (uint64_t *)(void *)p;
-    w[MPK_SLOT_PKRU_OPEN / 8] = 0;  /* PKRU 0, not busy */
-    w[MPK_SLOT_TABLE / 8] = (uintptr_t)x->secret;
-    w[MPK_SLOT_MSG / 8] = (uintptr_t)(p + 4096);
-    w[MPK_SLOT_CAP / 8] = 1024;
-    w[MPK_SLOT_STACK / 8] = (uintptr_t)(p + len - 4096);
-    return (uint32_t)(VM_FORGED_DISTANCE >> MPK_SLOT_SHIFT);
+    for (int i = 0; i < VM_FORGED_TRIES; i++) {
+        uint64_t distance = VM_FORGED_DISTANCE << i;
+        unsigned char *want = (unsigned char *)((uintptr_t)isob_mpk_slots + distance);
+        unsigned char *p = mmap(want, len, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (p == MAP_FAILED)
+            continue;
+        VM_EXPECT(p == want);
+        uint64_t *w = (uint64_t *)(void *)p;
+        w[MPK_SLOT_PKRU_OPEN / 8] = 0;  /* PKRU 0, not busy */
+        w[MPK_SLOT_TABLE / 8] = (uintptr_t)x->secret;
+        w[MPK_SLOT_MSG / 8] = (uintptr_t)(p + 4096);
+        w[MPK_SLOT_CAP / 8] = 1024;
+        w[MPK_SLOT_STACK / 8] = (uintptr_t)(p + len - 4096);
+        return (uint32_t)(distance >> MPK_SLOT_SHIFT);
+    }
+    vm_fail(__LINE__, "no room for a forged gate state within reach of a 32-bit index");
 }
 
 /* Jump to `site` with the registers of `jv` on a fake stack, then judge. */
