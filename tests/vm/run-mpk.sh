@@ -1,18 +1,22 @@
 #!/bin/sh
-# Run the MPK semantics test (mpk_init) as /init of a QEMU TCG guest.
+# Run the MPK test (mpk_init) as /init of a QEMU TCG guest.
 #
-# usage: run-mpk.sh MPK_INIT [CACHE_DIR]
+# usage: run-mpk.sh MPK_INIT [CACHE_DIR [ISOB]]
 #
 # QEMU's software emulator with `-cpu max` implements protection keys, which
 # the machines isobench is developed on lack.  The guest kernel is a Debian
 # cloud kernel, fetched once with apt-get into CACHE_DIR (default build/vm)
 # and reused from there.  Exit 0 when every check passed, 1 when one failed
 # or the guest gave no verdict, 77 (a skip, for meson) when QEMU or a kernel
-# with pkeys cannot be had.  Timings inside TCG mean nothing: none are shown.
+# with pkeys cannot be had.  ISOB, a static isob, goes into the guest as
+# /isob, where mpk_init runs `isob switch` on both mpk mechanisms; timings
+# inside TCG mean nothing, so their medians are printed only as evidence
+# that the benchmark runs, and labelled so.
 set -u
 
-init=${1:?usage: run-mpk.sh MPK_INIT [CACHE_DIR]}
+init=${1:?usage: run-mpk.sh MPK_INIT [CACHE_DIR [ISOB]]}
 cache=${2:-build/vm}
+isob=${3:-}
 # Seconds the guest may run; a TCG boot of the cloud kernel takes a few.
 VM_TIMEOUT_S=${ISOB_VM_TIMEOUT_S:-120}
 # The Debian metapackage that names the current cloud kernel package.
@@ -27,6 +31,7 @@ command -v qemu-system-x86_64 >/dev/null 2>&1 ||
     skip "qemu-system-x86_64 not found (Debian: apt-get install qemu-system-x86)"
 command -v cpio >/dev/null 2>&1 || skip "cpio not found (Debian: apt-get install cpio)"
 [ -x "$init" ] || fail "no test binary at $init"
+[ -z "$isob" ] || [ -x "$isob" ] || fail "no isob binary at $isob"
 mkdir -p "$cache" || fail "cannot create $cache"
 cache=$(cd "$cache" && pwd)
 kdir=$cache/kernel
@@ -85,6 +90,7 @@ run=$(mktemp -d "$cache/run.XXXXXX") || fail "cannot create a run directory in $
 trap 'rm -rf "$run"' EXIT
 mkdir -p "$run/root/dev" "$run/root/proc" "$run/root/sys" &&
     cp "$init" "$run/root/init" &&
+    { [ -z "$isob" ] || cp "$isob" "$run/root/isob"; } &&
     (cd "$run/root" && find . | cpio -o -H newc --quiet) >"$run/initrd.cpio" ||
     fail "cannot build the initramfs"
 

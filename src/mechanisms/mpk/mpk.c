@@ -1,22 +1,29 @@
-/* mpk and mpk-bridge: Intel Memory Protection Keys call gates (ERIM).
+/* mpk and mpk-bridge: Intel Memory Protection Keys with ERIM's call gate.
  *
  * The compartment lives in the caller's address space.  Its trusted memory
- * (one page of gate state, then the trusted heap with the trusted
- * component's state at its start) is tagged with a protection key of its
- * own; outside calls the thread's PKRU denies that key both access and
- * write.  A call opens the key with WRPKRU, runs the entry, closes the key
- * with WRPKRU, and then reads PKRU back and compares it with the closed
- * value kept in the protected gate state, aborting on a mismatch: the
- * complete ERIM gate, whose published benchmark left the check out.  The
- * message buffer keeps pkey 0, so both sides can reach it.
+ * (a stack for the trusted side, then the trusted heap with the trusted
+ * component's state at its start) and its gate state (one page of the
+ * isob_mpk_slots array, see gate.h) are tagged with a protection key of
+ * its own, which the caller's PKRU denies outside calls.  The gate itself
+ * is assembly (gate_x86.S): it opens the key, checks inside the window that
+ * exactly the key it computed is open and that the slot is live, runs the
+ * entry on the trusted stack with the trusted state, buffer and size from
+ * the slot, closes with an immediate and checks that too.  The untrusted
+ * side gives it only the slot index and the entry number.  The message
+ * buffer keeps pkey 0, so both sides reach it.
  *
- * `mpk` inlines the gate into the call op; `mpk-bridge` calls a separate,
- * never-inlined bridge function that holds the gate, as ERIM's "overlay"
- * call kind does when the trusted code sits behind a library boundary.
+ * `mpk` is the gate in the call op's own body; `mpk-bridge`'s call op calls
+ * the gate as a separate function, as ERIM's call through a function does.
+ * Both are reached, like every mechanism, through the ops table's pointer.
  *
- * Threat model: the untrusted side may read and write any memory it can
- * address, but it does not run WRPKRU itself (ERIM ensures that with a
- * binary inspection that isobench does not do) and the kernel is trusted. */
+ * Threat model: the untrusted side may write any memory it can address,
+ * from any thread, and jump to any instruction of the gate.  It does not
+ * run WRPKRU or XRSTOR of its own elsewhere in the binary (ERIM ensures
+ * that by inspecting the binary, which isobench does not do), signals that
+ * arrive inside the window are not defended against, and the kernel is
+ * trusted.  docs/mechanisms.md says the same at more length. */
+#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +31,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "gate.h"
 #include "isobench/mechanism.h"
 #include "mpk.h"
 
@@ -40,10 +48,9 @@
 #define MPK_ECX_PKU (1u << 3)
 #define MPK_ECX_OSPKE (1u << 4)
 
-/* PKRU holds two bits per key: access disable (AD) and write disable (WD). */
-#define MPK_PKRU_AD 1u
-#define MPK_PKRU_WD 2u
-#define MPK_PKRU_DENY(key) ((MPK_PKRU_AD | MPK_PKRU_WD) << (2 * (key)))
+/* Bytes of the trusted stack.  The trusted component's deepest path (a kv
+ * entry) needs well under 1 KiB; the rest is margin. */
+#define MPK_STACK_SIZE (64u * 1024u)
 
 /* glibc has wrapped the pkey system calls since 2.27; older C libraries get
  * the raw system calls, whose numbers the kernel headers provide. */
@@ -59,58 +66,61 @@
 #define mpk_pkey_mprotect(p, len, prot, key) ((int)syscall(SYS_pkey_mprotect, p, len, prot, key))
 #endif
 
-/* The bridge must stay a real call: noipa also keeps GCC from cloning it
- * or specialising it for its one caller, which would make it an inlined
- * gate in disguise. */
-#if defined(__has_attribute)
-#if __has_attribute(noipa)
-#define MPK_BRIDGE_FN __attribute__((noipa))
-#endif
-#endif
-#ifndef MPK_BRIDGE_FN
-#define MPK_BRIDGE_FN __attribute__((noinline))
-#endif
-
-/* The first page of the protected region.  It holds what the gate trusts:
- * the untrusted side can corrupt the compartment descriptor, which lives
- * in ordinary memory, but not this. */
-struct mpk_state {
-    uint32_t pkru_closed;    /* the PKRU value every call must end with */
-};
-
-struct mpk_comp {
-    struct isob_comp base;
-    /* What the gate reads on every call, together. */
-    uint32_t pkru_open;      /* the caller's PKRU with the key allowed */
-    uint32_t pkru_closed;    /* the caller's PKRU with the key denied */
+/* The gate state of one compartment: what the gate trusts, in a page that
+ * only the compartment's key opens. */
+struct mpk_slot {
+    uint32_t pkru_open;        /* PKRU inside this compartment's window */
+    uint32_t busy;             /* 1 while a call runs on the trusted stack */
     struct isob_trusted *t;
     struct isob_msg *msg;
-    struct mpk_state *st;
-    /* Set-up and tear-down only. */
+    uint64_t cap;              /* bytes of msg->data */
+    void *stack_top;
+};
+_Static_assert(offsetof(struct mpk_slot, pkru_open) == MPK_SLOT_PKRU_OPEN, "gate.h");
+_Static_assert(offsetof(struct mpk_slot, busy) == MPK_SLOT_BUSY, "gate.h");
+_Static_assert(offsetof(struct mpk_slot, t) == MPK_SLOT_TABLE, "gate.h");
+_Static_assert(offsetof(struct mpk_slot, msg) == MPK_SLOT_MSG, "gate.h");
+_Static_assert(offsetof(struct mpk_slot, cap) == MPK_SLOT_CAP, "gate.h");
+_Static_assert(offsetof(struct mpk_slot, stack_top) == MPK_SLOT_STACK, "gate.h");
+
+/* The compartment descriptor, in ordinary memory: the gate reads only
+ * `slot` from it; the rest serves shared() and destroy(). */
+struct mpk_comp {
+    struct isob_comp base;
+    uint32_t slot;             /* the index of the gate state; equals pkey */
     int pkey;
-    void *region;            /* gate state page + trusted heap, under pkey */
+    struct isob_msg *msg;
+    void *region;              /* guard page, trusted stack, trusted heap */
     size_t region_size, shared_size;
 };
+_Static_assert(offsetof(struct mpk_comp, slot) == MPK_COMP_SLOT, "gate.h");
 
-/* The gate.  The "memory" clobbers of isob_wrpkru keep the compiler from
- * moving accesses to the trusted memory out of the open window, and the
- * expected closed value is loaded inside it, from protected memory. */
-static inline __attribute__((always_inline)) long mpk_gate(struct mpk_comp *m, unsigned entry)
+/* The gate states, one page per key, addressed by the gate relative to its
+ * own code.  mpk_slots_seal makes every page PROT_NONE before main runs,
+ * so that no slot can be written, by anyone, before a compartment owns it. */
+__attribute__((visibility("hidden"), aligned(MPK_SLOT_SIZE)))
+unsigned char isob_mpk_slots[MPK_SLOTS][MPK_SLOT_SIZE];
+
+/* 0, or the negative errno of sealing the slots; the probe reports it. */
+static int mpk_slots_err;
+
+__attribute__((constructor)) static void mpk_slots_seal(void)
 {
-    isob_wrpkru(m->pkru_open);
-    long ret = isob_trusted_call(m->t, entry, m->msg, m->base.data_cap);
-    uint32_t expect = m->st->pkru_closed;
-    isob_wrpkru(m->pkru_closed);
-    /* A gate that returned with the key open would silently give the
-     * untrusted side the trusted memory; dying is the only safe answer. */
-    if (__builtin_expect(isob_rdpkru() != expect, 0))
-        abort();
-    return ret;
+    if (mprotect(isob_mpk_slots, sizeof isob_mpk_slots, PROT_NONE) != 0)
+        mpk_slots_err = -errno;
 }
 
-static MPK_BRIDGE_FN long mpk_bridge(struct mpk_comp *m, unsigned entry)
+/* gate_x86.S. */
+long isob_mpk_op_inline(struct isob_comp *c, unsigned entry);
+long isob_mpk_gate(unsigned slot, unsigned entry);
+void isob_mpk_close(void);
+extern const unsigned char isob_mpk_gate_text[], isob_mpk_gate_text_end[];
+extern const struct isob_mpk_site __start_isob_mpk_sites[], __stop_isob_mpk_sites[];
+
+/* The PKRU value inside key k's window, computed as the gate computes it. */
+static uint32_t mpk_pkru_open(int key)
 {
-    return mpk_gate(m, entry);
+    return (uint32_t)MPK_PKRU_CLOSED & ~(3u << (2 * key));
 }
 
 static int mpk_probe(char *why, size_t len)
@@ -124,9 +134,14 @@ static int mpk_probe(char *why, size_t len)
         snprintf(why, len, "kernel has not enabled PKU (CPUID.7:ECX.OSPKE=0)");
         return -ENOTSUP;
     }
+    if (mpk_slots_err) {
+        snprintf(why, len, "cannot seal the gate state pages: mprotect: %s",
+                 strerror(-mpk_slots_err));
+        return -ENOTSUP;
+    }
     /* A CPU with PKU is not enough: the kernel may be built without pkeys
      * support or booted with nopku (EINVAL), or have none left (ENOSPC). */
-    int key = mpk_pkey_alloc(0, 0);
+    int key = mpk_pkey_alloc(0, PKEY_DISABLE_ACCESS);
     if (key < 0) {
         snprintf(why, len, "kernel refuses pkeys: pkey_alloc: %s", strerror(errno));
         return -ENOTSUP;
@@ -137,8 +152,12 @@ static int mpk_probe(char *why, size_t len)
 
 static void mpk_free(struct mpk_comp *m)
 {
-    /* Unmap before freeing the key, so that a later pkey_alloc never hands
-     * out a key that still tags pages. */
+    /* The slot goes back to PROT_NONE under key 0 before the key is
+     * freed, so that a later pkey_alloc never hands out a key that still
+     * tags a page, and so that the gate faults on the slot until a new
+     * owner has written it. */
+    if (m->pkey > 0)
+        mpk_pkey_mprotect(isob_mpk_slots[m->pkey], MPK_SLOT_SIZE, PROT_NONE, 0);
     isob_unmap(m->region, m->region_size);
     isob_unmap(m->msg, m->shared_size);
     if (m->pkey >= 0)
@@ -150,56 +169,73 @@ static int mpk_create(const struct isob_comp_spec *spec, struct isob_comp **out)
 {
     if (spec->shared_size <= sizeof(struct isob_msg))
         return -EINVAL;
+    if (mpk_slots_err)
+        return mpk_slots_err;
     struct mpk_comp *m = calloc(1, sizeof *m);
     if (!m)
         return -ENOMEM;
-    /* The key is born denied in this thread, so the trusted memory is
-     * never open outside the gate, not even during set-up. */
-    m->pkey = mpk_pkey_alloc(0, PKEY_DISABLE_ACCESS | PKEY_DISABLE_WRITE);
+    /* Rights 0: the kernel opens the new key in this thread only (other
+     * threads keep it denied, as Linux starts every thread with all keys
+     * but 0 denied), so set-up can write the tagged pages without a WRPKRU
+     * of its own; isob_mpk_close ends the set-up with the gate's checked
+     * closing sequence. */
+    m->pkey = mpk_pkey_alloc(0, 0);
     if (m->pkey < 0) {
         int err = -errno;
         free(m);
         return err;
     }
+    if (m->pkey == 0 || m->pkey >= MPK_SLOTS) {
+        isob_mpk_close();
+        mpk_pkey_free(m->pkey);
+        free(m);
+        return -ENOSPC;
+    }
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t heap_size = (spec->heap_size + page - 1) / page * page;
     m->shared_size = spec->shared_size;
-    m->region_size = page + heap_size;
+    m->region_size = page + MPK_STACK_SIZE + heap_size;
     m->msg = isob_map(m->shared_size, 0);
     m->region = isob_map(m->region_size, 0);
-    if (!m->msg || !m->region) {
-        mpk_free(m);
-        return -ENOMEM;
+    unsigned char *stack = (unsigned char *)m->region + page;
+    unsigned char *heap = stack + MPK_STACK_SIZE;
+    struct mpk_slot *slot = (struct mpk_slot *)(void *)isob_mpk_slots[m->pkey];
+    /* The guard page under the trusted stack turns an overflow into a
+     * fault instead of a write below it. */
+    int rc = !m->msg || !m->region ? -ENOMEM : 0;
+    if (rc == 0 && (mprotect(m->region, page, PROT_NONE) != 0 ||
+                    mpk_pkey_mprotect(stack, MPK_STACK_SIZE + heap_size,
+                                      PROT_READ | PROT_WRITE, m->pkey) != 0 ||
+                    mpk_pkey_mprotect(slot, MPK_SLOT_SIZE, PROT_READ | PROT_WRITE, m->pkey) != 0))
+        rc = -errno;
+    struct isob_trusted *t = rc == 0 ? isob_trusted_init(heap, heap_size) : NULL;
+    if (rc == 0 && !t)
+        rc = -EINVAL;
+    if (rc == 0) {
+        m->base.data_cap = m->shared_size - sizeof(struct isob_msg);
+        m->slot = (uint32_t)m->pkey;
+        memset(slot, 0, MPK_SLOT_SIZE);
+        slot->t = t;
+        slot->msg = m->msg;
+        slot->cap = m->base.data_cap;
+        slot->stack_top = heap;
+        slot->busy = 0;
+        /* Last: until this value is in place the gate's check fails and
+         * loops back to a read that cannot pass either. */
+        __atomic_store_n(&slot->pkru_open, mpk_pkru_open(m->pkey), __ATOMIC_RELEASE);
     }
-    m->st = m->region;
-    m->t = isob_trusted_init((unsigned char *)m->region + page, heap_size);
-    if (!m->t) {
+    isob_mpk_close();
+    if (rc != 0) {
         mpk_free(m);
-        return -EINVAL;
+        return rc;
     }
-    m->pkru_closed = isob_rdpkru() | MPK_PKRU_DENY(m->pkey);
-    m->pkru_open = m->pkru_closed & ~MPK_PKRU_DENY(m->pkey);
-    m->st->pkru_closed = m->pkru_closed;
-    /* Written while the region still has pkey 0; from here on only the
-     * gate can reach it. */
-    if (mpk_pkey_mprotect(m->region, m->region_size, PROT_READ | PROT_WRITE, m->pkey) != 0) {
-        int err = -errno;
-        mpk_free(m);
-        return err;
-    }
-    m->base.data_cap = m->shared_size - sizeof(struct isob_msg);
     *out = &m->base;
     return 0;
 }
 
-static long mpk_call(struct isob_comp *c, unsigned entry)
-{
-    return mpk_gate((struct mpk_comp *)c, entry);
-}
-
 static long mpk_bridge_call(struct isob_comp *c, unsigned entry)
 {
-    return mpk_bridge((struct mpk_comp *)c, entry);
+    return isob_mpk_gate(((struct mpk_comp *)c)->slot, entry);
 }
 
 static struct isob_msg *mpk_shared(struct isob_comp *c)
@@ -219,11 +255,43 @@ int isob_mpk_test_pkey(struct isob_comp *c)
     return mpk_is_ours(c) ? ((struct mpk_comp *)c)->pkey : -1;
 }
 
-void isob_mpk_test_corrupt_gate(struct isob_comp *c)
+size_t isob_mpk_test_sites(const struct isob_mpk_site **sites)
 {
-    if (mpk_is_ours(c))
-        ((struct mpk_comp *)c)->pkru_closed = ((struct mpk_comp *)c)->pkru_open;
+    *sites = __start_isob_mpk_sites;
+    return (size_t)(__stop_isob_mpk_sites - __start_isob_mpk_sites);
 }
+
+const void *isob_mpk_test_text(size_t *len)
+{
+    *len = (size_t)(isob_mpk_gate_text_end - isob_mpk_gate_text);
+    return isob_mpk_gate_text;
+}
+
+int isob_mpk_test_view(struct isob_comp *c, struct isob_mpk_view *v)
+{
+    memset(v, 0, sizeof *v);
+    if (!mpk_is_ours(c))
+        return -EINVAL;
+    struct mpk_comp *m = (struct mpk_comp *)c;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    v->pkey = m->pkey;
+    v->pkru_open = mpk_pkru_open(m->pkey);
+    v->msg = m->msg;
+    v->table = (struct isob_trusted *)(void *)((unsigned char *)m->region + page + MPK_STACK_SIZE);
+    v->d_slot = &m->slot;
+    v->gate_state = isob_mpk_slots[m->pkey];
+    v->gate_state_len = MPK_SLOT_SIZE;
+    v->stack_lo = (unsigned char *)m->region + page;
+    v->stack_hi = (unsigned char *)v->stack_lo + MPK_STACK_SIZE;
+    v->descriptor = m;
+    v->descriptor_len = sizeof *m;
+    v->gate = c->mech->call == isob_mpk_op_inline ? MPK_GATE_INLINE : MPK_GATE_BRIDGE;
+    v->sites = __start_isob_mpk_sites;
+    v->n_sites = (size_t)(__stop_isob_mpk_sites - __start_isob_mpk_sites);
+    return 0;
+}
+
+#define MPK_CALL isob_mpk_op_inline
 
 #else /* !__x86_64__ */
 
@@ -249,6 +317,7 @@ static long mpk_call(struct isob_comp *c, unsigned entry)
     return -ENOTSUP;
 }
 
+#define MPK_CALL mpk_call
 #define mpk_bridge_call mpk_call
 
 static struct isob_msg *mpk_shared(struct isob_comp *c)
@@ -268,28 +337,42 @@ int isob_mpk_test_pkey(struct isob_comp *c)
     return -1;
 }
 
-void isob_mpk_test_corrupt_gate(struct isob_comp *c)
+size_t isob_mpk_test_sites(const struct isob_mpk_site **sites)
+{
+    *sites = NULL;
+    return 0;
+}
+
+const void *isob_mpk_test_text(size_t *len)
+{
+    *len = 0;
+    return NULL;
+}
+
+int isob_mpk_test_view(struct isob_comp *c, struct isob_mpk_view *v)
 {
     (void)c;
+    memset(v, 0, sizeof *v);
+    return -ENOTSUP;
 }
 
 #endif
 
 const struct isob_mechanism isob_mech_mpk = {
     .name = "mpk",
-    .summary = "Intel MPK: trusted heap under its own pkey; WRPKRU call gate inlined in the call",
+    .summary = "Intel MPK: trusted heap and stack under their own pkey; ERIM's checked WRPKRU gate in the call op",
     .props = ISOB_ISOLATES_MEMORY,
     .result_params = "\"gate\":\"inline\"",
     .probe = mpk_probe,
     .create = mpk_create,
-    .call = mpk_call,
+    .call = MPK_CALL,
     .shared = mpk_shared,
     .destroy = mpk_destroy,
 };
 
 const struct isob_mechanism isob_mech_mpk_bridge = {
     .name = "mpk-bridge",
-    .summary = "Intel MPK: as mpk, but the gate is a separate noinline bridge function (ERIM overlay)",
+    .summary = "Intel MPK: as mpk, but the call op calls the gate as a separate function (ERIM's direct call)",
     .props = ISOB_ISOLATES_MEMORY,
     .result_params = "\"gate\":\"bridge\"",
     .probe = mpk_probe,

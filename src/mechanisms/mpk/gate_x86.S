@@ -1,0 +1,168 @@
+/* The MPK call gate, x86-64 System V: ERIM's complete gate (Vahldiek-
+ * Oberwagner et al., USENIX Security 2019, section 4), written so that it
+ * holds when the untrusted side writes any memory it can address and jumps
+ * to any of the gate's instructions.
+ *
+ * What the gate takes from the untrusted side is two numbers: the slot
+ * index (the compartment's protection key, from the descriptor) and the
+ * entry number.  Everything else comes from the slot page of gate.h, which
+ * is reached relative to the gate's own instructions and is readable only
+ * with the slot's key open:
+ *
+ *  1. Open: compute PKRU_CLOSED with key k's access bit cleared, k the index
+ *     bounded to the slot array, and WRPKRU it.
+ *  2. Check, inside the window: bound the index again (a jump straight to
+ *     the WRPKRU skipped step 1), read the slot's own copy of its open PKRU
+ *     value and compare it with what was written.  The read faults unless
+ *     PKRU opens key k and slot k is live (tagged with key k); the compare
+ *     fails unless PKRU opens key k and nothing else.  On a mismatch the
+ *     gate loops back to step 1, which writes the right value for k or
+ *     faults.  Past the check PKRU is exactly slot k's open value.
+ *  3. Claim the slot with a locked exchange of its busy word: the trusted
+ *     stack is one per compartment, and a second thread on it could overlay
+ *     a frame of the first with data it chose.  A busy slot is refused with
+ *     -EBUSY.
+ *  4. Switch to the slot's trusted stack (tagged with key k), keep the
+ *     caller's stack pointer and the slot's address there, clear the
+ *     direction flag (the trusted code's string instructions assume it
+ *     clear, and the caller chose it), and call the trusted code with the
+ *     trusted state, the shared buffer and its size from the slot.
+ *  5. Back on the caller's stack, release the slot and close: WRPKRU with
+ *     the immediate PKRU_CLOSED, compare what was written with the same
+ *     immediate and loop back on a mismatch.  A jump straight to the
+ *     closing WRPKRU with any value in EAX therefore ends closed, too.
+ *
+ * Every instruction of the gate is recorded, with its gate and role, in the
+ * isob_mpk_sites section, so that the tests can jump to each of them.  The
+ * file carries no CET property note, as uthread_x86.S: the gate switches
+ * stacks, and its entry points are plain call targets. */
+#include "gate.h"
+
+/* SITE gate, role, instruction: emit the instruction and record where. */
+    .macro  SITE gate, role, insn:vararg
+.Lsite\@:
+    \insn
+    .pushsection isob_mpk_sites, "aw"
+    .balign 8
+    .quad   .Lsite\@
+    .long   \gate, \role
+    .popsection
+    .endm
+
+/* The closing sequence: PKRU_CLOSED, written and checked as an immediate. */
+    .macro  CLOSE g
+4:
+    SITE    \g, MPK_ROLE_INSN, movl $MPK_PKRU_CLOSED, %eax
+    SITE    \g, MPK_ROLE_INSN, xorl %ecx, %ecx
+    SITE    \g, MPK_ROLE_INSN, xorl %edx, %edx
+    SITE    \g, MPK_ROLE_CLOSE, wrpkru
+    SITE    \g, MPK_ROLE_INSN, cmpl $MPK_PKRU_CLOSED, %eax
+    SITE    \g, MPK_ROLE_INSN, jne 4b
+    .endm
+
+/* The whole gate: slot index in r10d, entry number in r11d (both untrusted);
+ * the entry's result in rax.  Clobbers only caller-saved registers. */
+    .macro  GATE g
+1:
+    SITE    \g, MPK_ROLE_INSN, andl $(MPK_SLOTS - 1), %r10d
+    SITE    \g, MPK_ROLE_INSN, leal (%r10,%r10), %ecx
+    SITE    \g, MPK_ROLE_INSN, movl $3, %eax
+    SITE    \g, MPK_ROLE_INSN, shll %cl, %eax
+    SITE    \g, MPK_ROLE_INSN, notl %eax
+    SITE    \g, MPK_ROLE_INSN, andl $MPK_PKRU_CLOSED, %eax
+    SITE    \g, MPK_ROLE_INSN, xorl %ecx, %ecx
+    SITE    \g, MPK_ROLE_INSN, xorl %edx, %edx
+    SITE    \g, MPK_ROLE_OPEN, wrpkru
+    SITE    \g, MPK_ROLE_INSN, movl %r10d, %ecx
+    SITE    \g, MPK_ROLE_INSN, andl $(MPK_SLOTS - 1), %ecx
+    SITE    \g, MPK_ROLE_INSN, shlq $MPK_SLOT_SHIFT, %rcx
+    SITE    \g, MPK_ROLE_INSN, leaq isob_mpk_slots(%rip), %rdx
+    SITE    \g, MPK_ROLE_INSN, addq %rdx, %rcx
+    SITE    \g, MPK_ROLE_INSN, cmpl MPK_SLOT_PKRU_OPEN(%rcx), %eax
+    SITE    \g, MPK_ROLE_INSN, jne 1b
+    SITE    \g, MPK_ROLE_INSN, movl $1, %edx
+    SITE    \g, MPK_ROLE_INSN, xchgl %edx, MPK_SLOT_BUSY(%rcx)
+    SITE    \g, MPK_ROLE_INSN, testl %edx, %edx
+    SITE    \g, MPK_ROLE_INSN, jnz 2f
+    SITE    \g, MPK_ROLE_INSN, movq %rsp, %rax
+    SITE    \g, MPK_ROLE_INSN, movq MPK_SLOT_STACK(%rcx), %rsp
+    SITE    \g, MPK_ROLE_INSN, pushq %rcx
+    SITE    \g, MPK_ROLE_INSN, pushq %rax
+    SITE    \g, MPK_ROLE_INSN, cld
+    SITE    \g, MPK_ROLE_INSN, movq MPK_SLOT_TABLE(%rcx), %rdi
+    SITE    \g, MPK_ROLE_INSN, movl %r11d, %esi
+    SITE    \g, MPK_ROLE_INSN, movq MPK_SLOT_MSG(%rcx), %rdx
+    SITE    \g, MPK_ROLE_INSN, movq MPK_SLOT_CAP(%rcx), %rcx
+    SITE    \g, MPK_ROLE_INSN, call isob_trusted_call
+    SITE    \g, MPK_ROLE_INSN, popq %rdx
+    SITE    \g, MPK_ROLE_INSN, popq %rcx
+    SITE    \g, MPK_ROLE_INSN, movl $0, MPK_SLOT_BUSY(%rcx)
+    SITE    \g, MPK_ROLE_INSN, movq %rdx, %rsp
+    SITE    \g, MPK_ROLE_INSN, jmp 3f
+2:
+    SITE    \g, MPK_ROLE_INSN, movq $-MPK_EBUSY, %rax
+3:
+    SITE    \g, MPK_ROLE_INSN, movq %rax, %r11
+    CLOSE   \g
+    SITE    \g, MPK_ROLE_INSN, movq %r11, %rax
+    .endm
+
+    /* The call inside the window must be a direct one: through a PLT its
+     * target would come from a GOT slot the untrusted side may write.
+     * Hidden references make the linker resolve both at link time. */
+    .hidden isob_trusted_call
+    .hidden isob_mpk_slots
+
+    .text
+    .p2align 4
+    .globl  isob_mpk_gate_text
+    .hidden isob_mpk_gate_text
+isob_mpk_gate_text:
+
+/* long isob_mpk_op_inline(struct isob_comp *c, unsigned entry): the call op
+ * of `mpk`, with the gate in its body. */
+    .globl  isob_mpk_op_inline
+    .hidden isob_mpk_op_inline
+    .type   isob_mpk_op_inline, @function
+isob_mpk_op_inline:
+    .cfi_startproc
+    movl    MPK_COMP_SLOT(%rdi), %r10d
+    movl    %esi, %r11d
+    GATE    MPK_GATE_INLINE
+    ret
+    .cfi_endproc
+    .size   isob_mpk_op_inline, .-isob_mpk_op_inline
+
+/* long isob_mpk_gate(unsigned slot, unsigned entry): the gate as a function
+ * of its own, which the call op of `mpk-bridge` calls. */
+    .p2align 4
+    .globl  isob_mpk_gate
+    .hidden isob_mpk_gate
+    .type   isob_mpk_gate, @function
+isob_mpk_gate:
+    .cfi_startproc
+    movl    %edi, %r10d
+    movl    %esi, %r11d
+    GATE    MPK_GATE_BRIDGE
+    ret
+    .cfi_endproc
+    .size   isob_mpk_gate, .-isob_mpk_gate
+
+/* void isob_mpk_close(void): the closing sequence alone, for set-up code
+ * that ends with a key open (pkey_alloc opens a new key in its thread). */
+    .p2align 4
+    .globl  isob_mpk_close
+    .hidden isob_mpk_close
+    .type   isob_mpk_close, @function
+isob_mpk_close:
+    .cfi_startproc
+    CLOSE   MPK_GATE_CLOSE
+    ret
+    .cfi_endproc
+    .size   isob_mpk_close, .-isob_mpk_close
+
+    .globl  isob_mpk_gate_text_end
+    .hidden isob_mpk_gate_text_end
+isob_mpk_gate_text_end:
+
+    .section .note.GNU-stack, "", @progbits
