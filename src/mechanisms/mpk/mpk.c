@@ -17,6 +17,7 @@
  * Threat model: the untrusted side may read and write any memory it can
  * address, but it does not run WRPKRU itself (ERIM ensures that with a
  * binary inspection that isobench does not do) and the kernel is trusted. */
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -275,11 +276,18 @@ void isob_mpk_test_corrupt_gate(struct isob_comp *c)
 
 #endif
 
+/* What an access to a page whose key PKRU denies raises (older C
+ * libraries lack the name; the kernel's value is 4). */
+#ifndef SEGV_PKUERR
+#define SEGV_PKUERR 4
+#endif
+
 const struct isob_mechanism isob_mech_mpk = {
     .name = "mpk",
     .summary = "Intel MPK: trusted heap under its own pkey; WRPKRU call gate inlined in the call",
     .props = ISOB_ISOLATES_MEMORY,
     .result_params = "\"gate\":\"inline\"",
+    .fault_code = SEGV_PKUERR,
     .probe = mpk_probe,
     .create = mpk_create,
     .call = mpk_call,
@@ -292,6 +300,7 @@ const struct isob_mechanism isob_mech_mpk_bridge = {
     .summary = "Intel MPK: as mpk, but the gate is a separate noinline bridge function (ERIM overlay)",
     .props = ISOB_ISOLATES_MEMORY,
     .result_params = "\"gate\":\"bridge\"",
+    .fault_code = SEGV_PKUERR,
     .probe = mpk_probe,
     .create = mpk_create,
     .call = mpk_bridge_call,
