@@ -73,6 +73,8 @@ struct isob_isolation {
     int expect_fault;     /* the si_code the in-process attempts must meet; 0 none */
     /* The matrix (isob_isolation_matrix only). */
     int os_target_self;   /* the OS-level probes targeted the caller's own process */
+    int same_uid_self;    /* the same-uid probes did (as root they probe a compartment
+                           * an unprivileged helper created) */
     long os_target_pid;
     uintptr_t os_target_addr;
     int yama;             /* Yama's ptrace_scope, -1 when absent */

@@ -247,6 +247,12 @@ static void all_untested(struct isob_isolation *r, const char *why)
  * when it read or changed the secret; pidfd_getfd leaks when it is granted
  * on a compartment's own process (its descriptors are the compartment's),
  * and is only reported on the caller's, whose descriptors are its own. */
+static int probe_leaks(const struct isob_osprobe_result *r, int p, int self)
+{
+    return r->secret_seen || r->secret_changed ||
+           (p == ISOB_OSP_PIDFD_GETFD && !self && r->outcome == ISOB_OSP_GRANTED);
+}
+
 static void os_cell(struct isob_cell *cell, enum isob_identity id, int self)
 {
     char leaked[200] = "", seen[480] = "";
@@ -255,8 +261,7 @@ static void os_cell(struct isob_cell *cell, enum isob_identity id, int self)
         const struct isob_osprobe_result *r = &cell->res[p];
         const char *name = isob_osprobe_name((enum isob_osprobe)p);
         int informational = p == ISOB_OSP_PIDFD_GETFD && self;
-        int leak = r->secret_seen || r->secret_changed ||
-                   (p == ISOB_OSP_PIDFD_GETFD && !self && r->outcome == ISOB_OSP_GRANTED);
+        int leak = probe_leaks(r, p, self);
         add(seen, sizeof seen, "%s%s: ", p ? "; " : "", name);
         if (r->secret_seen)
             add(seen, sizeof seen, "read the secret");
@@ -373,6 +378,7 @@ static void same_uid_as_root(const struct isob_mechanism *m, struct isob_cell *c
     cell->who = rep.who;
     memcpy(cell->res, rep.res, sizeof rep.res);
     cell->probed = 1;
+    r->same_uid_self = rep.self;
     os_cell(cell, ISOB_ID_SAME_UID, rep.self);
     if (rep.intact != 1) {
         r->secret_intact_after = rep.intact < 0 ? -1 : 0;
@@ -396,6 +402,7 @@ static void os_cells(const struct isob_mechanism *m, struct isob_comp *c, uint64
     r->os_target_self = where.pid == 0 || where.pid == getpid();
     r->os_target_pid = where.pid ? (long)where.pid : (long)getpid();
     r->os_target_addr = where.addr;
+    r->same_uid_self = r->os_target_self;
     struct isob_osprobe_target t = {(pid_t)r->os_target_pid, where.addr, ISOB_SECRET, 0};
     r->secret_intact_after = 1;
     static const enum isob_identity ids[] = {ISOB_ID_SAME_UID, ISOB_ID_OTHER_UID, ISOB_ID_ROOT};
@@ -506,7 +513,7 @@ int isob_isolation_matrix(const struct isob_mechanism *m, struct isob_isolation 
     return 0;
 }
 
-static void emit_cell(struct isob_jw *w, const char *key, const struct isob_cell *cell)
+static void emit_cell(struct isob_jw *w, const char *key, const struct isob_cell *cell, int self)
 {
     isob_jw_obj(w, key);
     isob_jw_str(w, "verdict", isob_cell_verdict_name(cell->verdict));
@@ -532,6 +539,7 @@ static void emit_cell(struct isob_jw *w, const char *key, const struct isob_cell
             if (r->secret_changed)
                 isob_jw_bool(w, "restored", r->restored);
             isob_jw_str(w, "note", r->note[0] ? r->note : NULL);
+            isob_jw_bool(w, "leak", probe_leaks(r, p, self));
             isob_jw_close(w, '}');
         }
         isob_jw_close(w, ']');
@@ -578,7 +586,8 @@ void isob_isolation_emit(FILE *f, const struct isob_mechanism *m, const struct i
         isob_jw_bool(&w, "secret_intact_after", r->secret_intact_after);
     isob_jw_obj(&w, "attackers");
     for (int a = 0; a < ISOB_ATK__COUNT; a++)
-        emit_cell(&w, isob_attacker_name((enum isob_attacker)a), &r->cells[a]);
+        emit_cell(&w, isob_attacker_name((enum isob_attacker)a), &r->cells[a],
+                  a == ISOB_ATK_SAME_UID ? r->same_uid_self : r->os_target_self);
     isob_jw_close(&w, '}');
     isob_jw_end(&w);
 }
