@@ -579,7 +579,11 @@ void isob_isolation_emit(FILE *f, const struct isob_mechanism *m, const struct i
         isob_jw_raw(&w, "yama_ptrace_scope", "null");
     else
         isob_jw_int(&w, "yama_ptrace_scope", r->yama);
-    isob_jw_str(&w, "yama", r->yama < 0 ? "absent (no Yama in this kernel)" : "present");
+    static const char *const yama_words[] = {
+        "0: classic ptrace permissions", "1: only ancestors (or a declared tracer) may attach",
+        "2: only CAP_SYS_PTRACE may attach", "3: no process may attach"};
+    isob_jw_str(&w, "yama", r->yama < 0 ? "absent (no Yama in this kernel)"
+                            : r->yama <= 3 ? yama_words[r->yama] : "an unknown ptrace_scope");
     if (r->secret_intact_after < 0)
         isob_jw_raw(&w, "secret_intact_after", "null");
     else

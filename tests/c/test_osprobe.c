@@ -140,10 +140,10 @@ static void become_unprivileged(void)
     CHECK(prctl(PR_SET_DUMPABLE, 1) == 0);
 }
 
-static void need_root(void)
+static void need_root(const char *what)
 {
     if (geteuid() != 0)
-        SKIP("needs root to switch to uid %d (running as uid %ld)", ISOB_OSP_OTHER_UID, (long)geteuid());
+        SKIP("%s needs root (running as uid %ld)", what, (long)geteuid());
 }
 
 /* The fixture that proves the probes see a leak: a dumpable child of the
@@ -180,7 +180,7 @@ static void t_non_dumpable_child_refuses_same_uid(void)
  * to it, so a refusal below is the target's doing, not a dead prober. */
 static void t_other_uid_child_leaks_to_other_uid(void)
 {
-    need_root();
+    need_root("switching to another uid");
     struct fixture f = start_fixture(FIX_OTHER_UID);
     struct isob_osprobe_target t = target_of(&f);
     struct isob_osprobe_result res[ISOB_OSP__COUNT];
@@ -195,7 +195,7 @@ static void t_other_uid_child_leaks_to_other_uid(void)
 
 static void t_dumpable_child_refuses_other_uid(void)
 {
-    need_root();
+    need_root("switching to another uid");
     struct fixture f = start_fixture(FIX_DUMPABLE);
     struct isob_osprobe_target t = target_of(&f);
     struct isob_osprobe_result res[ISOB_OSP__COUNT];
@@ -209,7 +209,7 @@ static void t_dumpable_child_refuses_other_uid(void)
 /* Root with CAP_SYS_PTRACE reads a non-dumpable process all the same. */
 static void t_root_reads_non_dumpable_child(void)
 {
-    need_root();
+    need_root("probing as root");
     struct fixture f = start_fixture(FIX_NON_DUMPABLE);
     struct isob_osprobe_target t = target_of(&f);
     struct isob_osprobe_result res[ISOB_OSP__COUNT];
@@ -253,7 +253,7 @@ static void probe_process_mechanisms(enum isob_identity id)
     /* Against root's compartments for the other uid, as the matrix does;
      * an unprivileged caller's own for the same uid. */
     if (id == ISOB_ID_OTHER_UID)
-        need_root();
+        need_root("switching to another uid");
     else
         become_unprivileged();
     int tried = 0;
