@@ -1,8 +1,6 @@
 """The attacker matrix: the summary rule, the `list --json` contract, and the
 matrix printed by list, show and the report (against the fake driver)."""
 
-import json
-
 import pytest
 
 from isobench import attackers
