@@ -22,7 +22,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: isob BENCH [-m MECH] [options]    measure; JSON lines on stdout\n"
         "       isob list [--json]                mechanisms and benchmarks\n"
-        "       isob isolation -m MECH            the isolation test of one mechanism\n"
+        "       isob isolation -m MECH            the isolation matrix of one mechanism (JSON)\n"
         "       isob serve -m MECH [options]      memcached text-protocol server over MECH\n"
         "       isob --version [--json]           version, compiler and flags\n"
         "\n"
@@ -190,22 +190,11 @@ static int cmd_list(int json)
 static int cmd_isolation(const struct isob_mechanism *m)
 {
     struct isob_isolation r;
-    isob_isolation_test(m, &r);
-    struct isob_jw w;
-    isob_jw_begin(&w, stdout, "isolation");
-    isob_jw_str(&w, "mechanism", m->name);
-    isob_jw_bool(&w, "claims", r.claims);
-    isob_jw_str(&w, "verdict", r.verdict);
-    isob_jw_str(&w, "read", r.read[0] ? r.read : NULL);
-    isob_jw_str(&w, "write", r.write[0] ? r.write : NULL);
-    if (r.intact < 0)
-        isob_jw_raw(&w, "intact", "null");
-    else
-        isob_jw_bool(&w, "intact", r.intact);
-    isob_jw_str(&w, "reason", r.reason[0] ? r.reason : NULL);
-    isob_jw_end(&w);
+    isob_isolation_matrix(m, &r);
+    isob_isolation_emit(stdout, m, &r);
     if (strcmp(r.verdict, "skipped") == 0)
         return EXIT_SKIP;
+    /* A mechanism whose own claim is contradicted, or a test that broke. */
     return strcmp(r.verdict, "leaked") == 0 || strcmp(r.verdict, "failed") == 0;
 }
 

@@ -57,7 +57,9 @@ const struct isob_bench *isob_bench_find(const char *name);
 /* ---- output (src/harness/emit.c) ----
  * Every line is one JSON object with "schema_version" and "type".
  * Schema history:
- *   1  first version: header, result, isolation, list lines. */
+ *   1  first version: header, result, isolation, list lines.
+ *      The isolation line later gained the attacker matrix, with its own
+ *      matrix_version (isolation.h); its earlier members are unchanged. */
 
 /* A streaming JSON-lines writer: one object per line, flushed at the end so
  * that a crash later loses nothing already written. */

@@ -1,26 +1,100 @@
-/* The isolation test: from the untrusted side, read and then write a secret
- * planted in the trusted heap, by its address.  For a mechanism that claims
- * ISOB_ISOLATES_MEMORY both attempts must fault or miss, and the secret must
- * be intact afterwards.  Faults are caught with a signal handler in the
- * calling process, so run it in a child process (isob does). */
+/* The isolation matrix: who can reach a secret planted in the trusted heap.
+ *
+ * Four attackers, each a cell with a verdict, the method and the evidence:
+ *
+ *   in-process  the untrusted side reads and then writes the secret by its
+ *               address, under a SIGSEGV/SIGBUS handler.  For a mechanism
+ *               that claims ISOB_ISOLATES_MEMORY both must fault with the
+ *               fault the mechanism declares (fault_code) and the secret
+ *               must be intact; "no fault, other data" or another fault is
+ *               not a pass.  A mechanism with an escape op (wasm) runs its
+ *               own attempts instead.
+ *   same-uid    the OS-level probes of osprobe.h, as the caller's uid
+ *   other-uid   without capabilities, as another uid, and as root, against
+ *   root        the process that holds the trusted heap (the compartment's
+ *               server, or for in-process mechanisms the caller's own).
+ *
+ * Measured, never declared: every cell comes from attempts on this
+ * machine.  A cell that could not be tried is untested, with the reason.
+ * The one-word summary is the Python side's (python/isobench/attackers.py,
+ * rule in docs/mechanisms.md).  Faults are caught with a signal handler in
+ * the calling process and the probes fork helpers, so run it in a child
+ * process (isob and the tests do). */
 #ifndef ISOBENCH_ISOLATION_H
 #define ISOBENCH_ISOLATION_H
 
+#include <stdio.h>
+
 #include "isobench/mechanism.h"
+#include "isobench/osprobe.h"
 
 /* The secret planted in the trusted heap. */
 #define ISOB_SECRET 0x5ec2e7c0ffee1234ull
 
-struct isob_isolation {
-    int claims;          /* the mechanism claims ISOB_ISOLATES_MEMORY */
-    const char *verdict; /* "enforced", "leaked", "none", "skipped", "failed" */
-    char read[160];      /* what the read attempt met */
-    char write[160];     /* what the write attempt met */
-    int intact;          /* 1 intact, 0 changed, -1 unknown */
-    char reason[256];    /* why skipped/failed/leaked */
+/* Version of the matrix in `isob isolation` output.  History:
+ *   1  the four attackers, per-probe details, Yama's ptrace_scope. */
+#define ISOB_MATRIX_VERSION 1
+
+enum isob_attacker {
+    ISOB_ATK_IN_PROCESS,
+    ISOB_ATK_SAME_UID,
+    ISOB_ATK_OTHER_UID,
+    ISOB_ATK_ROOT,
+    ISOB_ATK__COUNT
 };
 
-/* Run the test; returns 0 when it could run (see r->verdict). */
+enum isob_cell_verdict {
+    ISOB_CELL_UNTESTED = 0,
+    ISOB_CELL_ENFORCED,
+    ISOB_CELL_LEAKS,
+    ISOB_CELL_NOT_APPLICABLE,
+};
+
+struct isob_cell {
+    int verdict;          /* enum isob_cell_verdict */
+    char method[200];     /* what was tried, or what got through */
+    char evidence[640];   /* what was seen: fault codes, errno, trap kinds */
+    /* OS-level cells only. */
+    int probed;           /* the probes ran (res and who are valid) */
+    struct isob_identity_info who;
+    struct isob_osprobe_result res[ISOB_OSP__COUNT];
+};
+
+struct isob_isolation {
+    int claims;           /* the mechanism claims ISOB_ISOLATES_MEMORY */
+    /* The in-process test as words: "enforced", "leaked", "none",
+     * "unexpected" (a fault other than the declared one, or no fault and
+     * other data: the test did not reach the heap), "skipped", "failed". */
+    const char *verdict;
+    char read[160];       /* what the read attempt met */
+    char write[160];      /* what the write attempt met */
+    int intact;           /* 1 intact, 0 changed, -1 unknown */
+    char reason[256];     /* why skipped/failed/leaked/unexpected */
+    int expect_fault;     /* the si_code the in-process attempts must meet; 0 none */
+    /* The matrix (isob_isolation_matrix only). */
+    int os_target_self;   /* the OS-level probes targeted the caller's own process */
+    int same_uid_self;    /* the same-uid probes did (as root they probe a compartment
+                           * an unprivileged helper created) */
+    long os_target_pid;
+    uintptr_t os_target_addr;
+    int yama;             /* Yama's ptrace_scope, -1 when absent */
+    int secret_intact_after; /* the secret was intact after every probe: 1, 0, -1 unknown */
+    struct isob_cell cells[ISOB_ATK__COUNT];
+};
+
+const char *isob_attacker_name(enum isob_attacker a);
+const char *isob_cell_verdict_name(int v);
+/* "SEGV_MAPERR" and so on; "si_code N" for others. */
+const char *isob_segv_code_name(int code);
+
+/* The in-process test only (cells[ISOB_ATK_IN_PROCESS] and the words above);
+ * returns 0 when it could run (see r->verdict). */
 int isob_isolation_test(const struct isob_mechanism *m, struct isob_isolation *r);
+
+/* The whole matrix; returns 0 when it could run (see the cells). */
+int isob_isolation_matrix(const struct isob_mechanism *m, struct isob_isolation *r);
+
+/* The matrix as one `isolation` JSON line (schema in docs/design.md). */
+void isob_isolation_emit(FILE *f, const struct isob_mechanism *m, const struct isob_isolation *r);
 
 #endif

@@ -8,6 +8,8 @@
 #define ISOBENCH_MECHANISM_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "isobench/error.h"
 #include "isobench/trusted.h"
@@ -37,6 +39,15 @@ struct isob_comp {
     size_t data_cap;     /* bytes available in shared()->data */
 };
 
+struct isob_cell;
+
+/* Where something of the trusted side lives, for a reader outside the
+ * mechanism (the OS-level probes of isolation.h). */
+struct isob_place {
+    pid_t pid;        /* the process that holds it; 0 for the caller's own */
+    uintptr_t addr;   /* its address in that process */
+};
+
 struct isob_mechanism {
     const char *name;
     const char *summary;  /* one line for `isobench list` */
@@ -54,6 +65,25 @@ struct isob_mechanism {
     long (*call)(struct isob_comp *c, unsigned entry);
     struct isob_msg *(*shared)(struct isob_comp *c);
     void (*destroy)(struct isob_comp *c);
+    /* The isolation matrix (isolation.h).  All three are optional. */
+    /* The si_code of the SIGSEGV an access from the caller to the trusted
+     * heap must meet (SEGV_ACCERR for page protections, SEGV_PKUERR for
+     * protection keys).  0: SEGV_MAPERR when the mechanism claims
+     * ISOB_SEPARATE_AS, else none declared (the in-process cell of a
+     * mechanism that claims isolation then stays untested). */
+    int fault_code;
+    /* Where trusted_addr, an address as the trusted code sees it (the one
+     * ISOB_ENTRY_SECRET_PLANT returns), lives for a reader outside the
+     * mechanism: 0 or a negative errno.  NULL: in the caller's own process,
+     * at trusted_addr itself. */
+    int (*locate)(struct isob_comp *c, uint64_t trusted_addr, struct isob_place *out);
+    /* The in-process cell, for mechanisms whose untrusted side is not the
+     * caller (wasm: the guest is untrusted, the host trusted): escape
+     * attempts by the untrusted side against the secret planted at
+     * trusted_addr.  Fills the cell's verdict, method and evidence; 0 or a
+     * negative errno.  NULL: the caller reads and writes the secret by
+     * address. */
+    int (*escape)(struct isob_comp *c, uint64_t trusted_addr, struct isob_cell *cell);
 };
 
 /* The registry. */

@@ -22,4 +22,9 @@ pid_t isob_server_fork(int cpu, size_t heap_size,
 /* Reap a server: wait up to timeout_ms for it to exit, then SIGKILL it. */
 void isob_server_reap(pid_t pid, int timeout_ms);
 
+/* Close the calling process to OS-level readers without root
+ * (PR_SET_DUMPABLE 0; src/mechanisms/server_close.c): 0 or a negative
+ * errno.  isob_server_enter does it before mapping the heap. */
+int isob_server_close_to_readers(void);
+
 #endif

@@ -25,8 +25,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import (__version__, analysis, checks, compare, export, kvserver, reference, report,
-               runner, serve, stats, sysinfo, system, table)
+from . import (__version__, analysis, attackers, checks, compare, export, kvserver, reference,
+               report, runner, serve, stats, sysinfo, system, table)
 from .driver import ISOLATION_TIMEOUT, Catalog, Driver, Isolation, find_isob, repo_root
 from .errors import DriverError, UsageError
 from .store import Store
@@ -160,11 +160,16 @@ def _add_list(sub) -> None:
     p = sub.add_parser(
         "list", formatter_class=Formatter, help="mechanisms and benchmarks, and what is available",
         description="List the mechanisms and benchmarks the native driver has: whether each "
-                    "mechanism\ncan run here (and why not), and whether its isolation holds.\n\n"
-                    "isolation: enforced  it claims isolation and the isolation test confirmed it\n"
-                    "           none      it does not claim isolation (a plain call, a thread)\n"
-                    "           FAILED    it claims isolation and the test showed a leak (exit 1)\n"
-                    "           untested  not available here, or the test could not run",
+                    "mechanism\ncan run here (and why not), and who can reach its trusted heap: "
+                    "the attacker matrix\n(in-process, same-uid, other-uid, root), measured "
+                    "here by `isob isolation`.\n\n"
+                    "isolation: enforced  in-process, same-uid and other-uid all enforced\n"
+                    "           partial   in-process enforced; same-uid or other-uid leaks or is "
+                    "untested\n"
+                    "           none      the in-process cell leaks (a plain call, a thread)\n"
+                    "           FAILED    it claims isolation and the in-process cell leaks (exit 1)\n"
+                    "           untested  not available here, or the in-process cell could not run\n"
+                    "Root is shown, never counted (docs/mechanisms.md).",
         epilog="examples:\n  isobench list\n  isobench list --json | jq '.mechanisms[].name'\n"
                "  isobench list --skip-isolation     fast: no isolation tests")
     _add_json(p, "the listing")
@@ -264,22 +269,34 @@ def db_path(args: argparse.Namespace) -> Path:
     return Path(os.path.abspath(text))
 
 
+def isolation_entries(driver: Driver, mechanisms, timeout: float,
+                      skip: bool = False) -> tuple[list[dict], dict]:
+    """Each mechanism with its attacker matrix (isob isolation), and who ran
+    the probes: the listing of `list`, and what `run` records."""
+    mechs, yama = [], None
+    for m in mechanisms:
+        iso = (Isolation.untested("not run (--skip-isolation)") if skip and m.available
+               else driver.isolation(m, timeout=timeout))
+        yama = iso.detail.get("yama_ptrace_scope", yama)
+        mechs.append({"name": m.name, "summary": m.summary, "available": m.available,
+                      "reason": m.reason, "isolation": iso.state, "isolation_reason": iso.reason,
+                      "isolation_detail": dict(iso.detail) or None,
+                      "attackers": {k: dict(v) for k, v in iso.attackers.items()},
+                      "props": list(m.props)})
+    return mechs, {"euid": os.geteuid(), "yama_ptrace_scope": yama}
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     driver = Driver(find_isob())
     catalog = driver.catalog()
-    mechs = []
-    for m in catalog.mechanisms:
-        iso = (Isolation("untested", "not run (--skip-isolation)") if args.skip_isolation and
-               m.available else driver.isolation(m, timeout=args.timeout))
-        mechs.append({"name": m.name, "summary": m.summary, "available": m.available,
-                      "reason": m.reason, "isolation": iso.state, "isolation_reason": iso.reason,
-                      "isolation_detail": dict(iso.detail) or None, "props": list(m.props)})
+    mechs, context = isolation_entries(driver, catalog.mechanisms, args.timeout, args.skip_isolation)
     benches = [{"name": b.name, "summary": b.summary, "needs_mechanism": b.needs_mechanism}
                for b in catalog.benchmarks]
     if args.json:
-        _print_json({"mechanisms": mechs, "benchmarks": benches})
+        _print_json({"mechanisms": mechs, "benchmarks": benches, "isolation_context": context})
     else:
         print(table.list_report(mechs, benches))
+        print("\n" + attackers.format_matrix(mechs, context))
     return EXIT_FAILED if any(m["isolation"] == "failed" for m in mechs) else EXIT_OK
 
 
@@ -434,6 +451,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         env = sysinfo.collect(driver_version=driver.version(), repo=repo_root())
         # The checks need to know which mechanisms run a second context.
         env["mechanism_props"] = {m.name: list(m.props) for m in catalog.mechanisms}
+        # Who can reach each measured mechanism's heap, measured now, for show and report.
+        if any(b.needs_mechanism for b in map(catalog.benchmark, benches)):
+            env["isolation"] = attackers.for_environment(*isolation_entries(
+                driver, [catalog.mechanism(m) for m in mechs], ISOLATION_TIMEOUT))
         run_id = store.begin_run(args.argv, env)
         per_bench = ({kvserver.BENCHMARK: _kvserver_mechanisms(args, catalog)}
                      if kvserver.BENCHMARK in benches else None)
@@ -599,6 +620,9 @@ def _print_run(store: Store, run_id: int, as_json: bool) -> None:
         extra.append(f"soundness: {len(findings)} finding{'s' if len(findings) != 1 else ''} "
                      f"({', '.join(f.id for f in findings)}): `isobench check {run_id}` says "
                      "what to do")
+    matrix = attackers.from_environment(store.run(run_id).get("environment"))
+    if matrix:
+        extra.append(attackers.format_matrix(*matrix))
     results = store.results(run_id)
     kv_table = kvserver.render(kvserver.rows(results))
     if kv_table:

@@ -1,7 +1,7 @@
 """The native driver ``isob``: where it is, and the questions asked before a run.
 
 ``isob list --json``       what mechanisms and benchmarks exist, which are available
-``isob isolation -m M``    does M keep the untrusted side out of the trusted heap
+``isob isolation -m M``    who can reach M's trusted heap: the attacker matrix (attackers.py)
 ``isob --version --json``  how the binary was built (optional: tolerated if absent)
 
 Measurement runs are in runner.py; this module only asks and parses.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from . import proc, records
+from . import attackers, proc, records
 from .errors import DriverError, UsageError
 
 ENV_ISOB = "ISOBENCH_ISOB"
@@ -76,15 +76,22 @@ class Catalog:
 class Isolation:
     """What ``isobench list`` says about one mechanism's isolation.
 
-    state:  "enforced"  it claims isolation and the test confirmed it
-            "none"      it does not claim isolation (the test shows the leak, as expected)
-            "failed"    it claims isolation and the test showed a leak or broke
-            "untested"  not available here, or the test could not run (crash, time-out)
+    state:     the summary of the attacker matrix (attackers.summary):
+               "enforced", "partial", "none", "untested", or "failed" (it
+               claims isolation and the in-process cell leaks, or the test
+               broke)
+    attackers: the four cells, {"in-process", "same-uid", "other-uid",
+               "root"} -> {"verdict", "method", "evidence", ...}
     """
 
     state: str
     reason: str | None = None
     detail: Mapping = field(default_factory=dict)
+    attackers: Mapping = field(default_factory=dict)
+
+    @staticmethod
+    def untested(reason: str) -> "Isolation":
+        return Isolation("untested", reason, {}, attackers.untested_cells(reason))
 
 
 def describe_exit(ex: proc.ChildExit, timeout: float, results: int | None = None) -> str | None:
@@ -140,7 +147,7 @@ class Driver:
 
     def isolation(self, mech: Mechanism, timeout: float = ISOLATION_TIMEOUT) -> Isolation:
         if not mech.available:
-            return Isolation("untested", mech.reason or "not available here")
+            return Isolation.untested(mech.reason or "not available here")
         lines, garbage, ex = self.ask(["isolation", "-m", mech.name], timeout)
         line = next((l for l in lines if l["type"] == "isolation"), None)
         if line is None:
@@ -149,7 +156,7 @@ class Driver:
                 why = (f"isob printed {garbage[0]}" if garbage else
                        f"isob printed no isolation line (exit status {ex.returncode}"
                        f"{': ' + ex.stderr_tail() if ex.stderr_tail() else ''})")
-            return Isolation("untested", f"isolation test did not run: {why}")
+            return Isolation.untested(f"isolation test did not run: {why}")
         return _isolation_from(line)
 
     def version(self, timeout: float = VERSION_TIMEOUT) -> dict | None:
@@ -205,17 +212,34 @@ def _str(v: object) -> str:
     return v
 
 
+DETAIL_KEYS = ("claims", "verdict", "read", "write", "intact", "expected_fault", "target",
+               "yama_ptrace_scope", "secret_intact_after")
+
+
 def _isolation_from(line: dict) -> Isolation:
     verdict = line.get("verdict")
-    detail = {k: line.get(k) for k in ("claims", "verdict", "read", "write", "intact")}
+    detail = {k: line.get(k) for k in DETAIL_KEYS}
     reason = line.get("reason")
-    if verdict == "enforced":
-        return Isolation("enforced", reason, detail)
-    if verdict == "none":
-        return Isolation("none", reason or "does not claim isolation", detail)
     if verdict == "skipped":
-        return Isolation("untested", reason or "isolation test skipped", detail)
-    if verdict in ("leaked", "failed"):
-        why = reason or f"{verdict}: read {line.get('read')}, write {line.get('write')}"
-        return Isolation("failed", why, detail)
-    return Isolation("untested", f"isob gave an unknown verdict {verdict!r}", detail)
+        why = reason or "isolation test skipped"
+        return Isolation("untested", why, detail, attackers.untested_cells(why))
+    try:
+        cells = attackers.cells_from_line(line)
+    except ValueError as e:
+        why = f"isob printed no usable attacker matrix: {e}"
+        return Isolation("untested", why, detail, attackers.untested_cells(why))
+    if verdict == "failed":
+        return Isolation("failed", reason or "the isolation test broke", detail, cells)
+    state = attackers.summary(cells, bool(line.get("claims")))
+    if state == "failed":
+        why = reason or f"it claims isolation, but in-process: {cells['in-process'].get('evidence')}"
+    elif state == "none":
+        why = reason or "does not claim isolation"
+    elif state == "untested":
+        why = reason or cells["in-process"].get("evidence")
+    elif state == "partial":
+        why = "; ".join(f"{a}: {cells[a]['verdict']} ({cells[a].get('method') or cells[a].get('evidence')})"
+                        for a in ("same-uid", "other-uid") if cells[a]["verdict"] != "enforced")
+    else:
+        why = None
+    return Isolation(state, why, detail, cells)

@@ -4,7 +4,9 @@
 ``schema_version`` and ``type``.  Protocol history (it mirrors the comment in
 include/isobench/bench.h, which is the source of truth):
 
-    1  first version: header, result, isolation and list lines.
+    1  first version: header, result, isolation and list lines.  The
+       isolation line later gained the attacker matrix (``matrix_version``,
+       ``attackers``: attackers.py); its earlier members are unchanged.
 
 A Result is immutable and validated when it is built, whether it comes from
 an ``isob`` line, from a failure the runner observed, or from the store: an

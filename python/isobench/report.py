@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from . import __version__, analysis, checks, plots, reference, stats, table
+from . import __version__, analysis, attackers, checks, plots, reference, stats, table
 from .analysis import Config, Overhead, RunData
 from .errors import UsageError
 
@@ -218,6 +218,13 @@ def _aggregate_rows(aggs: Sequence[dict]) -> list[list[str]]:
             for a in aggs]
 
 
+def _matrix_html(env: dict) -> list[str]:
+    m = attackers.from_environment(env)
+    return ["<h2>Isolation by attacker</h2>", f"<p>{_e(attackers.context_line(m[1]))}; rule and "
+            "threat models in docs/mechanisms.md.</p>",
+            html_table(attackers.MATRIX_HEADERS, attackers.matrix_rows(m[0]))] if m else []
+
+
 def render_html(data: RunData, ls: Sequence[Line], findings, aggs, plot_list, out_dir) -> str:
     run = data.run
     opts = run.get("options") or {}
@@ -231,6 +238,7 @@ def render_html(data: RunData, ls: Sequence[Line], findings, aggs, plot_list, ou
         f"{_e(opts.get('repeat', 1))}, order seed {_e(opts.get('seed', '-'))}. "
         f"Report by isobench {__version__}.</p>",
         "<h2>Soundness</h2>", _findings_html(findings),
+        *_matrix_html(data.env),
         "<h2>Platform</h2>", html_table(("", ""), env_rows(data.env)),
         "<h2>Plots</h2>", *[_plot_html(p, out_dir) for p in plot_list],
         "<h2>Results</h2>",
@@ -309,6 +317,10 @@ def render_md(data: RunData, ls, findings, aggs, plot_list) -> str:
            md_table(("", ""), env_rows(data.env)), "", "## Soundness", ""]
     out += [f"- **{f.id}**: {f.what}. Next: {f.next} ({f.doc})." for f in findings] or [
         "No findings: none of the soundness checks fired."]
+    m = attackers.from_environment(data.env)
+    if m:
+        out += ["", "## Isolation by attacker", "", attackers.context_line(m[1]) + ".", "",
+                md_table(attackers.MATRIX_HEADERS, attackers.matrix_rows(m[0]))]
     sw = _switch_md_rows(ls)
     if sw:
         out += ["", "## Switch cost (payload 0, round trip)", "",

@@ -1,9 +1,12 @@
-/* The isolation test (see include/isobench/isolation.h). */
+/* The isolation matrix (see include/isobench/isolation.h). */
 #include <setjmp.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "isobench/bench.h"
 #include "isobench/isolation.h"
 
 static sigjmp_buf fault_jmp;
@@ -17,60 +20,107 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     siglongjmp(fault_jmp, 1);
 }
 
-static const char *segv_code_name(int code)
+static const char *const attacker_names[ISOB_ATK__COUNT] = {
+    [ISOB_ATK_IN_PROCESS] = "in-process",
+    [ISOB_ATK_SAME_UID] = "same-uid",
+    [ISOB_ATK_OTHER_UID] = "other-uid",
+    [ISOB_ATK_ROOT] = "root",
+};
+
+const char *isob_attacker_name(enum isob_attacker a)
 {
+    return (unsigned)a < ISOB_ATK__COUNT ? attacker_names[a] : "?";
+}
+
+const char *isob_cell_verdict_name(int v)
+{
+    switch (v) {
+    case ISOB_CELL_ENFORCED: return "enforced";
+    case ISOB_CELL_LEAKS: return "leaks";
+    case ISOB_CELL_NOT_APPLICABLE: return "not-applicable";
+    default: return "untested";
+    }
+}
+
+const char *isob_segv_code_name(int code)
+{
+    static __thread char other[32];
     switch (code) {
-    case SEGV_MAPERR:
-        return "SEGV_MAPERR: address not mapped";
-    case SEGV_ACCERR:
-        return "SEGV_ACCERR: access denied";
+    case SEGV_MAPERR: return "SEGV_MAPERR";
+    case SEGV_ACCERR: return "SEGV_ACCERR";
 #ifdef SEGV_PKUERR
-    case SEGV_PKUERR:
-        return "SEGV_PKUERR: protection key denied";
+    case SEGV_PKUERR: return "SEGV_PKUERR";
 #endif
     default:
-        return "other code";
+        snprintf(other, sizeof other, "si_code %d", code);
+        return other;
     }
+}
+
+/* The errno's name (EPERM), which says more in a verdict than its text. */
+static const char *errno_name(int err)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+    const char *n = strerrorname_np(err);
+    if (n)
+        return n;
+#endif
+    static __thread char num[24];
+    snprintf(num, sizeof num, "errno %d", err);
+    return num;
+}
+
+/* Append to a fixed buffer, cutting what does not fit. */
+static void add(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add(char *buf, size_t len, const char *fmt, ...)
+{
+    size_t used = strnlen(buf, len);
+    if (used + 1 >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, len - used, fmt, ap);
+    va_end(ap);
+}
+
+static int expected_fault(const struct isob_mechanism *m)
+{
+    if (m->fault_code)
+        return m->fault_code;
+    return (m->props & ISOB_SEPARATE_AS) ? SEGV_MAPERR : 0;
 }
 
 static void describe_fault(char *buf, size_t len)
 {
-    snprintf(buf, len, "fault: %s (%s)", fault_sig == SIGSEGV ? "SIGSEGV" : "SIGBUS",
-             fault_sig == SIGSEGV ? segv_code_name(fault_code) : "bus error");
+    if (fault_sig == SIGSEGV)
+        snprintf(buf, len, "fault: SIGSEGV (%s)", isob_segv_code_name(fault_code));
+    else
+        snprintf(buf, len, "fault: SIGBUS (si_code %d)", (int)fault_code);
 }
 
-int isob_isolation_test(const struct isob_mechanism *m, struct isob_isolation *r)
+static long plant(struct isob_comp *c, uint64_t *trusted_addr)
 {
-    memset(r, 0, sizeof *r);
-    r->claims = (m->props & ISOB_ISOLATES_MEMORY) != 0;
-    r->intact = -1;
-    char why[256] = "";
-    if (m->probe(why, sizeof why) != 0) {
-        r->verdict = "skipped";
-        snprintf(r->reason, sizeof r->reason, "%s", why);
-        return 0;
-    }
-    struct isob_comp_spec spec;
-    isob_spec_defaults(&spec);
-    spec.server_cpu = -1;
-    struct isob_comp *c;
-    int rc = isob_comp_create(m, &spec, &c);
-    if (rc) {
-        r->verdict = "failed";
-        snprintf(r->reason, sizeof r->reason, "create: %s", isob_strerror(rc));
-        return 0;
-    }
-    struct isob_msg *msg = m->shared(c);
+    struct isob_msg *msg = c->mech->shared(c);
     msg->arg[0] = (int64_t)ISOB_SECRET;
+    msg->arg[1] = 0;
     long ret = isob_call(c, ISOB_ENTRY_SECRET_PLANT);
-    volatile uint64_t *addr = (volatile uint64_t *)(uintptr_t)msg->arg[1];
-    if (ret != 0 || !addr) {
-        r->verdict = "failed";
-        snprintf(r->reason, sizeof r->reason, "planting the secret failed: %ld", ret);
-        isob_comp_destroy(c);
-        return 0;
-    }
+    *trusted_addr = (uint64_t)msg->arg[1];
+    return ret;
+}
 
+/* 1 intact, 0 changed, a negative errno when the compartment did not say. */
+static long secret_intact(struct isob_comp *c)
+{
+    c->mech->shared(c)->arg[0] = (int64_t)ISOB_SECRET;
+    long ret = isob_call(c, ISOB_ENTRY_SECRET_CHECK);
+    return ret < 0 ? ret : ret == 1;
+}
+
+/* The caller reads, then writes, the secret by its address. */
+static void in_process_by_address(struct isob_comp *c, uint64_t trusted_addr, struct isob_isolation *r)
+{
+    struct isob_cell *cell = &r->cells[ISOB_ATK_IN_PROCESS];
+    volatile uint64_t *addr = (volatile uint64_t *)(uintptr_t)trusted_addr;
     struct sigaction sa, old_segv, old_bus;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_fault;
@@ -80,43 +130,468 @@ int isob_isolation_test(const struct isob_mechanism *m, struct isob_isolation *r
     sigaction(SIGBUS, &sa, &old_bus);
 
     /* Volatile: they change between sigsetjmp and a siglongjmp out of the
-     * fault handler, after which non-volatile locals are indeterminate (a
-     * register copy made write_landed 1 after a faulting write). */
-    volatile int read_leaked = 0, write_landed = 0;
+     * fault handler, after which non-volatile locals are indeterminate. */
+    volatile int read_leaked = 0, read_other = 0, read_fault = 0, write_fault = 0, wrote = 0;
+    volatile int read_code = 0, write_code = 0;
     if (sigsetjmp(fault_jmp, 1) == 0) {
         uint64_t v = *addr;
         read_leaked = v == ISOB_SECRET;
+        read_other = !read_leaked;
         snprintf(r->read, sizeof r->read, "%s", read_leaked ? "no fault: read the secret"
                                                             : "no fault, but the address holds other data");
     } else {
+        read_fault = fault_sig;
+        read_code = fault_code;
         describe_fault(r->read, sizeof r->read);
     }
-    if (sigsetjmp(fault_jmp, 1) == 0) {
+    /* Where the read found other data the address is not the secret's in
+     * this process, and a write would only damage the caller. */
+    if (read_other) {
+        snprintf(r->write, sizeof r->write, "not tried: the address holds other data here");
+    } else if (sigsetjmp(fault_jmp, 1) == 0) {
         *addr = ~ISOB_SECRET;
-        write_landed = 1;
+        wrote = 1;
         snprintf(r->write, sizeof r->write, "no fault: the write went through");
     } else {
+        write_fault = fault_sig;
+        write_code = fault_code;
         describe_fault(r->write, sizeof r->write);
     }
     sigaction(SIGSEGV, &old_segv, NULL);
     sigaction(SIGBUS, &old_bus, NULL);
 
-    msg->arg[0] = (int64_t)ISOB_SECRET;
-    r->intact = isob_call(c, ISOB_ENTRY_SECRET_CHECK) == 1;
-    if (write_landed && r->intact)
+    long ok = secret_intact(c);
+    r->intact = ok < 0 ? -1 : (int)ok;
+    if (wrote && r->intact == 1)
         snprintf(r->write, sizeof r->write, "no fault, but the secret was not changed (other memory)");
-    isob_comp_destroy(c);
 
-    int held = !read_leaked && r->intact;
-    if (!r->claims)
+    int expect = r->expect_fault;
+    snprintf(cell->method, sizeof cell->method,
+             "the caller reads, then writes, the secret by its address under a SIGSEGV handler");
+    snprintf(cell->evidence, sizeof cell->evidence, "read: %s; write: %s; secret %s", r->read, r->write,
+             r->intact == 1 ? "intact" : r->intact == 0 ? "changed" : "unknown");
+    if (expect)
+        add(cell->evidence, sizeof cell->evidence, "; expected %s", isob_segv_code_name(expect));
+
+    int leaked = read_leaked || r->intact == 0;
+    if (!r->claims) {
         r->verdict = "none";
-    else if (held)
-        r->verdict = "enforced";
-    else {
+        cell->verdict = leaked ? ISOB_CELL_LEAKS : ISOB_CELL_UNTESTED;
+        if (!leaked)
+            snprintf(r->reason, sizeof r->reason,
+                     "claims no isolation, yet nothing leaked: the test did not reach the heap");
+    } else if (leaked) {
         r->verdict = "leaked";
+        cell->verdict = ISOB_CELL_LEAKS;
         snprintf(r->reason, sizeof r->reason, "the untrusted side %s%s%s",
-                 read_leaked ? "read the secret" : "", read_leaked && !r->intact ? " and " : "",
-                 !r->intact ? "changed the secret" : "");
+                 read_leaked ? "read the secret" : "", read_leaked && r->intact == 0 ? " and " : "",
+                 r->intact == 0 ? "changed the secret" : "");
+    } else if (expect && read_fault == SIGSEGV && read_code == expect && write_fault == SIGSEGV &&
+               write_code == expect && r->intact == 1) {
+        r->verdict = "enforced";
+        cell->verdict = ISOB_CELL_ENFORCED;
+    } else {
+        /* Nothing leaked, but not for the reason the mechanism gives: the
+         * test did not show what it is there to show. */
+        r->verdict = "unexpected";
+        cell->verdict = ISOB_CELL_UNTESTED;
+        if (!expect)
+            snprintf(r->reason, sizeof r->reason, "the mechanism declares no expected fault (fault_code)");
+        else if (r->intact != 1)
+            snprintf(r->reason, sizeof r->reason, "the compartment could not say whether the secret is intact");
+        else
+            snprintf(r->reason, sizeof r->reason, "expected %s on both the read and the write",
+                     isob_segv_code_name(expect));
+    }
+    if (r->reason[0] && cell->verdict != ISOB_CELL_LEAKS)
+        add(cell->evidence, sizeof cell->evidence, " (%s)", r->reason);
+}
+
+/* The in-process cell of a mechanism with an escape op. */
+static void in_process_escape(struct isob_comp *c, uint64_t trusted_addr, struct isob_isolation *r)
+{
+    struct isob_cell *cell = &r->cells[ISOB_ATK_IN_PROCESS];
+    int rc = c->mech->escape(c, trusted_addr, cell);
+    long ok = secret_intact(c);
+    r->intact = ok < 0 ? -1 : (int)ok;
+    if (rc) {
+        cell->verdict = ISOB_CELL_UNTESTED;
+        snprintf(r->reason, sizeof r->reason, "escape attempts: %s", isob_strerror(rc));
+        add(cell->evidence, sizeof cell->evidence, " (%s)", r->reason);
+    } else if (cell->verdict == ISOB_CELL_ENFORCED && r->intact != 1) {
+        cell->verdict = ISOB_CELL_LEAKS;
+        add(cell->evidence, sizeof cell->evidence, "; but the secret was changed");
+    }
+    snprintf(r->read, sizeof r->read, "escape attempts by the untrusted side (see the in-process cell)");
+    r->write[0] = 0;
+    if (cell->verdict == ISOB_CELL_ENFORCED) {
+        r->verdict = r->claims ? "enforced" : "unexpected";
+    } else if (cell->verdict == ISOB_CELL_LEAKS) {
+        r->verdict = r->claims ? "leaked" : "none";
+        if (!r->reason[0])
+            add(r->reason, sizeof r->reason, "%s", cell->evidence);
+    } else {
+        r->verdict = "unexpected";
+    }
+}
+
+static void all_untested(struct isob_isolation *r, const char *why)
+{
+    for (int a = 0; a < ISOB_ATK__COUNT; a++) {
+        r->cells[a].verdict = ISOB_CELL_UNTESTED;
+        snprintf(r->cells[a].evidence, sizeof r->cells[a].evidence, "%s", why);
+    }
+}
+
+/* A cell from the results of the probes of one identity.  A probe leaks
+ * when it read or changed the secret; pidfd_getfd leaks when it is granted
+ * on a compartment's own process (its descriptors are the compartment's),
+ * and is only reported on the caller's, whose descriptors are its own. */
+static int probe_leaks(const struct isob_osprobe_result *r, int p, int self)
+{
+    return r->secret_seen || r->secret_changed ||
+           (p == ISOB_OSP_PIDFD_GETFD && !self && r->outcome == ISOB_OSP_GRANTED);
+}
+
+static void os_cell(struct isob_cell *cell, enum isob_identity id, int self)
+{
+    char leaked[200] = "", seen[480] = "";
+    int leaks = 0, denied = 0, counted = 0;
+    for (int p = 0; p < ISOB_OSP__COUNT; p++) {
+        const struct isob_osprobe_result *r = &cell->res[p];
+        const char *name = isob_osprobe_name((enum isob_osprobe)p);
+        int informational = p == ISOB_OSP_PIDFD_GETFD && self;
+        int leak = probe_leaks(r, p, self);
+        add(seen, sizeof seen, "%s%s: ", p ? "; " : "", name);
+        if (r->secret_seen)
+            add(seen, sizeof seen, "read the secret");
+        else if (r->secret_changed)
+            add(seen, sizeof seen, "overwrote the secret%s", r->restored ? " (restored)" : "");
+        else if (r->outcome == ISOB_OSP_DENIED)
+            add(seen, sizeof seen, "%s", errno_name(r->err));
+        else if (r->outcome == ISOB_OSP_UNTESTED)
+            add(seen, sizeof seen, "untested (%s)", r->note[0] ? r->note : r->err ? errno_name(r->err) : "not tried");
+        else
+            add(seen, sizeof seen, "granted%s", informational ? " (its own descriptors: not counted)" : "");
+        if (r->outcome == ISOB_OSP_GRANTED && !r->secret_seen && !r->secret_changed && r->note[0] &&
+            p != ISOB_OSP_PIDFD_GETFD)
+            add(seen, sizeof seen, " (%s)", r->note);
+        if (informational)
+            continue;
+        counted++;
+        if (leak) {
+            add(leaked, sizeof leaked, "%s%s", leaks ? ", " : "", name);
+            leaks++;
+        } else if (r->outcome == ISOB_OSP_DENIED) {
+            denied++;
+        }
+    }
+    if (leaks) {
+        cell->verdict = ISOB_CELL_LEAKS;
+        snprintf(cell->method, sizeof cell->method, "%s, as %s", leaked, cell->who.how);
+    } else if (denied == counted) {
+        cell->verdict = ISOB_CELL_ENFORCED;
+        snprintf(cell->method, sizeof cell->method, "all %d probes refused, as %s", counted, cell->who.how);
+    } else {
+        cell->verdict = ISOB_CELL_UNTESTED;
+        snprintf(cell->method, sizeof cell->method, "not every probe could run and none got through, as %s",
+                 cell->who.how);
+    }
+    snprintf(cell->evidence, sizeof cell->evidence, "%s", seen);
+    /* Why it went the way it did, where the kernel's rule is plain. */
+    if (leaks && self && id == ISOB_ID_SAME_UID)
+        add(cell->evidence, sizeof cell->evidence,
+            "; the prober is a thread of the caller, whose own memory the kernel lets it reach");
+    if (id == ISOB_ID_ROOT)
+        add(cell->evidence, sizeof cell->evidence, "; %s", cell->who.cap_sys_ptrace
+            ? "CAP_SYS_PTRACE held, which passes the kernel's ptrace access check, dumpable or not"
+            : "CAP_SYS_PTRACE not held");
+}
+
+/* The same-uid cell when the caller is root.  A thread of root without
+ * capabilities still cannot reach a process that holds them (the kernel's
+ * capability-subset rule), which would make every compartment look closed
+ * for a reason that is not the mechanism's.  So the caller is played by a
+ * helper switched to an unprivileged uid (dumpable, like any process of an
+ * ordinary user): it creates a compartment of its own and probes it from
+ * a thread, as an unprivileged untrusted side would. */
+struct same_uid_report {
+    int rc;
+    char why[160];
+    int self;
+    struct isob_identity_info who;
+    struct isob_osprobe_result res[ISOB_OSP__COUNT];
+    long intact;
+};
+
+static void same_uid_helper(void *arg, void *out)
+{
+    const struct isob_mechanism *m = arg;
+    struct same_uid_report *rep = out;
+    struct isob_comp_spec spec;
+    isob_spec_defaults(&spec);
+    struct isob_comp *c;
+    uint64_t trusted_addr = 0;
+    rep->rc = isob_comp_create(m, &spec, &c);
+    if (rep->rc) {
+        snprintf(rep->why, sizeof rep->why, "create as uid %d: %s", ISOB_OSP_OTHER_UID, isob_strerror(rep->rc));
+        return;
+    }
+    struct isob_place where = {0, 0};
+    if (plant(c, &trusted_addr) != 0 || !trusted_addr) {
+        rep->rc = -EIO;
+        snprintf(rep->why, sizeof rep->why, "planting the secret as uid %d failed", ISOB_OSP_OTHER_UID);
+    } else {
+        where.addr = (uintptr_t)trusted_addr;
+        rep->rc = m->locate ? m->locate(c, trusted_addr, &where) : 0;
+        if (rep->rc)
+            snprintf(rep->why, sizeof rep->why, "cannot locate the trusted heap: %s", isob_strerror(rep->rc));
+    }
+    if (rep->rc == 0) {
+        rep->self = where.pid == 0 || where.pid == getpid();
+        struct isob_osprobe_target t = {rep->self ? getpid() : where.pid, where.addr, ISOB_SECRET, 0};
+        rep->rc = isob_osprobe_as(ISOB_ID_SAME_UID, &t, rep->res, &rep->who);
+        if (rep->rc)
+            snprintf(rep->why, sizeof rep->why, "%s", rep->who.why);
+        snprintf(rep->who.how, sizeof rep->who.how, "a thread of an unprivileged caller (uid %ld) probing its own compartment",
+                 rep->who.uid);
+        rep->intact = secret_intact(c);
+    }
+    isob_comp_destroy(c);
+}
+
+static void same_uid_as_root(const struct isob_mechanism *m, struct isob_cell *cell, struct isob_isolation *r)
+{
+    struct same_uid_report rep;
+    char why[160] = "";
+    int rc = isob_osprobe_helper(ISOB_OSP_OTHER_UID, same_uid_helper, (void *)m, &rep, sizeof rep, why, sizeof why);
+    if (rc == 0 && rep.rc != 0) {
+        rc = rep.rc;
+        snprintf(why, sizeof why, "%s", rep.why);
+    }
+    if (rc) {
+        cell->verdict = ISOB_CELL_UNTESTED;
+        snprintf(cell->method, sizeof cell->method, "not probed");
+        snprintf(cell->evidence, sizeof cell->evidence, "%s", why);
+        return;
+    }
+    cell->who = rep.who;
+    memcpy(cell->res, rep.res, sizeof rep.res);
+    cell->probed = 1;
+    r->same_uid_self = rep.self;
+    os_cell(cell, ISOB_ID_SAME_UID, rep.self);
+    if (rep.intact != 1) {
+        r->secret_intact_after = rep.intact < 0 ? -1 : 0;
+        add(cell->evidence, sizeof cell->evidence, "; the secret was %s afterwards",
+            rep.intact < 0 ? "of unknown state" : "left changed");
+    }
+}
+
+static void os_cells(const struct isob_mechanism *m, struct isob_comp *c, uint64_t trusted_addr,
+                     struct isob_isolation *r)
+{
+    struct isob_place where = {0, (uintptr_t)trusted_addr};
+    int rc = c->mech->locate ? c->mech->locate(c, trusted_addr, &where) : 0;
+    if (rc) {
+        char why[160];
+        snprintf(why, sizeof why, "cannot locate the trusted heap for OS-level probes: %s", isob_strerror(rc));
+        for (int a = ISOB_ATK_SAME_UID; a < ISOB_ATK__COUNT; a++)
+            snprintf(r->cells[a].evidence, sizeof r->cells[a].evidence, "%s", why);
+        return;
+    }
+    r->os_target_self = where.pid == 0 || where.pid == getpid();
+    r->os_target_pid = where.pid ? (long)where.pid : (long)getpid();
+    r->os_target_addr = where.addr;
+    r->same_uid_self = r->os_target_self;
+    struct isob_osprobe_target t = {(pid_t)r->os_target_pid, where.addr, ISOB_SECRET, 0};
+    r->secret_intact_after = 1;
+    static const enum isob_identity ids[] = {ISOB_ID_SAME_UID, ISOB_ID_OTHER_UID, ISOB_ID_ROOT};
+    for (int i = 0; i < 3; i++) {
+        struct isob_cell *cell = &r->cells[ISOB_ATK_SAME_UID + i];
+        if (ids[i] == ISOB_ID_SAME_UID && geteuid() == 0) {
+            same_uid_as_root(m, cell, r);
+            continue;
+        }
+        rc = isob_osprobe_as(ids[i], &t, cell->res, &cell->who);
+        if (rc) {
+            cell->verdict = ISOB_CELL_UNTESTED;
+            snprintf(cell->method, sizeof cell->method, "not probed");
+            snprintf(cell->evidence, sizeof cell->evidence, "%s", cell->who.why);
+        } else {
+            cell->probed = 1;
+            os_cell(cell, ids[i], r->os_target_self);
+        }
+        /* Every write was put back; the trusted side confirms it, and a
+         * secret left changed is planted again so that the next identity
+         * probes the same thing. */
+        long ok = secret_intact(c);
+        if (ok != 1) {
+            r->secret_intact_after = ok < 0 ? -1 : 0;
+            add(cell->evidence, sizeof cell->evidence, "; the secret was %s afterwards",
+                ok < 0 ? "of unknown state" : "left changed");
+            uint64_t again;
+            plant(c, &again);
+        }
+    }
+}
+
+/* Set up: probe, create, plant.  0 with *cp and *trusted_addr, or 1 when
+ * the verdict is already known (skipped, failed). */
+static int begin(const struct isob_mechanism *m, struct isob_isolation *r, struct isob_comp **cp,
+                 uint64_t *trusted_addr)
+{
+    memset(r, 0, sizeof *r);
+    r->claims = (m->props & ISOB_ISOLATES_MEMORY) != 0;
+    r->intact = -1;
+    r->yama = isob_yama_ptrace_scope();
+    r->secret_intact_after = -1;
+    r->expect_fault = m->escape ? 0 : expected_fault(m);
+    char why[256] = "";
+    if (m->probe(why, sizeof why) != 0) {
+        r->verdict = "skipped";
+        snprintf(r->reason, sizeof r->reason, "%s", why);
+        all_untested(r, why);
+        return 1;
+    }
+    struct isob_comp_spec spec;
+    isob_spec_defaults(&spec);
+    spec.server_cpu = -1;
+    int rc = isob_comp_create(m, &spec, cp);
+    if (rc) {
+        r->verdict = "failed";
+        snprintf(r->reason, sizeof r->reason, "create: %s", isob_strerror(rc));
+        all_untested(r, r->reason);
+        return 1;
+    }
+    long ret = plant(*cp, trusted_addr);
+    if (ret != 0 || !*trusted_addr) {
+        r->verdict = "failed";
+        snprintf(r->reason, sizeof r->reason, "planting the secret failed: %ld", ret);
+        all_untested(r, r->reason);
+        isob_comp_destroy(*cp);
+        return 1;
     }
     return 0;
+}
+
+static void in_process(struct isob_comp *c, uint64_t trusted_addr, struct isob_isolation *r)
+{
+    if (c->mech->escape)
+        in_process_escape(c, trusted_addr, r);
+    else
+        in_process_by_address(c, trusted_addr, r);
+}
+
+int isob_isolation_test(const struct isob_mechanism *m, struct isob_isolation *r)
+{
+    struct isob_comp *c;
+    uint64_t trusted_addr;
+    if (begin(m, r, &c, &trusted_addr))
+        return 0;
+    in_process(c, trusted_addr, r);
+    for (int a = ISOB_ATK_SAME_UID; a < ISOB_ATK__COUNT; a++)
+        snprintf(r->cells[a].evidence, sizeof r->cells[a].evidence, "not run (in-process test only)");
+    isob_comp_destroy(c);
+    return 0;
+}
+
+int isob_isolation_matrix(const struct isob_mechanism *m, struct isob_isolation *r)
+{
+    struct isob_comp *c;
+    uint64_t trusted_addr;
+    if (begin(m, r, &c, &trusted_addr))
+        return 0;
+    in_process(c, trusted_addr, r);
+    /* The in-process attempts may have changed a secret that was not
+     * protected; the OS-level probes start from the planted value. */
+    uint64_t again;
+    if (plant(c, &again) != 0 || again != trusted_addr)
+        all_untested(r, "the secret could not be planted again at the same address");
+    else
+        os_cells(m, c, trusted_addr, r);
+    isob_comp_destroy(c);
+    return 0;
+}
+
+static void emit_cell(struct isob_jw *w, const char *key, const struct isob_cell *cell, int self)
+{
+    isob_jw_obj(w, key);
+    isob_jw_str(w, "verdict", isob_cell_verdict_name(cell->verdict));
+    isob_jw_str(w, "method", cell->method[0] ? cell->method : NULL);
+    isob_jw_str(w, "evidence", cell->evidence[0] ? cell->evidence : NULL);
+    if (cell->probed) {
+        isob_jw_obj(w, "identity");
+        isob_jw_str(w, "how", cell->who.how);
+        isob_jw_int(w, "uid", cell->who.uid);
+        isob_jw_int(w, "gid", cell->who.gid);
+        isob_jw_bool(w, "cap_sys_ptrace", cell->who.cap_sys_ptrace);
+        isob_jw_close(w, '}');
+        isob_jw_arr(w, "probes");
+        for (int p = 0; p < ISOB_OSP__COUNT; p++) {
+            const struct isob_osprobe_result *r = &cell->res[p];
+            static const char *const outcomes[] = {"untested", "denied", "granted"};
+            isob_jw_obj(w, NULL);
+            isob_jw_str(w, "probe", isob_osprobe_name((enum isob_osprobe)p));
+            isob_jw_str(w, "outcome", outcomes[r->outcome]);
+            isob_jw_str(w, "errno", r->err ? errno_name(r->err) : NULL);
+            isob_jw_bool(w, "secret_seen", r->secret_seen);
+            isob_jw_bool(w, "secret_changed", r->secret_changed);
+            if (r->secret_changed)
+                isob_jw_bool(w, "restored", r->restored);
+            isob_jw_str(w, "note", r->note[0] ? r->note : NULL);
+            isob_jw_bool(w, "leak", probe_leaks(r, p, self));
+            isob_jw_close(w, '}');
+        }
+        isob_jw_close(w, ']');
+    }
+    isob_jw_close(w, '}');
+}
+
+void isob_isolation_emit(FILE *f, const struct isob_mechanism *m, const struct isob_isolation *r)
+{
+    struct isob_jw w;
+    char buf[64];
+    isob_jw_begin(&w, f, "isolation");
+    isob_jw_int(&w, "matrix_version", ISOB_MATRIX_VERSION);
+    isob_jw_str(&w, "mechanism", m->name);
+    isob_jw_bool(&w, "claims", r->claims);
+    /* The in-process test in words, as before the matrix existed. */
+    isob_jw_str(&w, "verdict", r->verdict);
+    isob_jw_str(&w, "read", r->read[0] ? r->read : NULL);
+    isob_jw_str(&w, "write", r->write[0] ? r->write : NULL);
+    if (r->intact < 0)
+        isob_jw_raw(&w, "intact", "null");
+    else
+        isob_jw_bool(&w, "intact", r->intact);
+    isob_jw_str(&w, "reason", r->reason[0] ? r->reason : NULL);
+    isob_jw_str(&w, "expected_fault", r->expect_fault ? isob_segv_code_name(r->expect_fault) : NULL);
+    if (r->os_target_pid) {
+        isob_jw_obj(&w, "target");
+        isob_jw_str(&w, "process", r->os_target_self ? "caller" : "compartment");
+        isob_jw_int(&w, "pid", r->os_target_pid);
+        snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)r->os_target_addr);
+        isob_jw_str(&w, "address", buf);
+        isob_jw_close(&w, '}');
+    } else {
+        isob_jw_raw(&w, "target", "null");
+    }
+    if (r->yama < 0)
+        isob_jw_raw(&w, "yama_ptrace_scope", "null");
+    else
+        isob_jw_int(&w, "yama_ptrace_scope", r->yama);
+    static const char *const yama_words[] = {
+        "0: classic ptrace permissions", "1: only ancestors (or a declared tracer) may attach",
+        "2: only CAP_SYS_PTRACE may attach", "3: no process may attach"};
+    isob_jw_str(&w, "yama", r->yama < 0 ? "absent (no Yama in this kernel)"
+                            : r->yama <= 3 ? yama_words[r->yama] : "an unknown ptrace_scope");
+    if (r->secret_intact_after < 0)
+        isob_jw_raw(&w, "secret_intact_after", "null");
+    else
+        isob_jw_bool(&w, "secret_intact_after", r->secret_intact_after);
+    isob_jw_obj(&w, "attackers");
+    for (int a = 0; a < ISOB_ATK__COUNT; a++)
+        emit_cell(&w, isob_attacker_name((enum isob_attacker)a), &r->cells[a],
+                  a == ISOB_ATK_SAME_UID ? r->same_uid_self : r->os_target_self);
+    isob_jw_close(&w, '}');
+    isob_jw_end(&w);
 }

@@ -47,6 +47,10 @@ struct isob_trusted *isob_server_enter(int cpu, size_t heap_size)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() == 1)
         return NULL;
+    /* The trusted heap is mapped only after this, so it is never readable
+     * by the OS to anyone but root. */
+    if (isob_server_close_to_readers() != 0)
+        return NULL;
     if (cpu >= 0 && isob_pin_self(cpu) != 0)
         return NULL;
     void *heap = isob_map(heap_size, 0);

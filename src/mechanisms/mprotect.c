@@ -4,6 +4,7 @@
  * each rewriting every present page-table entry of the heap and flushing
  * the TLB, so the cost grows with the heap's resident pages.  This is the
  * page-table way of doing what MPK does with one register write. */
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -80,6 +81,7 @@ const struct isob_mechanism isob_mech_mprotect = {
     .name = "mprotect",
     .summary = "in-process trusted heap kept PROT_NONE outside calls, opened with mprotect per call",
     .props = ISOB_ISOLATES_MEMORY,
+    .fault_code = SEGV_ACCERR,
     .probe = isob_probe_always,
     .create = mprot_create,
     .call = mprot_call,

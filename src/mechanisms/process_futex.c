@@ -87,6 +87,15 @@ static void pf_destroy(struct isob_comp *c)
     free(p);
 }
 
+/* The trusted heap lives in the server process, at the address the
+ * trusted code reports. */
+static int pf_locate(struct isob_comp *c, uint64_t trusted_addr, struct isob_place *out)
+{
+    out->pid = ((struct pf_comp *)c)->server;
+    out->addr = (uintptr_t)trusted_addr;
+    return 0;
+}
+
 const struct isob_mechanism isob_mech_process_futex = {
     .name = "process-futex",
     .summary = "forked server process, shared memory and futex handoff",
@@ -96,4 +105,5 @@ const struct isob_mechanism isob_mech_process_futex = {
     .call = pf_call,
     .shared = pf_shared_msg,
     .destroy = pf_destroy,
+    .locate = pf_locate,
 };

@@ -149,6 +149,15 @@ static void pipe_destroy(struct isob_comp *c)
     free(p);
 }
 
+/* The trusted heap lives in the server process, at the address the
+ * trusted code reports. */
+static int pipe_locate(struct isob_comp *c, uint64_t trusted_addr, struct isob_place *out)
+{
+    out->pid = ((struct pipe_comp *)c)->server;
+    out->addr = (uintptr_t)trusted_addr;
+    return 0;
+}
+
 const struct isob_mechanism isob_mech_process_pipe = {
     .name = "process-pipe",
     .summary = "forked server process, shared memory, one-byte token over a pipe pair",
@@ -158,4 +167,5 @@ const struct isob_mechanism isob_mech_process_pipe = {
     .call = pipe_call,
     .shared = pipe_shared_msg,
     .destroy = pipe_destroy,
+    .locate = pipe_locate,
 };

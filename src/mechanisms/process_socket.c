@@ -139,6 +139,15 @@ static void sock_destroy(struct isob_comp *c)
     free(s);
 }
 
+/* The trusted heap lives in the server process, at the address the
+ * trusted code reports. */
+static int sock_locate(struct isob_comp *c, uint64_t trusted_addr, struct isob_place *out)
+{
+    out->pid = ((struct sock_comp *)c)->server;
+    out->addr = (uintptr_t)trusted_addr;
+    return 0;
+}
+
 const struct isob_mechanism isob_mech_process_socket = {
     .name = "process-socket",
     .summary = "forked server process, shared memory, one-byte token over an AF_UNIX socketpair",
@@ -148,4 +157,5 @@ const struct isob_mechanism isob_mech_process_socket = {
     .call = sock_call,
     .shared = sock_shared_msg,
     .destroy = sock_destroy,
+    .locate = sock_locate,
 };

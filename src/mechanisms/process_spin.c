@@ -121,6 +121,15 @@ static void ps_destroy(struct isob_comp *c)
     free(p);
 }
 
+/* The trusted heap lives in the server process, at the address the
+ * trusted code reports. */
+static int ps_locate(struct isob_comp *c, uint64_t trusted_addr, struct isob_place *out)
+{
+    out->pid = ((struct ps_comp *)c)->server;
+    out->addr = (uintptr_t)trusted_addr;
+    return 0;
+}
+
 const struct isob_mechanism isob_mech_process_spin = {
     .name = "process-spin",
     .summary = "forked server process, shared memory, both sides spin (for cross-cpu placement)",
@@ -130,4 +139,5 @@ const struct isob_mechanism isob_mech_process_spin = {
     .call = ps_call,
     .shared = ps_shared_msg,
     .destroy = ps_destroy,
+    .locate = ps_locate,
 };

@@ -225,6 +225,15 @@ static struct isob_msg *sc_shared_msg(struct isob_comp *c)
     return &((struct sc_comp *)c)->sh->msg;
 }
 
+/* The trusted heap lives in the server process, at the address the
+ * trusted code reports. */
+static int sc_locate(struct isob_comp *c, uint64_t trusted_addr, struct isob_place *out)
+{
+    out->pid = ((struct sc_comp *)c)->server;
+    out->addr = (uintptr_t)trusted_addr;
+    return 0;
+}
+
 const struct isob_mechanism isob_mech_seccomp = {
     .name = "seccomp",
     .summary = "process-futex server confined by a seccomp-bpf allow-list (futex, exit)",
@@ -234,6 +243,7 @@ const struct isob_mechanism isob_mech_seccomp = {
     .call = sc_call,
     .shared = sc_shared_msg,
     .destroy = sc_destroy,
+    .locate = sc_locate,
 };
 
 /* Create a compartment and check that an allowed call works; then either

@@ -75,6 +75,13 @@ struct kv_store {
     uint32_t free_head[KV_CLASSES]; /* per size class: first free record's reference */
 };
 
+/* One read of a field of the shared message.  The untrusted side can
+ * change the message while an entry runs, so each entry copies every
+ * length and argument it uses into a local with one volatile load, and
+ * checks and uses only the copy: a plain load could be repeated by the
+ * compiler, and the second one would see a value nobody checked. */
+#define ISOB_MSG_ONCE(field) (*(const volatile __typeof__(field) *)&(field))
+
 /* Unaligned, aliasing-safe 8-byte access: keys and values sit at any byte
  * offset, and x86 and wasm32 both load them unaligned at full speed. */
 typedef uint64_t kv_u64u __attribute__((aligned(1), may_alias));
@@ -350,22 +357,26 @@ static inline void kv_remove_slot(uint64_t *tab, uint32_t slots, uint32_t i)
     tab[i] = 0;
 }
 
-/* The key of a request, checked: 1..ISOB_KV_MAX_KEY bytes, within msg->len. */
-static inline int kv_key_ok(const struct isob_msg *msg, size_t cap, uint64_t extra)
+/* The key of a request, checked: 1..ISOB_KV_MAX_KEY bytes, and with
+ * `extra` bytes after it within len, which is within cap.  klen and len
+ * are the entry's copies of the message's fields. */
+static inline int kv_key_ok(int64_t klen, uint32_t len, size_t cap, uint64_t extra)
 {
-    if (msg->arg[0] < 1 || msg->arg[0] > ISOB_KV_MAX_KEY || msg->len > cap)
+    if (klen < 1 || klen > ISOB_KV_MAX_KEY || len > cap)
         return 0;
-    return (uint64_t)msg->arg[0] + extra <= msg->len;
+    return (uint64_t)klen + extra <= len;
 }
 
 static inline long kv_set(struct isob_trusted *t, struct isob_msg *msg, size_t cap)
 {
-    if (msg->arg[1] < 0 || msg->arg[1] > ISOB_KV_MAX_VALUE || !kv_key_ok(msg, cap, (uint64_t)msg->arg[1]))
+    int64_t klen64 = ISOB_MSG_ONCE(msg->arg[0]), vlen64 = ISOB_MSG_ONCE(msg->arg[1]);
+    uint32_t len = ISOB_MSG_ONCE(msg->len);
+    if (vlen64 < 0 || vlen64 > ISOB_KV_MAX_VALUE || !kv_key_ok(klen64, len, cap, (uint64_t)vlen64))
         return -KV_EINVAL;
     struct kv_store *s = kv_store_of(t);
     if (!s)
         return -KV_ENOSPC;
-    uint32_t klen = (uint32_t)msg->arg[0], vlen = (uint32_t)msg->arg[1];
+    uint32_t klen = (uint32_t)klen64, vlen = (uint32_t)vlen64;
     const unsigned char *key = msg->data, *val = msg->data + klen;
     uint32_t tag = (uint32_t)(kv_hash(key, klen) >> 32), pos;
     uint32_t units = kv_rec_units(klen, vlen);
@@ -399,12 +410,13 @@ static inline long kv_set(struct isob_trusted *t, struct isob_msg *msg, size_t c
 
 static inline long kv_get(struct isob_trusted *t, struct isob_msg *msg, size_t cap)
 {
-    if (!kv_key_ok(msg, cap, 0))
+    int64_t klen64 = ISOB_MSG_ONCE(msg->arg[0]);
+    if (!kv_key_ok(klen64, ISOB_MSG_ONCE(msg->len), cap, 0))
         return -KV_EINVAL;
     struct kv_store *s = kv_store_of(t);
     if (!s)
         return -KV_ENOENT;
-    uint32_t klen = (uint32_t)msg->arg[0], pos;
+    uint32_t klen = (uint32_t)klen64, pos;
     uint32_t tag = (uint32_t)(kv_hash(msg->data, klen) >> 32);
     uint32_t ref = kv_find(t, s, msg->data, klen, tag, &pos);
     if (!ref)
@@ -421,12 +433,13 @@ static inline long kv_get(struct isob_trusted *t, struct isob_msg *msg, size_t c
 
 static inline long kv_delete(struct isob_trusted *t, struct isob_msg *msg, size_t cap)
 {
-    if (!kv_key_ok(msg, cap, 0))
+    int64_t klen64 = ISOB_MSG_ONCE(msg->arg[0]);
+    if (!kv_key_ok(klen64, ISOB_MSG_ONCE(msg->len), cap, 0))
         return -KV_EINVAL;
     struct kv_store *s = kv_store_of(t);
     if (!s)
         return -KV_ENOENT;
-    uint32_t klen = (uint32_t)msg->arg[0], pos;
+    uint32_t klen = (uint32_t)klen64, pos;
     uint32_t tag = (uint32_t)(kv_hash(msg->data, klen) >> 32);
     uint32_t ref = kv_find(t, s, msg->data, klen, tag, &pos);
     if (!ref)

@@ -44,30 +44,37 @@ long isob_trusted_call(struct isob_trusted *t, unsigned entry, struct isob_msg *
     switch (entry) {
     case ISOB_ENTRY_EMPTY:
         return 0;
-    case ISOB_ENTRY_SINK:
-        if (msg->len > cap)
+    /* Lengths and arguments are read from the shared message once, into
+     * locals, and only the copies are checked and used (ISOB_MSG_ONCE). */
+    case ISOB_ENTRY_SINK: {
+        uint32_t len = ISOB_MSG_ONCE(msg->len);
+        if (len > cap)
             return -22; /* EINVAL */
-        return (long)isob_checksum(msg->data, msg->len);
+        return (long)isob_checksum(msg->data, len);
+    }
     case ISOB_ENTRY_ADD:
-        return (long)(msg->arg[0] + msg->arg[1]);
-    case ISOB_ENTRY_ECHO:
-        if (msg->len > cap)
+        return (long)((uint64_t)ISOB_MSG_ONCE(msg->arg[0]) + (uint64_t)ISOB_MSG_ONCE(msg->arg[1]));
+    case ISOB_ENTRY_ECHO: {
+        uint32_t len = ISOB_MSG_ONCE(msg->len);
+        if (len > cap)
             return -22;
-        for (uint32_t i = 0; i < msg->len; i++)
+        for (uint32_t i = 0; i < len; i++)
             msg->data[i] = (unsigned char)~msg->data[i];
-        return (long)msg->len;
+        return (long)len;
+    }
     case ISOB_ENTRY_FAIL:
-        return -(long)msg->arg[0];
+        return -(long)ISOB_MSG_ONCE(msg->arg[0]);
     case ISOB_ENTRY_SECRET_PLANT: {
+        uint64_t secret = (uint64_t)ISOB_MSG_ONCE(msg->arg[0]);
         volatile uint64_t *slot = (volatile uint64_t *)(void *)(t->heap + SECRET_OFFSET);
-        *slot = (uint64_t)msg->arg[0];
-        t->secret = (uint64_t)msg->arg[0];
+        *slot = secret;
+        t->secret = secret;
         msg->arg[1] = (int64_t)(uintptr_t)slot;
         return 0;
     }
     case ISOB_ENTRY_SECRET_CHECK: {
         volatile uint64_t *slot = (volatile uint64_t *)(void *)(t->heap + SECRET_OFFSET);
-        return *slot == (uint64_t)msg->arg[0] ? 1 : 0;
+        return *slot == (uint64_t)ISOB_MSG_ONCE(msg->arg[0]) ? 1 : 0;
     }
     case ISOB_ENTRY_COUNT_CALLS:
         return (long)t->calls;

@@ -3,6 +3,8 @@
  * each mechanism is checked against `direct`, the reference. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,6 +147,31 @@ static void t_create_destroy_repeatable(void)
     CHECK(waitpid(-1, NULL, WNOHANG) <= 0);
 }
 
+/* The in-process cell: a mechanism that claims isolation meets exactly the
+ * fault it declares (or, for wasm, its guest's escapes all trap); one that
+ * claims none is seen to leak, which proves the test can fail. */
+static void check_in_process(const struct isob_isolation *r)
+{
+    const struct isob_cell *cell = &r->cells[ISOB_ATK_IN_PROCESS];
+    fprintf(stderr, "# %s: verdict %s; in-process %s: %s\n", cur->name, r->verdict,
+            isob_cell_verdict_name(cell->verdict), cell->evidence);
+    if (r->claims) {
+        CHECK(strcmp(r->verdict, "enforced") == 0);
+        CHECK_EQ_LONG(cell->verdict, ISOB_CELL_ENFORCED);
+        CHECK_EQ_LONG(r->intact, 1);
+        if (!cur->escape) {
+            const char *want = isob_segv_code_name(r->expect_fault);
+            CHECK(r->expect_fault != 0);
+            CHECK(strstr(r->read, want) != NULL && strstr(r->write, want) != NULL);
+        }
+    } else {
+        CHECK(strcmp(r->verdict, "none") == 0);
+        CHECK_EQ_LONG(cell->verdict, ISOB_CELL_LEAKS);
+        CHECK(strstr(r->read, "read the secret") != NULL);
+        CHECK_EQ_LONG(r->intact, 0);
+    }
+}
+
 static void t_isolation(void)
 {
     char why[256] = "";
@@ -152,17 +179,108 @@ static void t_isolation(void)
         SKIP("%s: %s", cur->name, why);
     struct isob_isolation r;
     CHECK_EQ_LONG(isob_isolation_test(cur, &r), 0);
-    fprintf(stderr, "# %s: verdict %s; read: %s; write: %s\n", cur->name, r.verdict, r.read, r.write);
-    if (r.claims) {
-        CHECK(strcmp(r.verdict, "enforced") == 0);
-        CHECK_EQ_LONG(r.intact, 1);
+    check_in_process(&r);
+}
+
+/* The whole matrix.  Every cell is measured; what the kernel must do is
+ * checked where its rule is plain: a separate address space closed to
+ * OS readers without root (the server is non-dumpable), open to root with
+ * CAP_SYS_PTRACE; a mechanism that claims nothing open to its own caller. */
+static void t_isolation_matrix(void)
+{
+    char why[256] = "";
+    if (cur->probe(why, sizeof why) != 0)
+        SKIP("%s: %s", cur->name, why);
+    struct isob_isolation r;
+    CHECK_EQ_LONG(isob_isolation_matrix(cur, &r), 0);
+    check_in_process(&r);
+    for (int a = ISOB_ATK_SAME_UID; a < ISOB_ATK__COUNT; a++)
+        fprintf(stderr, "# %s: %s %s: %s; %s\n", cur->name, isob_attacker_name(a),
+                isob_cell_verdict_name(r.cells[a].verdict), r.cells[a].method, r.cells[a].evidence);
+    /* Every write of a probe was put back. */
+    CHECK_EQ_LONG(r.secret_intact_after, 1);
+    const struct isob_cell *same = &r.cells[ISOB_ATK_SAME_UID], *other = &r.cells[ISOB_ATK_OTHER_UID],
+                           *root = &r.cells[ISOB_ATK_ROOT];
+    CHECK(same->probed);
+    CHECK_EQ_LONG(r.os_target_self, !(cur->props & ISOB_SEPARATE_AS));
+    if (cur->props & ISOB_SEPARATE_AS) {
+        CHECK_EQ_LONG(same->verdict, ISOB_CELL_ENFORCED);
     } else {
-        /* A mechanism without isolation must be seen to leak: this is what
-         * proves the test can fail. */
-        CHECK(strcmp(r.verdict, "none") == 0);
-        CHECK(strstr(r.read, "read the secret") != NULL);
-        CHECK_EQ_LONG(r.intact, 0);
+        /* The caller's own process: whatever a mechanism does to pages or
+         * keys, the kernel lets a process's threads reach its memory. */
+        CHECK_EQ_LONG(same->verdict, ISOB_CELL_LEAKS);
     }
+    if (geteuid() != 0) {
+        CHECK_EQ_LONG(other->verdict, ISOB_CELL_UNTESTED);
+        CHECK(strstr(other->evidence, "needs root") != NULL);
+        CHECK_EQ_LONG(root->verdict, ISOB_CELL_UNTESTED);
+        return;
+    }
+    /* Another uid is kept out of root's processes by the uid check alone. */
+    CHECK_EQ_LONG(other->verdict, ISOB_CELL_ENFORCED);
+    CHECK(root->probed);
+    if (root->who.cap_sys_ptrace)
+        CHECK_EQ_LONG(root->verdict, ISOB_CELL_LEAKS);
+}
+
+extern const struct isob_mechanism isob_mech_direct;
+
+/* Fixtures of the in-process cell's rule, with mechanisms made up here. */
+
+/* mprotect's fault is SEGV_ACCERR; declared as SEGV_MAPERR it is another
+ * fault than promised, so not enforced, even though nothing leaked. */
+static void t_unexpected_fault_is_not_enforced(void)
+{
+    struct isob_mechanism m = *isob_mechanism_find("mprotect");
+    m.fault_code = SEGV_MAPERR;
+    struct isob_isolation r;
+    CHECK_EQ_LONG(isob_isolation_test(&m, &r), 0);
+    fprintf(stderr, "# verdict %s; %s\n", r.verdict, r.cells[ISOB_ATK_IN_PROCESS].evidence);
+    CHECK(strcmp(r.verdict, "unexpected") == 0);
+    CHECK_EQ_LONG(r.cells[ISOB_ATK_IN_PROCESS].verdict, ISOB_CELL_UNTESTED);
+    CHECK(strstr(r.reason, "SEGV_MAPERR") != NULL);
+    CHECK(strstr(r.read, "SEGV_ACCERR") != NULL);
+}
+
+/* A mechanism that reports the address of something else: the read finds
+ * other data without a fault, which is no pass, and nothing is written. */
+static volatile uint64_t decoy = 42;
+
+static long decoy_call(struct isob_comp *c, unsigned entry)
+{
+    long ret = isob_mech_direct.call(c, entry);
+    if (entry == ISOB_ENTRY_SECRET_PLANT)
+        isob_mech_direct.shared(c)->arg[1] = (int64_t)(uintptr_t)&decoy;
+    return ret;
+}
+
+static void t_no_fault_other_data_is_not_a_pass(void)
+{
+    struct isob_mechanism m = isob_mech_direct;
+    m.props = ISOB_ISOLATES_MEMORY;
+    m.fault_code = SEGV_ACCERR;
+    m.call = decoy_call;
+    struct isob_isolation r;
+    CHECK_EQ_LONG(isob_isolation_test(&m, &r), 0);
+    fprintf(stderr, "# verdict %s; %s\n", r.verdict, r.cells[ISOB_ATK_IN_PROCESS].evidence);
+    CHECK(strcmp(r.verdict, "unexpected") == 0);
+    CHECK_EQ_LONG(r.cells[ISOB_ATK_IN_PROCESS].verdict, ISOB_CELL_UNTESTED);
+    CHECK(strstr(r.read, "other data") != NULL);
+    CHECK(strstr(r.write, "not tried") != NULL);
+    CHECK(decoy == 42);
+}
+
+/* direct, claiming isolation it has not got: the cell leaks. */
+static void t_false_claim_leaks(void)
+{
+    struct isob_mechanism m = isob_mech_direct;
+    m.props = ISOB_ISOLATES_MEMORY;
+    m.fault_code = SEGV_ACCERR;
+    struct isob_isolation r;
+    CHECK_EQ_LONG(isob_isolation_test(&m, &r), 0);
+    CHECK(strcmp(r.verdict, "leaked") == 0);
+    CHECK_EQ_LONG(r.cells[ISOB_ATK_IN_PROCESS].verdict, ISOB_CELL_LEAKS);
+    CHECK_EQ_LONG(r.intact, 0);
 }
 
 int main(void)
@@ -180,7 +298,11 @@ int main(void)
         RUN(t_errors_propagate);
         RUN(t_create_destroy_repeatable);
         RUN(t_isolation);
+        RUN(t_isolation_matrix);
 #undef RUN
     }
+    TAP_CASE(t_unexpected_fault_is_not_enforced);
+    TAP_CASE(t_no_fault_other_data_is_not_a_pass);
+    TAP_CASE(t_false_claim_leaks);
     return tap_done();
 }

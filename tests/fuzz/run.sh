@@ -49,6 +49,7 @@ H
   "$HERE/fuzz_proto.c" \
   "$ROOT/src/serve/proto.c" "$ROOT/src/serve/exec.c" \
   "$ROOT/src/mechanisms/direct.c" "$ROOT/src/mechanisms/common.c" \
+  "$ROOT/src/mechanisms/server_close.c" \
   "$ROOT/src/harness/pin.c" "$ROOT/src/trusted/trusted.c" \
   -o "$OUT/fuzz_proto"
 

@@ -87,10 +87,50 @@ def test_list_reports_isolation_from_the_tests(real):
     assert by["direct"]["isolation"] == "none"
     assert by["process-futex"]["isolation"] == "enforced"
     for m in doc["mechanisms"]:
-        assert m["isolation"] in ("enforced", "none", "untested")
+        assert m["isolation"] in ("enforced", "partial", "none", "untested")
         if not m["available"]:
             assert m["isolation"] == "untested" and m["reason"]
     assert {"switch"} <= {b["name"] for b in doc["benchmarks"]}
+
+
+PROCESS_MECHANISMS = ("process-futex", "process-spin", "process-pipe", "process-socket", "seccomp")
+
+
+def test_list_matrix_is_measured_by_the_real_driver(real):
+    """The matrix of the real mechanisms on this machine: what the kernel's
+    rules make certain is checked; the rest is whatever the probes find."""
+    doc, p = real.json("list", "--json")
+    assert p.returncode == 0, p.stderr
+    by = {m["name"]: m for m in doc["mechanisms"]}
+    root = os.geteuid() == 0
+    for name in PROCESS_MECHANISMS:
+        m = by[name]
+        if not m["available"]:
+            continue
+        cells = m["attackers"]
+        assert cells["in-process"]["verdict"] == "enforced", name
+        assert "SEGV_MAPERR" in cells["in-process"]["evidence"], name
+        assert cells["same-uid"]["verdict"] == "enforced", (name, cells["same-uid"])
+        if root:
+            assert cells["other-uid"]["verdict"] == "enforced", (name, cells["other-uid"])
+            assert m["isolation"] == "enforced", name
+            probes = cells["root"].get("probes") or []
+            if (cells["root"].get("identity") or {}).get("cap_sys_ptrace"):
+                assert cells["root"]["verdict"] == "leaks", name
+                assert any(pr["secret_seen"] for pr in probes), name
+        else:
+            assert cells["other-uid"]["verdict"] == "untested"
+            assert "needs root" in cells["other-uid"]["evidence"]
+            assert m["isolation"] == "partial", name
+    for name in ("direct", "thread", "ucontext", "uthread"):
+        assert by[name]["attackers"]["in-process"]["verdict"] == "leaks"
+        assert by[name]["isolation"] == "none"
+    mp = by["mprotect"]["attackers"]
+    assert mp["in-process"]["verdict"] == "enforced" and "SEGV_ACCERR" in mp["in-process"]["evidence"]
+    # process_vm_readv respects the page protection; a thread of the caller
+    # meets it (or the kernel refuses), it never reads through PROT_NONE.
+    vm = next(pr for pr in mp["same-uid"]["probes"] if pr["probe"] == "process_vm_readv")
+    assert not vm["secret_seen"] and vm["errno"] == "EFAULT"
 
 
 def test_bad_input_against_real_driver(real, tmp_path):

@@ -23,6 +23,7 @@
  * arrive inside the window are not defended against, and the kernel is
  * trusted.  docs/mechanisms.md says the same at more length. */
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -358,11 +359,18 @@ int isob_mpk_test_view(struct isob_comp *c, struct isob_mpk_view *v)
 
 #endif
 
+/* What an access to a page whose key PKRU denies raises (older C
+ * libraries lack the name; the kernel's value is 4). */
+#ifndef SEGV_PKUERR
+#define SEGV_PKUERR 4
+#endif
+
 const struct isob_mechanism isob_mech_mpk = {
     .name = "mpk",
     .summary = "Intel MPK: trusted heap and stack under their own pkey; ERIM's checked WRPKRU gate in the call op",
     .props = ISOB_ISOLATES_MEMORY,
     .result_params = "\"gate\":\"inline\"",
+    .fault_code = SEGV_PKUERR,
     .probe = mpk_probe,
     .create = mpk_create,
     .call = MPK_CALL,
@@ -375,6 +383,7 @@ const struct isob_mechanism isob_mech_mpk_bridge = {
     .summary = "Intel MPK: as mpk, but the call op calls the gate as a separate function (ERIM's direct call)",
     .props = ISOB_ISOLATES_MEMORY,
     .result_params = "\"gate\":\"bridge\"",
+    .fault_code = SEGV_PKUERR,
     .probe = mpk_probe,
     .create = mpk_create,
     .call = mpk_bridge_call,

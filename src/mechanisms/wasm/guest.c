@@ -123,3 +123,13 @@ void isob_guest_poke(uint32_t offset, uint64_t value)
 {
     *(volatile uint64_t *)(uintptr_t)offset = value;
 }
+
+/* Call whatever the function table holds at any index, as hostile code
+ * could with a function pointer it made up: in wasm32 a function pointer is
+ * a table index, so this is one call_indirect.  The host uses it only in
+ * the isolation matrix, to show that an index outside the table traps. */
+int64_t isob_guest_call_indirect(uint32_t index)
+{
+    int64_t (*volatile fn)(void) = (int64_t (*)(void))(uintptr_t)index;
+    return fn();
+}

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "isob_wasm.h"
+#include "isobench/isolation.h"
 #include "isobench/mechanism.h"
 
 extern const struct isob_mechanism isob_mech_wasm, isob_mech_wasm_bounds;
@@ -67,6 +68,8 @@ struct wasm_variant {
     guest_fn *call;  /* (entry, -) -> the entry's result */
     guest_fn *peek;  /* (offset, -) -> 8 bytes read there */
     guest_fn *poke;  /* (offset, value) -> 0 */
+    guest_fn *call_indirect;  /* (table index, -) -> what the function there returns */
+    uint32_t (*table_size)(void *inst);  /* entries of the function table */
 };
 
 /* The glue between the common signatures and the names wasm2c gives one
@@ -113,9 +116,19 @@ struct wasm_variant {
         Z_isob_wasm_##V##Z_isob_guest_poke((V##_inst *)i, offset, value);              \
         return 0;                                                                      \
     }                                                                                  \
+    static uint64_t V##_call_indirect(void *i, uint32_t index, uint64_t b)             \
+    {                                                                                  \
+        (void)b;                                                                       \
+        return Z_isob_wasm_##V##Z_isob_guest_call_indirect((V##_inst *)i, index);      \
+    }                                                                                  \
+    static uint32_t V##_table_size(void *i)                                            \
+    {                                                                                  \
+        return Z_isob_wasm_##V##Z___indirect_function_table((V##_inst *)i)->size;      \
+    }                                                                                  \
     static const struct wasm_variant V##_variant = {                                   \
         GUARD, sizeof(V##_inst), &V##_once, V##_init_module, V##_instantiate, V##_free, \
         V##_memory, V##_stack_pointer, V##_init, V##_call, V##_peek, V##_poke,        \
+        V##_call_indirect, V##_table_size,                                             \
     };
 
 WASM_VARIANT(guard, 1)
@@ -132,6 +145,7 @@ struct wasm_comp {
     uint32_t msg_off;           /* offset of the guest's message buffer */
     struct isob_msg *msg;       /* the host's message buffer */
     size_t shared_size;
+    int last_trap;              /* the wasm-rt trap code of the last trapped guest call */
 };
 
 /* What a trap becomes for the caller. */
@@ -164,30 +178,36 @@ static long guarded(struct wasm_comp *w, guest_fn *fn, uint32_t a, uint64_t b, u
     WASM_RT_SAVE_STACK_DEPTH();
     wasm_rt_set_unwind_target(&wasm_rt_jmp_buf);
     isob_wasm_guard_active = w->guard_base;
+    int trap;
     switch (sigsetjmp(wasm_rt_jmp_buf, 0)) {
     case 0:
         *ret = fn(w->inst, a, b);
         isob_wasm_guard_active = NULL;
         return 0;
     case WASM_RT_TRAP_OOB:
-        rc = trap_errno(WASM_RT_TRAP_OOB);
+        trap = WASM_RT_TRAP_OOB;
         break;
     case WASM_RT_TRAP_DIV_BY_ZERO:
-        rc = trap_errno(WASM_RT_TRAP_DIV_BY_ZERO);
+        trap = WASM_RT_TRAP_DIV_BY_ZERO;
         break;
     case WASM_RT_TRAP_INT_OVERFLOW:
-        rc = trap_errno(WASM_RT_TRAP_INT_OVERFLOW);
+        trap = WASM_RT_TRAP_INT_OVERFLOW;
         break;
     case WASM_RT_TRAP_INVALID_CONVERSION:
-        rc = trap_errno(WASM_RT_TRAP_INVALID_CONVERSION);
+        trap = WASM_RT_TRAP_INVALID_CONVERSION;
         break;
     case WASM_RT_TRAP_EXHAUSTION:
-        rc = trap_errno(WASM_RT_TRAP_EXHAUSTION);
+        trap = WASM_RT_TRAP_EXHAUSTION;
+        break;
+    case WASM_RT_TRAP_CALL_INDIRECT:
+        trap = WASM_RT_TRAP_CALL_INDIRECT;
         break;
     default:
-        rc = trap_errno(WASM_RT_TRAP_UNREACHABLE);
+        trap = WASM_RT_TRAP_UNREACHABLE;
         break;
     }
+    w->last_trap = trap;
+    rc = trap_errno(trap);
     isob_wasm_guard_active = NULL;
     /* A trap leaves the shadow stack pointer wherever the trapping function
      * had moved it; put it back, or every trap would leak guest stack. */
@@ -328,6 +348,117 @@ int isob_wasm_poke(struct isob_comp *c, uint32_t offset, uint64_t value)
     return w ? (int)guarded(w, w->v->poke, offset, value, &ignored) : -EINVAL;
 }
 
+/* The secret's place for OS-level readers: the host address of its
+ * linear-memory offset, in the caller's own process. */
+static int wasm_locate(struct isob_comp *c, uint64_t trusted_addr, struct isob_place *out)
+{
+    struct wasm_comp *w = (struct wasm_comp *)c;
+    if (trusted_addr > w->mem->size || w->mem->size - trusted_addr < sizeof(uint64_t))
+        return -EFAULT;
+    out->pid = 0;
+    out->addr = (uintptr_t)(w->mem->data + trusted_addr);
+    return 0;
+}
+
+static const char *trap_name(int trap)
+{
+    switch (trap) {
+    case WASM_RT_TRAP_OOB: return "out-of-bounds";
+    case WASM_RT_TRAP_CALL_INDIRECT: return "call_indirect";
+    case WASM_RT_TRAP_EXHAUSTION: return "exhaustion";
+    case WASM_RT_TRAP_UNREACHABLE: return "unreachable";
+    default: return "arithmetic";
+    }
+}
+
+/* One escape attempt: it must trap, with the trap kind given.  Counts the
+ * attempt in *tried, a trap of that kind in *trapped; an attempt that
+ * returned went somewhere it must not (*escaped); another trap kind is
+ * noted.  Returns what guarded() did. */
+static long attempt(struct wasm_comp *w, guest_fn *fn, uint32_t a, uint64_t b, int want,
+                    int *tried, int *trapped, int *escaped, char *odd, size_t len)
+{
+    uint64_t ret;
+    w->last_trap = WASM_RT_TRAP_NONE;
+    long rc = guarded(w, fn, a, b, &ret);
+    (*tried)++;
+    if (rc == 0)
+        (*escaped)++;
+    else if (w->last_trap == want)
+        (*trapped)++;
+    else if (!odd[0])
+        snprintf(odd, len, "a %s trap where %s was expected (argument 0x%x)", trap_name(w->last_trap),
+                 trap_name(want), a);
+    return rc;
+}
+
+/* The in-process cell of wasm: in its threat model the guest is the
+ * untrusted side and the host is trusted, so the attempts are the guest's.
+ * It loads and stores past the end of its linear memory (the first byte
+ * after it, an access straddling the end, the last 32-bit offset) and
+ * calls through the function table at indices that hold nothing (the null
+ * entry 0, the first index past the end, the last 32-bit index): each must
+ * trap, out-of-bounds or call_indirect.  Before that, the guest reads the
+ * secret at its offset, which proves that the hooks reach its memory and
+ * that a trap below is the sandbox at work.  The host reads the secret too,
+ * at base + offset: it reads the guest by design. */
+static int wasm_escape(struct isob_comp *c, uint64_t trusted_addr, struct isob_cell *cell)
+{
+    struct wasm_comp *w = (struct wasm_comp *)c;
+    snprintf(cell->method, sizeof cell->method,
+             "guest code loads and stores past the end of its linear memory and calls outside "
+             "its function table; each must trap");
+    if (trusted_addr > w->mem->size || w->mem->size - trusted_addr < sizeof(uint64_t))
+        return -EPROTO;
+    uint64_t v = 0;
+    long rc = guarded(w, w->v->peek, (uint32_t)trusted_addr, 0, &v);
+    if (rc != 0 || v != ISOB_SECRET) {
+        cell->verdict = ISOB_CELL_UNTESTED;
+        snprintf(cell->evidence, sizeof cell->evidence,
+                 "the guest could not read its own secret (%s): the attempts would prove nothing",
+                 rc ? isob_strerror(rc) : "other data");
+        return 0;
+    }
+    uint64_t host_view;
+    memcpy(&host_view, w->mem->data + trusted_addr, sizeof host_view);
+
+    const uint32_t size = w->mem->size;
+    const uint32_t offsets[] = {size, size - 4, 0xfffffff8u};
+    int mem_tried = 0, mem_trapped = 0, call_tried = 0, call_trapped = 0, escaped = 0;
+    char odd[160] = "";
+    for (size_t i = 0; i < sizeof offsets / sizeof offsets[0]; i++) {
+        attempt(w, w->v->peek, offsets[i], 0, WASM_RT_TRAP_OOB, &mem_tried, &mem_trapped, &escaped, odd,
+                sizeof odd);
+        attempt(w, w->v->poke, offsets[i], ~ISOB_SECRET, WASM_RT_TRAP_OOB, &mem_tried, &mem_trapped,
+                &escaped, odd, sizeof odd);
+    }
+    const uint32_t table = w->v->table_size(w->inst);
+    const uint32_t indices[] = {0, table, 0xffffffffu};
+    for (size_t i = 0; i < sizeof indices / sizeof indices[0]; i++)
+        attempt(w, w->v->call_indirect, indices[i], 0, WASM_RT_TRAP_CALL_INDIRECT, &call_tried,
+                &call_trapped, &escaped, odd, sizeof odd);
+
+    snprintf(cell->evidence, sizeof cell->evidence,
+             "%d of %d loads and stores past the end (offsets 0x%x, 0x%x, 0x%x; memory 0x%x bytes) "
+             "trapped out-of-bounds; %d of %d indirect calls (indices 0, %u, 0x%x; table of %u) trapped "
+             "call_indirect; %s%s; the host read the secret at base + 0x%llx, as it may by design",
+             mem_trapped, mem_tried, offsets[0], offsets[1], offsets[2], size, call_trapped, call_tried,
+             table, indices[2], table, escaped ? "ESCAPED: " : "", escaped ? "an attempt returned without a trap"
+                                                                              : "no attempt returned",
+             (unsigned long long)trusted_addr);
+    if (odd[0]) {
+        size_t used = strlen(cell->evidence);
+        snprintf(cell->evidence + used, sizeof cell->evidence - used, "; %s", odd);
+    }
+    if (escaped)
+        cell->verdict = ISOB_CELL_LEAKS;
+    else if (mem_trapped == mem_tried && call_trapped == call_tried && host_view == ISOB_SECRET)
+        cell->verdict = ISOB_CELL_ENFORCED;
+    else
+        cell->verdict = ISOB_CELL_UNTESTED;
+    return 0;
+}
+
 static int wasm_guard_probe(char *why, size_t len)
 {
     return wasm_probe_variant(&guard_variant, why, len);
@@ -373,6 +504,9 @@ static int wasm_no_create(const struct isob_comp_spec *spec, struct isob_comp **
 
 #define wasm_guard_create wasm_no_create
 #define wasm_bounds_create wasm_no_create
+/* Never reached either: no compartment to probe. */
+#define wasm_locate NULL
+#define wasm_escape NULL
 
 /* Never reached: no compartment can be created. */
 static long wasm_call(struct isob_comp *c, unsigned entry)
@@ -427,6 +561,8 @@ const struct isob_mechanism isob_mech_wasm = {
     .call = wasm_call,
     .shared = wasm_shared,
     .destroy = wasm_destroy,
+    .locate = wasm_locate,
+    .escape = wasm_escape,
 };
 
 const struct isob_mechanism isob_mech_wasm_bounds = {
@@ -439,4 +575,6 @@ const struct isob_mechanism isob_mech_wasm_bounds = {
     .call = wasm_call,
     .shared = wasm_shared,
     .destroy = wasm_destroy,
+    .locate = wasm_locate,
+    .escape = wasm_escape,
 };

@@ -1,0 +1,168 @@
+"""The isolation matrix: who can reach a compartment's secret, per attacker.
+
+``isob isolation -m M`` measures four cells (src/benches/isolation.c):
+
+    in-process  the untrusted side itself (read and write by address; wasm:
+                the guest's escape attempts)
+    same-uid    OS-level probes (process_vm_*, /proc/PID/mem, ptrace,
+    other-uid   pidfd_getfd) as an unprivileged process of the caller's uid,
+    root        as another uid, and as root
+
+each ``{"verdict", "method", "evidence"}``, the verdict one of CELL_VERDICTS.
+This module owns the one-word summary (the rule below, also in
+docs/mechanisms.md) and the one rendering of the matrix that ``list``,
+``show`` and the report print.
+
+The summary rule:
+
+    none      the in-process cell leaks: the mechanism itself isolates nothing
+              (that another uid cannot read it is the OS's doing)
+    failed    the same, for a mechanism that claims isolation: a defect
+    untested  the in-process cell could not be tested
+    enforced  in-process, same-uid and other-uid are all enforced
+    partial   in-process is enforced, and same-uid or other-uid is not (it
+              leaks, or could not be tested)
+
+Root is shown but never lowers the summary: root gets through everything
+but a few kernel features this matrix does not use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+ATTACKERS = ("in-process", "same-uid", "other-uid", "root")
+OS_ATTACKERS = ATTACKERS[1:]
+CELL_VERDICTS = ("enforced", "leaks", "not-applicable", "untested")
+SUMMARIES = ("enforced", "partial", "none", "untested", "failed")
+
+# Short names of the probes, for table cells.
+PROBE_SHORT = {
+    "process_vm_readv": "vm_readv", "process_vm_writev": "vm_writev",
+    "/proc/PID/mem read": "mem-read", "/proc/PID/mem write": "mem-write",
+    "ptrace PEEKDATA": "ptrace", "pidfd_getfd": "pidfd_getfd",
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    verdict: str
+    method: str | None = None
+    evidence: str | None = None
+
+    def __post_init__(self):
+        if self.verdict not in CELL_VERDICTS:
+            raise ValueError(f"cell verdict {self.verdict!r} is not one of {', '.join(CELL_VERDICTS)}")
+
+
+def untested_cells(why: str | None) -> dict[str, dict]:
+    """Every cell untested for one reason (a mechanism not available here, a
+    test that did not run)."""
+    return {a: {"verdict": "untested", "method": None, "evidence": why} for a in ATTACKERS}
+
+
+def cells_from_line(line: Mapping) -> dict[str, dict]:
+    """The ``attackers`` member of an isolation line, validated: every
+    attacker present, every verdict known.  ValueError otherwise."""
+    raw = line.get("attackers")
+    if not isinstance(raw, Mapping):
+        raise ValueError("no attackers matrix")
+    out = {}
+    for a in ATTACKERS:
+        c = raw.get(a)
+        if not isinstance(c, Mapping):
+            raise ValueError(f"no {a!r} cell")
+        Cell(str(c.get("verdict")), c.get("method"), c.get("evidence"))  # validates
+        out[a] = dict(c)
+    return out
+
+
+def summary(cells: Mapping[str, Mapping], claims: bool) -> str:
+    """The one-word summary of a matrix (the rule in the module docstring)."""
+    verdict = {a: (cells.get(a) or {}).get("verdict", "untested") for a in ATTACKERS}
+    inp = verdict["in-process"]
+    if inp == "leaks":
+        return "failed" if claims else "none"
+    if inp != "enforced":
+        return "untested"
+    if all(verdict[a] == "enforced" for a in ("same-uid", "other-uid")):
+        return "enforced"
+    return "partial"
+
+
+def short_cell(attacker: str, cell: Mapping, expected_fault: str | None = None) -> str:
+    """A cell in a few words: the verdict and what decided it."""
+    v = cell.get("verdict", "untested")
+    probes = cell.get("probes") or []
+    if attacker == "in-process":
+        if v == "enforced":
+            return f"enforced ({expected_fault})" if expected_fault else "enforced (traps)"
+        return v
+    if v == "leaks" and probes:
+        got = [PROBE_SHORT.get(p["probe"], p["probe"]) for p in probes if p.get("leak")]
+        return "leaks: " + ",".join(got) if got else "leaks"
+    if v == "enforced" and probes:
+        errs = sorted({p["errno"] for p in probes if p.get("errno")})
+        return f"enforced ({'/'.join(errs)})" if errs else "enforced"
+    return v
+
+
+def matrix_rows(mechanisms: Sequence[Mapping]) -> list[list[str]]:
+    """One row per mechanism: name, summary, then the four cells in short."""
+    rows = []
+    for m in mechanisms:
+        cells = m.get("attackers") or untested_cells(None)
+        detail = m.get("isolation_detail") or {}
+        rows.append([m["name"], "FAILED" if m.get("isolation") == "failed" else m.get("isolation", "-"),
+                     *(short_cell(a, cells.get(a) or {}, detail.get("expected_fault"))
+                       for a in ATTACKERS)])
+    return rows
+
+
+MATRIX_HEADERS = ("mechanism", "isolation", *ATTACKERS)
+
+
+def context_line(context: Mapping | None) -> str:
+    """Who ran the probes, and what Yama allows."""
+    c = context or {}
+    yama = c.get("yama_ptrace_scope")
+    who = c.get("euid")
+    return ("probes run here as "
+            + ("root" if who == 0 else f"uid {who}" if who is not None else "an unknown uid")
+            + "; Yama ptrace_scope: " + ("absent" if yama is None else str(yama)))
+
+
+def format_matrix(mechanisms: Sequence[Mapping], context: Mapping | None = None) -> str:
+    """The matrix as text: a table, then why each untested cell is untested."""
+    from .table import render  # the one table renderer; imported here to keep this module light
+    rows = matrix_rows(mechanisms)
+    out = ["Isolation by attacker (measured here; " + context_line(context) + ")",
+           render(MATRIX_HEADERS, rows)]
+    notes = []
+    for m in mechanisms:
+        cells = m.get("attackers") or {}
+        for a in ATTACKERS:
+            c = cells.get(a) or {}
+            if c.get("verdict") == "untested" and m.get("available", True) and c.get("evidence"):
+                notes.append(f"  {m['name']} {a}: untested: {c['evidence']}")
+    if notes:
+        out += ["Untested cells:", *notes]
+    out.append("Each cell's method and evidence: `isobench list --json` (attackers); rule: "
+               "docs/mechanisms.md.")
+    return "\n".join(out)
+
+
+def from_environment(env: Mapping | None) -> tuple[list[dict], dict] | None:
+    """The matrix a run recorded in its environment, as (mechanisms, context),
+    or None when the run has none."""
+    iso = (env or {}).get("isolation")
+    if not isinstance(iso, Mapping) or not isinstance(iso.get("mechanisms"), Sequence):
+        return None
+    return [dict(m) for m in iso["mechanisms"]], dict(iso.get("context") or {})
+
+
+def for_environment(mechanisms: Sequence[Mapping], context: Mapping) -> dict[str, Any]:
+    """What a run records of the matrix (env["isolation"])."""
+    keep = ("name", "available", "isolation", "isolation_reason", "isolation_detail", "attackers")
+    return {"context": dict(context), "mechanisms": [{k: m.get(k) for k in keep} for m in mechanisms]}

@@ -1,0 +1,137 @@
+"""The attacker matrix: the summary rule, the `list --json` contract, and the
+matrix printed by list, show and the report (against the fake driver)."""
+
+import pytest
+
+from isobench import attackers
+from isobench.driver import _isolation_from
+
+
+def cells(inp, same="enforced", other="enforced", root="leaks"):
+    return {a: {"verdict": v, "method": f"{a} method", "evidence": f"{a} evidence"}
+            for a, v in zip(attackers.ATTACKERS, (inp, same, other, root))}
+
+
+@pytest.mark.parametrize("matrix, claims, want", [
+    # All three enforced; root leaking does not lower the summary.
+    (cells("enforced"), True, "enforced"),
+    (cells("enforced", root="enforced"), True, "enforced"),
+    (cells("enforced", root="untested"), True, "enforced"),
+    # In-process enforced, an OS-level cell leaks or could not be tested.
+    (cells("enforced", same="leaks"), True, "partial"),
+    (cells("enforced", other="leaks"), True, "partial"),
+    (cells("enforced", other="untested", root="untested"), True, "partial"),
+    # The in-process cell decides none / failed / untested, whatever the others say.
+    (cells("leaks", same="enforced", other="enforced"), False, "none"),
+    (cells("leaks"), True, "failed"),
+    (cells("untested"), True, "untested"),
+    (cells("not-applicable"), True, "untested"),
+])
+def test_summary_rule(matrix, claims, want):
+    assert attackers.summary(matrix, claims) == want
+
+
+def test_cells_are_validated():
+    line = {"attackers": cells("enforced")}
+    assert set(attackers.cells_from_line(line)) == set(attackers.ATTACKERS)
+    broken = cells("enforced")
+    del broken["root"]
+    with pytest.raises(ValueError, match="root"):
+        attackers.cells_from_line({"attackers": broken})
+    odd = cells("enforced")
+    odd["same-uid"]["verdict"] = "mostly"
+    with pytest.raises(ValueError, match="mostly"):
+        attackers.cells_from_line({"attackers": odd})
+    with pytest.raises(ValueError):
+        attackers.cells_from_line({})
+
+
+def test_a_line_without_a_matrix_is_untested_never_enforced():
+    iso = _isolation_from({"type": "isolation", "verdict": "enforced", "claims": True})
+    assert iso.state == "untested"
+    assert "matrix" in iso.reason
+    assert all(c["verdict"] == "untested" for c in iso.attackers.values())
+
+
+def by_name(items):
+    return {m["name"]: m for m in items}
+
+
+def test_list_json_has_the_matrix(isobench):
+    doc, p = isobench.json("list", "--json")
+    assert p.returncode == 0, p.stderr
+    assert doc["isolation_context"]["yama_ptrace_scope"] is None
+    assert isinstance(doc["isolation_context"]["euid"], int)
+    for m in doc["mechanisms"]:
+        assert set(m["attackers"]) == set(attackers.ATTACKERS), m["name"]
+        for a, c in m["attackers"].items():
+            assert {"verdict", "method", "evidence"} <= set(c)
+            assert c["verdict"] in attackers.CELL_VERDICTS
+        # The one word is the rule applied to the cells, never declared.
+        assert m["isolation"] == attackers.summary(m["attackers"], "isolates_memory" in m["props"])
+    mechs = by_name(doc["mechanisms"])
+    pf = mechs["process-futex"]["attackers"]
+    assert [pf[a]["verdict"] for a in attackers.ATTACKERS] == ["enforced", "enforced", "enforced", "leaks"]
+    assert mechs["process-futex"]["isolation"] == "enforced"
+    assert mechs["direct"]["attackers"]["in-process"]["verdict"] == "leaks"
+    assert mechs["direct"]["isolation"] == "none"
+    # Not available here: every cell untested, with the reason.
+    assert all(c["verdict"] == "untested" and c["evidence"] == "CPU has no PKU"
+               for c in mechs["mpk"]["attackers"].values())
+
+
+def test_a_leaking_os_cell_makes_it_partial(isobench):
+    doc, p = isobench.json("list", "--json", FAKE_ISOB_MATRIX="partial")
+    assert p.returncode == 0, p.stderr
+    pf = by_name(doc["mechanisms"])["process-futex"]
+    assert pf["isolation"] == "partial"
+    assert "same-uid" in pf["isolation_reason"]
+
+
+def test_untested_probes_are_never_enforced(isobench):
+    doc, p = isobench.json("list", "--json", FAKE_ISOB_MATRIX="no-root")
+    pf = by_name(doc["mechanisms"])["process-futex"]
+    assert pf["attackers"]["other-uid"]["verdict"] == "untested"
+    assert pf["isolation"] == "partial"
+    p = isobench("list", FAKE_ISOB_MATRIX="no-root")
+    assert "process-futex other-uid: untested: switching to another uid needs root" in p.stdout
+
+
+def test_missing_matrix_is_untested(isobench):
+    doc, p = isobench.json("list", "--json", FAKE_ISOB_MATRIX="missing")
+    assert all(m["isolation"] == "untested" for m in doc["mechanisms"])
+
+
+def test_list_prints_the_matrix(isobench):
+    p = isobench("list")
+    assert p.returncode == 0, p.stderr
+    assert "Isolation by attacker" in p.stdout
+    row = next(l for l in p.stdout.splitlines() if l.startswith("process-futex") and "SEGV_MAPERR" in l)
+    assert row.split()[:3] == ["process-futex", "enforced", "enforced"]
+    assert "leaks: vm_readv,vm_writev,mem-read,mem-write,ptrace,pidfd_getfd" in row
+
+
+def test_run_records_the_matrix_and_show_and_report_print_it(isobench, tmp_path):
+    doc, p = isobench.json("run", "switch", "-m", "direct", "-m", "process-futex", "--quick", "--json")
+    assert p.returncode == 0, p.stderr
+    iso = doc["environment"]["isolation"]
+    assert [m["name"] for m in iso["mechanisms"]] == ["direct", "process-futex"]
+    assert by_name(iso["mechanisms"])["process-futex"]["attackers"]["root"]["verdict"] == "leaks"
+    shown = isobench("show")
+    assert shown.returncode == 0, shown.stderr
+    assert "Isolation by attacker" in shown.stdout
+    assert any(l.startswith("process-futex") and "enforced (SEGV_MAPERR)" in l
+               for l in shown.stdout.splitlines())
+    out = tmp_path / "report"
+    r = isobench("report", "latest", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    md = (out / "summary.md").read_text()
+    assert "## Isolation by attacker" in md and "| process-futex | enforced |" in md
+    assert "Isolation by attacker" in (out / "index.html").read_text()
+
+
+def test_a_run_of_os_primitives_only_asks_no_isolation(isobench):
+    doc, p = isobench.json("run", "pingpong", "--quick", "--json")
+    assert p.returncode == 0, p.stderr
+    assert "isolation" not in doc["environment"]
+    assert not any(c[0] == "isolation" for c in isobench.isob_calls())
