@@ -256,6 +256,11 @@ int isob_next_cpu_in(const cpu_set_t *set, int cpu);
 /* Server CPU for a placement given the client CPU: the same one, the next
  * one in the allowed set, or -1 (unpinned, or no second CPU). */
 int isob_server_cpu(enum isob_placement p, int client_cpu);
+/* Pin the calling thread for placement p: to client_cpu, or (unpinned)
+ * back to the allowed set.  0, or -errno with the reason in why ("pin to
+ * CPU 3: Invalid argument"): the caller then fails the result instead of
+ * labelling it with a placement it does not have. */
+int isob_place_self(enum isob_placement p, int client_cpu, char *why, size_t len);
 /* CPU the caller runs on now. */
 int isob_current_cpu(void);
 

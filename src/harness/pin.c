@@ -6,6 +6,7 @@
  * CPUs online: on a machine with CPUs 0-7 where isob may use only 2 and 3,
  * there are two CPUs, the first is 2, and the one after 3 is 2 again. */
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -90,6 +91,17 @@ int isob_pin_self(int cpu)
     if (sched_setaffinity(0, sizeof set, &set) != 0)
         return -errno;
     return 0;
+}
+
+int isob_place_self(enum isob_placement p, int client_cpu, char *why, size_t len)
+{
+    int cpu = p == ISOB_PLACE_UNPINNED ? -1 : client_cpu;
+    int rc = isob_pin_self(cpu);
+    if (rc && cpu >= 0)
+        snprintf(why, len, "pin to CPU %d: %s", cpu, isob_strerror(rc));
+    else if (rc)
+        snprintf(why, len, "unpin (back to the allowed CPUs): %s", isob_strerror(rc));
+    return rc;
 }
 
 int isob_server_cpu(enum isob_placement p, int client_cpu)

@@ -432,12 +432,19 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
         .max_conns = ISOB_SERVE_DEFAULT_MAX_CONNS, .cpu = -1, .comp_cpu = -2,
     };
     unsigned long long v;
-    int opt, ncpus = isob_ncpus();
+    int opt;
     opterr = 0;
     optind = 1;
     while ((opt = getopt_long(argc, argv, ":m:h", longopts, NULL)) != -1) {
         switch (opt) {
-        case 'm': o->mech = optarg; break;
+        case 'm':
+            if (o->mech) {
+                fprintf(stderr, "isob serve: error: -m given twice ('%s', then '%s'): a server "
+                        "has one compartment (see isob serve --help)\n", o->mech, optarg);
+                return EXIT_USAGE;
+            }
+            o->mech = optarg;
+            break;
         case OPT_PORT:
             if (parse_num(optarg, 0, 65535, &v))
                 return usage_error("--port: '%s' is not a port from 0 to 65535", optarg);
@@ -467,8 +474,9 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
             break;
         case OPT_CPU:
         case OPT_COMP_CPU:
-            if (parse_num(optarg, 0, (unsigned long long)(ncpus > 0 ? ncpus - 1 : 0), &v))
-                return usage_error("--cpu/--comp-cpu: no CPU '%s' here", optarg);
+            if (parse_num(optarg, 0, CPU_SETSIZE - 1, &v) || !isob_cpu_allowed((int)v))
+                return usage_error("--cpu/--comp-cpu: '%s' is not a CPU this process may use "
+                                   "(see its affinity mask)", optarg);
             if (opt == OPT_CPU)
                 o->cpu = (int)v;
             else
@@ -593,9 +601,12 @@ int isob_serve_main(int argc, char **argv)
         fprintf(stderr, "isob serve: mechanism %s cannot run here: %s\n", m->name, why);
         return EXIT_SKIP;
     }
-    if (o.cpu >= 0 && isob_pin_self(o.cpu) != 0) {
-        fprintf(stderr, "isob serve: error: cannot pin to CPU %d\n", o.cpu);
-        return 1;
+    if (o.cpu >= 0) {
+        int prc = isob_pin_self(o.cpu);
+        if (prc) {
+            fprintf(stderr, "isob serve: error: pin to CPU %d: %s\n", o.cpu, isob_strerror(prc));
+            return 1;
+        }
     }
 
     static struct server sv;
