@@ -273,8 +273,8 @@ int main(int argc, char **argv)
         case OPT_CPU: {
             size_t cpu = strcmp(optarg, "0") == 0 ? 0 : parse_count("--cpu", optarg);
             if (!isob_cpu_allowed((int)cpu))
-                die_usage("--cpu %s: not a CPU this process may use (see its affinity mask, "
-                          "e.g. taskset -p)", optarg);
+                die_usage("--cpu %s: not among the CPUs this process may use (its affinity "
+                          "mask)", optarg);
             o.client_cpu = (int)cpu;
             break;
         }

@@ -194,16 +194,22 @@ int isob_server_start(struct isob_server *s, const struct isob_server_spec *spec
     pid_t parent = getpid();
     /* Buffered output would otherwise be written twice, once by each. */
     fflush(NULL);
+    /* No caller's handler may run in the child before it resets them
+     * (default_signals, which also unblocks everything there). */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);
     pid_t pid = fork();
-    if (pid < 0) {
-        int err = -errno;
-        close(fds[0]);
-        close(fds[1]);
-        return err;
-    }
+    int fork_err = pid < 0 ? -errno : 0;
     if (pid == 0) {
         close(fds[0]);
         server_main(parent, spec, fds[1]);
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return fork_err;
     }
     close(fds[1]);
     s->pid = pid;
