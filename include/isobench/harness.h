@@ -170,7 +170,10 @@ double isob_median_double(double *v, size_t n);  /* sorts v in place */
 
 /* Per-iteration measurement: up to S->cap samples of BODY, each between two
  * readings.  Invalid samples are counted in S->dropped and retried, with at
- * most cap extra attempts. */
+ * most cap extra attempts.  In this macro and in ISOB_MEASURE_BATCHED, BODY
+ * runs directly inside the measuring loop, so a `break` in BODY ends that
+ * loop (a K-iteration run in the batched case): a caller that breaks out
+ * (a compartment died) must fail the result. */
 #define ISOB_MEASURE_EACH(C, S, BODY) ISOB_DISPATCH((C), isob_be_, ISOB_MEASURE_EACH_AS(isob_be_, C, S, BODY))
 #define ISOB_MEASURE_EACH_AS(BE, C, S, BODY)                                         \
     do {                                                                             \
