@@ -380,7 +380,10 @@ static void usage(FILE *f)
         "  --max-conns N       open connections at most; more are refused [%d]\n"
         "\n"
         "Prints \"isob serve: listening on ADDR:PORT (mechanism M)\" on stderr when\n"
-        "ready; stops cleanly on SIGINT or SIGTERM.\n",
+        "ready (a compartment that cannot be created is an error before that); stops\n"
+        "within a second on SIGINT or SIGTERM (exit 0; 1 if a call into the compartment\n"
+        "did not return). A compartment that dies fails the request in flight, is\n"
+        "logged and restarted empty.\n",
         ISOB_SERVE_DEFAULT_PORT, ISOB_SERVE_DEFAULT_BIND, isob_serve_value_limit(),
         isob_serve_value_max(), ISOB_SERVE_DEFAULT_HEAP_MB, ISOB_SERVE_DEFAULT_MAX_CONNS);
 }
