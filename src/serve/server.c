@@ -481,8 +481,8 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
         case OPT_CPU:
         case OPT_COMP_CPU:
             if (parse_num(optarg, 0, CPU_SETSIZE - 1, &v) || !isob_cpu_allowed((int)v))
-                return usage_error("--cpu/--comp-cpu: '%s' is not a CPU this process may use "
-                                   "(see its affinity mask)", optarg);
+                return usage_error("--cpu/--comp-cpu: '%s' is not among the CPUs this process "
+                                   "may use", optarg);
             if (opt == OPT_CPU)
                 o->cpu = (int)v;
             else
