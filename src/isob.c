@@ -4,7 +4,6 @@
  * Exit status: 0 all results ok, 1 a result failed, 2 bad usage,
  * 4 skipped (the mechanism cannot run here; kselftest's SKIP code). */
 #include <getopt.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +26,9 @@ static void usage(FILE *f)
         "       isob --version [--json]           version, compiler and flags\n"
         "\n"
         "options (defaults in brackets):\n"
-        "  -m, --mechanism M   mechanism to measure (see `isob list`)\n"
+        "  -m, --mechanism M   mechanism to measure (see `isob list`); once: to measure\n"
+        "                      several, run isob once per mechanism (a second -m is\n"
+        "                      refused with exit status 2)\n"
         "  --n N               per-iteration samples per result [%d]\n"
         "  --warmup N          calls before measuring, not recorded [%d]\n"
         "  --batch-k K         K of the batched estimator (K vs 2K iterations) [%d]\n"
@@ -35,7 +36,9 @@ static void usage(FILE *f)
         "  --empty-n N         samples of the empty region [%d]\n"
         "  --quick             divide n, warm-up, K and empty-n by %d\n"
         "  --placement LIST    same-cpu,cross-cpu,unpinned [same-cpu,cross-cpu]\n"
-        "  --cpu C             CPU of the untrusted side [first allowed CPU]\n"
+        "  --cpu C             CPU of the untrusted side, one this process may use\n"
+        "                      (its affinity mask) [first allowed CPU]; cross-cpu puts\n"
+        "                      the server on the next allowed CPU\n"
         "  --counter B         perf, tsc or clock [best available]\n"
         "  --scope S           perf counting scope: thread or cpu [thread]\n"
         "  --primitive P       pingpong only: futex, pipe or socket [all]\n"
@@ -111,17 +114,6 @@ static unsigned parse_placements(const char *s)
     if (!mask)
         die_usage("--placement needs at least one placement%s", "");
     return mask;
-}
-
-static int first_allowed_cpu(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) != 0)
-        return 0;
-    for (int i = 0; i < CPU_SETSIZE; i++)
-        if (CPU_ISSET(i, &set))
-            return i;
-    return 0;
 }
 
 static void props_json(struct isob_jw *w, unsigned props)
@@ -250,7 +242,16 @@ int main(int argc, char **argv)
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "m:h", longopts, NULL)) != -1) {
         switch (opt) {
-        case 'm': mech_name = optarg; break;
+        case 'm':
+            /* One process measures one mechanism; the last of several -m
+             * must not silently be the only one measured. */
+            if (mech_name) {
+                fprintf(stderr, "isob: error: -m given twice ('%s', then '%s'): one mechanism per "
+                        "run; run isob once per mechanism (see isob --help)\n", mech_name, optarg);
+                return EXIT_USAGE;
+            }
+            mech_name = optarg;
+            break;
         case OPT_N: o.n = parse_count("--n", optarg); break;
         case OPT_WARMUP: o.warmup = parse_count("--warmup", optarg); break;
         case OPT_BATCH_K: o.batch_k = parse_count("--batch-k", optarg); break;
@@ -260,8 +261,9 @@ int main(int argc, char **argv)
         case OPT_PLACEMENT: o.placements = parse_placements(optarg); o.placement_given = 1; break;
         case OPT_CPU: {
             size_t cpu = strcmp(optarg, "0") == 0 ? 0 : parse_count("--cpu", optarg);
-            if ((int)cpu >= isob_ncpus())
-                die_usage("--cpu %s: no such CPU", optarg);
+            if (!isob_cpu_allowed((int)cpu))
+                die_usage("--cpu %s: not among the CPUs this process may use (its affinity "
+                          "mask)", optarg);
             o.client_cpu = (int)cpu;
             break;
         }
@@ -334,7 +336,7 @@ int main(int argc, char **argv)
         o.empty_n = o.empty_n / ISOB_QUICK_DIVISOR ? o.empty_n / ISOB_QUICK_DIVISOR : 1;
     }
     if (o.client_cpu == -2)
-        o.client_cpu = first_allowed_cpu();
+        o.client_cpu = isob_first_cpu();
     copts.cpu = o.client_cpu;
 
     struct isob_counter ctr;
@@ -351,8 +353,15 @@ int main(int argc, char **argv)
             return EXIT_SKIP;
         }
     }
-    isob_pin_self(o.client_cpu);
-    int rc = isob_measure_empty(&ctx);
+    char pin_why[160];
+    int rc = isob_place_self(ISOB_PLACE_SAME_CPU, o.client_cpu, pin_why, sizeof pin_why);
+    if (rc) {
+        /* Nothing measured here would be what its placement says. */
+        isob_emit_result(&ctx, b->name, "{}", NULL, -1, "failed", pin_why, NULL);
+        isob_counter_close(&ctr);
+        return 1;
+    }
+    rc = isob_measure_empty(&ctx);
     if (rc) {
         fprintf(stderr, "isob: error: measuring the empty region: %s\n", isob_strerror(rc));
         return 1;

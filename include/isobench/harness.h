@@ -19,6 +19,7 @@
 #define ISOBENCH_HARNESS_H
 
 #include <errno.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -134,16 +135,16 @@ static inline void isob_read(struct isob_counter *c, struct isob_snap *s)
     } while (0)
 
 /* a and b bracket one region: 1 if the sample is comparable (same CPU where
- * the backend knows it, same signature, both readings valid). Only the perf
- * backend ever rejects; TSC is synchronised across CPUs on the machines where
- * it is used at all. */
+ * the backend knows it, same signature, both readings valid, not multiplexed
+ * in between: isob_perf_pair_valid). Only the perf backend ever rejects; TSC
+ * is synchronised across CPUs on the machines where it is used at all. */
 __attribute__((always_inline)) static inline int isob_sample_valid_as(enum isob_backend be,
                                                                       const struct isob_snap *a,
                                                                       const struct isob_snap *b)
 {
     if (be != ISOB_BACKEND_PERF)
         return 1;
-    return a->ok && b->ok && a->sig == b->sig && a->cpu == b->cpu;
+    return isob_perf_pair_valid(a, b);
 }
 
 static inline int isob_sample_valid(const struct isob_counter *c, const struct isob_snap *a,
@@ -169,7 +170,10 @@ double isob_median_double(double *v, size_t n);  /* sorts v in place */
 
 /* Per-iteration measurement: up to S->cap samples of BODY, each between two
  * readings.  Invalid samples are counted in S->dropped and retried, with at
- * most cap extra attempts. */
+ * most cap extra attempts.  In this macro and in ISOB_MEASURE_BATCHED, BODY
+ * runs directly inside the measuring loop, so a `break` in BODY ends that
+ * loop (a K-iteration run in the batched case): a caller that breaks out
+ * (a compartment died) must fail the result. */
 #define ISOB_MEASURE_EACH(C, S, BODY) ISOB_DISPATCH((C), isob_be_, ISOB_MEASURE_EACH_AS(isob_be_, C, S, BODY))
 #define ISOB_MEASURE_EACH_AS(BE, C, S, BODY)                                         \
     do {                                                                             \
@@ -238,11 +242,28 @@ enum isob_placement {
 const char *isob_placement_name(enum isob_placement p);
 int isob_placement_parse(const char *s, enum isob_placement *out);
 
-/* Pinning: the calling thread to one CPU (0 or -errno); -1 unpins (all CPUs). */
+/* CPUs come from the affinity mask the process started with (its allowed
+ * set), not from the CPUs online; see src/harness/pin.c. */
+/* Pin the calling thread to one CPU (0 or -errno); -1 unpins (back to the
+ * allowed set).  A caller that cannot pin must not report a placement. */
 int isob_pin_self(int cpu);
+/* CPUs in the allowed set. */
 int isob_ncpus(void);
-/* Server CPU for a placement given the client CPU: same, the next one, or -1. */
+/* 1 when cpu is in the allowed set. */
+int isob_cpu_allowed(int cpu);
+/* The lowest CPU in the allowed set. */
+int isob_first_cpu(void);
+/* The CPU after cpu in set, wrapping around (cpu -1: the first); -1 when
+ * set holds no CPU but cpu. */
+int isob_next_cpu_in(const cpu_set_t *set, int cpu);
+/* Server CPU for a placement given the client CPU: the same one, the next
+ * one in the allowed set, or -1 (unpinned, or no second CPU). */
 int isob_server_cpu(enum isob_placement p, int client_cpu);
+/* Pin the calling thread for placement p: to client_cpu, or (unpinned)
+ * back to the allowed set.  0, or -errno with the reason in why ("pin to
+ * CPU 3: Invalid argument"): the caller then fails the result instead of
+ * labelling it with a placement it does not have. */
+int isob_place_self(enum isob_placement p, int client_cpu, char *why, size_t len);
 /* CPU the caller runs on now. */
 int isob_current_cpu(void);
 

@@ -33,10 +33,38 @@ struct isob_comp_spec {
     int server_cpu;      /* CPU of the second context, -1 for unpinned */
 };
 
+/* Liveness.  A compartment whose second context is a process can die
+ * (killed, crashed, out of memory) while its caller waits for an answer.
+ * The contract, for every mechanism:
+ *
+ *   - create() returns the server's own error at once (-ENOMEM for a heap
+ *     it could not map, the pinning error, -EOWNERDEAD when it died during
+ *     set-up); it never leaves the caller to find out at the first call.
+ *   - call() on a compartment whose server has died returns -EOWNERDEAD,
+ *     promptly: no wait on the other side lasts past its death (the futex
+ *     and spinning handoffs use a robust futex word that the kernel marks
+ *     when the server ends; the pipe and socket ones read end of file).
+ *     isob_comp_why() then says why ("died: signal 9 (Killed)"), and every
+ *     later call returns -EOWNERDEAD at once; destroy() still works.
+ *   - A trusted entry may return -EOWNERDEAD too (ISOB_ENTRY_FAIL can
+ *     return anything), so a caller tells death by isob_comp_why(), not by
+ *     the value alone.
+ *   - The fast path pays nothing for this: no timed wait, no extra system
+ *     call per call.
+ *   - thread: its server thread ends only with its process (a fault there
+ *     kills the caller too), so it has nothing to watch.  In-process
+ *     mechanisms have no second context.  A second context that lives but
+ *     never answers is waited for; the runner's time-out and serve's stop
+ *     handling bound that. */
+#define ISOB_COMP_WHY_LEN 128
+
 /* Every mechanism's compartment begins with this. */
 struct isob_comp {
     const struct isob_mechanism *mech;
     size_t data_cap;     /* bytes available in shared()->data */
+    /* Why the compartment stopped serving, empty while it serves.  Written
+     * by the mechanism (isob_server_ended); read with isob_comp_why. */
+    char why[ISOB_COMP_WHY_LEN];
 };
 
 struct isob_cell;
@@ -61,7 +89,8 @@ struct isob_mechanism {
     int (*probe)(char *why, size_t len);
     int (*create)(const struct isob_comp_spec *spec, struct isob_comp **out);
     /* Run entry inside the compartment; arguments and results travel in the
-     * shared buffer.  Returns the entry's result. */
+     * shared buffer.  Returns the entry's result, or -EOWNERDEAD when the
+     * compartment died (see Liveness above). */
     long (*call)(struct isob_comp *c, unsigned entry);
     struct isob_msg *(*shared)(struct isob_comp *c);
     void (*destroy)(struct isob_comp *c);
@@ -96,6 +125,13 @@ int isob_mechanism_listed(const struct isob_mechanism *m);
 int isob_comp_create(const struct isob_mechanism *m, const struct isob_comp_spec *spec,
                      struct isob_comp **out);
 void isob_comp_destroy(struct isob_comp *c);
+
+/* Why the compartment stopped serving ("died: signal 9 (Killed)"), or NULL
+ * while it serves. */
+static inline const char *isob_comp_why(const struct isob_comp *c)
+{
+    return c->why[0] ? c->why : NULL;
+}
 
 static inline long isob_call(struct isob_comp *c, unsigned entry)
 {

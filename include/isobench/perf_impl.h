@@ -59,7 +59,7 @@ ISOB_PERF_INLINE void isob_perf_snap(struct isob_perf *p, struct isob_snap *s)
     }
 
     uint32_t sig = ISOB_PERF_SIG_SEED;
-    int ok = 1;
+    uint64_t en_sum = 0, run_sum = 0;
     for (unsigned e = 0; e < p->nev; e++) {
         /* The kernel rewrites the page whenever it (re)schedules the event;
          * volatile makes every field a fresh load, and the lock read before
@@ -74,18 +74,22 @@ ISOB_PERF_INLINE void isob_perf_snap(struct isob_perf *p, struct isob_snap *s)
             enabled = pc->time_enabled;
             running = pc->time_running;
             count = (uint64_t)pc->offset;
-            if (pc->cap_user_rdpmc && idx) {
-                uint64_t raw = real ? isob_rdpmc(idx - 1) : p->sys->rdpmc(idx - 1);
-                count += isob_perf_sext(raw, pc->pmc_width);
+            /* Without a counter (index 0: the event is off the PMU now) or
+             * without the right to read it, the offset alone is the count
+             * at the kernel's last update, stale by whatever came since:
+             * read(2) asks the kernel for the count of this moment. */
+            if (!pc->cap_user_rdpmc || !idx) {
+                isob_perf_snap_slow(p, s);
+                return;
             }
+            uint64_t raw = real ? isob_rdpmc(idx - 1) : p->sys->rdpmc(idx - 1);
+            count += isob_perf_sext(raw, pc->pmc_width);
             isob_clobber();
         } while (pc->lock != seq);
         s->v[e] = count;
         sig = (sig ^ idx) * ISOB_PERF_SIG_PRIME;
-        /* Fewer running than enabled nanoseconds means the group was
-         * multiplexed off the PMU for part of the time: the raw count then
-         * misses events and cannot be compared with another reading. */
-        ok &= enabled == running;
+        en_sum += enabled;
+        run_sum += running;
     }
 
     /* rdpmc is not ordered with later instructions; the fence keeps the
@@ -95,7 +99,21 @@ ISOB_PERF_INLINE void isob_perf_snap(struct isob_perf *p, struct isob_snap *s)
 
     s->cpu = cpu;
     s->sig = sig;
-    s->ok = ok;
+    s->enabled = en_sum;
+    s->running = run_sum;
+    s->ok = 1;
+}
+
+/* Whether readings a and b of the perf group bracket a comparable sample:
+ * both read, on one CPU, with the same counters, and not multiplexed in
+ * between.  Multiplexing is judged on what changed between the readings:
+ * fewer nanoseconds running than enabled in that span means the group was
+ * off the PMU for part of it, so its counts miss events.  (Running never
+ * grows faster than enabled, so the sums over the events compare exactly.) */
+ISOB_PERF_INLINE int isob_perf_pair_valid(const struct isob_snap *a, const struct isob_snap *b)
+{
+    return a->ok && b->ok && a->sig == b->sig && a->cpu == b->cpu &&
+           b->enabled - a->enabled == b->running - a->running;
 }
 
 #endif

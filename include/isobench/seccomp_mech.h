@@ -3,10 +3,12 @@
  * The trusted code makes no system calls, so the ordinary entries cannot
  * show that the filter holds.  These functions reach a private entry of
  * the server that does make one, and report how the server ended.  They
- * wait with a time-out, never forever.  Both return 0 when they could
- * observe the outcome, -ENOTSUP (or another probe error) when seccomp is
- * unavailable, -ETIMEDOUT when the server neither answered nor ended in
- * time, or another negative errno. */
+ * never wait forever: the forbidden call either answers or finds the server
+ * gone (the robust handoff of futex.h), and the order out is waited for
+ * with a time-out.  Both return 0 when they could observe the outcome,
+ * -ENOTSUP (or another probe error) when seccomp is unavailable, -ETIMEDOUT
+ * when the server ordered out did not end in time (it is then killed), or
+ * another negative errno. */
 #ifndef ISOBENCH_SECCOMP_MECH_H
 #define ISOBENCH_SECCOMP_MECH_H
 

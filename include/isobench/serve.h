@@ -78,6 +78,12 @@ struct isob_serve_store {
 struct isob_serve {
     struct isob_comp *comp;
     struct isob_msg *msg;           /* the compartment's shared buffer */
+    /* A compartment that dies under a request is replaced by a fresh one
+     * made from this spec (its stored data is lost, and stderr says so);
+     * the request gets "SERVER_ERROR compartment " + comp_died. */
+    struct isob_comp_spec spec;
+    char comp_died[ISOB_COMP_WHY_LEN];
+    int restart_failing;            /* the last restart failed (logged once) */
     const struct isob_serve_store *store;
     void *store_ctx;                /* for a substituted store */
     size_t max_value;               /* largest value a client may store */

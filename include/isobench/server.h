@@ -1,4 +1,19 @@
-/* Helpers for mechanisms whose compartment is a forked server process. */
+/* Helpers for mechanisms whose compartment is a forked server process.
+ *
+ * The life of a server, as its caller sees it:
+ *
+ *     isob_server_start   fork; the server detaches from what it inherited,
+ *                         enters (isob_server_enter), runs the mechanism's
+ *                         set-up and reports 0 or -errno through a pipe;
+ *                         start returns that report, so create() fails at
+ *                         once with the server's own error (-ENOMEM for a
+ *                         heap it could not map, the pinning error) and no
+ *                         caller ever waits for a time-out to learn it
+ *     ... calls ...       the mechanism sees the server's end on its own
+ *                         channel (the robust handoff word of futex.h turns
+ *                         to ISOB_PHS_DIED, a pipe or socket reads end of
+ *                         file) and calls isob_server_ended
+ *     isob_server_stop    after the mechanism ordered the server out */
 #ifndef ISOBENCH_SERVER_H
 #define ISOBENCH_SERVER_H
 
@@ -7,20 +22,65 @@
 
 #include "isobench/trusted.h"
 
-/* In the freshly forked server: die with the parent, pin to cpu (>= 0),
+/* How long isob_server_ended waits for a server that was seen to end (its
+ * handoff word marked, its pipe closed) to become a zombie before it kills
+ * it: the kernel marks the word and closes the pipe on the way out, so this
+ * is only a bound, never a wait that happens. */
+#define ISOB_SERVER_END_WAIT_MS 500
+
+/* A server process, as its caller knows it. */
+struct isob_server {
+    pid_t pid;    /* the server; 0 when there is none */
+    int ended;    /* 1 once it was waited for; status is then its waitpid status */
+    int status;
+};
+
+/* What a server runs and keeps. */
+struct isob_server_spec {
+    int cpu;              /* pin the server here; -1: unpinned */
+    size_t heap_size;     /* bytes of its private trusted heap */
+    /* In the server, after it entered, before it reports ready: whatever
+     * the first call needs (e.g. isob_phs_serve_init).  0 or -errno, which
+     * start then returns.  NULL: nothing. */
+    int (*setup)(void *arg, struct isob_trusted *t);
+    /* In the server: serve calls until ordered out; the server then exits
+     * with status 0. */
+    void (*serve)(void *arg, struct isob_trusted *t);
+    void *arg;
+    /* Descriptors the server keeps besides stdin, stdout and stderr (its
+     * ends of a pipe or socket); -1 for none.  Every other descriptor it
+     * inherited is closed, so a server holds no other compartment's
+     * channel, no listening socket and no client connection. */
+    int keep_fd[2];
+};
+
+/* In the freshly forked server: die with the caller (PR_SET_PDEATHSIG, then
+ * a check that the parent is still the process `parent` recorded before the
+ * fork, since it may have died before the first step), pin to cpu (>= 0),
  * then map a private heap of heap_size bytes that exists only in this
- * process and set up the trusted component in it.  Returns the component,
- * or NULL (the server should then _exit). */
-struct isob_trusted *isob_server_enter(int cpu, size_t heap_size);
+ * process and set up the trusted component in it.  0 with *out set, or
+ * -errno. */
+int isob_server_enter(pid_t parent, int cpu, size_t heap_size, struct isob_trusted **out);
 
-/* Fork a server: the child enters (isob_server_enter with cpu and
- * heap_size), runs serve(arg, t) and exits (status 0, or 1 when it could
- * not enter).  Returns the child's pid to the parent, or a negative errno. */
-pid_t isob_server_fork(int cpu, size_t heap_size,
-                       void (*serve)(void *arg, struct isob_trusted *t), void *arg);
+/* Fork a server and wait for its report.  0 once it is ready to serve; else
+ * -errno: fork's, the server's own (enter's or setup's), or -EOWNERDEAD
+ * when it died before reporting.  On failure no process is left. */
+int isob_server_start(struct isob_server *s, const struct isob_server_spec *spec);
 
-/* Reap a server: wait up to timeout_ms for it to exit, then SIGKILL it. */
-void isob_server_reap(pid_t pid, int timeout_ms);
+/* The caller saw the server end (or its channel break): wait for it
+ * (ISOB_SERVER_END_WAIT_MS at most, then SIGKILL), write why into why (a
+ * mechanism passes its compartment's why, see isob_comp_why) and return
+ * -EOWNERDEAD.  Once the server was waited for, it only returns
+ * -EOWNERDEAD. */
+int isob_server_ended(struct isob_server *s, char *why, size_t len);
+
+/* After the mechanism ordered the server out: wait up to timeout_ms for it
+ * to exit, then SIGKILL it, and reap it.  0, or -ETIMEDOUT when it had to
+ * be killed.  Nothing happens (0) when it was already waited for. */
+int isob_server_stop(struct isob_server *s, int timeout_ms);
+
+/* A waitpid status in words: "died: signal 9 (Killed)", "died: exit status 1". */
+void isob_server_describe(int status, char *buf, size_t len);
 
 /* Close the calling process to OS-level readers without root
  * (PR_SET_DUMPABLE 0; src/mechanisms/server_close.c): 0 or a negative

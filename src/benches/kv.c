@@ -88,6 +88,10 @@ kv_pass_as(enum isob_backend be, struct isob_counter *ctr, struct isob_comp *c, 
         isob_clobber();
         isob_read_as(be, ctr, &b);
         t->requests++;
+        /* A dead compartment answers every request at once with an error;
+         * the pass ends at the first, and the phase fails with the cause. */
+        if (r == -EOWNERDEAD && isob_comp_why(c))
+            break;
         int wrong;
         if (set) {
             wrong = r != 0;
@@ -211,11 +215,16 @@ static void kv_emit(struct kv_run *r, const char *variant, const struct kv_tally
     free(params);
 }
 
-/* A phase's verdict: failed with the first wrong reply, or ok. */
-static void kv_emit_phase(struct kv_run *r, const char *variant, const struct kv_tally *t,
-                          const struct isob_samples *s, uint64_t stride, uint64_t warm)
+/* A phase's verdict: failed with the compartment's death, or with the
+ * first wrong reply, or ok.  Returns 1 when the phase failed. */
+static int kv_emit_phase(struct kv_run *r, struct isob_comp *c, const char *variant,
+                         const struct kv_tally *t, const struct isob_samples *s, uint64_t stride,
+                         uint64_t warm)
 {
-    if (t->bad) {
+    const char *died = isob_comp_why(c);
+    if (died) {
+        kv_emit(r, variant, t, NULL, stride, warm, "failed", died);
+    } else if (t->bad) {
         char reason[320];
         snprintf(reason, sizeof reason, "%llu of %llu requests wrong; first: %s",
                  (unsigned long long)t->bad, (unsigned long long)t->requests, t->why);
@@ -224,7 +233,9 @@ static void kv_emit_phase(struct kv_run *r, const char *variant, const struct kv
         kv_emit(r, variant, t, NULL, stride, warm, "failed", "no valid sample: the counter rejected every reading");
     } else {
         kv_emit(r, variant, t, s, stride, warm, "ok", NULL);
+        return 0;
     }
+    return 1;
 }
 
 /* Passes to measure for one size: --iterations, or enough for --n gets and
@@ -285,9 +296,9 @@ static uint64_t kv_size(struct isob_bench_ctx *ctx, const char *placement, int s
         t.bad = 1;
         snprintf(t.why, sizeof t.why, "the store holds %ld entries after %zu sets", items, r.entries);
     }
-    kv_emit_phase(&r, "set", &t, &s, stride, 0);
+    int failed = kv_emit_phase(&r, c, "set", &t, &s, stride, 0);
     isob_samples_free(&s);
-    if (t.bad)
+    if (failed)
         goto out;
 
     /* warmup: read everything once; reported apart, never mixed in. */
@@ -301,9 +312,9 @@ static uint64_t kv_size(struct isob_bench_ctx *ctx, const char *placement, int s
     }
     made += t.requests;
     r.warm_gets = t.requests;
-    kv_emit_phase(&r, "warmup", &t, &s, stride, 0);
+    failed = kv_emit_phase(&r, c, "warmup", &t, &s, stride, 0);
     isob_samples_free(&s);
-    if (t.bad)
+    if (failed)
         goto out;
 
     /* get: the measured passes, each in its own order.  Unless --iterations
@@ -314,7 +325,7 @@ static uint64_t kv_size(struct isob_bench_ctx *ctx, const char *placement, int s
     if (kv_samples(&s, &stride, (uint64_t)r.entries * r.passes_asked, nev) != 0)
         goto oom;
     uint64_t t0 = isob_clock_ns();
-    for (size_t p = 0; p < r.passes_asked && !t.bad; p++) {
+    for (size_t p = 0; p < r.passes_asked && !t.bad && !isob_comp_why(c); p++) {
         kvw_shuffle(order, r.entries, ctx->opts.seed, KV_WARMUP_PASSES + p);
         kv_pass(ctx->ctr, c, 0, order, r.entries, ctx->opts.seed, &s, stride, &t);
         r.passes++;
@@ -322,7 +333,7 @@ static uint64_t kv_size(struct isob_bench_ctx *ctx, const char *placement, int s
             break;
     }
     made += t.requests;
-    kv_emit_phase(&r, "get", &t, &s, stride, r.warm_gets);
+    kv_emit_phase(&r, c, "get", &t, &s, stride, r.warm_gets);
     isob_samples_free(&s);
     goto out;
 
@@ -370,7 +381,12 @@ static void kv_placement(struct isob_bench_ctx *ctx, enum isob_placement pl)
         kv_skip(ctx, name, 0, "cross-cpu placement needs two CPUs and a pinned client");
         return;
     }
-    isob_pin_self(pl == ISOB_PLACE_UNPINNED ? -1 : ctx->opts.client_cpu);
+    char pin_why[160];
+    if (isob_place_self(pl, ctx->opts.client_cpu, pin_why, sizeof pin_why) != 0) {
+        struct kv_run r = {.ctx = ctx, .placement = name, .store_bytes = -1, .heap_bytes = -1};
+        kv_emit(&r, "set", NULL, NULL, 1, 0, "failed", pin_why);
+        return;
+    }
     uint64_t budget = ctx->opts.quick ? KV_SIZE_BUDGET_NS_QUICK : KV_SIZE_BUDGET_NS;
     double ns_per_request = 0, growth = 1;
     for (size_t i = 0; i < n; i++) {

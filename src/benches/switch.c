@@ -49,8 +49,10 @@ static void params_json(char *buf, size_t len, const struct switch_run *r)
              r->payload, r->variant, extra ? "," : "", extra ? extra : "");
 }
 
-/* Measure BODY: warm-up, per-iteration samples, batched estimate; emit. */
-#define SWITCH_MEASURE(R, BODY)                                                        \
+/* Measure BODY: warm-up, per-iteration samples, batched estimate; emit.
+ * DIED is the compartment's isob_comp_why (NULL for none): a compartment
+ * that died is a failed result with the cause, whatever its calls said. */
+#define SWITCH_MEASURE(R, BODY, DIED)                                                  \
     do {                                                                               \
         struct isob_bench_ctx *ctx_ = (R)->ctx;                                        \
         struct isob_samples s_;                                                        \
@@ -72,7 +74,9 @@ static void params_json(char *buf, size_t len, const struct switch_run *r)
             ISOB_MEASURE_BATCHED(ctx_->ctr, ctx_->opts.batch_k, ctx_->opts.batch_reps, \
                                  scratch_, BODY, batched_);                            \
         free(scratch_);                                                                \
-        if (bad) {                                                                     \
+        if (DIED) {                                                                    \
+            isob_emit_result(ctx_, "switch", params_, NULL, -1, "failed", DIED, NULL); \
+        } else if (bad) {                                                              \
             snprintf(reason_, sizeof reason_, "%ld calls returned a wrong result",     \
                      (long)bad);                                                       \
             isob_emit_result(ctx_, "switch", params_, &s_, batched_, "failed",         \
@@ -89,15 +93,31 @@ static void measure_erim_kinds(struct switch_run *r)
     long bad = 0;
     r->payload = 0;
     r->variant = "inline";
-    SWITCH_MEASURE(r, bad += erim_empty_inline(&calls) != 0);
+    SWITCH_MEASURE(r, bad += erim_empty_inline(&calls) != 0, NULL);
     r->variant = "direct-call";
-    SWITCH_MEASURE(r, bad += erim_empty_call(&calls) != 0);
+    SWITCH_MEASURE(r, bad += erim_empty_call(&calls) != 0, NULL);
     r->variant = "indirect-call";
-    SWITCH_MEASURE(r, bad += erim_empty_ptr(&calls) != 0);
+    SWITCH_MEASURE(r, bad += erim_empty_ptr(&calls) != 0, NULL);
     isob_keep(calls);
 }
 
-/* Round trips through the mechanism at every payload. */
+/* One call whose result must be WANT, counted in `bad` when it is not.
+ * A wrong result from a compartment that died ends the loop the call is in
+ * (the measuring macros run BODY directly in their loops, so `break` ends
+ * the measurement early): its result fails with the cause, and nothing is
+ * gained by calling a dead compartment n more times.  The check costs the
+ * fast path nothing, as it sits behind the comparison made anyway. */
+#define SWITCH_CHECKED_CALL(C, ENTRY, WANT)                                            \
+    if (isob_call((C), (ENTRY)) != (WANT)) {                                           \
+        bad++;                                                                         \
+        if (isob_comp_why(C))                                                          \
+            break;                                                                     \
+    }
+
+/* Round trips through the mechanism at every payload.  A compartment that
+ * dies fails the result it died in, and the payloads after it are not
+ * measured (a dead compartment answers every call at once with an error:
+ * the loop that saw it ends quickly). */
 static void measure_entry(struct switch_run *r, struct isob_comp *c)
 {
     struct isob_msg *msg = c->mech->shared(c);
@@ -115,7 +135,9 @@ static void measure_entry(struct switch_run *r, struct isob_comp *c)
         }
         if (payload == 0) {
             msg->len = 0;
-            SWITCH_MEASURE(r, bad += isob_call(c, ISOB_ENTRY_EMPTY) != 0);
+            SWITCH_MEASURE(r, SWITCH_CHECKED_CALL(c, ISOB_ENTRY_EMPTY, 0), isob_comp_why(c));
+            if (isob_comp_why(c))
+                return;
             continue;
         }
         /* Two fills alternate so that every call moves fresh data; their
@@ -131,8 +153,10 @@ static void measure_entry(struct switch_run *r, struct isob_comp *c)
             unsigned k_ = it++ & 1;
             memset(msg->data, fills[k_], payload);
             msg->len = (uint32_t)payload;
-            bad += isob_call(c, ISOB_ENTRY_SINK) != sums[k_];
-        });
+            SWITCH_CHECKED_CALL(c, ISOB_ENTRY_SINK, sums[k_]);
+        }, isob_comp_why(c));
+        if (isob_comp_why(c))
+            return;
     }
 }
 
@@ -151,7 +175,14 @@ static int switch_run_placement(struct isob_bench_ctx *ctx, enum isob_placement 
                          "cross-cpu placement needs two CPUs and a pinned client", NULL);
         return 0;
     }
-    isob_pin_self(pl == ISOB_PLACE_UNPINNED ? -1 : ctx->opts.client_cpu);
+    char pin_why[160];
+    if (isob_place_self(pl, ctx->opts.client_cpu, pin_why, sizeof pin_why) != 0) {
+        char params[256];
+        r.variant = "entry";
+        params_json(params, sizeof params, &r);
+        isob_emit_result(ctx, "switch", params, NULL, -1, "failed", pin_why, NULL);
+        return 0;
+    }
 
     if (strcmp(m->name, "direct") == 0)
         measure_erim_kinds(&r);

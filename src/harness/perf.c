@@ -225,6 +225,7 @@ void isob_perf_snap_slow(struct isob_perf *p, struct isob_snap *s)
     size_t want = (3 + p->nev) * sizeof(uint64_t);
     s->cpu = p->sys->getcpu();
     s->sig = 0;
+    s->enabled = s->running = 0;
     ssize_t got = p->nev ? p->sys->read(p->fd[0], &gr, want) : -EBADF;
     if (got != (ssize_t)want || gr.nr != p->nev) {
         s->ok = 0;
@@ -232,5 +233,9 @@ void isob_perf_snap_slow(struct isob_perf *p, struct isob_snap *s)
     }
     for (unsigned e = 0; e < p->nev; e++)
         s->v[e] = gr.value[e];
-    s->ok = gr.time_enabled == gr.time_running;
+    /* The group's times are the leader's; counted once per event, they
+     * compare with the rdpmc path's sums over the events. */
+    s->enabled = gr.time_enabled * p->nev;
+    s->running = gr.time_running * p->nev;
+    s->ok = 1;
 }

@@ -1,5 +1,12 @@
-/* CPU pinning and placement. */
+/* CPU pinning and placement.
+ *
+ * Every CPU number here is taken from the set of CPUs the process was
+ * allowed to run on when it started (its affinity mask, which taskset,
+ * cgroups' cpusets and container runtimes narrow), never from the count of
+ * CPUs online: on a machine with CPUs 0-7 where isob may use only 2 and 3,
+ * there are two CPUs, the first is 2, and the one after 3 is 2 again. */
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -22,30 +29,79 @@ int isob_placement_parse(const char *s, enum isob_placement *out)
     return -EINVAL;
 }
 
+/* The allowed set, read once before the first pinning changes it.  Pinning
+ * goes only through isob_pin_self, which reads it first, so the copy is
+ * the set the process started with; a forked server inherits the copy. */
+static cpu_set_t allowed_set;
+static int allowed_known;
+
+static const cpu_set_t *allowed(void)
+{
+    if (!allowed_known) {
+        CPU_ZERO(&allowed_set);
+        if (sched_getaffinity(0, sizeof allowed_set, &allowed_set) != 0) {
+            /* Without an answer, assume the CPUs online are allowed. */
+            long n = sysconf(_SC_NPROCESSORS_ONLN);
+            for (long i = 0; i < (n > 0 ? n : 1) && i < CPU_SETSIZE; i++)
+                CPU_SET((int)i, &allowed_set);
+        }
+        allowed_known = 1;
+    }
+    return &allowed_set;
+}
+
 int isob_ncpus(void)
 {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        /* Count what the process may use, not what the machine has. */
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        return n > 0 ? (int)n : CPU_COUNT(&set);
+    return CPU_COUNT(allowed());
+}
+
+int isob_cpu_allowed(int cpu)
+{
+    return cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, allowed());
+}
+
+int isob_first_cpu(void)
+{
+    return isob_next_cpu_in(allowed(), -1);
+}
+
+int isob_next_cpu_in(const cpu_set_t *set, int cpu)
+{
+    for (int i = 1; i <= CPU_SETSIZE; i++) {
+        int c = cpu + i;
+        c = c < 0 ? c + CPU_SETSIZE : c % CPU_SETSIZE;
+        if (CPU_ISSET(c, set))
+            return c == cpu ? -1 : c;
     }
-    return (int)sysconf(_SC_NPROCESSORS_ONLN);
+    return -1;
 }
 
 int isob_pin_self(int cpu)
 {
     cpu_set_t set;
-    CPU_ZERO(&set);
     if (cpu < 0) {
-        for (int i = 0; i < isob_ncpus() && i < CPU_SETSIZE; i++)
-            CPU_SET(i, &set);
+        set = *allowed();
     } else {
+        if (cpu >= CPU_SETSIZE)
+            return -EINVAL;
+        allowed();
+        CPU_ZERO(&set);
         CPU_SET(cpu, &set);
     }
     if (sched_setaffinity(0, sizeof set, &set) != 0)
         return -errno;
     return 0;
+}
+
+int isob_place_self(enum isob_placement p, int client_cpu, char *why, size_t len)
+{
+    int cpu = p == ISOB_PLACE_UNPINNED ? -1 : client_cpu;
+    int rc = isob_pin_self(cpu);
+    if (rc && cpu >= 0)
+        snprintf(why, len, "pin to CPU %d: %s", cpu, isob_strerror(rc));
+    else if (rc)
+        snprintf(why, len, "unpin (back to the allowed CPUs): %s", isob_strerror(rc));
+    return rc;
 }
 
 int isob_server_cpu(enum isob_placement p, int client_cpu)
@@ -54,8 +110,7 @@ int isob_server_cpu(enum isob_placement p, int client_cpu)
         return -1;
     if (p == ISOB_PLACE_SAME_CPU)
         return client_cpu;
-    int n = isob_ncpus();
-    return n > 1 ? (client_cpu + 1) % n : -1;
+    return isob_next_cpu_in(allowed(), client_cpu);
 }
 
 int isob_current_cpu(void)

@@ -31,68 +31,269 @@ void isob_unmap(void *p, size_t len)
         munmap(p, len);
 }
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "isobench/futex.h"
 #include "isobench/harness.h"
 #include "isobench/server.h"
 
-struct isob_trusted *isob_server_enter(int cpu, size_t heap_size)
+int isob_server_enter(pid_t parent, int cpu, size_t heap_size, struct isob_trusted **out)
 {
-    /* A server outliving its client would hold CPUs and memory forever. */
+    /* A server outliving its client would hold CPUs and memory forever.
+     * The client may have died before this line took effect; then the
+     * signal never comes, and the parent is no longer the one recorded
+     * before the fork.  (getppid() == 1 would not do: the client may well
+     * be PID 1 itself, as a container's entry point.) */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() == 1)
-        return NULL;
+    if (getppid() != parent)
+        return -ESRCH;
     /* The trusted heap is mapped only after this, so it is never readable
      * by the OS to anyone but root. */
-    if (isob_server_close_to_readers() != 0)
-        return NULL;
-    if (cpu >= 0 && isob_pin_self(cpu) != 0)
-        return NULL;
-    void *heap = isob_map(heap_size, 0);
-    return heap ? isob_trusted_init(heap, heap_size) : NULL;
-}
-
-pid_t isob_server_fork(int cpu, size_t heap_size,
-                       void (*serve)(void *arg, struct isob_trusted *t), void *arg)
-{
-    /* Buffered output would otherwise be written twice, once by each. */
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0)
-        return -errno;
-    if (pid == 0) {
-        struct isob_trusted *t = isob_server_enter(cpu, heap_size);
-        if (t)
-            serve(arg, t);
-        _exit(t ? 0 : 1);
+    int closed = isob_server_close_to_readers();
+    if (closed)
+        return closed;
+    if (cpu >= 0) {
+        int rc = isob_pin_self(cpu);
+        if (rc)
+            return rc;
     }
-    return pid;
+    errno = 0;
+    void *heap = isob_map(heap_size, 0);
+    if (!heap)
+        return errno ? -errno : -ENOMEM;
+    *out = isob_trusted_init(heap, heap_size);
+    return *out ? 0 : -EINVAL;
 }
 
-void isob_server_reap(pid_t pid, int timeout_ms)
+/* Close descriptors lo..hi. */
+static void close_fds(unsigned lo, unsigned hi)
 {
-    for (int waited = 0; waited < timeout_ms; waited++) {
-        pid_t r = waitpid(pid, NULL, WNOHANG);
-        if (r == pid || r < 0)
-            return;
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, lo, hi, 0) == 0)
+        return;
+#endif
+    /* Kernels before 5.9: one at a time, up to the limit. */
+    long max = sysconf(_SC_OPEN_MAX);
+    for (long fd = lo; fd <= (long)hi && fd < (max > 0 ? max : 1024); fd++)
+        close((int)fd);
+}
+
+/* In a new server: keep only stdio and the n descriptors of keep.  What a
+ * caller holds (other compartments' channels, a listening socket, client
+ * connections) is none of the compartment's business, and a copy held here
+ * would keep the caller's closes from taking effect. */
+static void keep_only(int *keep, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+            int t = keep[j];
+            keep[j] = keep[j - 1];
+            keep[j - 1] = t;
+        }
+    unsigned from = 3;
+    for (int i = 0; i < n; i++) {
+        if (keep[i] < (int)from)
+            continue;
+        if ((unsigned)keep[i] > from)
+            close_fds(from, (unsigned)keep[i] - 1);
+        from = (unsigned)keep[i] + 1;
+    }
+    close_fds(from, ~0u);
+}
+
+/* In a new server: the caller's signal handlers (e.g. serve's stop
+ * handler, which writes to the caller's own pipe) are not the server's,
+ * and signals the caller blocks must still reach the server. */
+static void default_signals(void)
+{
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction sa;
+        if (sigaction(sig, NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO) &&
+            (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN))
+            continue;
+        signal(sig, SIG_DFL);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* The server's side of isob_server_start: never returns. */
+static void __attribute__((noreturn)) server_main(pid_t parent, const struct isob_server_spec *spec,
+                                                  int report_fd)
+{
+    int keep[3] = {report_fd, spec->keep_fd[0], spec->keep_fd[1]};
+    int n = 1;
+    for (int i = 0; i < 2; i++)
+        if (spec->keep_fd[i] >= 0)
+            keep[n++] = spec->keep_fd[i];
+    keep_only(keep, n);
+    default_signals();
+    struct isob_trusted *t = NULL;
+    int rc = isob_server_enter(parent, spec->cpu, spec->heap_size, &t);
+    if (rc == 0 && spec->setup)
+        rc = spec->setup(spec->arg, t);
+    ssize_t w;
+    while ((w = write(report_fd, &rc, sizeof rc)) < 0 && errno == EINTR)
+        ;
+    close(report_fd);
+    if (rc != 0 || w != (ssize_t)sizeof rc)
+        _exit(1);
+    spec->serve(spec->arg, t);
+    _exit(0);
+}
+
+/* Wait for pid to end, up to timeout_ms; 1 with *status set, 0 if it has
+ * not ended, -errno. */
+static int wait_bounded(pid_t pid, int *status, int timeout_ms)
+{
+    for (int waited = 0;; waited++) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid)
+            return 1;
+        if (r < 0 && errno != EINTR)
+            return -errno;
+        if (waited >= timeout_ms)
+            return 0;
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+}
+
+/* Reap s->pid: up to timeout_ms, then SIGKILL.  0, or -ETIMEDOUT when it
+ * had to be killed. */
+static int reap(struct isob_server *s, int timeout_ms)
+{
+    if (s->ended || s->pid <= 0)
+        return 0;
+    int rc = 0;
+    int got = wait_bounded(s->pid, &s->status, timeout_ms);
+    if (got == 0) {
+        kill(s->pid, SIGKILL);
+        rc = -ETIMEDOUT;
+        while (waitpid(s->pid, &s->status, 0) < 0 && errno == EINTR)
+            ;
+    } else if (got < 0) {
+        /* Not our child to wait for (someone else reaped it): all that is
+         * known is that it is gone. */
+        s->status = -1;
+    }
+    s->ended = 1;
+    return rc;
+}
+
+int isob_server_start(struct isob_server *s, const struct isob_server_spec *spec)
+{
+    *s = (struct isob_server){0};
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return -errno;
+    pid_t parent = getpid();
+    /* Buffered output would otherwise be written twice, once by each. */
+    fflush(NULL);
+    /* No caller's handler may run in the child before it resets them
+     * (default_signals, which also unblocks everything there). */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);
+    pid_t pid = fork();
+    int fork_err = pid < 0 ? -errno : 0;
+    if (pid == 0) {
+        close(fds[0]);
+        server_main(parent, spec, fds[1]);
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return fork_err;
+    }
+    close(fds[1]);
+    s->pid = pid;
+    /* The report, or end of file if the server died before writing it:
+     * no time-out, however long its set-up (mapping a large heap) takes. */
+    int report = 0;
+    ssize_t n;
+    while ((n = read(fds[0], &report, sizeof report)) < 0 && errno == EINTR)
+        ;
+    close(fds[0]);
+    if (n == (ssize_t)sizeof report && report == 0)
+        return 0;
+    /* A server that reported an error exits at once; one that died left
+     * nothing to wait for. */
+    reap(s, ISOB_SERVER_END_WAIT_MS);
+    return n == (ssize_t)sizeof report ? (report < 0 ? report : -EPROTO) : -EOWNERDEAD;
+}
+
+void isob_server_describe(int status, char *buf, size_t len)
+{
+    if (status == -1)
+        snprintf(buf, len, "died: reaped elsewhere, status unknown");
+    else if (WIFSIGNALED(status))
+        snprintf(buf, len, "died: signal %d (%s)%s", WTERMSIG(status), strsignal(WTERMSIG(status)),
+                 WCOREDUMP(status) ? ", core dumped" : "");
+    else if (WIFEXITED(status))
+        snprintf(buf, len, "died: exit status %d", WEXITSTATUS(status));
+    else
+        snprintf(buf, len, "died: wait status 0x%x", (unsigned)status);
+}
+
+int isob_server_ended(struct isob_server *s, char *why, size_t len)
+{
+    if (s->ended)
+        return -EOWNERDEAD;
+    int killed = reap(s, ISOB_SERVER_END_WAIT_MS) != 0;
+    isob_server_describe(s->status, why, len);
+    if (killed) {
+        /* It broke its channel but did not end: it was killed here. */
+        size_t l = strlen(why);
+        snprintf(why + l, len - l, " (it stopped answering and was killed)");
+    }
+    return -EOWNERDEAD;
+}
+
+int isob_server_stop(struct isob_server *s, int timeout_ms)
+{
+    return reap(s, timeout_ms);
+}
+
+/* The robust futex list of a server process: one entry, its handoff word.
+ * It lives in the server's own memory (this is the server's copy of the
+ * variable), as the kernel reads it when the server ends. */
+static struct robust_list_head phs_head;
+
+int isob_phs_serve_init(struct isob_phs *h, uint32_t *tid)
+{
+    phs_head.list.next = &h->node;
+    h->node.next = &phs_head.list;
+    phs_head.futex_offset = (long)((char *)&h->word - (char *)&h->node);
+    phs_head.list_op_pending = NULL;
+    if (syscall(SYS_set_robust_list, &phs_head, sizeof phs_head) != 0)
+        return -errno;
+    /* The thread id, not the process id: the kernel compares the word with
+     * the dying thread's.  The server has one thread, so they are equal. */
+    *tid = (uint32_t)syscall(SYS_gettid);
+    isob_store(&h->word, *tid);
+    isob_futex_wake(&h->word, 1, 0);
+    return 0;
 }
 
 int isob_comp_create(const struct isob_mechanism *m, const struct isob_comp_spec *spec,
                      struct isob_comp **out)
 {
     int rc = m->create(spec, out);
-    if (rc == 0)
+    if (rc == 0) {
         (*out)->mech = m;
+        (*out)->why[0] = 0;
+    }
     return rc;
 }
 

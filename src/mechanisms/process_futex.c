@@ -1,10 +1,12 @@
 /* process-futex: a forked server process holds the trusted heap; calls are
  * handed over through shared memory with a futex.  The heap is mapped only
- * after the fork, so it does not exist in the caller's address space. */
-#include <signal.h>
-#include <stdio.h>
+ * after the fork, so it does not exist in the caller's address space.
+ *
+ * The handoff word is the robust one of futex.h: if the server dies, the
+ * kernel marks the word and wakes the caller, whose call then returns
+ * -EOWNERDEAD with the cause (mechanism.h, Liveness). */
+#include <stdint.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "isobench/futex.h"
 #include "isobench/mechanism.h"
@@ -12,11 +14,13 @@
 
 /* How long destroy waits for the server to leave before killing it. */
 #define PF_REAP_TIMEOUT_MS 2000
+/* The entry that orders the server out; no trusted entry has it. */
+#define PF_ENTRY_EXIT UINT32_MAX
 
 /* The page shared by caller and server: the handoff word on its own cache
  * line, then the message. */
 struct pf_shared {
-    uint32_t state __attribute__((aligned(64)));
+    struct isob_phs hs __attribute__((aligned(64)));
     uint32_t entry;
     long ret;
     struct isob_msg msg __attribute__((aligned(64)));
@@ -26,17 +30,30 @@ struct pf_comp {
     struct isob_comp base;
     struct pf_shared *sh;
     size_t shared_size;
-    pid_t server;
+    uint32_t tid;               /* the handoff word's idle value: the server's thread id (the
+                                 * server's own copy of this struct gets it from setup) */
+    struct isob_server server;
 };
+
+static int pf_setup(void *arg, struct isob_trusted *t)
+{
+    (void)t;
+    struct pf_comp *p = arg;
+    return isob_phs_serve_init(&p->sh->hs, &p->tid);
+}
 
 static void pf_serve(void *arg, struct isob_trusted *t)
 {
     struct pf_comp *p = arg;
     struct pf_shared *sh = p->sh;
     size_t cap = p->base.data_cap;
-    while (isob_handoff_wait(&sh->state, 0) == ISOB_HS_REQ) {
+    uint32_t tid = p->tid;
+    for (;;) {
+        isob_phs_wait(&sh->hs.word, tid);
+        if (sh->entry == PF_ENTRY_EXIT)
+            return;
         sh->ret = isob_trusted_call(t, sh->entry, &sh->msg, cap);
-        isob_handoff_reply(&sh->state, 0);
+        isob_phs_reply(&sh->hs.word, tid);
     }
 }
 
@@ -54,22 +71,31 @@ static int pf_create(const struct isob_comp_spec *spec, struct isob_comp **out)
         return -ENOMEM;
     }
     p->base.data_cap = p->shared_size - sizeof(struct pf_shared);
-    p->server = isob_server_fork(spec->server_cpu, spec->heap_size, pf_serve, p);
-    if (p->server < 0) {
-        int err = (int)p->server;
+    struct isob_server_spec ss = {.cpu = spec->server_cpu, .heap_size = spec->heap_size,
+                                  .setup = pf_setup, .serve = pf_serve, .arg = p,
+                                  .keep_fd = {-1, -1}};
+    int rc = isob_server_start(&p->server, &ss);
+    if (rc != 0) {
         isob_unmap(p->sh, p->shared_size);
         free(p);
-        return err;
+        return rc;
     }
+    p->tid = isob_phs_tid(&p->sh->hs);
     *out = &p->base;
     return 0;
+}
+
+static __attribute__((noinline, cold)) long pf_died(struct pf_comp *p)
+{
+    return isob_server_ended(&p->server, p->base.why, sizeof p->base.why);
 }
 
 static long pf_call(struct isob_comp *c, unsigned entry)
 {
     struct pf_comp *p = (struct pf_comp *)c;
     p->sh->entry = entry;
-    isob_handoff_request(&p->sh->state, 0);
+    if (isob_phs_request(&p->sh->hs.word, p->tid) != 0)
+        return pf_died(p);
     return p->sh->ret;
 }
 
@@ -81,8 +107,12 @@ static struct isob_msg *pf_shared_msg(struct isob_comp *c)
 static void pf_destroy(struct isob_comp *c)
 {
     struct pf_comp *p = (struct pf_comp *)c;
-    isob_handoff_exit(&p->sh->state, 0);
-    isob_server_reap(p->server, PF_REAP_TIMEOUT_MS);
+    /* The order out is posted, not waited for: a server that does not
+     * leave is killed after the time-out. */
+    p->sh->entry = PF_ENTRY_EXIT;
+    if (isob_phs_post(&p->sh->hs.word, p->tid) == 0)
+        isob_futex_wake(&p->sh->hs.word, 1, 0);
+    isob_server_stop(&p->server, PF_REAP_TIMEOUT_MS);
     isob_unmap(p->sh, p->shared_size);
     free(p);
 }
@@ -91,7 +121,7 @@ static void pf_destroy(struct isob_comp *c)
  * trusted code reports. */
 static int pf_locate(struct isob_comp *c, uint64_t trusted_addr, struct isob_place *out)
 {
-    out->pid = ((struct pf_comp *)c)->server;
+    out->pid = ((struct pf_comp *)c)->server.pid;
     out->addr = (uintptr_t)trusted_addr;
     return 0;
 }

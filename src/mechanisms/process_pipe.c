@@ -2,9 +2,10 @@
  * message lives in a shared page as in process-futex, and a pipe pair
  * carries only a one-byte token each way.  A round trip is one write and
  * one read per side, exactly the bare pipe ping-pong of the pingpong
- * benchmark, so any difference between the two is the compartment's. */
+ * benchmark, so any difference between the two is the compartment's.
+ * A dead server reads as end of file on the reply pipe, and the call
+ * returns -EOWNERDEAD with the cause (mechanism.h, Liveness). */
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -30,7 +31,7 @@ struct pipe_comp {
     struct isob_comp base;
     struct pipe_shared *sh;
     size_t shared_size;
-    pid_t server;
+    struct isob_server server;
     int req[2];  /* caller -> server; the caller keeps both ends (see create) */
     int rep[2];  /* server -> caller; the caller keeps only rep[0] */
 };
@@ -64,14 +65,11 @@ static void pipe_serve(struct pipe_comp *p, struct isob_trusted *t)
     }
 }
 
-/* The server process's body: drop the caller's pipe ends, then serve.
- * isob_server_fork calls it after entering. */
+/* The server process's body; isob_server_start calls it once ready, with
+ * only the server's pipe ends left open. */
 static void pipe_child(void *arg, struct isob_trusted *t)
 {
-    struct pipe_comp *p = arg;
-    close(p->req[1]);
-    close(p->rep[0]);
-    pipe_serve(p, t);
+    pipe_serve(arg, t);
 }
 
 static void pipe_close_all(struct pipe_comp *p)
@@ -102,11 +100,12 @@ static int pipe_create(const struct isob_comp_spec *spec, struct isob_comp **out
         err = -errno;
         goto fail;
     }
-    p->server = isob_server_fork(spec->server_cpu, spec->heap_size, pipe_child, p);
-    if (p->server < 0) {
-        err = (int)p->server;
+    struct isob_server_spec ss = {.cpu = spec->server_cpu, .heap_size = spec->heap_size,
+                                  .serve = pipe_child, .arg = p,
+                                  .keep_fd = {p->req[0], p->rep[1]}};
+    err = isob_server_start(&p->server, &ss);
+    if (err != 0)
         goto fail;
-    }
     /* The caller holds no write end of the reply pipe, so a dead server
      * reads as end of file there instead of a wait forever.  It keeps the
      * read end of the request pipe, so a request to a dead server lands in
@@ -122,14 +121,25 @@ fail:
     return err;
 }
 
+/* The channel broke (end of file, an error): the server is gone, or is
+ * made to be; every later call fails at once. */
+static __attribute__((noinline, cold)) long pipe_died(struct pipe_comp *p)
+{
+    return isob_server_ended(&p->server, p->base.why, sizeof p->base.why);
+}
+
 static long pipe_call(struct isob_comp *c, unsigned entry)
 {
     struct pipe_comp *p = (struct pipe_comp *)c;
+    /* A request to a server already seen dead would only fill the pipe's
+     * buffer, and then block. */
+    if (p->server.ended)
+        return -EOWNERDEAD;
     p->sh->entry = entry;
     int rc = pipe_put(p->req[1], PIPE_TOK_CALL);
     if (rc == 0)
         rc = pipe_get(p->rep[0]);
-    return rc < 0 ? rc : p->sh->ret;
+    return rc < 0 ? pipe_died(p) : p->sh->ret;
 }
 
 static struct isob_msg *pipe_shared_msg(struct isob_comp *c)
@@ -140,11 +150,13 @@ static struct isob_msg *pipe_shared_msg(struct isob_comp *c)
 static void pipe_destroy(struct isob_comp *c)
 {
     struct pipe_comp *p = (struct pipe_comp *)c;
-    /* An explicit order, because closing our end is not enough: servers
-     * forked later for other compartments inherit copies of it. */
-    pipe_put(p->req[1], PIPE_TOK_QUIT);
+    /* An explicit order, because closing our end is not enough: a process
+     * the caller forks for its own ends (a test's child, say) holds a copy
+     * of it.  (Servers of other compartments close theirs.) */
+    if (!p->server.ended)
+        pipe_put(p->req[1], PIPE_TOK_QUIT);
     pipe_close_all(p);
-    isob_server_reap(p->server, PIPE_REAP_TIMEOUT_MS);
+    isob_server_stop(&p->server, PIPE_REAP_TIMEOUT_MS);
     isob_unmap(p->sh, p->shared_size);
     free(p);
 }
@@ -153,7 +165,7 @@ static void pipe_destroy(struct isob_comp *c)
  * trusted code reports. */
 static int pipe_locate(struct isob_comp *c, uint64_t trusted_addr, struct isob_place *out)
 {
-    out->pid = ((struct pipe_comp *)c)->server;
+    out->pid = ((struct pipe_comp *)c)->server.pid;
     out->addr = (uintptr_t)trusted_addr;
     return 0;
 }

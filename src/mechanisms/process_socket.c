@@ -3,8 +3,8 @@
  * stream socketpair carries only a one-byte token each way.  A round trip
  * is one send and one receive per side, the bare socket ping-pong of the
  * pingpong benchmark, so any difference between the two is the
- * compartment's. */
-#include <stdio.h>
+ * compartment's.  A dead server reads as end of stream, and the call
+ * returns -EOWNERDEAD with the cause (mechanism.h, Liveness). */
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -31,7 +31,7 @@ struct sock_comp {
     struct isob_comp base;
     struct sock_shared *sh;
     size_t shared_size;
-    pid_t server;
+    struct isob_server server;
     int sv[2];  /* the caller's end [0], the server's end [1] */
 };
 
@@ -65,13 +65,11 @@ static void sock_serve(struct sock_comp *s, struct isob_trusted *t)
     }
 }
 
-/* The server process's body: drop the caller's end, then serve.
- * isob_server_fork calls it after entering. */
+/* The server process's body; isob_server_start calls it once ready, with
+ * only the server's end left open. */
 static void sock_child(void *arg, struct isob_trusted *t)
 {
-    struct sock_comp *s = arg;
-    close(s->sv[0]);
-    sock_serve(s, t);
+    sock_serve(arg, t);
 }
 
 static int sock_create(const struct isob_comp_spec *spec, struct isob_comp **out)
@@ -92,11 +90,11 @@ static int sock_create(const struct isob_comp_spec *spec, struct isob_comp **out
         err = -errno;
         goto fail;
     }
-    s->server = isob_server_fork(spec->server_cpu, spec->heap_size, sock_child, s);
-    if (s->server < 0) {
-        err = (int)s->server;
+    struct isob_server_spec ss = {.cpu = spec->server_cpu, .heap_size = spec->heap_size,
+                                  .serve = sock_child, .arg = s, .keep_fd = {s->sv[1], -1}};
+    err = isob_server_start(&s->server, &ss);
+    if (err != 0)
         goto fail;
-    }
     /* Without the server's end here, a dead server reads as end of stream
      * instead of a wait forever. */
     close(s->sv[1]);
@@ -112,14 +110,22 @@ fail:
     return err;
 }
 
+/* The channel broke (end of stream, an error): the server is gone, or is
+ * made to be. */
+static __attribute__((noinline, cold)) long sock_died(struct sock_comp *s)
+{
+    return isob_server_ended(&s->server, s->base.why, sizeof s->base.why);
+}
+
 static long sock_call(struct isob_comp *c, unsigned entry)
 {
     struct sock_comp *s = (struct sock_comp *)c;
     s->sh->entry = entry;
+    /* A server already seen dead fails the send at once (EPIPE). */
     int rc = sock_put(s->sv[0], SOCK_TOK_CALL);
     if (rc == 0)
         rc = sock_get(s->sv[0]);
-    return rc < 0 ? rc : s->sh->ret;
+    return rc < 0 ? sock_died(s) : s->sh->ret;
 }
 
 static struct isob_msg *sock_shared_msg(struct isob_comp *c)
@@ -130,11 +136,13 @@ static struct isob_msg *sock_shared_msg(struct isob_comp *c)
 static void sock_destroy(struct isob_comp *c)
 {
     struct sock_comp *s = (struct sock_comp *)c;
-    /* An explicit order, because closing our end is not enough: servers
-     * forked later for other compartments inherit copies of it. */
-    sock_put(s->sv[0], SOCK_TOK_QUIT);
+    /* An explicit order, because closing our end is not enough: a process
+     * the caller forks for its own ends (a test's child, say) holds a copy
+     * of it.  (Servers of other compartments close theirs.) */
+    if (!s->server.ended)
+        sock_put(s->sv[0], SOCK_TOK_QUIT);
     close(s->sv[0]);
-    isob_server_reap(s->server, SOCK_REAP_TIMEOUT_MS);
+    isob_server_stop(&s->server, SOCK_REAP_TIMEOUT_MS);
     isob_unmap(s->sh, s->shared_size);
     free(s);
 }
@@ -143,7 +151,7 @@ static void sock_destroy(struct isob_comp *c)
  * trusted code reports. */
 static int sock_locate(struct isob_comp *c, uint64_t trusted_addr, struct isob_place *out)
 {
-    out->pid = ((struct sock_comp *)c)->server;
+    out->pid = ((struct sock_comp *)c)->server.pid;
     out->addr = (uintptr_t)trusted_addr;
     return 0;
 }

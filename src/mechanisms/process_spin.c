@@ -6,9 +6,8 @@
  * ends), so after PS_SPINS_BEFORE_YIELD spins a waiter gives the CPU away
  * with sched_yield: same-cpu calls still complete, slowly. */
 #include <sched.h>
-#include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "isobench/arch_x86.h"
 #include "isobench/futex.h"
@@ -22,11 +21,15 @@
  * round trip carrying 4 KiB, yet a same-cpu round trip (two such budgets
  * and two yields) costs a few futex handoffs rather than time slices. */
 #define PS_SPINS_BEFORE_YIELD 256u
+/* The entry that orders the server out; no trusted entry has it. */
+#define PS_ENTRY_EXIT UINT32_MAX
 
-/* The page shared by caller and server: the handoff word (the states of
- * futex.h) on its own cache line, then the message. */
+/* The page shared by caller and server: the handoff word (the robust word
+ * of futex.h, spun on instead of slept on) on its own cache line, then the
+ * message.  A server that dies leaves the word marked by the kernel, which
+ * ends the caller's spin at once: liveness costs the spin nothing. */
 struct ps_shared {
-    uint32_t state __attribute__((aligned(64)));
+    struct isob_phs hs __attribute__((aligned(64)));
     uint32_t entry;
     long ret;
     struct isob_msg msg __attribute__((aligned(64)));
@@ -36,7 +39,9 @@ struct ps_comp {
     struct isob_comp base;
     struct ps_shared *sh;
     size_t shared_size;
-    pid_t server;
+    uint32_t tid;               /* the handoff word's idle value: the server's thread id (the
+                                 * server's own copy of this struct gets it from setup) */
+    struct isob_server server;
 };
 
 /* One step of waiting: pause while the spin budget lasts, then yield. */
@@ -50,25 +55,31 @@ static inline void ps_backoff(unsigned *spins)
     }
 }
 
-static void ps_serve(struct ps_shared *sh, size_t cap, struct isob_trusted *t)
+static void ps_serve(struct ps_shared *sh, uint32_t tid, size_t cap, struct isob_trusted *t)
 {
     for (;;) {
-        uint32_t s;
         unsigned spins = 0;
-        while ((s = isob_load(&sh->state)) != ISOB_HS_REQ && s != ISOB_HS_EXIT)
+        while (isob_load(&sh->hs.word) == tid)
             ps_backoff(&spins);
-        if (s == ISOB_HS_EXIT)
+        if (sh->entry == PS_ENTRY_EXIT)
             return;
         sh->ret = isob_trusted_call(t, sh->entry, &sh->msg, cap);
-        isob_store(&sh->state, ISOB_HS_DONE);
+        isob_store(&sh->hs.word, tid);
     }
 }
 
-/* The server process's body: isob_server_fork calls it after entering. */
+static int ps_setup(void *arg, struct isob_trusted *t)
+{
+    (void)t;
+    struct ps_comp *p = arg;
+    return isob_phs_serve_init(&p->sh->hs, &p->tid);
+}
+
+/* The server process's body: isob_server_start calls it once ready. */
 static void ps_child(void *arg, struct isob_trusted *t)
 {
     struct ps_comp *p = arg;
-    ps_serve(p->sh, p->base.data_cap, t);
+    ps_serve(p->sh, p->tid, p->base.data_cap, t);
 }
 
 static int ps_create(const struct isob_comp_spec *spec, struct isob_comp **out)
@@ -85,25 +96,37 @@ static int ps_create(const struct isob_comp_spec *spec, struct isob_comp **out)
         return -ENOMEM;
     }
     p->base.data_cap = p->shared_size - sizeof(struct ps_shared);
-    p->server = isob_server_fork(spec->server_cpu, spec->heap_size, ps_child, p);
-    if (p->server < 0) {
-        int err = (int)p->server;
+    struct isob_server_spec ss = {.cpu = spec->server_cpu, .heap_size = spec->heap_size,
+                                  .setup = ps_setup, .serve = ps_child, .arg = p,
+                                  .keep_fd = {-1, -1}};
+    int rc = isob_server_start(&p->server, &ss);
+    if (rc != 0) {
         isob_unmap(p->sh, p->shared_size);
         free(p);
-        return err;
+        return rc;
     }
+    p->tid = isob_phs_tid(&p->sh->hs);
     *out = &p->base;
     return 0;
+}
+
+static __attribute__((noinline, cold)) long ps_died(struct ps_comp *p)
+{
+    return isob_server_ended(&p->server, p->base.why, sizeof p->base.why);
 }
 
 static long ps_call(struct isob_comp *c, unsigned entry)
 {
     struct ps_comp *p = (struct ps_comp *)c;
+    uint32_t *w = &p->sh->hs.word, tid = p->tid, v;
     p->sh->entry = entry;
-    isob_store(&p->sh->state, ISOB_HS_REQ);
+    if (isob_phs_post(w, tid) != 0)
+        return ps_died(p);
     unsigned spins = 0;
-    while (isob_load(&p->sh->state) == ISOB_HS_REQ)
+    while ((v = isob_load(w)) == (tid | ISOB_PHS_REQ))
         ps_backoff(&spins);
+    if (v != tid)
+        return ps_died(p);
     return p->sh->ret;
 }
 
@@ -115,8 +138,9 @@ static struct isob_msg *ps_shared_msg(struct isob_comp *c)
 static void ps_destroy(struct isob_comp *c)
 {
     struct ps_comp *p = (struct ps_comp *)c;
-    isob_store(&p->sh->state, ISOB_HS_EXIT);
-    isob_server_reap(p->server, PS_REAP_TIMEOUT_MS);
+    p->sh->entry = PS_ENTRY_EXIT;
+    isob_phs_post(&p->sh->hs.word, p->tid);
+    isob_server_stop(&p->server, PS_REAP_TIMEOUT_MS);
     isob_unmap(p->sh, p->shared_size);
     free(p);
 }
@@ -125,7 +149,7 @@ static void ps_destroy(struct isob_comp *c)
  * trusted code reports. */
 static int ps_locate(struct isob_comp *c, uint64_t trusted_addr, struct isob_place *out)
 {
-    out->pid = ((struct ps_comp *)c)->server;
+    out->pid = ((struct ps_comp *)c)->server.pid;
     out->addr = (uintptr_t)trusted_addr;
     return 0;
 }

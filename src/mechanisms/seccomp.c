@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <linux/seccomp.h>
@@ -23,24 +22,27 @@
 
 /* How long destroy waits for the server to leave before killing it. */
 #define SC_REAP_TIMEOUT_MS 2000
-/* How long create waits for the server to install its filter. */
-#define SC_SETUP_TIMEOUT_MS 5000
-/* How long a self-test waits for the server to die or answer. */
+/* How long a self-test waits for the server to leave when ordered out. */
 #define SC_SELFTEST_TIMEOUT_MS 5000
-/* A private entry, outside the trusted component's numbering: the server
- * itself attempts a system call the filter forbids.  It is served only
- * when the shared page's selftest flag is set, so that an ordinary call
- * with this number gets -ENOSYS instead of a dead server. */
+/* Private entries, outside the trusted component's numbering.  FORBIDDEN:
+ * the server itself attempts a system call the filter forbids; it is served
+ * only when the shared page's selftest flag is set, so that an ordinary
+ * call with this number gets -ENOSYS instead of a dead server.  HELLO: the
+ * first call, which create makes to learn that the filter is in place.
+ * EXIT: the order to leave. */
 #define SC_ENTRY_FORBIDDEN 1000u
+#define SC_ENTRY_HELLO 1001u
+#define SC_ENTRY_EXIT UINT32_MAX
 
-/* The page shared by caller and server: the handoff word on its own cache
- * line, then the message.  Before the first call the server reports its
- * set-up here: ret = 0 or -errno, then state DONE. */
+/* The page shared by caller and server: the robust handoff word (futex.h)
+ * on its own cache line, then the message.  A server that could not
+ * confine itself leaves its error in setup_err and exits. */
 struct sc_shared {
-    uint32_t state __attribute__((aligned(64)));
+    struct isob_phs hs __attribute__((aligned(64)));
     uint32_t entry;
     uint32_t selftest;
     long ret;
+    long setup_err;
     struct isob_msg msg __attribute__((aligned(64)));
 };
 
@@ -48,9 +50,9 @@ struct sc_comp {
     struct isob_comp base;
     struct sc_shared *sh;
     size_t shared_size;
-    pid_t server;
-    int reaped;   /* the server was already waited for (wstatus is valid) */
-    int wstatus;
+    uint32_t tid;               /* the handoff word's idle value: the server's thread id (the
+                                 * server's own copy of this struct gets it from setup) */
+    struct isob_server server;
 };
 
 /* Confine the calling process to the server loop's system calls. */
@@ -87,14 +89,20 @@ static int sc_confine(void)
     return rc;
 }
 
-static void sc_serve(struct sc_shared *sh, size_t cap, struct isob_trusted *t)
+static void sc_serve(struct sc_shared *sh, uint32_t tid, size_t cap, struct isob_trusted *t)
 {
-    while (isob_handoff_wait(&sh->state, 0) == ISOB_HS_REQ) {
-        if (sh->entry == SC_ENTRY_FORBIDDEN && sh->selftest)
+    for (;;) {
+        isob_phs_wait(&sh->hs.word, tid);
+        uint32_t entry = sh->entry;
+        if (entry == SC_ENTRY_EXIT)
+            return;
+        if (entry == SC_ENTRY_FORBIDDEN && sh->selftest)
             sh->ret = syscall(SYS_getpid); /* the filter ends the process here */
+        else if (entry == SC_ENTRY_HELLO)
+            sh->ret = 0;
         else
-            sh->ret = isob_trusted_call(t, sh->entry, &sh->msg, cap);
-        isob_handoff_reply(&sh->state, 0);
+            sh->ret = isob_trusted_call(t, entry, &sh->msg, cap);
+        isob_phs_reply(&sh->hs.word, tid);
     }
 }
 
@@ -119,63 +127,57 @@ static int sc_probe(char *why, size_t len)
     return 0;
 }
 
-/* Wait until the handoff word leaves `from`, the server ends, or
- * timeout_ms pass: 0, -ESRCH (the server ended; p->wstatus says how),
- * -ETIMEDOUT or -errno.  The caller's side of set-up and self-tests, where
- * a server may die instead of answering. */
-static int sc_wait_or_death(struct sc_comp *p, uint32_t from, int timeout_ms)
+static __attribute__((noinline, cold)) long sc_died(struct sc_comp *p)
 {
-    struct timespec now, end;
-    clock_gettime(CLOCK_MONOTONIC, &end);
-    end.tv_sec += timeout_ms / 1000;
-    end.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-    if (end.tv_nsec >= 1000000000) {
-        end.tv_sec++;
-        end.tv_nsec -= 1000000000;
-    }
-    for (;;) {
-        if (isob_load(&p->sh->state) != from)
-            return 0;
-        pid_t r = waitpid(p->server, &p->wstatus, WNOHANG);
-        if (r == p->server) {
-            p->reaped = 1;
-            return -ESRCH;
-        }
-        if (r < 0)
-            return -errno;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
-            return -ETIMEDOUT;
-        /* Sleep on the word, woken at once by an answer, else within a
-         * millisecond to look at the server again. */
-        struct timespec ms = {0, 1000000};
-        syscall(SYS_futex, &p->sh->state, FUTEX_WAIT, from, &ms, NULL, 0);
-    }
+    return isob_server_ended(&p->server, p->base.why, sizeof p->base.why);
+}
+
+static long sc_call(struct isob_comp *c, unsigned entry)
+{
+    struct sc_comp *p = (struct sc_comp *)c;
+    p->sh->entry = entry;
+    if (isob_phs_request(&p->sh->hs.word, p->tid) != 0)
+        return sc_died(p);
+    return p->sh->ret;
+}
+
+/* Order the server out without waiting for it. */
+static void sc_order_out(struct sc_comp *p)
+{
+    p->sh->entry = SC_ENTRY_EXIT;
+    if (isob_phs_post(&p->sh->hs.word, p->tid) == 0)
+        isob_futex_wake(&p->sh->hs.word, 1, 0);
 }
 
 static void sc_destroy(struct isob_comp *c)
 {
     struct sc_comp *p = (struct sc_comp *)c;
-    if (!p->reaped) {
-        isob_handoff_exit(&p->sh->state, 0);
-        isob_server_reap(p->server, SC_REAP_TIMEOUT_MS);
-    }
+    sc_order_out(p);
+    isob_server_stop(&p->server, SC_REAP_TIMEOUT_MS);
     isob_unmap(p->sh, p->shared_size);
     free(p);
 }
 
-/* The server process's body: confine itself, say whether that worked,
- * then serve.  isob_server_fork calls it after entering. */
+static int sc_setup(void *arg, struct isob_trusted *t)
+{
+    (void)t;
+    /* The robust list is set before the filter, which forbids it. */
+    struct sc_comp *p = arg;
+    return isob_phs_serve_init(&p->sh->hs, &p->tid);
+}
+
+/* The server process's body: confine itself, then serve; on a failure to
+ * confine, leave the error for create and exit.  isob_server_start calls
+ * it once ready. */
 static void sc_child(void *arg, struct isob_trusted *t)
 {
     struct sc_comp *p = arg;
     int rc = sc_confine();
-    p->sh->ret = rc;
-    isob_handoff_reply(&p->sh->state, 0);
-    if (rc == 0)
-        sc_serve(p->sh, p->base.data_cap, t);
-    else
-        _exit(1);
+    if (rc != 0) {
+        p->sh->setup_err = rc;
+        return;
+    }
+    sc_serve(p->sh, p->tid, p->base.data_cap, t);
 }
 
 static int sc_create(const struct isob_comp_spec *spec, struct isob_comp **out)
@@ -192,32 +194,25 @@ static int sc_create(const struct isob_comp_spec *spec, struct isob_comp **out)
         return -ENOMEM;
     }
     p->base.data_cap = p->shared_size - sizeof(struct sc_shared);
-    p->server = isob_server_fork(spec->server_cpu, spec->heap_size, sc_child, p);
-    if (p->server < 0) {
-        int err = (int)p->server;
+    struct isob_server_spec ss = {.cpu = spec->server_cpu, .heap_size = spec->heap_size,
+                                  .setup = sc_setup, .serve = sc_child, .arg = p,
+                                  .keep_fd = {-1, -1}};
+    int rc = isob_server_start(&p->server, &ss);
+    if (rc != 0) {
         isob_unmap(p->sh, p->shared_size);
         free(p);
-        return err;
+        return rc;
     }
-    /* Calls are served only once the filter is in place, so wait for the
-     * server's word on it: a failure is create's to report. */
-    int rc = sc_wait_or_death(p, ISOB_HS_IDLE, SC_SETUP_TIMEOUT_MS);
-    if (rc == 0 && p->sh->ret < 0)
-        rc = (int)p->sh->ret;
-    if (rc != 0) {
+    p->tid = isob_phs_tid(&p->sh->hs);
+    /* Calls are served only once the filter is in place: the first call
+     * is answered after it, or finds the server gone with its reason. */
+    if (sc_call(&p->base, SC_ENTRY_HELLO) != 0) {
+        rc = p->sh->setup_err < 0 ? (int)p->sh->setup_err : -EOWNERDEAD;
         sc_destroy(&p->base);
         return rc;
     }
     *out = &p->base;
     return 0;
-}
-
-static long sc_call(struct isob_comp *c, unsigned entry)
-{
-    struct sc_comp *p = (struct sc_comp *)c;
-    p->sh->entry = entry;
-    isob_handoff_request(&p->sh->state, 0);
-    return p->sh->ret;
 }
 
 static struct isob_msg *sc_shared_msg(struct isob_comp *c)
@@ -229,7 +224,7 @@ static struct isob_msg *sc_shared_msg(struct isob_comp *c)
  * trusted code reports. */
 static int sc_locate(struct isob_comp *c, uint64_t trusted_addr, struct isob_place *out)
 {
-    out->pid = ((struct sc_comp *)c)->server;
+    out->pid = ((struct sc_comp *)c)->server.pid;
     out->addr = (uintptr_t)trusted_addr;
     return 0;
 }
@@ -247,8 +242,10 @@ const struct isob_mechanism isob_mech_seccomp = {
 };
 
 /* Create a compartment and check that an allowed call works; then either
- * make the server attempt the forbidden call or order it out, and wait
- * (with a time-out) for it to answer or end. */
+ * make the server attempt the forbidden call or order it out, and see how
+ * it ends: the forbidden call either answers or finds the server gone (the
+ * robust handoff never waits past its end); the order out is waited for
+ * with a time-out. */
 static int sc_selftest(int forbidden, int *answered, int *wstatus)
 {
     char why[256];
@@ -268,19 +265,15 @@ static int sc_selftest(int forbidden, int *answered, int *wstatus)
     }
     if (forbidden) {
         p->sh->selftest = 1;
-        p->sh->entry = SC_ENTRY_FORBIDDEN;
-        isob_store(&p->sh->state, ISOB_HS_REQ);
-        isob_futex_wake(&p->sh->state, 1, 0);
-        rc = sc_wait_or_death(p, ISOB_HS_REQ, SC_SELFTEST_TIMEOUT_MS);
-    } else {
-        isob_handoff_exit(&p->sh->state, 0);
-        rc = sc_wait_or_death(p, ISOB_HS_EXIT, SC_SELFTEST_TIMEOUT_MS);
-    }
-    *answered = rc == 0;
-    if (rc == -ESRCH) {
-        *wstatus = p->wstatus;
+        long r = sc_call(c, SC_ENTRY_FORBIDDEN);
+        *answered = !(r == -EOWNERDEAD && isob_comp_why(c));
         rc = 0;
+    } else {
+        sc_order_out(p);
+        rc = isob_server_stop(&p->server, SC_SELFTEST_TIMEOUT_MS);
+        *answered = 0;
     }
+    *wstatus = p->server.ended ? p->server.status : 0;
     sc_destroy(c);
     return rc;
 }
@@ -299,7 +292,5 @@ int isob_seccomp_selftest_exit(int *wstatus)
 {
     int answered = 0;
     *wstatus = 0;
-    int rc = sc_selftest(0, &answered, wstatus);
-    /* The word stays EXIT, so only the server's end can finish the wait. */
-    return rc == 0 && answered ? -EPROTO : rc;
+    return sc_selftest(0, &answered, wstatus);
 }

@@ -67,38 +67,72 @@ static size_t put_u64(unsigned char *p, uint64_t v)
     return n;
 }
 
+/* The compartment died under a request: keep why for that request's
+ * reply, say so on stderr, and put a fresh compartment in its place.  The
+ * data the dead one stored died with it, and the log says that too.  If no
+ * fresh one can be made, the dead one stays (it fails every call at once)
+ * and the next request tries again; that failure is logged once. */
+static void comp_replace(struct isob_serve *s)
+{
+    const struct isob_mechanism *m = s->comp->mech;
+    snprintf(s->comp_died, sizeof s->comp_died, "%s", isob_comp_why(s->comp));
+    struct isob_comp *fresh = NULL;
+    int rc = isob_comp_create(m, &s->spec, &fresh);
+    if (rc == 0) {
+        fprintf(stderr, "isob serve: the %s compartment %s; restarted it, and the data it stored "
+                "is lost\n", m->name, s->comp_died);
+        isob_comp_destroy(s->comp);
+        s->comp = fresh;
+        s->msg = m->shared(fresh);
+        s->restart_failing = 0;
+    } else if (!s->restart_failing) {
+        fprintf(stderr, "isob serve: the %s compartment %s; restarting it failed (%s), so "
+                "requests fail until a restart works\n", m->name, s->comp_died, isob_strerror(rc));
+        s->restart_failing = 1;
+    }
+}
+
+/* Every call into the compartment goes through here. */
+static long comp_call(struct isob_serve *s, unsigned entry)
+{
+    long r = isob_call(s->comp, entry);
+    if (r == -EOWNERDEAD && isob_comp_why(s->comp))
+        comp_replace(s);
+    return r;
+}
+
 static long comp_set(struct isob_serve *s, size_t key_len, size_t value_len)
 {
     s->msg->arg[0] = (int64_t)key_len;
     s->msg->arg[1] = (int64_t)value_len;
     s->msg->len = (uint32_t)(key_len + value_len);
-    return isob_call(s->comp, ISOB_ENTRY_KV_SET);
+    return comp_call(s, ISOB_ENTRY_KV_SET);
 }
 
 static long comp_get(struct isob_serve *s, size_t key_len)
 {
     s->msg->arg[0] = (int64_t)key_len;
     s->msg->len = (uint32_t)key_len;
-    return isob_call(s->comp, ISOB_ENTRY_KV_GET);
+    return comp_call(s, ISOB_ENTRY_KV_GET);
 }
 
 static long comp_del(struct isob_serve *s, size_t key_len)
 {
     s->msg->arg[0] = (int64_t)key_len;
     s->msg->len = (uint32_t)key_len;
-    return isob_call(s->comp, ISOB_ENTRY_KV_DELETE);
+    return comp_call(s, ISOB_ENTRY_KV_DELETE);
 }
 
 static long comp_flush(struct isob_serve *s)
 {
     s->msg->len = 0;
-    return isob_call(s->comp, ISOB_ENTRY_KV_FLUSH);
+    return comp_call(s, ISOB_ENTRY_KV_FLUSH);
 }
 
 static long comp_stats(struct isob_serve *s, struct isob_kv_stats *out)
 {
     s->msg->len = 0;
-    long r = isob_call(s->comp, ISOB_ENTRY_KV_STATS);
+    long r = comp_call(s, ISOB_ENTRY_KV_STATS);
     if (r < 0)
         return r;
     out->items = (uint64_t)s->msg->arg[0];
@@ -148,6 +182,7 @@ int isob_serve_init(struct isob_serve *s, const struct isob_mechanism *m, size_t
     int rc = isob_comp_create(m, &spec, &s->comp);
     if (rc)
         return rc;
+    s->spec = spec;
     if (s->comp->data_cap < need - sizeof(struct isob_msg)) {
         isob_comp_destroy(s->comp);
         s->comp = NULL;
@@ -174,11 +209,18 @@ static int reply(const struct isob_proto_cmd *cmd, struct isob_buf *out, const c
 
 #define REPLY_LIT(cmd, out, s) reply((cmd), (out), (s), sizeof(s) - 1)
 
-/* An error of the store, as a SERVER_ERROR line. */
-static int reply_store_error(const struct isob_proto_cmd *cmd, struct isob_buf *out, long err)
+/* An error of the store, as a SERVER_ERROR line; a compartment that died
+ * under the request says how ("SERVER_ERROR compartment died: signal 9
+ * (Killed)"). */
+static int reply_store_error(struct isob_serve *s, const struct isob_proto_cmd *cmd,
+                             struct isob_buf *out, long err)
 {
-    char line[128];
-    int n = snprintf(line, sizeof line, "SERVER_ERROR %s\r\n", isob_strerror(err));
+    char line[ISOB_COMP_WHY_LEN + 64];
+    int n;
+    if (err == -EOWNERDEAD && s->comp_died[0])
+        n = snprintf(line, sizeof line, "SERVER_ERROR compartment %s\r\n", s->comp_died);
+    else
+        n = snprintf(line, sizeof line, "SERVER_ERROR %s\r\n", isob_strerror(err));
     return reply(cmd, out, line, (size_t)n);
 }
 
@@ -203,7 +245,7 @@ static int exec_get(struct isob_serve *s, const struct isob_proto_cmd *cmd, stru
         if (r >= 0 && (r < ISOB_SERVE_FLAGS_BYTES || (size_t)r > cap))
             r = -EPROTO;  /* not a value this server stored */
         if (r < 0)
-            return reply_store_error(cmd, out, r);
+            return reply_store_error(s, cmd, out, r);
         s->st.get_hits++;
         const unsigned char *v = s->msg->data;
         uint32_t flags = (uint32_t)v[0] | (uint32_t)v[1] << 8 | (uint32_t)v[2] << 16 |
@@ -249,7 +291,7 @@ static int exec_store(struct isob_serve *s, const struct isob_proto_cmd *cmd, st
         put_key(s, cmd->key, cmd->key_len);
         long r = s->store->get(s, cmd->key_len);
         if (r < 0 && r != -ENOENT)
-            return reply_store_error(cmd, out, r);
+            return reply_store_error(s, cmd, out, r);
         if ((cmd->op == ISOB_OP_ADD) == (r >= 0))
             return REPLY_LIT(cmd, out, "NOT_STORED\r\n");
     }
@@ -275,7 +317,7 @@ static int exec_store(struct isob_serve *s, const struct isob_proto_cmd *cmd, st
         }
         return REPLY_LIT(cmd, out, "SERVER_ERROR out of memory storing object\r\n");
     }
-    return reply_store_error(cmd, out, r);
+    return reply_store_error(s, cmd, out, r);
 }
 
 static int exec_delete(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out)
@@ -290,7 +332,7 @@ static int exec_delete(struct isob_serve *s, const struct isob_proto_cmd *cmd, s
         s->st.delete_misses++;
         return REPLY_LIT(cmd, out, "NOT_FOUND\r\n");
     }
-    return reply_store_error(cmd, out, r);
+    return reply_store_error(s, cmd, out, r);
 }
 
 static int stat_line(struct isob_buf *out, const char *name, unsigned long long v)
@@ -306,7 +348,7 @@ static int exec_stats(struct isob_serve *s, struct isob_buf *out)
     long r = s->store->stats(s, &kv);
     if (r < 0) {
         struct isob_proto_cmd none = {0};
-        return reply_store_error(&none, out, r);
+        return reply_store_error(s, &none, out, r);
     }
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
@@ -373,7 +415,7 @@ int isob_serve_exec(struct isob_serve *s, const struct isob_proto_cmd *cmd, stru
     case ISOB_OP_FLUSH_ALL: {
         s->st.cmd_flush++;
         long r = s->store->flush(s);
-        rc = r < 0 ? reply_store_error(cmd, out, r) : REPLY_LIT(cmd, out, "OK\r\n");
+        rc = r < 0 ? reply_store_error(s, cmd, out, r) : REPLY_LIT(cmd, out, "OK\r\n");
         break;
     }
     case ISOB_OP_VERSION:

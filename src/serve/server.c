@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -50,6 +50,9 @@
 /* After its last reply, a closing connection reads and drops at most this
  * much of what the client still sends before it is closed outright. */
 #define LINGER_MAX (1u << 20)
+/* After SIGINT or SIGTERM the server has this long (microseconds) to stop
+ * cleanly before it exits at once (see stop_signals_init). */
+#define STOP_GRACE_US 900000
 
 struct conn {
     int fd;
@@ -68,7 +71,7 @@ struct conn {
 
 struct server {
     struct isob_serve s;
-    int ep, lfd, sfd;
+    int ep, lfd, sfd;         /* sfd: the read end of the stop pipe */
     int spare_fd;             /* closed to accept-and-refuse when out of descriptors */
     size_t max_conns;
     size_t in_max;            /* the most an input buffer may grow to */
@@ -377,7 +380,10 @@ static void usage(FILE *f)
         "  --max-conns N       open connections at most; more are refused [%d]\n"
         "\n"
         "Prints \"isob serve: listening on ADDR:PORT (mechanism M)\" on stderr when\n"
-        "ready; stops cleanly on SIGINT or SIGTERM.\n",
+        "ready (a compartment that cannot be created is an error before that); stops\n"
+        "within a second on SIGINT or SIGTERM (exit 0; 1 if a call into the compartment\n"
+        "did not return). A compartment that dies fails the request in flight, is\n"
+        "logged and restarted empty.\n",
         ISOB_SERVE_DEFAULT_PORT, ISOB_SERVE_DEFAULT_BIND, isob_serve_value_limit(),
         isob_serve_value_max(), ISOB_SERVE_DEFAULT_HEAP_MB, ISOB_SERVE_DEFAULT_MAX_CONNS);
 }
@@ -432,12 +438,19 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
         .max_conns = ISOB_SERVE_DEFAULT_MAX_CONNS, .cpu = -1, .comp_cpu = -2,
     };
     unsigned long long v;
-    int opt, ncpus = isob_ncpus();
+    int opt;
     opterr = 0;
     optind = 1;
     while ((opt = getopt_long(argc, argv, ":m:h", longopts, NULL)) != -1) {
         switch (opt) {
-        case 'm': o->mech = optarg; break;
+        case 'm':
+            if (o->mech) {
+                fprintf(stderr, "isob serve: error: -m given twice ('%s', then '%s'): a server "
+                        "has one compartment (see isob serve --help)\n", o->mech, optarg);
+                return EXIT_USAGE;
+            }
+            o->mech = optarg;
+            break;
         case OPT_PORT:
             if (parse_num(optarg, 0, 65535, &v))
                 return usage_error("--port: '%s' is not a port from 0 to 65535", optarg);
@@ -467,8 +480,9 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
             break;
         case OPT_CPU:
         case OPT_COMP_CPU:
-            if (parse_num(optarg, 0, (unsigned long long)(ncpus > 0 ? ncpus - 1 : 0), &v))
-                return usage_error("--cpu/--comp-cpu: no CPU '%s' here", optarg);
+            if (parse_num(optarg, 0, CPU_SETSIZE - 1, &v) || !isob_cpu_allowed((int)v))
+                return usage_error("--cpu/--comp-cpu: '%s' is not among the CPUs this process "
+                                   "may use", optarg);
             if (opt == OPT_CPU)
                 o->cpu = (int)v;
             else
@@ -537,6 +551,72 @@ static int listen_on(const char *addr, unsigned port, unsigned *bound_port)
     return fd;
 }
 
+/* --- stopping ----------------------------------------------------------------
+ *
+ * SIGINT and SIGTERM must stop the server within a second, whatever it is
+ * doing, including waiting on a compartment call that never returns (a
+ * stopped or looping compartment; a dead one returns at once).  So they
+ * are not blocked: a handler records the signal, wakes the epoll loop
+ * through a pipe, and arms a timer.  The loop then stops cleanly; if it is
+ * stuck, the timer's handler says so and exits, and the compartment's
+ * server process dies with us (PR_SET_PDEATHSIG). */
+static volatile sig_atomic_t stop_signo;
+static int stop_pipe_w = -1;
+
+static void on_stop_signal(int sig)
+{
+    int saved = errno;
+    if (!stop_signo) {
+        stop_signo = sig;
+        struct itimerval grace = {.it_value = {.tv_sec = 0, .tv_usec = STOP_GRACE_US}};
+        setitimer(ITIMER_REAL, &grace, NULL);
+    }
+    char b = (char)sig;
+    ssize_t n = write(stop_pipe_w, &b, 1);
+    (void)n;
+    errno = saved;
+}
+
+static void on_stop_overdue(int sig)
+{
+    (void)sig;
+    static const char msg[] = "isob serve: still not stopped after the signal (a compartment call "
+                              "does not return); exiting without cleaning up\n";
+    ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)n;
+    _exit(1);
+}
+
+/* Install the stop handlers; the read end of the stop pipe, or -errno. */
+static int stop_signals_init(void)
+{
+    int fds[2];
+    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0)
+        return -errno;
+    stop_pipe_w = fds[1];
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_stop_overdue;
+    sigaction(SIGALRM, &sa, NULL);
+    /* Restarted, so that an interrupted system call elsewhere needs no
+     * retry loop; epoll_wait is never restarted, and the pipe wakes it. */
+    sa.sa_flags = SA_RESTART;
+    sa.sa_handler = on_stop_signal;
+    /* A shell starts background jobs with SIGINT ignored; sigaction takes
+     * it back. */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGALRM);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    return fds[0];
+}
+
 static int add_tag(int ep, int fd, void *tag)
 {
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = tag};
@@ -557,9 +637,7 @@ static int run(struct server *sv)
         for (int i = 0; i < n; i++) {
             void *tag = evs[i].data.ptr;
             if (tag == &sv->signal_tag) {
-                struct signalfd_siginfo si;
-                if (read(sv->sfd, &si, sizeof si) == (ssize_t)sizeof si)
-                    fprintf(stderr, "isob serve: %s, stopping\n", strsignal((int)si.ssi_signo));
+                fprintf(stderr, "isob serve: %s, stopping\n", strsignal((int)stop_signo));
                 return 0;
             }
             if (tag == &sv->listen_tag) {
@@ -593,9 +671,12 @@ int isob_serve_main(int argc, char **argv)
         fprintf(stderr, "isob serve: mechanism %s cannot run here: %s\n", m->name, why);
         return EXIT_SKIP;
     }
-    if (o.cpu >= 0 && isob_pin_self(o.cpu) != 0) {
-        fprintf(stderr, "isob serve: error: cannot pin to CPU %d\n", o.cpu);
-        return 1;
+    if (o.cpu >= 0) {
+        int prc = isob_pin_self(o.cpu);
+        if (prc) {
+            fprintf(stderr, "isob serve: error: pin to CPU %d: %s\n", o.cpu, isob_strerror(prc));
+            return 1;
+        }
     }
 
     static struct server sv;
@@ -603,8 +684,15 @@ int isob_serve_main(int argc, char **argv)
     fit_fd_limit(&sv.max_conns);
     sv.in_max = ISOB_PROTO_GET_LINE_MAX + ISOB_PROTO_LINE_MAX + o.max_value + 2;
     sv.lfd = sv.sfd = sv.ep = sv.spare_fd = -1;
-    /* The compartment first: a mechanism that forks must not hand the
-     * listening socket to its server process. */
+    /* Before the compartment, whose set-up (a large heap) may take time:
+     * a stop signal is obeyed from here on. */
+    sv.sfd = stop_signals_init();
+    if (sv.sfd < 0) {
+        fprintf(stderr, "isob serve: error: setting up signal handling: %s\n", isob_strerror(sv.sfd));
+        return 1;
+    }
+    /* The compartment next, and an error before "listening" if it cannot
+     * be made: a mechanism reports its server's failure at create. */
     rc = isob_serve_init(&sv.s, m, o.heap_mb << 20, o.max_value, o.comp_cpu);
     if (rc) {
         fprintf(stderr, "isob serve: error: creating the %s compartment (heap %zu MiB): %s\n",
@@ -613,27 +701,15 @@ int isob_serve_main(int argc, char **argv)
     }
     int status = 1;
     unsigned port = 0;
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    sigprocmask(SIG_BLOCK, &stop, NULL);
-    /* A shell starts background jobs with SIGINT ignored, and an ignored
-     * signal never reaches the signalfd: take both back (they stay
-     * blocked, so they only arrive through the signalfd). */
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGPIPE, SIG_IGN);
     sv.lfd = listen_on(o.bind, o.port, &port);
     if (sv.lfd < 0) {
         fprintf(stderr, "isob serve: error: listening on %s:%u: %s\n", o.bind, o.port,
                 isob_strerror(sv.lfd));
         goto out;
     }
-    sv.sfd = signalfd(-1, &stop, SFD_NONBLOCK | SFD_CLOEXEC);
     sv.ep = epoll_create1(EPOLL_CLOEXEC);
     sv.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (sv.sfd < 0 || sv.ep < 0 || add_tag(sv.ep, sv.lfd, &sv.listen_tag) != 0 ||
+    if (sv.ep < 0 || add_tag(sv.ep, sv.lfd, &sv.listen_tag) != 0 ||
         add_tag(sv.ep, sv.sfd, &sv.signal_tag) != 0) {
         fprintf(stderr, "isob serve: error: setting up epoll: %s\n", strerror(errno));
         goto out;

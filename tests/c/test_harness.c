@@ -93,7 +93,15 @@ static void t_sample_validity_rules(void)
     CHECK(!isob_sample_valid(&c, &a, &b)); /* counter index changed */
     b = a;
     b.ok = 0;
-    CHECK(!isob_sample_valid(&c, &a, &b)); /* multiplexed */
+    CHECK(!isob_sample_valid(&c, &a, &b)); /* the reading failed */
+    b = a;
+    a.enabled = a.running = 100;
+    b.enabled = 300;
+    b.running = 250;
+    CHECK(!isob_sample_valid(&c, &a, &b)); /* multiplexed in between */
+    b.running = 300;
+    CHECK(isob_sample_valid(&c, &a, &b));
+    b.enabled = b.running = 100;
     c.backend = ISOB_BACKEND_TSC;
     CHECK(isob_sample_valid(&c, &a, &b));  /* TSC never drops */
 }
@@ -109,8 +117,58 @@ static void t_placement_names_round_trip(void)
     CHECK(isob_placement_parse("sideways", &q) < 0);
     CHECK_EQ_LONG(isob_server_cpu(ISOB_PLACE_SAME_CPU, 1), 1);
     CHECK_EQ_LONG(isob_server_cpu(ISOB_PLACE_UNPINNED, 1), -1);
+    int first = isob_first_cpu();
+    CHECK(isob_cpu_allowed(first));
+    int next = isob_server_cpu(ISOB_PLACE_CROSS_CPU, first);
     if (isob_ncpus() > 1)
-        CHECK_EQ_LONG(isob_server_cpu(ISOB_PLACE_CROSS_CPU, 0), 1);
+        CHECK(isob_cpu_allowed(next) && next != first);
+    else
+        CHECK_EQ_LONG(next, -1);
+}
+
+static void t_cpus_come_from_the_affinity_mask(void)
+{
+    /* The next CPU is the next one in the set, wrapping around, never a
+     * CPU outside it. */
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(2, &set);
+    CPU_SET(5, &set);
+    CHECK_EQ_LONG(isob_next_cpu_in(&set, -1), 2);
+    CHECK_EQ_LONG(isob_next_cpu_in(&set, 2), 5);
+    CHECK_EQ_LONG(isob_next_cpu_in(&set, 5), 2);
+    CHECK_EQ_LONG(isob_next_cpu_in(&set, 3), 5);
+    CPU_CLR(5, &set);
+    CHECK_EQ_LONG(isob_next_cpu_in(&set, 2), -1);
+    /* This process's own count is its mask's, whatever is online. */
+    cpu_set_t mine;
+    CHECK_EQ_LONG(sched_getaffinity(0, sizeof mine, &mine), 0);
+    CHECK_EQ_LONG(isob_ncpus(), CPU_COUNT(&mine));
+}
+
+static void t_narrowed_mask_is_respected(void)
+{
+    /* Started on one CPU only (as under taskset -c N): one CPU, cross-cpu
+     * has no server CPU, and unpinning stays inside the mask. */
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    int cpu = sched_getcpu();
+    CHECK(cpu >= 0);
+    CPU_SET(cpu, &one);
+    CHECK_EQ_LONG(sched_setaffinity(0, sizeof one, &one), 0);
+    /* This case's process has asked pin.c nothing yet, so pin.c reads the
+     * narrowed mask now, as it would at a start under taskset. */
+    CHECK_EQ_LONG(isob_ncpus(), 1);
+    CHECK_EQ_LONG(isob_first_cpu(), cpu);
+    CHECK_EQ_LONG(isob_server_cpu(ISOB_PLACE_CROSS_CPU, cpu), -1);
+    CHECK_EQ_LONG(isob_pin_self(-1), 0);
+    cpu_set_t now;
+    CHECK_EQ_LONG(sched_getaffinity(0, sizeof now, &now), 0);
+    CHECK(CPU_EQUAL(&now, &one));
+    /* A CPU outside the mask is an error, not a silent run elsewhere. */
+    int other = cpu == CPU_SETSIZE - 1 ? 0 : CPU_SETSIZE - 1;
+    CHECK(!isob_cpu_allowed(other));
+    CHECK(isob_pin_self(other) < 0);
 }
 
 static void t_real_backend_choice_is_explained(void)
@@ -152,6 +210,8 @@ int main(void)
     TAP_CASE(t_medians);
     TAP_CASE(t_sample_validity_rules);
     TAP_CASE(t_placement_names_round_trip);
+    TAP_CASE(t_cpus_come_from_the_affinity_mask);
+    TAP_CASE(t_narrowed_mask_is_respected);
     TAP_CASE(t_real_backend_choice_is_explained);
     TAP_CASE(t_tsc_frequency_when_usable);
     return tap_done();

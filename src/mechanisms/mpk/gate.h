@@ -31,8 +31,9 @@
 #define MPK_SLOT_STACK 32     /* the trusted stack's top, 16-byte aligned */
 
 /* Offset of the slot index in the compartment descriptor (struct mpk_comp):
- * right after struct isob_comp, which holds two 8-byte members. */
-#define MPK_COMP_SLOT 16
+ * right after struct isob_comp, which holds two 8-byte members and the
+ * ISOB_COMP_WHY_LEN (128) bytes of its `why`.  mpk.c asserts it. */
+#define MPK_COMP_SLOT (16 + 128)
 
 /* The result of a call that found the compartment busy with another
  * thread's call (-EBUSY). */
