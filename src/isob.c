@@ -377,7 +377,7 @@ int main(int argc, char **argv)
     if (b->check) {
         char why[256] = "";
         if (b->check(&o, why, sizeof why) != 0) {
-            fprintf(stderr, "isob: error: %s (see isob --help)\n", why);
+            fprintf(stderr, "isob: error: %s\n", why);
             return EXIT_USAGE;
         }
     }

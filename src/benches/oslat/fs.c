@@ -263,14 +263,14 @@ static int fs_pattern_file(const char *path, size_t size, size_t chunk)
     return fd;
 }
 
-static inline __attribute__((always_inline)) uint64_t fs_map_touch(int fd, size_t size, size_t stride)
+static inline __attribute__((always_inline)) uint64_t fs_map_touch(int fd, size_t size, size_t word)
 {
     volatile uint64_t *p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED)
         return 0;
     uint64_t sum = 0;
-    for (size_t off = 0; off < size; off += stride)
-        sum += p[off / sizeof *p];
+    for (size_t off = 0; off < size; off += FS_PAGE)
+        sum += p[off / sizeof *p + word];
     munmap((void *)p, size);
     return sum;
 }
@@ -283,8 +283,8 @@ static int fs_mmap(struct oslat *o, const struct oslat_prim *p)
     if (fd < 0)
         return fd;
     unlink(path);
-    /* Broken on purpose: every other page is skipped. */
-    const size_t stride = o->sabotage ? 2 * FS_PAGE : FS_PAGE;
+    /* Broken on purpose: each page's second word is read, not its first. */
+    const size_t word = o->sabotage ? 1 : 0;
     for (size_t size = FS_MMAP_MIN; size <= FS_MMAP_MAX; size *= 4) {
         char label[16];
         if (size >= ((size_t)1 << 20))
@@ -300,7 +300,7 @@ static int fs_mmap(struct oslat *o, const struct oslat_prim *p)
         const uint64_t pages = size / FS_PAGE, want = pages * (pages + 1) / 2;
         long wrong = 0;
         long f0 = fs_minflt();
-#define FS_MMAP_BODY wrong += fs_map_touch(fd, size, stride) != want
+#define FS_MMAP_BODY wrong += fs_map_touch(fd, size, word) != want
         OSLAT_WARM(&c, (void)0, FS_MMAP_BODY, (void)0);
         OSLAT_EACH(&c, (void)0, FS_MMAP_BODY, (void)0);
         OSLAT_BATCHED(&c, FS_MMAP_BODY);

@@ -32,6 +32,8 @@
 #define OSLAT_BUDGET_NS_QUICK 100000000ull
 /* Per-iteration samples a cell takes at least, budget or not. */
 #define OSLAT_MIN_SAMPLES 5
+/* Budgets a cell may run over while it has fewer than OSLAT_MIN_SAMPLES. */
+#define OSLAT_OVERTIME 3
 /* A batched estimate needs at least this K to be worth its time. */
 #define OSLAT_MIN_BATCH_K 16
 /* System calls one primitive lists for the trapping confinements. */
@@ -169,7 +171,8 @@ static inline __attribute__((always_inline)) void oslat_store(struct oslat_cell 
     } while (0)
 
 /* Per-iteration samples of BODY, each between two readings, until the
- * cap or the budget (with at least OSLAT_MIN_SAMPLES).  PRE and POST run
+ * cap or the budget (with at least OSLAT_MIN_SAMPLES, unless that takes
+ * OSLAT_OVERTIME budgets more: iterations that keep no sample).  PRE and POST run
  * outside the region; POST may set (C)->discard to keep no sample of this
  * iteration, or (C)->stop to end the loop. */
 #define OSLAT_EACH(C, PRE, BODY, POST)                                                   \
@@ -185,7 +188,9 @@ static inline __attribute__((always_inline)) void oslat_store(struct oslat_cell 
         oslat_s_->n = 0;                                                                 \
         while (oslat_s_->n < oslat_s_->cap && oslat_tries_++ < 2 * oslat_s_->cap &&      \
                !(C)->stop) {                                                             \
-            if (oslat_s_->n >= OSLAT_MIN_SAMPLES && isob_clock_ns() > oslat_end_)        \
+            if (isob_clock_ns() > oslat_end_ &&                                          \
+                (oslat_s_->n >= OSLAT_MIN_SAMPLES ||                                     \
+                 isob_clock_ns() > oslat_end_ + OSLAT_OVERTIME * (C)->o->budget_ns))       \
                 break;                                                                   \
             PRE;                                                                         \
             isob_read_as((BE), oslat_ctr_, &oslat_a_);                                   \
