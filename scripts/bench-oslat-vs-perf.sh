@@ -72,7 +72,7 @@ for r in range(1, rounds + 1):
             continue
         p = d["params"]
         key = {"null-syscall": "syscall", "pipe": "pipe"}.get(p.get("primitive"))
-        if d["type"] != "result" or key is None or (key == "pipe" and not p.get("msg_default")):
+        if d["type"] != "result" or key is None or (key == "pipe" and not p.get("work", {}).get("msg_default")):
             continue
         if d["status"] != "ok":
             sys.exit(f"bench-oslat-vs-perf: oslat {p['primitive']} {d['status']}: {d['reason']}")

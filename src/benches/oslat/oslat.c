@@ -186,8 +186,9 @@ size_t oslat_batch_k(const struct oslat_cell *c)
     return k < OSLAT_MIN_BATCH_K ? 0 : (size_t)k;
 }
 
-/* The params object: where the cell belongs, the confinement and its
- * evidence, then the primitive's own members. */
+/* The params object: where the cell belongs (family, primitive, cell,
+ * table, placement, confinement and variant), what the confinement showed
+ * of itself, then the primitive's own members in "work". */
 static char *oslat_params(struct oslat *o, const struct oslat_prim *p, const char *label,
                           const char *extra, uint64_t events, int have_events)
 {
@@ -214,8 +215,10 @@ static char *oslat_params(struct oslat *o, const struct oslat_prim *p, const cha
     else
         isob_jw_raw(&w, "confine_events", "null");
     isob_jw_int(&w, "budget_ms", (long long)(o->budget_ns / 1000000));
-    if (extra)
-        fputs(extra, f);
+    /* What the primitive did and checked, apart from what names the cell,
+     * so that repetitions of a cell group on the members above alone. */
+    if (extra && extra[0] == ',')
+        fprintf(f, ",\"work\":{%s}", extra + 1);
     fputc('}', f);
     fclose(f);
     return buf;
