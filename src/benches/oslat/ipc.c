@@ -292,9 +292,9 @@ static int ipc_echo(struct oslat *o, const struct oslat_prim *p)
         if (r_ == -2) {                                                                  \
             lost++;                                                                      \
             c.discard = 1;                                                               \
-            /* A stream is out of step; datagrams lost past the limit     \
-             * fail the cell anyway. */                                   \
-            c.stop |= kind != IPC_UDP || (lost > 5 && lost * 100 > (long)c.ops);       \
+            /* A stream is out of step; datagrams lost past the limit    \
+             * fail the cell anyway. */                                  \
+            c.stop |= kind != IPC_UDP || (lost > 5 && lost * 100 > (long)c.ops);        \
         } else if (r_ != 0) {                                                            \
             failed++;                                                                    \
             c.stop = 1;                                                                  \
