@@ -292,9 +292,9 @@ static int ipc_echo(struct oslat *o, const struct oslat_prim *p)
         if (r_ == -2) {                                                                  \
             lost++;                                                                      \
             c.discard = 1;                                                               \
-            /* A stream is out of step; datagrams lost past the limit    \
-             * fail the cell anyway. */                                  \
-            c.stop |= kind != IPC_UDP || (lost > 5 && lost * 100 > (long)c.ops);        \
+            /* A stream is out of step; datagrams lost past the limit                    \
+             * fail the cell anyway. */                                                  \
+            c.stop |= kind != IPC_UDP || (lost > 5 && lost * 100 > (long)c.ops);         \
         } else if (r_ != 0) {                                                            \
             failed++;                                                                    \
             c.stop = 1;                                                                  \
@@ -502,7 +502,7 @@ static int ipc_rpc(struct oslat *o, const struct oslat_prim *p)
         if (st == RPC_TIMEDOUT) {                                                        \
             lost++;                                                                      \
             c.discard = 1;                                                               \
-            c.stop |= !udp || (lost > 5 && lost * 100 > (long)c.ops);                   \
+            c.stop |= !udp || (lost > 5 && lost * 100 > (long)c.ops);                    \
         } else if (st != RPC_SUCCESS) {                                                  \
             failed++;                                                                    \
             c.stop = 1;                                                                  \
