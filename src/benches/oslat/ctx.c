@@ -140,7 +140,7 @@ static int ctx_ring_open(struct oslat *o, struct ctx_ring *r, int procs, int kib
     for (int i = 1; rc == 0 && i < procs; i++) {
         pid_t pid = oslat_fork(ctx_member_cpu(o, i));
         if (pid < 0) {
-            rc = -errno;
+            rc = (int)pid;
             break;
         }
         if (pid == 0) {

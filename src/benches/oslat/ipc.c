@@ -180,7 +180,7 @@ static int ipc_open(struct oslat *o, struct ipc_chan *ch, size_t m)
     if (rc == 0) {
         ch->server = oslat_fork(o->server_cpu);
         if (ch->server < 0)
-            rc = -errno;
+            rc = (int)ch->server;
         else if (ch->server == 0) {
             /* Only the client may hold its ends, so that its closing them
              * is an end of file here. */
@@ -455,7 +455,7 @@ static int ipc_rpc(struct oslat *o, const struct oslat_prim *p)
             ipc_rpc_serve(ss, udp, o->sabotage);
         close(ss);
         if (server < 0) {
-            rc = -errno;
+            rc = (int)server;
             break;
         }
         /* The client's own socket: libtirpc would otherwise bind a reserved
@@ -627,7 +627,7 @@ static int ipc_connect(struct oslat *o, const struct oslat_prim *p)
     close(ls);
     if (server < 0) {
         isob_unmap(accepted, 4096);
-        return -errno;
+        return (int)server;
     }
     long tw0 = ipc_time_wait(), ports = ipc_ephemeral_ports();
     size_t planned = o->ctx->opts.quick ? IPC_CONNECT_MAX_QUICK : IPC_CONNECT_MAX;

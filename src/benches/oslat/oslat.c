@@ -272,6 +272,8 @@ pid_t oslat_fork(int cpu)
     pid_t parent = getpid();
     fflush(NULL);
     pid_t pid = fork();
+    if (pid < 0)
+        return -errno;
     if (pid == 0) {
         /* A ring member or server outliving the measurement would hold a
          * CPU forever; the check closes the window before the prctl. */

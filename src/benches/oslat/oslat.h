@@ -130,7 +130,8 @@ void oslat_samples_div(struct isob_samples *s, uint64_t d);
 size_t oslat_batch_k(const struct oslat_cell *c);
 
 /* Fork a helper of the measurement (ring member, server): in the child it
- * dies with the parent and is pinned to cpu (>= 0).  Returns as fork(). */
+ * dies with the parent and is pinned to cpu (>= 0).  The child's pid, 0 in
+ * the child, or -errno. */
 pid_t oslat_fork(int cpu);
 /* Reap a helper: wait up to OSLAT_REAP_MS for it, then SIGKILL it. */
 void oslat_reap(pid_t pid);

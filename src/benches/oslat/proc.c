@@ -314,7 +314,8 @@ static int proc_fork_exec(struct oslat *o, const struct oslat_prim *p)
     int sh = strcmp(p->name, "fork-sh") == 0;
     if (!sh && !o->tiny) {
         oslat_emit_bare(o, p, "fork+execve", "skipped",
-                        "the tiny static binary " "isob-oslat-tiny" " was not found beside isob or in the build directory");
+                        "the tiny static binary isob-oslat-tiny was not found beside isob or in the "
+                        "build directory");
         return 0;
     }
     struct oslat_cell c;
