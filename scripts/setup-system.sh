@@ -16,6 +16,7 @@ declare -A NEED=(
   [/usr/lib/clang/14/lib/linux/libclang_rt.fuzzer-x86_64.a]=libclang-rt-14-dev  # protocol fuzzer: libFuzzer runtime (a Recommends of clang)
   [wasm2c]=wabt                               # wasm mechanism: wasm -> C
   [/usr/include/seccomp.h]=libseccomp-dev     # seccomp mechanism
+  [/usr/include/tirpc/rpc/rpc.h]=libtirpc-dev # oslat: ONC RPC over UDP and TCP (glibc has none)
   [memcached]=memcached                       # kv-server benchmark: the reference server
   [memcaslap]=libmemcached-tools              # kv-server benchmark: the load generator
   [qemu-system-x86_64]=qemu-system-x86        # MPK tests under TCG emulation

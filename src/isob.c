@@ -10,6 +10,7 @@
 
 #include "isob_config.h"
 #include "isobench/bench.h"
+#include "isobench/confine.h"
 #include "isobench/isolation.h"
 #include "isobench/serve.h"
 
@@ -41,7 +42,9 @@ static void usage(FILE *f)
         "                      the server on the next allowed CPU\n"
         "  --counter B         perf, tsc or clock [best available]\n"
         "  --scope S           perf counting scope: thread or cpu [thread]\n"
-        "  --primitive P       pingpong only: futex, pipe or socket [all]\n"
+        "  --primitive P       pingpong: futex, pipe or socket; oslat: a list of primitives\n"
+        "                      or families (see isob list) [all]\n"
+        "  --confine C         oslat only: confinement C or C:VARIANT (see isob list) [none]\n"
         "  --sizes LIST        kv only: data sizes, e.g. 4K,1M,256M (multiples of 64 B)\n"
         "                      [4K to 256M by 4; --quick: to 16M]\n"
         "  --iterations N      kv only: measured passes per size [enough for --n gets, at least 3]\n"
@@ -156,6 +159,26 @@ static int cmd_list(int json)
             isob_jw_str(&w, "name", (*b)->name);
             isob_jw_str(&w, "summary", (*b)->summary);
             isob_jw_bool(&w, "needs_mechanism", (*b)->needs_mechanism);
+            isob_jw_bool(&w, "takes_confine", (*b)->takes_confine);
+            if ((*b)->describe)
+                (*b)->describe(&w);
+            isob_jw_close(&w, '}');
+        }
+        isob_jw_close(&w, ']');
+        isob_jw_arr(&w, "confinements");
+        for (const struct isob_confinement *const *c = isob_confinements; *c; c++) {
+            char why[256] = "";
+            int rc = (*c)->probe(why, sizeof why);
+            isob_jw_obj(&w, NULL);
+            isob_jw_str(&w, "name", (*c)->name);
+            isob_jw_str(&w, "summary", (*c)->summary);
+            isob_jw_str(&w, "threat", (*c)->threat);
+            isob_jw_arr(&w, "variants");
+            for (const char *const *v = (*c)->variants; *v; v++)
+                isob_jw_str(&w, NULL, *v);
+            isob_jw_close(&w, ']');
+            isob_jw_bool(&w, "available", rc == 0);
+            isob_jw_str(&w, "reason", rc == 0 ? NULL : why);
             isob_jw_close(&w, '}');
         }
         isob_jw_close(&w, ']');
@@ -176,6 +199,16 @@ static int cmd_list(int json)
     printf("benchmarks:\n");
     for (const struct isob_bench *const *b = isob_benches; *b; b++)
         printf("  %-16s %s\n", (*b)->name, (*b)->summary);
+    printf("confinements (oslat --confine):\n");
+    for (const struct isob_confinement *const *c = isob_confinements; *c; c++) {
+        char why[256] = "", variants[128] = "";
+        int rc = (*c)->probe(why, sizeof why);
+        for (const char *const *v = (*c)->variants; *v; v++)
+            snprintf(variants + strlen(variants), sizeof variants - strlen(variants), "%s%s",
+                     v == (*c)->variants ? "" : ",", *v);
+        printf("  %-16s %s [%s]%s%s%s\n", (*c)->name, (*c)->summary, variants, rc ? "  [SKIP: " : "",
+               rc ? why : "", rc ? "]" : "");
+    }
     return 0;
 }
 
@@ -212,7 +245,7 @@ static void emit_skip(struct isob_bench_ctx *ctx, const char *bench, const char 
 
 enum { OPT_N = 256, OPT_WARMUP, OPT_BATCH_K, OPT_BATCH_REPS, OPT_EMPTY_N, OPT_QUICK,
        OPT_PLACEMENT, OPT_CPU, OPT_COUNTER, OPT_SCOPE, OPT_PRIMITIVE, OPT_JSON, OPT_VERSION,
-       OPT_SIZES, OPT_ITERATIONS, OPT_SEED };
+       OPT_SIZES, OPT_ITERATIONS, OPT_SEED, OPT_CONFINE };
 
 int main(int argc, char **argv)
 {
@@ -228,7 +261,8 @@ int main(int argc, char **argv)
         {"primitive", required_argument, 0, OPT_PRIMITIVE}, {"json", no_argument, 0, OPT_JSON},
         {"version", no_argument, 0, OPT_VERSION}, {"help", no_argument, 0, 'h'},
         {"sizes", required_argument, 0, OPT_SIZES}, {"iterations", required_argument, 0, OPT_ITERATIONS},
-        {"seed", required_argument, 0, OPT_SEED}, {0, 0, 0, 0},
+        {"seed", required_argument, 0, OPT_SEED}, {"confine", required_argument, 0, OPT_CONFINE},
+        {0, 0, 0, 0},
     };
     struct isob_bench_opts o = {
         .n = ISOB_DEFAULT_N, .warmup = ISOB_DEFAULT_WARMUP, .batch_k = ISOB_DEFAULT_BATCH_K,
@@ -281,6 +315,7 @@ int main(int argc, char **argv)
                 die_usage("--scope: '%s' is neither thread nor cpu", optarg);
             break;
         case OPT_PRIMITIVE: o.param = optarg; break;
+        case OPT_CONFINE: o.confine = optarg; break;
         case OPT_SIZES: o.nsizes = parse_sizes(optarg, o.sizes); break;
         case OPT_ITERATIONS: o.iterations = parse_count("--iterations", optarg); break;
         case OPT_SEED: {
@@ -328,6 +363,15 @@ int main(int argc, char **argv)
         die_usage("benchmark '%s' needs -m MECH", what);
     if (!b->needs_mechanism && m)
         die_usage("benchmark '%s' takes no mechanism", what);
+    if (o.confine && !b->takes_confine)
+        die_usage("benchmark '%s' takes no --confine", what);
+    if (b->check) {
+        char why[256] = "";
+        if (b->check(&o, why, sizeof why) != 0) {
+            fprintf(stderr, "isob: error: %s\n", why);
+            return EXIT_USAGE;
+        }
+    }
 
     if (o.quick) {
         o.n = o.n / ISOB_QUICK_DIVISOR ? o.n / ISOB_QUICK_DIVISOR : 1;
@@ -373,5 +417,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "isob: %s: %s\n", b->name, isob_strerror(rc));
         return 1;
     }
-    return ctx.failed ? 1 : 0;
+    return ctx.failed ? 1 : ctx.skipped ? EXIT_SKIP : 0;
 }

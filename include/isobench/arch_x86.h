@@ -6,6 +6,7 @@
 #define ISOBENCH_ARCH_X86_H
 
 #include <stdint.h>
+#include <ucontext.h>
 
 /* Read the TSC after all earlier instructions have retired, then fence so
  * that later instructions cannot start before the read.  *aux receives
@@ -55,6 +56,40 @@ static inline uint32_t isob_rdpkru(void)
 static inline void isob_wrpkru(uint32_t pkru)
 {
     __asm__ __volatile__(".byte 0x0f,0x01,0xef" : : "a"(pkru), "c"(0), "d"(0) : "memory");
+}
+
+/* The store the protection-fault primitive faults on: `movl $1, (%rdi)`,
+ * whose encoding (c7 07 01 00 00 00) the SIGSEGV handler recognises
+ * before it steps over it. */
+#define ISOB_FAULTING_STORE_LEN 6
+static inline void isob_faulting_store(volatile uint32_t *p)
+{
+    __asm__ __volatile__("movl $1, (%0)" : : "D"(p) : "memory");
+}
+
+/* In a SIGSEGV handler (uc: its third argument): when the faulting
+ * instruction is isob_faulting_store's, move the saved instruction pointer
+ * past it, so that returning from the handler goes on after the store,
+ * which never happened.  1 if it was that store, else 0 (then returning
+ * would fault again). */
+static inline int isob_skip_faulting_store(void *uc)
+{
+    static const unsigned char insn[ISOB_FAULTING_STORE_LEN] = {0xc7, 0x07, 0x01, 0x00, 0x00, 0x00};
+    greg_t *rip = &((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+    const unsigned char *ip = (const unsigned char *)*rip;
+    for (int i = 0; i < ISOB_FAULTING_STORE_LEN; i++)
+        if (ip[i] != insn[i])
+            return 0;
+    *rip += ISOB_FAULTING_STORE_LEN;
+    return 1;
+}
+
+/* Leave the process with `code` by the bare system call: for the tiny
+ * static binary of the fork+execve primitive, which has no C library. */
+static inline __attribute__((noreturn)) void isob_raw_exit(int code)
+{
+    __asm__ __volatile__("syscall" : : "a"(231 /* exit_group */), "D"(code) : "rcx", "r11", "memory");
+    __builtin_unreachable();
 }
 
 /* Keep the compiler from moving memory accesses across this point, and from

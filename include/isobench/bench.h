@@ -27,6 +27,7 @@ struct isob_bench_opts {
     size_t nsizes;
     size_t iterations;         /* --iterations: measured passes per data size; 0 means derived from n */
     uint64_t seed;             /* --seed: keys, values and read orders */
+    const char *confine;       /* --confine: oslat's confinement (NAME or NAME:VARIANT), or NULL */
 };
 
 struct isob_bench_ctx {
@@ -40,15 +41,24 @@ struct isob_bench_ctx {
     size_t empty_n;
     uint64_t step;                       /* smallest non-zero difference of two readings */
     int failed;                          /* set when a result failed */
+    int skipped;                         /* set when nothing could be measured here: exit 4 */
 };
+
+struct isob_jw;
 
 struct isob_bench {
     const char *name;
     const char *summary;
     int needs_mechanism;
+    int takes_confine;                   /* accepts --confine */
     /* Emits result lines; returns 0, or a negative errno for a failure that
      * stopped the benchmark (individual failed results set ctx->failed). */
     int (*run)(struct isob_bench_ctx *ctx);
+    /* Optional: reject options before anything is measured (0, or -EINVAL
+     * with a one-line reason; isob exits 2). */
+    int (*check)(const struct isob_bench_opts *opts, char *why, size_t len);
+    /* Optional: more members of its `isob list --json` entry. */
+    void (*describe)(struct isob_jw *w);
 };
 
 extern const struct isob_bench *const isob_benches[];

@@ -45,6 +45,13 @@ struct isob_fake_clock {
     uint64_t read_cost;
 };
 
+/* Options for choosing a backend. */
+struct isob_counter_opts {
+    const char *force;             /* NULL (best available), "perf", "tsc", "clock" */
+    enum isob_scope scope;         /* perf counting scope */
+    int cpu;                       /* CPU for ISOB_SCOPE_CPU */
+};
+
 struct isob_counter {
     enum isob_backend backend;
     const char *name;              /* "perf", "tsc", "clock", "fake" */
@@ -56,13 +63,7 @@ struct isob_counter {
     const char *event_names[ISOB_MAX_EVENTS];
     struct isob_perf perf;         /* valid when backend == ISOB_BACKEND_PERF */
     struct isob_fake_clock *fake;  /* valid when backend == ISOB_BACKEND_FAKE */
-};
-
-/* Options for choosing a backend. */
-struct isob_counter_opts {
-    const char *force;             /* NULL (best available), "perf", "tsc", "clock" */
-    enum isob_scope scope;         /* perf counting scope */
-    int cpu;                       /* CPU for ISOB_SCOPE_CPU */
+    struct isob_counter_opts opts; /* as asked for, so that a forked child can reopen it */
 };
 
 /* Choose and open the best backend allowed by opts.  Returns 0, or a
@@ -70,6 +71,9 @@ struct isob_counter_opts {
 int isob_counter_init(struct isob_counter *c, const struct isob_counter_opts *opts);
 void isob_counter_init_fake(struct isob_counter *c, struct isob_fake_clock *fake);
 void isob_counter_close(struct isob_counter *c);
+/* In a forked child: open the same backend again for this process (a perf
+ * group counts the thread that opened it, never a child).  0 or -errno. */
+int isob_counter_reopen(struct isob_counter *c);
 
 /* TSC facts: whether it is usable as a clock (constant and nonstop), and its
  * frequency.  Return 0 or a negative errno with the reason in why. */

@@ -42,7 +42,7 @@ MICRO, MACRO, UNKNOWN_KIND = "micro", "macro", "unknown"
 # Microbenchmarks isolate one cost (a switch, an OS primitive); macrobenchmarks
 # run a workload with its data inside the compartment.  A paper needs both:
 # a switch cost alone says little about what an application pays.
-BENCHMARK_KINDS = {"switch": MICRO, "pingpong": MICRO, "kv": MACRO, "kv-server": MACRO}
+BENCHMARK_KINDS = {"switch": MICRO, "pingpong": MICRO, "oslat": MICRO, "kv": MACRO, "kv-server": MACRO}
 
 # Result params that report what happened rather than select what was
 # measured (the kv benchmark prints its own mean, request counts, store
@@ -59,6 +59,8 @@ OUTPUT_PARAMS = frozenset({
     "latency_avg_ns", "latency_max_ns", "latency_std_ns", "latency_p50_lo_ns",
     "latency_p50_hi_ns", "latency_p95_lo_ns", "latency_p95_hi_ns", "latency_p99_lo_ns",
     "latency_p99_hi_ns",
+    # oslat: the confinement's evidence and what each primitive did and checked.
+    "work", "confine_evidence", "confine_events", "confine_threat", "budget_ms",
 })
 
 # How a result finds its baseline among the `direct` results of the same run

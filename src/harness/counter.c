@@ -185,6 +185,12 @@ int isob_counter_init(struct isob_counter *c, const struct isob_counter_opts *op
     const char *force = opts ? opts->force : NULL;
     char why[256];
     memset(c, 0, sizeof *c);
+    if (opts) {
+        c->opts = *opts;
+    } else {
+        c->opts.scope = ISOB_SCOPE_THREAD;
+        c->opts.cpu = -1;
+    }
 
     /* The TSC frequency is recorded whatever the backend, so that cycles and
      * ticks can be related to time. */
@@ -241,4 +247,16 @@ void isob_counter_close(struct isob_counter *c)
 {
     if (c->backend == ISOB_BACKEND_PERF)
         isob_perf_close(&c->perf);
+}
+
+int isob_counter_reopen(struct isob_counter *c)
+{
+    /* Only a perf group belongs to a thread; the TSC and the clock read
+     * the same in every process. */
+    if (c->backend != ISOB_BACKEND_PERF)
+        return 0;
+    struct isob_counter_opts o = c->opts;
+    o.force = "perf";
+    isob_counter_close(c);
+    return isob_counter_init(c, &o);
 }
