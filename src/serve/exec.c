@@ -164,8 +164,10 @@ int isob_buf_reserve(struct isob_buf *b, size_t n)
         return 0;
     if (n > SIZE_MAX / 2 - b->len)
         return -ENOMEM;
+    /* Doubling while small; beyond, exactly what is asked (in pages), so
+     * that a buffer holding one large reply is not twice its size. */
     size_t want = b->len + n;
-    if (want < 2 * b->cap)
+    if (want < 2 * b->cap && 2 * b->cap <= BUF_MAP_MIN)
         want = 2 * b->cap;
     return isob_serve_buf_resize(b->mem, &b->p, &b->cap, b->len, want);
 }

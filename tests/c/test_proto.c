@@ -407,6 +407,7 @@ static char *sim_take(struct sim *c)
 static char *converse_n(struct isob_serve *s, const void *in, size_t n, size_t chunk, int *closed)
 {
     static struct sim c;
+    size_t held_before = s->mem.used - (size_t)s->mem.pooled * ISOB_SERVE_BUF_SMALL;
     sim_init(s, &c);
     const unsigned char *p = in;
     if (chunk == 0)
@@ -417,8 +418,8 @@ static char *converse_n(struct isob_serve *s, const void *in, size_t n, size_t c
         *closed = c.closed;
     char *r = sim_take(&c);
     isob_conn_fini(&c.c);
-    /* What is left charged is the pool of small buffers, nothing else. */
-    CHECK_EQ_LONG(s->mem.used, (size_t)s->mem.pooled * ISOB_SERVE_BUF_SMALL);
+    /* Beyond the pool of small buffers, it left nothing charged. */
+    CHECK_EQ_LONG(s->mem.used - (size_t)s->mem.pooled * ISOB_SERVE_BUF_SMALL, held_before);
     return r;
 }
 
@@ -658,6 +659,346 @@ static void t_stats(void)
     isob_serve_fini(&s);
 }
 
+/* --- time, cas, touch, eviction ---------------------------------------------- */
+
+/* A clock the test moves: monotonic seconds since an arbitrary start, and
+ * a Unix time that moves with it. */
+static uint64_t fake_mono_s = 1000;
+static int64_t fake_unix_s = 1700000000;
+static void fake_clock(struct isob_serve_time *now)
+{
+    now->mono_ns = fake_mono_s * 1000000000ull;
+    now->unix_s = fake_unix_s;
+}
+static void fake_advance(uint64_t secs)
+{
+    fake_mono_s += secs;
+    fake_unix_s += (int64_t)secs;
+}
+
+/* A server on the fake clock, started at its current time. */
+static void serve_fake_time(struct isob_serve *s)
+{
+    serve_on(s, "direct");
+    s->clock = fake_clock;
+    struct isob_serve_time t;
+    fake_clock(&t);
+    s->started_ns = t.mono_ns;
+    s->epoch_unix = t.unix_s - ISOB_SERVE_TIME_BASE;
+}
+
+static void t_exptime(void)
+{
+    struct isob_serve s;
+    serve_fake_time(&s);
+    char cmd[256];
+    /* Relative: gone exactly when the seconds have passed, as in memcached
+     * (an item is expired once its time is not after the clock). */
+    CHECK_STR(converse(&s, "set r 0 10 1\r\nr\r\nset never 0 0 1\r\nn\r\n"), "STORED\r\nSTORED\r\n");
+    fake_advance(9);
+    CHECK_STR(converse(&s, "get r\r\n"), "VALUE r 0 1\r\nr\r\nEND\r\n");
+    fake_advance(1);
+    CHECK_STR(converse(&s, "get r never\r\n"), "VALUE never 0 1\r\nn\r\nEND\r\n");
+    /* Negative: stored, and never seen; an add then succeeds. */
+    CHECK_STR(converse(&s, "set neg 0 -1 1\r\nx\r\nget neg\r\nadd neg 0 0 1\r\ny\r\nget neg\r\n"),
+              "STORED\r\nEND\r\nSTORED\r\nVALUE neg 0 1\r\ny\r\nEND\r\n");
+    /* Absolute beyond 30 days: a Unix time, in the past or in the future. */
+    snprintf(cmd, sizeof cmd, "set past 0 %lld 1\r\np\r\nset future 0 %lld 1\r\nf\r\n"
+             "set days30 0 %d 1\r\nd\r\nget past future days30\r\n",
+             (long long)fake_unix_s - 5, (long long)fake_unix_s + 100, ISOB_SERVE_RELATIVE_MAX);
+    CHECK_STR(converse(&s, cmd), "STORED\r\nSTORED\r\nSTORED\r\n"
+                                 "VALUE future 0 1\r\nf\r\nVALUE days30 0 1\r\nd\r\nEND\r\n");
+    /* 2592001 is absolute: January 1970, long past. */
+    CHECK_STR(converse(&s, "set old 0 2592001 1\r\no\r\nget old\r\n"), "STORED\r\nEND\r\n");
+    fake_advance(99);
+    CHECK_STR(converse(&s, "get future\r\n"), "VALUE future 0 1\r\nf\r\nEND\r\n");
+    fake_advance(1);
+    CHECK_STR(converse(&s, "get future\r\n"), "END\r\n");
+    /* 30 days is relative: still there 30 days less a second later. */
+    fake_advance((uint64_t)ISOB_SERVE_RELATIVE_MAX - 100 - 1);
+    CHECK_STR(converse(&s, "get days30\r\n"), "VALUE days30 0 1\r\nd\r\nEND\r\n");
+    fake_advance(1);
+    CHECK_STR(converse(&s, "get days30\r\n"), "END\r\n");
+    /* touch and gat move the expiry; a touch with -1 ends it now. */
+    CHECK_STR(converse(&s, "set t 0 5 1\r\nt\r\ntouch t 100\r\ntouch nope 1\r\n"),
+              "STORED\r\nTOUCHED\r\nNOT_FOUND\r\n");
+    fake_advance(50);
+    CHECK_STR(converse(&s, "gat 10 t nope\r\n"), "VALUE t 0 1\r\nt\r\nEND\r\n");
+    fake_advance(9);
+    CHECK_STR(converse(&s, "get t\r\n"), "VALUE t 0 1\r\nt\r\nEND\r\n");
+    CHECK_STR(converse(&s, "touch t -1 noreply\r\nget t\r\n"), "END\r\n");
+    char *st = converse(&s, "stats\r\n");
+    CHECK(strstr(st, "STAT cmd_touch 5\r\n") != NULL);
+    CHECK(strstr(st, "STAT touch_hits 3\r\n") != NULL);
+    CHECK(strstr(st, "STAT touch_misses 2\r\n") != NULL);
+    isob_serve_fini(&s);
+}
+
+static void t_cas(void)
+{
+    struct isob_serve s;
+    serve_on(&s, "direct");
+    /* Uniques count stores from 1, as memcached's do; gets and gats show
+     * them; cas stores only on the current one. */
+    CHECK_STR(converse(&s, "set a 0 0 1\r\n1\r\nset b 5 0 2\r\nbb\r\ngets a b nope\r\n"),
+              "STORED\r\nSTORED\r\nVALUE a 0 1 1\r\n1\r\nVALUE b 5 2 2\r\nbb\r\nEND\r\n");
+    CHECK_STR(converse(&s, "cas a 3 0 1 2\r\nx\r\ncas nope 0 0 1 1\r\nx\r\n"
+                           "cas a 3 0 1 1\r\ny\r\ngets a\r\n"),
+              "EXISTS\r\nNOT_FOUND\r\nSTORED\r\nVALUE a 3 1 3\r\ny\r\nEND\r\n");
+    CHECK_STR(converse(&s, "cas a 0 0 1 1 noreply\r\nz\r\ngats 0 a\r\ntouch a 0\r\ngets a\r\n"),
+              "VALUE a 3 1 3\r\ny\r\nEND\r\nTOUCHED\r\nVALUE a 3 1 3\r\ny\r\nEND\r\n");
+    /* Failed stores take no unique; the next store gets 4. */
+    CHECK_STR(converse(&s, "add a 0 0 1\r\nq\r\nreplace nope 0 0 1\r\nq\r\nset c 0 0 1\r\nc\r\n"
+                           "gets c\r\n"),
+              "NOT_STORED\r\nNOT_STORED\r\nSTORED\r\nVALUE c 0 1 4\r\nc\r\nEND\r\n");
+    char *st = converse(&s, "stats\r\n");
+    CHECK(strstr(st, "STAT cas_hits 1\r\n") != NULL);
+    CHECK(strstr(st, "STAT cas_badval 2\r\n") != NULL);
+    CHECK(strstr(st, "STAT cas_misses 1\r\n") != NULL);
+    isob_serve_fini(&s);
+}
+
+/* A full store evicts (memcached's default), counting it in stats; with
+ * eviction off (memcached -M) it refuses, counting that. */
+static void t_eviction(void)
+{
+    static char value[1024], cmd[1200];
+    memset(value, 'e', sizeof value);
+    for (int evict = 1; evict >= 0; evict--) {
+        struct isob_serve s;
+        CHECK_EQ_LONG(isob_serve_init(&s, isob_mechanism_find("direct"), 256u << 10,
+                                      isob_serve_value_limit(), -1, SIZE_MAX), 0);
+        s.evict = evict;
+        size_t stored = 0, refused = 0;
+        for (int i = 0; i < 1000; i++) {
+            int n = snprintf(cmd, sizeof cmd, "set key%d 0 0 %zu\r\n", i, sizeof value);
+            memcpy(cmd + n, value, sizeof value);
+            memcpy(cmd + n + sizeof value, "\r\n", 2);
+            char *got = converse_n(&s, cmd, (size_t)n + sizeof value + 2, 0, NULL);
+            if (strcmp(got, "STORED\r\n") == 0)
+                stored++;
+            else if (strcmp(got, "SERVER_ERROR out of memory storing object\r\n") == 0)
+                refused++;
+            else
+                CHECK_STR(got, "STORED\r\n");
+        }
+        /* The last key stored is there in either case. */
+        const char *head = evict ? "VALUE key999 0 1024\r\n" : "VALUE key0 0 1024\r\n";
+        char *last = converse(&s, evict ? "get key999\r\n" : "get key0\r\n");
+        CHECK(strncmp(last, head, strlen(head)) == 0);
+        char *st = converse(&s, "stats\r\n");
+        char want[64];
+        if (evict) {
+            CHECK_EQ_LONG(stored, 1000);
+            CHECK(strstr(st, "STAT evictions 0\r\n") == NULL);
+            CHECK(strstr(st, "STAT store_no_memory 0\r\n") != NULL);
+        } else {
+            CHECK(refused > 0 && stored + refused == 1000);
+            CHECK(strstr(st, "STAT evictions 0\r\n") != NULL);
+            snprintf(want, sizeof want, "STAT store_no_memory %zu\r\n", refused);
+            CHECK(strstr(st, want) != NULL);
+        }
+        fprintf(stderr, "# evict %d: %zu stored, %zu refused\n", evict, stored, refused);
+        isob_serve_fini(&s);
+    }
+}
+
+/* --- bounded memory ----------------------------------------------------------- */
+
+/* A multi-get streams: one value at a time goes into the output, the next
+ * is fetched only once the output has drained below the high mark, and
+ * nothing is read meanwhile.  A client reading in small pieces gets every
+ * value whole. */
+#define STREAM_VALUE (100u * 1024u)
+#define STREAM_KEYS 60
+static void t_multiget_streams(void)
+{
+    struct isob_serve s;
+    serve_on(&s, "direct");
+    static char set[STREAM_VALUE + 64];
+    int n = snprintf(set, sizeof set, "set v 0 0 %u\r\n", STREAM_VALUE);
+    for (unsigned i = 0; i < STREAM_VALUE; i++)
+        set[n + i] = (char)('a' + i % 23);
+    memcpy(set + n + STREAM_VALUE, "\r\n", 2);
+    converse_n(&s, set, (size_t)n + STREAM_VALUE + 2, 0, NULL);
+    static char line[STREAM_KEYS * 2 + 16];
+    strcpy(line, "get");
+    for (int i = 0; i < STREAM_KEYS; i++)
+        strcat(line, " v");
+    strcat(line, "\r\nversion\r\n");
+    struct isob_conn c;
+    isob_conn_init(&c, &s);
+    isob_conn_input(&c, (const unsigned char *)line, strlen(line));
+    /* Stopped after the first value that crossed the mark: nothing more is
+     * read, and the output holds the mark and one reply at most. */
+    unsigned char *buf;
+    size_t room, pending;
+    CHECK_EQ_LONG(isob_conn_reading(&c, &buf, &room), 0);
+    CHECK(isob_conn_output(&c, &pending) != NULL);
+    CHECK(pending <= ISOB_CONN_OUT_HIGH + STREAM_VALUE + 64);
+    CHECK(c.paused);
+    CHECK(s.st.get_hits < STREAM_KEYS);
+    size_t peak_out = c.out.cap;
+    /* Read it all, 1000 bytes at a time; check every byte. */
+    static char reply[STREAM_KEYS * (STREAM_VALUE + 32) + 64];
+    size_t got = 0;
+    for (;;) {
+        const unsigned char *p = isob_conn_output(&c, &pending);
+        if (!p)
+            break;
+        size_t take = pending < 1000 ? pending : 1000;
+        CHECK(got + take <= sizeof reply);
+        memcpy(reply + got, p, take);
+        got += take;
+        isob_conn_sent(&c, take);
+        if (c.out.cap > peak_out)
+            peak_out = c.out.cap;
+    }
+    CHECK(peak_out <= ISOB_CONN_OUT_HIGH + STREAM_VALUE + 8192);
+    CHECK_EQ_LONG(s.st.get_hits, STREAM_KEYS);
+    char head[64];
+    int hn = snprintf(head, sizeof head, "VALUE v 0 %u\r\n", STREAM_VALUE);
+    size_t off = 0;
+    for (int i = 0; i < STREAM_KEYS; i++) {
+        CHECK(memcmp(reply + off, head, (size_t)hn) == 0);
+        CHECK(memcmp(reply + off + hn, set + n, STREAM_VALUE + 2) == 0);
+        off += (size_t)hn + STREAM_VALUE + 2;
+    }
+    const char tail[] = "END\r\nVERSION " ISOB_VERSION "\r\n";
+    CHECK_EQ_LONG(got, off + sizeof tail - 1);
+    CHECK(memcmp(reply + off, tail, sizeof tail - 1) == 0);
+    /* All sent: the connection holds no buffer and reads again. */
+    CHECK(c.in == NULL && c.out.p == NULL);
+    CHECK_EQ_LONG(isob_conn_reading(&c, &buf, &room), 1);
+    isob_conn_fini(&c);
+    isob_serve_fini(&s);
+}
+
+/* Pipelined commands beyond the mark wait in the connection's input, and
+ * run as the replies drain. */
+static void t_pipeline_backpressure(void)
+{
+    struct isob_serve s;
+    serve_on(&s, "direct");
+    static char value[1000];
+    memset(value, 'p', sizeof value);
+    static char set[1100];
+    int n = snprintf(set, sizeof set, "set p 0 0 %zu\r\n", sizeof value);
+    memcpy(set + n, value, sizeof value);
+    memcpy(set + n + sizeof value, "\r\n", 2);
+    converse_n(&s, set, (size_t)n + sizeof value + 2, 0, NULL);
+    enum { GETS = 2000 };
+    static char in[GETS * 7];
+    for (int i = 0; i < GETS; i++)
+        memcpy(in + 7 * i, "get p\r\n", 7);
+    struct isob_conn c;
+    isob_conn_init(&c, &s);
+    isob_conn_input(&c, (const unsigned char *)in, sizeof in);
+    unsigned char *buf;
+    size_t room, pending;
+    CHECK_EQ_LONG(isob_conn_reading(&c, &buf, &room), 0);
+    isob_conn_output(&c, &pending);
+    CHECK(pending > ISOB_CONN_OUT_HIGH && pending <= ISOB_CONN_OUT_HIGH + sizeof value + 64);
+    CHECK(c.in_len > 0 && c.in_len < sizeof in);
+    size_t got = 0;
+    const unsigned char *p;
+    while ((p = isob_conn_output(&c, &pending))) {
+        got += pending;
+        isob_conn_sent(&c, pending);
+    }
+    CHECK_EQ_LONG(s.st.get_hits, GETS);
+    CHECK_EQ_LONG(got, (size_t)GETS * (strlen("VALUE p 0 1000\r\n") + sizeof value + 2 + 5));
+    isob_conn_fini(&c);
+    isob_serve_fini(&s);
+}
+
+/* The global cap: values that do not fit are refused with their data
+ * skipped (and a refused set drops the old value, as memcached's does), a
+ * get that cannot be buffered says so, every refusal is counted, and once
+ * the connections are gone nothing is held but the pool. */
+static void t_buffer_cap(void)
+{
+    struct isob_serve s;
+    CHECK_EQ_LONG(isob_serve_init(&s, isob_mechanism_find("direct"), TEST_HEAP,
+                                  isob_serve_value_limit(), -1, 2u << 20), 0);
+    enum { V = 1000000 };
+    static char msg[V + 128];
+    int n = snprintf(msg, sizeof msg, "set big 0 0 %d\r\n", V);
+    memset(msg + n, 'b', V);
+    memcpy(msg + n + V, "\r\n", 2);
+    /* With nothing else held, a value of ~1 MiB fits in the 2 MiB cap. */
+    CHECK_STR(converse_n(&s, msg, (size_t)n + V + 2, 4096, NULL), "STORED\r\n");
+    CHECK_STR(converse(&s, "set old 0 0 3\r\nold\r\n"), "STORED\r\n");
+    /* One connection holds most of a value: another value no longer fits. */
+    struct sim a;
+    sim_init(&s, &a);
+    sim_feed(&a, msg, (size_t)n + V / 2);
+    CHECK(s.mem.used >= (size_t)V);
+    static char msg2[V + 128];
+    int n2 = snprintf(msg2, sizeof msg2, "set old 0 0 %d\r\n", V);
+    memset(msg2 + n2, 'c', V);
+    memcpy(msg2 + n2 + V, "\r\nget old\r\n", 11);
+    CHECK_STR(converse_n(&s, msg2, (size_t)n2 + V + 11, 1000, NULL),
+              "SERVER_ERROR out of memory storing object\r\nEND\r\n");
+    /* ... nor does a get of a large value. */
+    CHECK_STR(converse(&s, "get big\r\n"), "SERVER_ERROR out of memory writing get response\r\n");
+    CHECK_EQ_LONG(s.mem.refusals, 2);
+    CHECK(s.mem.peak <= s.mem.limit);
+    /* The held value completes; then everything fits again. */
+    sim_feed(&a, msg + n + V / 2, V - V / 2 + 2);
+    CHECK_STR(sim_take(&a), "STORED\r\n");
+    isob_conn_fini(&a.c);
+    char *got = converse(&s, "get big\r\n");
+    CHECK(strncmp(got, "VALUE big 0 1000000\r\n", 21) == 0);
+    char *st = converse(&s, "stats\r\n");
+    CHECK(strstr(st, "STAT conn_buffer_oom 2\r\n") != NULL);
+    CHECK(strstr(st, "STAT conn_buffer_limit 2097152\r\n") != NULL);
+    CHECK_EQ_LONG(s.mem.used, (size_t)s.mem.pooled * ISOB_SERVE_BUF_SMALL);
+    isob_serve_fini(&s);
+}
+
+/* Many connections, each with most of a value: the first few hold theirs
+ * up to the cap (less the part kept for replies), the others are refused
+ * and skip their data; closing them all gives everything back. */
+static void t_many_unfinished_values(void)
+{
+    struct isob_serve s;
+    CHECK_EQ_LONG(isob_serve_init(&s, isob_mechanism_find("direct"), TEST_HEAP,
+                                  isob_serve_value_limit(), -1, 8u << 20), 0);
+    enum { CONNS = 100, V = 1000000 };
+    static struct sim c[CONNS];
+    static char msg[V + 64];
+    memset(msg, 'u', sizeof msg);
+    size_t held = 0, refused = 0;
+    for (int i = 0; i < CONNS; i++) {
+        int n = snprintf(msg, sizeof msg, "set u%d 0 0 %d\r\n", i, V);
+        msg[n - 1] = '\n';
+        memset(msg + n, 'u', (size_t)V - 1000);
+        sim_init(&s, &c[i]);
+        sim_feed(&c[i], msg, (size_t)n + V - 1000);
+        char *r = sim_take(&c[i]);
+        if (strcmp(r, "") == 0)
+            held++;
+        else if (strcmp(r, "SERVER_ERROR out of memory storing object\r\n") == 0)
+            refused++;
+        else
+            CHECK_STR(r, "");
+        CHECK(s.mem.used <= s.mem.limit);
+    }
+    fprintf(stderr, "# %zu held, %zu refused; %zu bytes held, %zu at most\n", held, refused,
+            s.mem.used, s.mem.peak);
+    CHECK(held >= 5 && held < 8 && held + refused == CONNS);
+    CHECK_EQ_LONG(s.mem.refusals, refused);
+    CHECK(s.mem.peak <= s.mem.limit);
+    for (int i = 0; i < CONNS; i++) {
+        isob_conn_eof(&c[i].c);
+        isob_conn_fini(&c[i].c);
+    }
+    CHECK_EQ_LONG(s.mem.used, (size_t)s.mem.pooled * ISOB_SERVE_BUF_SMALL);
+    isob_serve_fini(&s);
+    CHECK_EQ_LONG(s.mem.used, 0);
+}
+
 /* A store that fails on demand, for the errors the real one rarely gives:
  * every entry but the clock returns fake_result. */
 static long fake_result;
@@ -741,6 +1082,13 @@ int main(void)
     TAP_CASE(t_close_cases);
     TAP_CASE(t_stats);
     TAP_CASE(t_store_errors);
+    TAP_CASE(t_exptime);
+    TAP_CASE(t_cas);
+    TAP_CASE(t_eviction);
+    TAP_CASE(t_multiget_streams);
+    TAP_CASE(t_pipeline_backpressure);
+    TAP_CASE(t_buffer_cap);
+    TAP_CASE(t_many_unfinished_values);
     TAP_CASE(t_init_limits);
     return tap_done();
 }
