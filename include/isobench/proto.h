@@ -56,6 +56,9 @@ enum isob_proto_op {
 struct isob_proto {
     size_t max_value;    /* values larger than this are refused */
     uint64_t swallow;    /* bytes of a refused value still to be skipped */
+    size_t scanned;      /* bytes of the line now arriving known to hold no '\n':
+                            the caller passes the same unconsumed bytes again,
+                            with more, until a command is consumed */
     int refuse;          /* set by the caller: refuse the next storage command's
                             value with "SERVER_ERROR out of memory storing
                             object" (it has no memory to hold it) */

@@ -143,7 +143,9 @@ enum {
     ISOB_SERVE_CLOSE = 1,     /* send what is in out, then close */
     ISOB_SERVE_PAUSE = 2,     /* a get stopped with replies to send first: run the same
                                  command again, with *resume as it was left, once out
-                                 has drained */
+                                 holds no more than out_limit */
+    ISOB_SERVE_DRAIN = 3,     /* as PAUSE, but out could not grow for the next value:
+                                 run it again once out is empty */
 };
 
 /* The default call: isob_call into s->comp. */
@@ -172,10 +174,11 @@ void isob_serve_fini(struct isob_serve *s);
 
 /* Run one parsed command; its reply (if any) is appended to out.  A get
  * (gets, gat, gats) stops early with ISOB_SERVE_PAUSE once out holds more
- * than out_limit bytes and keys remain, or when out cannot grow while it
- * holds replies to send; *resume (0 for a new command) says where to go on.
- * Returns ISOB_SERVE_CONTINUE, ISOB_SERVE_CLOSE, ISOB_SERVE_PAUSE, or
- * -ENOMEM when not even an error reply fitted in out. */
+ * than out_limit bytes and keys remain, or with ISOB_SERVE_DRAIN when out
+ * cannot grow for the next value while it holds replies to send; *resume
+ * (0 for a new command) says where to go on.  Returns one of those, or
+ * ISOB_SERVE_CONTINUE, ISOB_SERVE_CLOSE, or -ENOMEM when not even an error
+ * reply fitted in out. */
 int isob_serve_exec(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out,
                     size_t out_limit, size_t *resume);
 
@@ -196,7 +199,8 @@ struct isob_conn {
     size_t in_len, in_cap;
     struct isob_buf out;      /* replies not yet sent, from out_sent on */
     size_t out_sent;
-    int paused;               /* the command at in[0] is a get stopped at resume */
+    int paused;               /* the command at in[0] is a get stopped at resume:
+                                 ISOB_SERVE_PAUSE or ISOB_SERVE_DRAIN, else 0 */
     size_t resume;
     const char *last;         /* a reply that needs no memory, sent after out; then close */
     size_t last_sent;

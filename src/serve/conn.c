@@ -32,9 +32,11 @@ static size_t pending(const struct isob_conn *c)
     return c->out.len - c->out_sent;
 }
 
+/* Replies wait to be sent before anything more may run: more than the
+ * high mark of them, or any at all while a get waits for room. */
 static int blocked(const struct isob_conn *c)
 {
-    return pending(c) > ISOB_CONN_OUT_HIGH;
+    return pending(c) > ISOB_CONN_OUT_HIGH || (c->paused == ISOB_SERVE_DRAIN && pending(c));
 }
 
 static void release_input(struct isob_conn *c)
@@ -45,14 +47,14 @@ static void release_input(struct isob_conn *c)
 }
 
 /* End the connection with a reply that needs no memory, after what is
- * already in its output. */
+ * already in its output.  Its input is released by the caller once it no
+ * longer walks it (conn_process, isob_conn_input, isob_conn_reading). */
 static void conn_fail(struct isob_conn *c, const char *last)
 {
     c->s->mem.refusals++;
     c->last = last;
     c->last_sent = 0;
     c->closing = 1;
-    release_input(c);
 }
 
 /* Input capacity for at least `want` bytes, the bytes held kept. */
@@ -98,10 +100,10 @@ static size_t conn_run(struct isob_conn *c, const unsigned char *p, size_t n, si
             break;
         size_t resume = c->paused ? c->resume : 0;
         int r = isob_serve_exec(c->s, &cmd, &c->out, ISOB_CONN_OUT_HIGH, &resume);
-        if (r == ISOB_SERVE_PAUSE) {
+        if (r == ISOB_SERVE_PAUSE || r == ISOB_SERVE_DRAIN) {
             /* The get stays at the front of the input, to be parsed again
              * and go on from resume. */
-            c->paused = 1;
+            c->paused = r;
             c->resume = resume;
             break;
         }
@@ -176,8 +178,10 @@ int isob_conn_reading(struct isob_conn *c, unsigned char **buf, size_t *room)
     }
     if (c->in_len == c->in_cap) {
         conn_make_room(c, 0);
-        if (c->closing)
+        if (c->closing) {
+            release_input(c);
             return 0;
+        }
     }
     *buf = c->in + c->in_len;
     *room = c->in_cap - c->in_len;
@@ -197,6 +201,7 @@ void isob_conn_input(struct isob_conn *c, const unsigned char *p, size_t n)
     if (c->in_len) {
         if (conn_hold(c, c->in_len + n) != 0) {
             conn_fail(c, R_READ_OOM);
+            release_input(c);
             return;
         }
         memcpy(c->in + c->in_len, p, n);

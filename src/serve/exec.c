@@ -421,13 +421,13 @@ static int exec_get(struct isob_serve *s, const struct isob_proto_cmd *cmd, stru
         size_t n = (size_t)r - ISOB_SERVE_FLAGS_BYTES;
         /* "VALUE " key ' ' flags ' ' bytes [' ' cas] "\r\n" data "\r\n" */
         if (isob_buf_reserve(out, 6 + key_len + 1 + 10 + 1 + 10 + 1 + 20 + 2 + n + 2) != 0) {
-            s->mem.refusals++;
             if (out->len) {
-                /* Wait for the replies before it to leave, then fetch this
-                 * key again: its buffer may have room by then. */
+                /* Wait for all the replies before it to leave, then fetch
+                 * this key again: the emptied buffer may hold it. */
                 *resume = (size_t)(at - cmd->keys);
-                return ISOB_SERVE_PAUSE;
+                return ISOB_SERVE_DRAIN;
             }
+            s->mem.refusals++;
             static const char oom[] = "SERVER_ERROR out of memory writing get response\r\n";
             return PUT_LIT(out, oom) ? -ENOMEM : ISOB_SERVE_CONTINUE;
         }

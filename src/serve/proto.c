@@ -39,6 +39,7 @@ void isob_proto_init(struct isob_proto *p, size_t max_value)
     p->max_value = max_value;
     p->swallow = 0;
     p->refuse = 0;
+    p->scanned = 0;
 }
 
 static int tok_is(const struct tok *t, const char *s)
@@ -374,17 +375,23 @@ int isob_proto_parse(struct isob_proto *p, const unsigned char *in, size_t len,
     }
 
     /* The line: the limits are checked the same way whether the line came
-     * whole or byte by byte, so the outcome never depends on chunking. */
+     * whole or byte by byte, so the outcome never depends on chunking.
+     * Bytes already searched for its end are not searched again, so that a
+     * line sent a byte at a time costs its length, not its square. */
     size_t scan = len < ISOB_PROTO_GET_LINE_MAX ? len : ISOB_PROTO_GET_LINE_MAX;
-    const unsigned char *nl = memchr(in, '\n', scan);
+    size_t from = p->scanned <= scan ? p->scanned : 0;
+    const unsigned char *nl = memchr(in + from, '\n', scan - from);
     if (!nl) {
         if (len >= ISOB_PROTO_GET_LINE_MAX ||
             (len > ISOB_PROTO_LINE_MAX && !is_get_line(in, len))) {
+            p->scanned = 0;
             cmd->close = 1;
             return error(cmd, R_LINE_TOO_LONG, len);
         }
+        p->scanned = scan;
         return ISOB_PROTO_MORE;
     }
+    p->scanned = 0;
     size_t line_len = (size_t)(nl - in), line_total = line_len + 1;
     if (line_len > ISOB_PROTO_LINE_MAX && !is_get_line(in, line_len)) {
         cmd->close = 1;
