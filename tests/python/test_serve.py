@@ -349,6 +349,9 @@ def test_usage_errors():
     p = run("-m", "direct", "--max-value", "99999999")
     assert p.returncode == 2 and "--max-value" in p.stderr
     assert p.stderr.count("\n") == 1
+    for bad in ("1", "x", "0"):
+        p = run("-m", "direct", "--buffer-mb", bad)
+        assert p.returncode == 2 and "--buffer-mb" in p.stderr and p.stderr.count("\n") == 1
     p = run("--help")
     assert p.returncode == 0 and "isob serve -m MECH" in p.stdout
 
@@ -372,6 +375,9 @@ def test_wrapper_builds_argv(monkeypatch):
     assert serve.isob_argv(args) == [str(ISOB), "serve", "-m", "direct", "--port", "0",
                                      "--cpu", "1"]
     assert serve.isob_argv(["-m", "x"]) == [str(ISOB), "serve", "-m", "x"]
+    args = parser.parse_args(["serve", "-m", "direct", "--buffer-mb", "32", "-M"])
+    assert serve.isob_argv(args) == [str(ISOB), "serve", "-m", "direct", "--buffer-mb", "32",
+                                     "--no-evict"]
 
 
 def test_wrapper_execs_isob():
