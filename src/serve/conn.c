@@ -161,6 +161,8 @@ static void conn_process(struct isob_conn *c)
      * buffer (grown for a value) once only a small command start is left. */
     if (c->in_len == 0)
         release_input(c);
+    if (c->out.p && c->out.len == 0 && !c->paused)
+        isob_buf_free(&c->out);
     else if (c->in_cap > ISOB_SERVE_BUF_SMALL && c->in_len <= ISOB_SERVE_BUF_SMALL / 2 &&
              need <= ISOB_SERVE_BUF_SMALL / 2)
         isob_serve_buf_resize(&c->s->mem, &c->in, &c->in_cap, c->in_len, c->in_len);
@@ -266,8 +268,9 @@ void isob_conn_sent(struct isob_conn *c, size_t n)
         c->out_sent += n;
         if (c->out_sent == c->out.len) {
             c->out.len = c->out_sent = 0;
-            /* A paused get fills it again at once; otherwise give it back. */
-            if (!c->paused)
+            /* Commands waiting (a paused get, or input behind the replies)
+             * fill it again at once; otherwise give it back. */
+            if (!c->paused && !c->in_len)
                 isob_buf_free(&c->out);
         }
     } else if (c->last) {

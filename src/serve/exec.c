@@ -25,6 +25,8 @@
  * its heap, as it did 719 MiB of it after 800 clients left).  Under
  * AddressSanitizer they come from malloc, whose redzones then guard them. */
 #define BUF_MAP_MIN (64u * 1024u)
+/* Output buffers double in size up to this, and grow exactly beyond. */
+#define BUF_DOUBLE_MAX (2u * ISOB_CONN_OUT_HIGH)
 #define BUF_PAGE 4096u
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -164,10 +166,12 @@ int isob_buf_reserve(struct isob_buf *b, size_t n)
         return 0;
     if (n > SIZE_MAX / 2 - b->len)
         return -ENOMEM;
-    /* Doubling while small; beyond, exactly what is asked (in pages), so
-     * that a buffer holding one large reply is not twice its size. */
+    /* Doubling up to what a connection's pipelined small replies take
+     * (the high mark and a little more), so that they cost few resizes;
+     * beyond, exactly what is asked (in pages), so that a buffer holding
+     * one large reply is not twice its size. */
     size_t want = b->len + n;
-    if (want < 2 * b->cap && 2 * b->cap <= BUF_MAP_MIN)
+    if (want < 2 * b->cap && 2 * b->cap <= BUF_DOUBLE_MAX)
         want = 2 * b->cap;
     return isob_serve_buf_resize(b->mem, &b->p, &b->cap, b->len, want);
 }
@@ -242,11 +246,13 @@ static long kv_stats(struct isob_serve *s, struct isob_kv_stats *out)
     return 0;
 }
 
+/* The coarse clocks: read once per command, and a second's resolution is
+ * all that expiry needs, so the cheapest reading will do. */
 static void clock_real(struct isob_serve_time *now)
 {
     struct timespec m, w;
-    clock_gettime(CLOCK_MONOTONIC, &m);
-    clock_gettime(CLOCK_REALTIME, &w);
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &m);
+    clock_gettime(CLOCK_REALTIME_COARSE, &w);
     now->mono_ns = (uint64_t)m.tv_sec * 1000000000ull + (uint64_t)m.tv_nsec;
     now->unix_s = (int64_t)w.tv_sec;
 }
