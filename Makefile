@@ -4,10 +4,19 @@
 PYTHON ?= python3
 VENV := .venv
 BUILD := build
+# The native code once more, with AddressSanitizer and UBSan and every
+# finding fatal: test-san runs the C tests, the conformance suite and the
+# fuzz corpus under them.  Static test helpers (the MPK VM's /init) are
+# left out there: the sanitizers have no static runtime.
+BUILD_SAN := build-san
+SAN_SETUP := -Db_sanitize=address,undefined -Dbuildtype=debugoptimized \
+	-Dc_args=-fno-sanitize-recover=all
+SAN_ENV := ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 STAMP_SYS := $(BUILD)/.system-ok
 ISOBENCH := $(VENV)/bin/isobench
 
-.PHONY: all run test build setup clean test-c test-python
+.PHONY: all run test build setup clean test-c test-python test-san
 
 all: build
 
@@ -36,7 +45,7 @@ run: build
 	$(ISOBENCH) run --quick
 	$(ISOBENCH) report latest -o results/report
 
-test: build test-c test-python
+test: build test-c test-python test-san
 
 test-c: build
 	meson test -C $(BUILD) --print-errorlogs
@@ -44,5 +53,12 @@ test-c: build
 test-python: build
 	$(VENV)/bin/pytest -q tests/python
 
+$(BUILD_SAN)/build.ninja: meson.build $(STAMP_SYS)
+	meson setup --reconfigure $(BUILD_SAN) $(SAN_SETUP) >/dev/null || meson setup $(BUILD_SAN) $(SAN_SETUP)
+
+test-san: $(BUILD_SAN)/build.ninja
+	ninja -C $(BUILD_SAN)
+	$(SAN_ENV) meson test -C $(BUILD_SAN) --print-errorlogs
+
 clean:
-	rm -rf $(BUILD) $(VENV)
+	rm -rf $(BUILD) $(BUILD_SAN) $(VENV)

@@ -7,10 +7,12 @@
  * never formats protocol errors itself.  Nothing is copied: keys and data
  * point into the caller's buffer and stay valid until it moves those bytes.
  *
- * Supported: get, gets, set, add, replace, delete, flush_all, version,
- * stats, verbosity, quit, and noreply on storage, delete, flush_all and
- * verbosity.  cas, append and prepend are recognised only so that their
- * data block is skipped instead of being read as commands. */
+ * Supported: get, gets, gat, gats, set, add, replace, cas, touch, delete,
+ * flush_all (without a delay), version, stats, verbosity, quit, and
+ * noreply on storage, touch, delete, flush_all and verbosity.  Every other
+ * command gets memcached's "ERROR"; append and prepend are recognised only
+ * so that their data block is skipped instead of being read as commands.
+ * A wrong number of arguments is "ERROR" too, as in memcached. */
 #ifndef ISOBENCH_PROTO_H
 #define ISOBENCH_PROTO_H
 
@@ -44,12 +46,22 @@ enum isob_proto_op {
     ISOB_OP_STATS_RESET,
     ISOB_OP_VERBOSITY,
     ISOB_OP_QUIT,
+    ISOB_OP_CAS,
+    ISOB_OP_TOUCH,
+    ISOB_OP_GAT,
+    ISOB_OP_GATS,
 };
 
 /* One connection's parser state: what must survive between two reads. */
 struct isob_proto {
     size_t max_value;    /* values larger than this are refused */
     uint64_t swallow;    /* bytes of a refused value still to be skipped */
+    size_t scanned;      /* bytes of the line now arriving known to hold no '\n':
+                            the caller passes the same unconsumed bytes again,
+                            with more, until a command is consumed */
+    int refuse;          /* set by the caller: refuse the next storage command's
+                            value with "SERVER_ERROR out of memory storing
+                            object" (it has no memory to hold it) */
 };
 
 struct isob_proto_cmd {
@@ -60,15 +72,21 @@ struct isob_proto_cmd {
     int unlink;                  /* ISOB_OP_ERROR: delete `key` (a refused set must not
                                     leave the old value behind, as in memcached) */
     const char *reply;           /* ISOB_OP_ERROR: the reply, "\r\n" included */
-    const unsigned char *key;    /* storage, delete, get (first key) */
+    int refused;                 /* ISOB_OP_ERROR: a storage command whose value was
+                                    refused, ISOB_PROTO_TOO_LARGE or ISOB_PROTO_NO_MEMORY */
+    const unsigned char *key;    /* storage, delete, touch, get (first key) */
     size_t key_len;
-    const unsigned char *keys;   /* get, gets: the keys, separated by spaces */
+    const unsigned char *keys;   /* get, gets, gat, gats: the keys, separated by spaces */
     size_t keys_len;
     uint32_t flags;              /* storage */
-    int64_t exptime;             /* storage; accepted, not acted upon */
+    int64_t exptime;             /* storage, touch, gat, gats: as the client sent it */
+    uint64_t cas;                /* cas: the unique the item must still have */
     uint32_t bytes;              /* storage: bytes of data */
     const unsigned char *data;   /* storage: the data (its "\r\n" checked and excluded) */
 };
+
+/* Why a storage command's value was refused (isob_proto_cmd.refused). */
+enum { ISOB_PROTO_TOO_LARGE = 1, ISOB_PROTO_NO_MEMORY = 2 };
 
 /* Results of isob_proto_parse. */
 enum { ISOB_PROTO_MORE = 0, ISOB_PROTO_CMD = 1 };

@@ -9,8 +9,10 @@
  * The pieces, so that all but the last can be tested without sockets:
  *   proto.h              parse bytes into commands (pure; src/serve/proto.c)
  *   isob_serve_exec()    run one command against the store, append the reply
- *   isob_serve_feed()    parse and run everything complete in a buffer
- *                        (both src/serve/exec.c)
+ *                        (src/serve/exec.c)
+ *   struct isob_conn     one connection's state machine: bytes in, replies
+ *                        out, back-pressure and bounded buffers
+ *                        (src/serve/conn.c); the fuzzer drives it too
  *   isob_serve_main()    the epoll loop around them (src/serve/server.c) */
 #ifndef ISOBENCH_SERVE_H
 #define ISOBENCH_SERVE_H
@@ -33,21 +35,59 @@
  * client's 32-bit flags, little-endian, so that they round-trip. */
 #define ISOB_SERVE_FLAGS_BYTES 4
 
-/* A growable byte buffer (a connection's replies). */
+/* Memory for connection buffers, shared by every connection of a server:
+ * what they hold together is capped, so that no number of clients and no
+ * request can make the server grow without bound (memcached's values live
+ * in its item memory; ours wait in these buffers until they are complete).
+ * Buffers of ISOB_SERVE_BUF_SMALL bytes are kept in a small pool for the
+ * next connection; larger ones go back to the system when released. */
+#define ISOB_SERVE_BUF_SMALL (16u * 1024u)
+#define ISOB_SERVE_POOL 32   /* small buffers kept for reuse, at most */
+/* Buffers larger than small may use all but this fraction of the cap
+ * (1/8): the rest stays for replies, so that a request refused for want of
+ * memory is told so instead of having its connection ended. */
+#define ISOB_SERVE_MEM_RESERVE 8
+
+struct isob_serve_mem {
+    size_t limit;        /* bytes all connection buffers may hold together */
+    size_t used;         /* bytes they hold now, the pool included */
+    size_t peak;         /* the most they ever held */
+    uint64_t refusals;   /* requests refused, or connections ended, for want of it */
+    unsigned pooled;
+    unsigned char *pool[ISOB_SERVE_POOL];
+};
+
+/* A growable byte buffer (a connection's replies), charged to mem (none:
+ * not counted, not capped). */
 struct isob_buf {
     unsigned char *p;
     size_t len, cap;
+    struct isob_serve_mem *mem;
 };
 
-/* 0, or -ENOMEM; on success at least n more bytes fit after len. */
+/* 0, or -ENOMEM (the system's, or mem's limit); on success at least n more
+ * bytes fit after len. */
 int isob_buf_reserve(struct isob_buf *b, size_t n);
+/* Give the memory back (to the pool when it is a small buffer). */
 void isob_buf_free(struct isob_buf *b);
+
+/* Resize the buffer *p of capacity *cap, whose first `keep` bytes are in
+ * use, to hold `want` bytes (0: release it), charged to m (may be NULL).
+ * 0, or -ENOMEM with the buffer as it was. */
+int isob_serve_buf_resize(struct isob_serve_mem *m, unsigned char **p, size_t *cap, size_t keep,
+                          size_t want);
+
+void isob_serve_mem_init(struct isob_serve_mem *m, size_t limit);
+/* Free the pool; every buffer must have been released. */
+void isob_serve_mem_fini(struct isob_serve_mem *m);
 
 /* What the server counts; `stats` reports these (and the store's own). */
 struct isob_serve_stats {
-    uint64_t cmd_get, cmd_set, cmd_flush;
+    uint64_t cmd_get, cmd_set, cmd_flush, cmd_touch;
     uint64_t get_hits, get_misses, delete_hits, delete_misses;
+    uint64_t touch_hits, touch_misses, cas_hits, cas_misses, cas_badval;
     uint64_t total_items;
+    uint64_t store_too_large, store_no_memory;
     uint64_t curr_connections, total_connections, rejected_connections;
     uint64_t bytes_read, bytes_written;
 };
@@ -55,25 +95,31 @@ struct isob_serve_stats {
 /* What the store in the compartment reports through its stats entry. */
 struct isob_kv_stats {
     uint64_t items, bytes, limit_bytes;
+    uint64_t evictions, reclaimed;
 };
 
 struct isob_serve;
 
-/* How the server reaches the store.  Each operation finds its message
- * already laid out in s->msg (key, then value, as trusted.h describes for
- * the KV entries) and returns the entry's result.  The default goes
- * through isob_call into the compartment; tests substitute their own to
- * provoke errors the real store rarely gives. */
-struct isob_serve_store {
-    /* Store or overwrite.  0, or -errno (-ENOSPC: the store is full). */
-    long (*set)(struct isob_serve *s, size_t key_len, size_t value_len);
-    /* The value's length, with the value at the start of data; or -ENOENT. */
-    long (*get)(struct isob_serve *s, size_t key_len);
-    /* 0, or -ENOENT. */
-    long (*del)(struct isob_serve *s, size_t key_len);
-    long (*flush)(struct isob_serve *s);
-    long (*stats)(struct isob_serve *s, struct isob_kv_stats *out);
+/* How the server reaches the store: one entry of trusted.h, with its
+ * message already laid out in s->msg; returns the entry's result.  The
+ * default (isob_serve_call_comp) is isob_call into the compartment; tests
+ * substitute their own to provoke errors the real store rarely gives. */
+typedef long (*isob_serve_call_fn)(struct isob_serve *s, unsigned entry);
+
+/* The time, for expiry: monotonic nanoseconds (the store's clock counts
+ * seconds from the server's start with them) and Unix seconds (for the
+ * absolute exptimes of the protocol).  Tests substitute a fake. */
+struct isob_serve_time {
+    uint64_t mono_ns;
+    int64_t unix_s;
 };
+typedef void (*isob_serve_clock_fn)(struct isob_serve_time *now);
+
+/* The store's clock reads this at the server's start, so that 1 is always
+ * in the past (a negative exptime) and 0 keeps its meaning of "never". */
+#define ISOB_SERVE_TIME_BASE 2
+/* memcached's bound between relative and absolute exptimes: 30 days. */
+#define ISOB_SERVE_RELATIVE_MAX (60 * 60 * 24 * 30)
 
 struct isob_serve {
     struct isob_comp *comp;
@@ -84,18 +130,32 @@ struct isob_serve {
     struct isob_comp_spec spec;
     char comp_died[ISOB_COMP_WHY_LEN];
     int restart_failing;            /* the last restart failed (logged once) */
-    const struct isob_serve_store *store;
-    void *store_ctx;                /* for a substituted store */
+    isob_serve_call_fn call;
+    void *store_ctx;                /* for a substituted call */
+    isob_serve_clock_fn clock;
     size_t max_value;               /* largest value a client may store */
+    int evict;                      /* a full store evicts (1) or refuses (0) */
     struct isob_serve_stats st;
-    uint64_t started_ns;            /* CLOCK_MONOTONIC at start, for uptime */
+    struct isob_serve_mem mem;      /* connection buffers */
+    uint64_t started_ns;            /* monotonic time at start, for uptime and expiry */
+    int64_t epoch_unix;             /* the Unix time the store's clock counts from */
+    uint32_t store_now;             /* the time last given to the store */
+    uint64_t evictions_base, reclaimed_base; /* the store's counters at stats reset */
 };
 
 /* What isob_serve_exec asks of its caller. */
-enum { ISOB_SERVE_CONTINUE = 0, ISOB_SERVE_CLOSE = 1 };
+enum {
+    ISOB_SERVE_CONTINUE = 0,  /* done; go on with the next command */
+    ISOB_SERVE_CLOSE = 1,     /* send what is in out, then close */
+    ISOB_SERVE_PAUSE = 2,     /* a get stopped with replies to send first: run the same
+                                 command again, with *resume as it was left, once out
+                                 holds no more than out_limit */
+    ISOB_SERVE_DRAIN = 3,     /* as PAUSE, but out could not grow for the next value:
+                                 run it again once out is empty */
+};
 
-/* The store reached through isob_call: the KV entries of trusted.h. */
-extern const struct isob_serve_store isob_serve_store_comp;
+/* The default call: isob_call into s->comp. */
+long isob_serve_call_comp(struct isob_serve *s, unsigned entry);
 
 /* The largest value the server can be told to take: the store's limit
  * less the flags (a little under 16 MiB).  The upper bound of --max-value. */
@@ -105,25 +165,85 @@ size_t isob_serve_value_max(void);
  * (ISOB_PROTO_DEFAULT_MAX_VALUE), or isob_serve_value_max() if smaller. */
 size_t isob_serve_value_limit(void);
 
+/* The input a connection may hold at most: the longest get line, or a
+ * storage command's line with the largest value. */
+size_t isob_serve_in_max(size_t max_value);
+
 /* Create the compartment of mechanism m with a heap of heap_size bytes and
  * a shared buffer large enough for one max_value value; server_cpu places
- * its second context (-1: unpinned).  0 or -errno. */
+ * its second context (-1: unpinned).  Connection buffers are capped at
+ * buffer_limit bytes (SIZE_MAX: no cap).  Evicts when full; set s->evict to
+ * 0 before the first command to refuse instead.  0 or -errno. */
 int isob_serve_init(struct isob_serve *s, const struct isob_mechanism *m, size_t heap_size,
-                    size_t max_value, int server_cpu);
+                    size_t max_value, int server_cpu, size_t buffer_limit);
 void isob_serve_fini(struct isob_serve *s);
 
-/* Run one parsed command; its reply (if any) is appended to out.  Returns
- * ISOB_SERVE_CONTINUE, ISOB_SERVE_CLOSE (flush out, then close), or
- * -ENOMEM when out could not grow. */
-int isob_serve_exec(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out);
+/* Run one parsed command; its reply (if any) is appended to out.  A get
+ * (gets, gat, gats) stops early with ISOB_SERVE_PAUSE once out holds more
+ * than out_limit bytes and keys remain, or with ISOB_SERVE_DRAIN when out
+ * cannot grow for the next value while it holds replies to send; *resume
+ * (0 for a new command) says where to go on.  Returns one of those, or
+ * ISOB_SERVE_CONTINUE, ISOB_SERVE_CLOSE, or -ENOMEM when not even an error
+ * reply fitted in out. */
+int isob_serve_exec(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out,
+                    size_t out_limit, size_t *resume);
 
-/* Parse and run every complete command in in[0..len), stopping early when
- * out holds more than out_limit bytes.  Returns the bytes consumed; sets
- * *close when the connection must end, and *need to the bytes the next
- * command takes in all when that is known (0 otherwise). */
-size_t isob_serve_feed(struct isob_serve *s, struct isob_proto *p, const unsigned char *in,
-                       size_t len, struct isob_buf *out, size_t out_limit, int *close,
-                       size_t *need);
+/* --- one connection, without sockets (src/serve/conn.c) -------------------- */
+
+/* Replies waiting to be sent beyond this stop a connection: its input is
+ * not read and a multi-get does not fetch its next value until they drain,
+ * so a client that sends without reading cannot make the server grow.  A
+ * connection holds at most this plus one reply (a value of up to
+ * --max-value) of output. */
+#define ISOB_CONN_OUT_HIGH (64u * 1024u)
+
+struct isob_conn {
+    struct isob_serve *s;
+    struct isob_proto proto;
+    unsigned char *in;        /* input not yet run (the start of a command, or commands
+                                 waiting behind replies); NULL when there is none */
+    size_t in_len, in_cap;
+    struct isob_buf out;      /* replies not yet sent, from out_sent on */
+    size_t out_sent;
+    int paused;               /* the command at in[0] is a get stopped at resume:
+                                 ISOB_SERVE_PAUSE or ISOB_SERVE_DRAIN, else 0 */
+    size_t resume;
+    const char *last;         /* a reply that needs no memory, sent after out; then close */
+    size_t last_sent;
+    int closing;              /* run nothing more: send what is left, then close */
+};
+
+/* What a connection waits for (isob_conn_wants). */
+enum { ISOB_CONN_READ = 1, ISOB_CONN_WRITE = 2, ISOB_CONN_DONE = 4 };
+
+void isob_conn_init(struct isob_conn *c, struct isob_serve *s);
+/* Release every buffer; the connection holds nothing afterwards. */
+void isob_conn_fini(struct isob_conn *c);
+
+/* Whether to read now, and where.  0: not now (replies are backed up, or
+ * the connection is closing).  1: read at most *room bytes, into *buf when
+ * it is not NULL (the connection's own buffer, which holds the start of a
+ * command, so that a large value is read in place), else into any memory
+ * of the caller's; then pass them to isob_conn_input. */
+int isob_conn_reading(struct isob_conn *c, unsigned char **buf, size_t *room);
+
+/* n bytes arrived at p, which isob_conn_reading gave or which is the
+ * caller's (it is not kept).  Runs every complete command. */
+void isob_conn_input(struct isob_conn *c, const unsigned char *p, size_t n);
+
+/* The client closed its side: an unfinished command is dropped. */
+void isob_conn_eof(struct isob_conn *c);
+
+/* The bytes to send next; NULL (and *n = 0) when there are none. */
+const unsigned char *isob_conn_output(struct isob_conn *c, size_t *n);
+
+/* n of the bytes isob_conn_output gave were sent; commands that waited for
+ * the replies to drain run now. */
+void isob_conn_sent(struct isob_conn *c, size_t n);
+
+/* ISOB_CONN_READ and/or ISOB_CONN_WRITE, or ISOB_CONN_DONE when all is
+ * sent and the connection is to be closed. */
+unsigned isob_conn_wants(const struct isob_conn *c);
 
 /* `isob serve ...`: argv[0] is "serve".  Returns the exit status. */
 int isob_serve_main(int argc, char **argv);

@@ -27,28 +27,53 @@ enum isob_entry {
     ISOB_ENTRY_KV_DELETE = 10,
     ISOB_ENTRY_KV_FLUSH = 11,
     ISOB_ENTRY_KV_STATS = 12,
+    ISOB_ENTRY_KV_ADD = 13,      /* the memcached protocol's conditional stores, */
+    ISOB_ENTRY_KV_REPLACE = 14,  /* expiry and cas uniques: layout below */
+    ISOB_ENTRY_KV_CAS = 15,
+    ISOB_ENTRY_KV_TOUCH = 16,
+    ISOB_ENTRY_KV_GAT = 17,
+    ISOB_ENTRY_KV_CLOCK = 18,
     ISOB_ENTRY__COUNT
 };
 
 /* The key-value store's messages.  Lengths travel in the arguments, bytes
- * in data; errors are the usual negative errno values.
+ * in data; errors are the usual negative errno values.  Times are seconds
+ * of the store's clock, which only KV_CLOCK sets (the store makes no
+ * system calls); an expiry of 0 is "never", and a record whose expiry is
+ * not after the clock is gone for every entry.
  *
  *   KV_SET     arg[0] = key length (1..ISOB_KV_MAX_KEY), arg[1] = value length
- *              (0..ISOB_KV_MAX_VALUE), data = key bytes then value bytes,
- *              len = arg[0] + arg[1].  Stores (or overwrites) the value; returns
- *              0, -EINVAL for bad lengths, -ENOSPC when the store is full (an
- *              overwrite that fails keeps the old value).
+ *              (0..ISOB_KV_MAX_VALUE), arg[2] = expiry (0..2^32-1), data = key
+ *              bytes then value bytes, len = arg[0] + arg[1].  Stores (or
+ *              overwrites) the value with a new cas unique; returns 0, -EINVAL
+ *              for bad lengths, -ENOSPC when the store is full (an overwrite
+ *              that fails keeps the old value).  On return arg[3] = the new
+ *              cas unique (0 when nothing was stored); the other arguments
+ *              are left as they were.
+ *   KV_ADD     as KV_SET, only if the key is absent: else -EEXIST.
+ *   KV_REPLACE as KV_SET, only if the key is present: else -ENOENT.
+ *   KV_CAS     as KV_SET, only if the key is present (else -ENOENT) with the
+ *              cas unique in arg[3] (else -EEXIST).
  *   KV_GET     arg[0] = key length, data = key bytes, len = arg[0].  Returns the
  *              value length and leaves the value in data, with len = arg[1] =
- *              its length; -ENOENT when the key is missing, -EINVAL for a bad
- *              key length.
+ *              its length and arg[3] = its cas unique; -ENOENT when the key is
+ *              missing, -EINVAL for a bad key length.
+ *   KV_GAT     as KV_GET, after setting the record's expiry to arg[2].
+ *   KV_TOUCH   arg[0] = key length, arg[2] = expiry, data = key bytes, len =
+ *              arg[0].  Sets the expiry; returns 0 or -ENOENT.
  *   KV_DELETE  arg[0] = key length, data = key bytes, len = arg[0].  Returns 0 or
  *              -ENOENT.
  *   KV_FLUSH   removes every entry; returns 0.
  *   KV_STATS   returns the number of entries; arg[0] = entries, arg[1] = bytes
  *              the store occupies in the heap (its header, the whole table and
  *              the arena up to its high-water mark), arg[2] = bytes of the whole
- *              heap, arg[3] = table slots.
+ *              heap, arg[3] = table slots; and, when the data area holds 24
+ *              bytes, data = three little-endian uint64: live records evicted,
+ *              expired records reclaimed by the eviction scan, the last cas
+ *              unique handed out (len = 24; else len = 0).
+ *   KV_CLOCK   arg[0] = the time now (0..2^32-1), arg[1] = 1 if a store that
+ *              finds the store full may evict records of its size class, 0 (the
+ *              state after init) if it fails with -ENOSPC.  Returns 0.
  *
  * The store lives in the heap from ISOB_KV_OFFSET on, after the state header
  * and the secret's page; its table is sized from the heap at
@@ -61,6 +86,13 @@ enum isob_entry {
 #define ISOB_KV_OFFSET 8192u     /* where the store starts in the heap */
 
 #define ISOB_MSG_ARGS 4
+
+/* One read of a field of the shared message.  The untrusted side can
+ * change the message while an entry runs, so each entry copies every
+ * length and argument it uses into a local with one volatile load, and
+ * checks and uses only the copy: a plain load could be repeated by the
+ * compiler, and the second one would see a value nobody checked. */
+#define ISOB_MSG_ONCE(field) (*(const volatile __typeof__(field) *)&(field))
 
 /* The shared buffer starts with this header; data follows. */
 struct isob_msg {

@@ -32,6 +32,7 @@ _OPTIONS = (
     ("bind", "--bind"),
     ("max_value", "--max-value"),
     ("heap_mb", "--heap-mb"),
+    ("buffer_mb", "--buffer-mb"),
     ("cpu", "--cpu"),
     ("comp_cpu", "--comp-cpu"),
     ("max_conns", "--max-conns"),
@@ -58,8 +59,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "serve", formatter_class=argparse.RawDescriptionHelpFormatter,
         help="serve the memcached text protocol from a store inside one compartment",
-        description="Run `isob serve`: a memcached text-protocol server (get, gets, set, add,\n"
-                    "replace, delete, flush_all, stats, version, quit; noreply) whose store\n"
+        description="Run `isob serve`: a memcached text-protocol server (get, gets, gat, gats,\n"
+                    "set, add, replace, cas, touch, delete, flush_all, stats, version, quit;\n"
+                    "exptime, cas uniques, noreply, eviction; see docs/serve.md) whose store\n"
                     "lives in ONE compartment of the chosen mechanism, so that any memcached\n"
                     "client or load generator measures what the mechanism costs a real\n"
                     "workload.  Compare against `-m direct` (the plain-call baseline) and\n"
@@ -83,6 +85,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--heap-mb", type=_whole(1, 1 << 20), metavar="N",
                    help=f"the compartment's heap, the store's memory, in MiB "
                         f"(default: {DEFAULT_HEAP_MB})")
+    p.add_argument("--buffer-mb", type=_whole(1, 1 << 20), metavar="N",
+                   help="what all connections' buffers may hold together, in MiB; beyond, "
+                        "requests get SERVER_ERROR out of memory (default: --heap-mb, at least "
+                        "what a few of the largest requests need)")
+    p.add_argument("-M", "--no-evict", action="store_true",
+                   help="a full store refuses new items instead of evicting, as memcached -M")
     p.add_argument("--cpu", type=_whole(0, 4095), metavar="C",
                    help="pin the server to CPU C (default: unpinned)")
     p.add_argument("--comp-cpu", type=_whole(0, 4095), metavar="C",
@@ -106,6 +114,8 @@ def isob_argv(args: argparse.Namespace | Sequence[str]) -> list[str]:
         value = getattr(args, dest, None)
         if value is not None:
             argv += [option, str(value)]
+    if getattr(args, "no_evict", False):
+        argv.append("--no-evict")
     return argv
 
 

@@ -77,6 +77,7 @@ kv_pass_as(enum isob_backend be, struct isob_counter *ctr, struct isob_comp *c, 
         if (set) {
             kvw_value(seed, i, msg->data + KVW_KEY_BYTES);
             msg->arg[1] = KVW_VALUE_BYTES;
+            msg->arg[2] = 0;  /* no expiry */
             msg->len = KVW_KEY_BYTES + KVW_VALUE_BYTES;
         } else {
             msg->len = KVW_KEY_BYTES;

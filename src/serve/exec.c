@@ -5,39 +5,181 @@
  * The store lives in a compartment; every operation is one isob_call with
  * the key (and value) laid out in the shared buffer.  A stored value is
  * the client's 32-bit flags (little-endian) followed by its data, so that
- * flags round-trip through a store that knows nothing of them. */
+ * flags round-trip through a store that knows nothing of them.  Expiry and
+ * cas uniques live in the store too; this side only turns the protocol's
+ * exptimes into times of the store's clock, and moves that clock. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "isob_config.h"
 #include "isobench/serve.h"
 
-/* The smallest capacity of a reply buffer; it doubles from there. */
-#define BUF_MIN (1u * 1024u)
+/* --- buffers --------------------------------------------------------------- */
+
+/* Buffers at least this large are mapped on their own, so that releasing
+ * one gives its memory back to the system at once (malloc would keep it in
+ * its heap, as it did 719 MiB of it after 800 clients left).  Under
+ * AddressSanitizer they come from malloc, whose redzones then guard them. */
+#define BUF_MAP_MIN (64u * 1024u)
+/* Output buffers double in size up to this, and grow exactly beyond. */
+#define BUF_DOUBLE_MAX (2u * ISOB_CONN_OUT_HIGH)
+#define BUF_PAGE 4096u
+
+#if defined(__SANITIZE_ADDRESS__)
+#define BUF_USE_MAP 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BUF_USE_MAP 0
+#endif
+#endif
+#ifndef BUF_USE_MAP
+#define BUF_USE_MAP 1
+#endif
+
+/* The capacity a buffer gets for `want` bytes: the small size, or `want`
+ * rounded up to whole pages. */
+static size_t buf_size_for(size_t want)
+{
+    if (want <= ISOB_SERVE_BUF_SMALL)
+        return ISOB_SERVE_BUF_SMALL;
+    return (want + BUF_PAGE - 1) / BUF_PAGE * BUF_PAGE;
+}
+
+static int buf_mapped(size_t cap)
+{
+    return BUF_USE_MAP && cap >= BUF_MAP_MIN;
+}
+
+static void buf_sys_free(unsigned char *p, size_t cap)
+{
+    if (!p)
+        return;
+    if (buf_mapped(cap))
+        munmap(p, cap);
+    else
+        free(p);
+}
+
+void isob_serve_mem_init(struct isob_serve_mem *m, size_t limit)
+{
+    memset(m, 0, sizeof *m);
+    m->limit = limit;
+}
+
+void isob_serve_mem_fini(struct isob_serve_mem *m)
+{
+    while (m->pooled) {
+        free(m->pool[--m->pooled]);
+        m->used -= ISOB_SERVE_BUF_SMALL;
+    }
+}
+
+/* Take `bytes` more from the cap, emptying the pool first if that makes
+ * room.  A buffer growing past the small size (a value, a long line) may
+ * not take the last ISOB_SERVE_MEM_RESERVE-th of the cap: that part stays
+ * for small buffers, so that a refusal can still be replied to instead of
+ * ending the connection.  0 or -ENOMEM. */
+static int mem_charge(struct isob_serve_mem *m, size_t bytes, int large)
+{
+    if (!m)
+        return 0;
+    size_t limit = large ? m->limit - m->limit / ISOB_SERVE_MEM_RESERVE : m->limit;
+    while ((m->used > limit || limit - m->used < bytes) && m->pooled) {
+        free(m->pool[--m->pooled]);
+        m->used -= ISOB_SERVE_BUF_SMALL;
+    }
+    if (m->used > limit || limit - m->used < bytes)
+        return -ENOMEM;
+    m->used += bytes;
+    if (m->used > m->peak)
+        m->peak = m->used;
+    return 0;
+}
+
+static void mem_uncharge(struct isob_serve_mem *m, size_t bytes)
+{
+    if (m)
+        m->used -= bytes;
+}
+
+/* Resize *p (capacity *cap, its first `keep` bytes in use) to hold `want`
+ * bytes; want 0 releases it.  0 or -ENOMEM, leaving the buffer as it was. */
+int isob_serve_buf_resize(struct isob_serve_mem *m, unsigned char **p, size_t *cap, size_t keep,
+                          size_t want)
+{
+    size_t old = *cap, ncap = want ? buf_size_for(want) : 0;
+    if (ncap == old)
+        return 0;
+    if (ncap > old && mem_charge(m, ncap - old, ncap > ISOB_SERVE_BUF_SMALL) != 0)
+        return -ENOMEM;
+    unsigned char *np = NULL;
+    if (ncap == ISOB_SERVE_BUF_SMALL && m && m->pooled) {
+        /* Counted while pooled; charged to this buffer now instead. */
+        np = m->pool[--m->pooled];
+        m->used -= ISOB_SERVE_BUF_SMALL;
+    } else if (ncap && buf_mapped(ncap) && buf_mapped(old)) {
+        void *q = mremap(*p, old, ncap, MREMAP_MAYMOVE);
+        np = q == MAP_FAILED ? NULL : q;
+        if (np) {
+            *p = np;
+            *cap = ncap;
+            if (ncap < old)
+                mem_uncharge(m, old - ncap);
+            return 0;
+        }
+    } else if (ncap && buf_mapped(ncap)) {
+        void *q = mmap(NULL, ncap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        np = q == MAP_FAILED ? NULL : q;
+    } else if (ncap) {
+        np = malloc(ncap);
+    }
+    if (ncap && !np) {
+        if (ncap > old)
+            mem_uncharge(m, ncap - old);
+        return -ENOMEM;
+    }
+    if (np && keep)
+        memcpy(np, *p, keep < ncap ? keep : ncap);
+    if (*p) {
+        if (old == ISOB_SERVE_BUF_SMALL && m && m->pooled < ISOB_SERVE_POOL) {
+            /* Kept for the next connection, and still counted. */
+            m->pool[m->pooled++] = *p;
+            m->used += ISOB_SERVE_BUF_SMALL;
+        } else {
+            buf_sys_free(*p, old);
+        }
+    }
+    if (ncap < old)
+        mem_uncharge(m, old - ncap);
+    *p = np;
+    *cap = ncap;
+    return 0;
+}
 
 int isob_buf_reserve(struct isob_buf *b, size_t n)
 {
     if (b->cap - b->len >= n)
         return 0;
-    size_t cap = b->cap ? b->cap : BUF_MIN;
-    while (cap - b->len < n)
-        cap *= 2;
-    unsigned char *p = realloc(b->p, cap);
-    if (!p)
+    if (n > SIZE_MAX / 2 - b->len)
         return -ENOMEM;
-    b->p = p;
-    b->cap = cap;
-    return 0;
+    /* Doubling up to what a connection's pipelined small replies take
+     * (the high mark and a little more), so that they cost few resizes;
+     * beyond, exactly what is asked (in pages), so that a buffer holding
+     * one large reply is not twice its size. */
+    size_t want = b->len + n;
+    if (want < 2 * b->cap && 2 * b->cap <= BUF_DOUBLE_MAX)
+        want = 2 * b->cap;
+    return isob_serve_buf_resize(b->mem, &b->p, &b->cap, b->len, want);
 }
 
 void isob_buf_free(struct isob_buf *b)
 {
-    free(b->p);
-    b->p = NULL;
-    b->len = b->cap = 0;
+    isob_serve_buf_resize(b->mem, &b->p, &b->cap, 0, 0);
+    b->len = 0;
 }
 
 static int put(struct isob_buf *b, const void *s, size_t n)
@@ -67,6 +209,8 @@ static size_t put_u64(unsigned char *p, uint64_t v)
     return n;
 }
 
+/* --- the store ------------------------------------------------------------- */
+
 /* The compartment died under a request: keep why for that request's
  * reply, say so on stderr, and put a fresh compartment in its place.  The
  * data the dead one stored died with it, and the log says that too.  If no
@@ -85,6 +229,12 @@ static void comp_replace(struct isob_serve *s)
         s->comp = fresh;
         s->msg = m->shared(fresh);
         s->restart_failing = 0;
+        /* The fresh store starts with its clock at 0 and its own eviction
+         * default: give it the server's at once. */
+        s->msg->arg[0] = s->store_now;
+        s->msg->arg[1] = s->evict;
+        s->msg->len = 0;
+        isob_call(s->comp, ISOB_ENTRY_KV_CLOCK);
     } else if (!s->restart_failing) {
         fprintf(stderr, "isob serve: the %s compartment %s; restarting it failed (%s), so "
                 "requests fail until a restart works\n", m->name, s->comp_died, isob_strerror(rc));
@@ -92,8 +242,8 @@ static void comp_replace(struct isob_serve *s)
     }
 }
 
-/* Every call into the compartment goes through here. */
-static long comp_call(struct isob_serve *s, unsigned entry)
+/* Every call into the compartment goes through here (as s->call). */
+long isob_serve_call_comp(struct isob_serve *s, unsigned entry)
 {
     long r = isob_call(s->comp, entry);
     if (r == -EOWNERDEAD && isob_comp_why(s->comp))
@@ -101,55 +251,87 @@ static long comp_call(struct isob_serve *s, unsigned entry)
     return r;
 }
 
-static long comp_set(struct isob_serve *s, size_t key_len, size_t value_len)
+/* One request to the store: lengths and the two extra arguments in the
+ * message (the key, and value, are already in data). */
+static long kv(struct isob_serve *s, unsigned entry, size_t key_len, size_t value_len, int64_t a2,
+               int64_t a3)
 {
     s->msg->arg[0] = (int64_t)key_len;
     s->msg->arg[1] = (int64_t)value_len;
+    s->msg->arg[2] = a2;
+    s->msg->arg[3] = a3;
     s->msg->len = (uint32_t)(key_len + value_len);
-    return comp_call(s, ISOB_ENTRY_KV_SET);
+    return s->call(s, entry);
 }
 
-static long comp_get(struct isob_serve *s, size_t key_len)
-{
-    s->msg->arg[0] = (int64_t)key_len;
-    s->msg->len = (uint32_t)key_len;
-    return comp_call(s, ISOB_ENTRY_KV_GET);
-}
-
-static long comp_del(struct isob_serve *s, size_t key_len)
-{
-    s->msg->arg[0] = (int64_t)key_len;
-    s->msg->len = (uint32_t)key_len;
-    return comp_call(s, ISOB_ENTRY_KV_DELETE);
-}
-
-static long comp_flush(struct isob_serve *s)
+static long kv_stats(struct isob_serve *s, struct isob_kv_stats *out)
 {
     s->msg->len = 0;
-    return comp_call(s, ISOB_ENTRY_KV_FLUSH);
-}
-
-static long comp_stats(struct isob_serve *s, struct isob_kv_stats *out)
-{
-    s->msg->len = 0;
-    long r = comp_call(s, ISOB_ENTRY_KV_STATS);
+    long r = s->call(s, ISOB_ENTRY_KV_STATS);
     if (r < 0)
         return r;
     out->items = (uint64_t)s->msg->arg[0];
     out->bytes = (uint64_t)s->msg->arg[1];
     out->limit_bytes = (uint64_t)s->msg->arg[2];
+    out->evictions = out->reclaimed = 0;
+    if (s->msg->len == 24) {
+        memcpy(&out->evictions, s->msg->data, 8);
+        memcpy(&out->reclaimed, s->msg->data + 8, 8);
+    }
     return 0;
 }
 
-const struct isob_serve_store isob_serve_store_comp = {
-    .set = comp_set, .get = comp_get, .del = comp_del, .flush = comp_flush, .stats = comp_stats,
-};
-
-static uint64_t now_ns(void)
+/* The coarse clocks: read once per command, and a second's resolution is
+ * all that expiry needs, so the cheapest reading will do. */
+static void clock_real(struct isob_serve_time *now)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    struct timespec m, w;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &m);
+    clock_gettime(CLOCK_REALTIME_COARSE, &w);
+    now->mono_ns = (uint64_t)m.tv_sec * 1000000000ull + (uint64_t)m.tv_nsec;
+    now->unix_s = (int64_t)w.tv_sec;
+}
+
+/* The store's clock now: whole seconds since the start, from the base. */
+static uint32_t store_time(const struct isob_serve *s, const struct isob_serve_time *t)
+{
+    uint64_t secs = (t->mono_ns - s->started_ns) / 1000000000ull + ISOB_SERVE_TIME_BASE;
+    return secs > UINT32_MAX ? UINT32_MAX : (uint32_t)secs;
+}
+
+/* An exptime as memcached reads it, as a time of the store's clock: 0
+ * never; negative already past; up to 30 days relative to now; beyond,
+ * an absolute Unix time (past if not after the clock's start). */
+static uint32_t expiry_of(const struct isob_serve *s, int64_t exptime)
+{
+    if (exptime == 0)
+        return 0;
+    if (exptime < 0)
+        return 1;
+    int64_t t;
+    if (exptime > ISOB_SERVE_RELATIVE_MAX)
+        t = exptime <= s->epoch_unix ? 1 : exptime - s->epoch_unix;
+    else
+        t = (int64_t)s->store_now + exptime;
+    return t > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}
+
+/* Move the store's clock when a second has passed: one call per second at
+ * most, as memcached's own clock ticks. */
+static long tick(struct isob_serve *s)
+{
+    struct isob_serve_time t;
+    s->clock(&t);
+    uint32_t now = store_time(s, &t);
+    if (now == s->store_now)
+        return 0;
+    s->msg->arg[0] = now;
+    s->msg->arg[1] = s->evict;
+    s->msg->len = 0;
+    long r = s->call(s, ISOB_ENTRY_KV_CLOCK);
+    if (r == 0)
+        s->store_now = now;
+    return r;
 }
 
 size_t isob_serve_value_max(void)
@@ -164,8 +346,14 @@ size_t isob_serve_value_limit(void)
     return max < ISOB_PROTO_DEFAULT_MAX_VALUE ? max : ISOB_PROTO_DEFAULT_MAX_VALUE;
 }
 
+size_t isob_serve_in_max(size_t max_value)
+{
+    size_t storage = ISOB_PROTO_LINE_MAX + 1 + max_value + 2;
+    return storage > ISOB_PROTO_GET_LINE_MAX ? storage : ISOB_PROTO_GET_LINE_MAX;
+}
+
 int isob_serve_init(struct isob_serve *s, const struct isob_mechanism *m, size_t heap_size,
-                    size_t max_value, int server_cpu)
+                    size_t max_value, int server_cpu, size_t buffer_limit)
 {
     memset(s, 0, sizeof *s);
     if (max_value > isob_serve_value_max())
@@ -189,9 +377,15 @@ int isob_serve_init(struct isob_serve *s, const struct isob_mechanism *m, size_t
         return -EMSGSIZE;
     }
     s->msg = m->shared(s->comp);
-    s->store = &isob_serve_store_comp;
+    s->call = isob_serve_call_comp;
+    s->clock = clock_real;
     s->max_value = max_value;
-    s->started_ns = now_ns();
+    s->evict = 1;
+    isob_serve_mem_init(&s->mem, buffer_limit);
+    struct isob_serve_time t;
+    s->clock(&t);
+    s->started_ns = t.mono_ns;
+    s->epoch_unix = t.unix_s - ISOB_SERVE_TIME_BASE;
     return 0;
 }
 
@@ -200,7 +394,10 @@ void isob_serve_fini(struct isob_serve *s)
     if (s->comp)
         isob_comp_destroy(s->comp);
     s->comp = NULL;
+    isob_serve_mem_fini(&s->mem);
 }
+
+/* --- the commands ---------------------------------------------------------- */
 
 static int reply(const struct isob_proto_cmd *cmd, struct isob_buf *out, const char *s, size_t n)
 {
@@ -209,9 +406,7 @@ static int reply(const struct isob_proto_cmd *cmd, struct isob_buf *out, const c
 
 #define REPLY_LIT(cmd, out, s) reply((cmd), (out), (s), sizeof(s) - 1)
 
-/* An error of the store, as a SERVER_ERROR line; a compartment that died
- * under the request says how ("SERVER_ERROR compartment died: signal 9
- * (Killed)"). */
+/* An error of the store, as a SERVER_ERROR line. */
 static int reply_store_error(struct isob_serve *s, const struct isob_proto_cmd *cmd,
                              struct isob_buf *out, long err)
 {
@@ -229,31 +424,67 @@ static void put_key(struct isob_serve *s, const unsigned char *key, size_t key_l
     memcpy(s->msg->data, key, key_len);
 }
 
-static int exec_get(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out)
+/* get, gets, gat, gats: one store call and one VALUE per key, from the key
+ * at keys + *resume on; see isob_serve_exec for when it stops early. */
+static int exec_get(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out,
+                    size_t out_limit, size_t *resume)
 {
-    const unsigned char *pos = cmd->keys, *key;
+    int touch = cmd->op == ISOB_OP_GAT || cmd->op == ISOB_OP_GATS;
+    int with_cas = cmd->op == ISOB_OP_GETS || cmd->op == ISOB_OP_GATS;
+    unsigned entry = touch ? ISOB_ENTRY_KV_GAT : ISOB_ENTRY_KV_GET;
+    int64_t expiry = touch ? (int64_t)expiry_of(s, cmd->exptime) : 0;
+    const unsigned char *pos = cmd->keys + *resume, *key;
     size_t key_len;
     size_t cap = s->comp->data_cap;
-    while (isob_proto_next_key(cmd, &pos, &key, &key_len)) {
-        s->st.cmd_get++;
+    for (;;) {
+        const unsigned char *at = pos;
+        if (!isob_proto_next_key(cmd, &pos, &key, &key_len))
+            break;
+        if (out->len > out_limit) {
+            /* Replies are backed up: fetch nothing more until they drain. */
+            *resume = (size_t)(at - cmd->keys);
+            return ISOB_SERVE_PAUSE;
+        }
         put_key(s, key, key_len);
-        long r = s->store->get(s, key_len);
+        long r = kv(s, entry, key_len, 0, expiry, 0);
         if (r == -ENOENT) {
-            s->st.get_misses++;
+            if (touch) {
+                s->st.cmd_touch++;
+                s->st.touch_misses++;
+            } else {
+                s->st.cmd_get++;
+                s->st.get_misses++;
+            }
             continue;
         }
         if (r >= 0 && (r < ISOB_SERVE_FLAGS_BYTES || (size_t)r > cap))
             r = -EPROTO;  /* not a value this server stored */
         if (r < 0)
             return reply_store_error(s, cmd, out, r);
-        s->st.get_hits++;
         const unsigned char *v = s->msg->data;
+        uint64_t cas = (uint64_t)s->msg->arg[3];
         uint32_t flags = (uint32_t)v[0] | (uint32_t)v[1] << 8 | (uint32_t)v[2] << 16 |
                          (uint32_t)v[3] << 24;
         size_t n = (size_t)r - ISOB_SERVE_FLAGS_BYTES;
         /* "VALUE " key ' ' flags ' ' bytes [' ' cas] "\r\n" data "\r\n" */
-        if (isob_buf_reserve(out, 6 + key_len + 1 + 10 + 1 + 20 + 2 + 2 + n + 2) != 0)
-            return -ENOMEM;
+        if (isob_buf_reserve(out, 6 + key_len + 1 + 10 + 1 + 10 + 1 + 20 + 2 + n + 2) != 0) {
+            if (out->len) {
+                /* Wait for all the replies before it to leave, then fetch
+                 * this key again: the emptied buffer may hold it. */
+                *resume = (size_t)(at - cmd->keys);
+                return ISOB_SERVE_DRAIN;
+            }
+            s->mem.refusals++;
+            static const char oom[] = "SERVER_ERROR out of memory writing get response\r\n";
+            return PUT_LIT(out, oom) ? -ENOMEM : ISOB_SERVE_CONTINUE;
+        }
+        if (touch) {
+            s->st.cmd_touch++;
+            s->st.touch_hits++;
+        } else {
+            s->st.cmd_get++;
+            s->st.get_hits++;
+        }
         unsigned char *p = out->p + out->len;
         memcpy(p, "VALUE ", 6);
         p += 6;
@@ -263,11 +494,9 @@ static int exec_get(struct isob_serve *s, const struct isob_proto_cmd *cmd, stru
         p += put_u64(p, flags);
         *p++ = ' ';
         p += put_u64(p, n);
-        if (cmd->op == ISOB_OP_GETS) {
-            /* The store keeps no version, so there is no cas unique to
-             * give; 0 says so (and cas itself is refused). */
-            memcpy(p, " 0", 2);
-            p += 2;
+        if (with_cas) {
+            *p++ = ' ';
+            p += put_u64(p, cas);
         }
         *p++ = '\r';
         *p++ = '\n';
@@ -277,24 +506,21 @@ static int exec_get(struct isob_serve *s, const struct isob_proto_cmd *cmd, stru
         *p++ = '\n';
         out->len = (size_t)(p - out->p);
     }
+    *resume = 0;
     return PUT_LIT(out, "END\r\n");
 }
 
 static int exec_store(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out)
 {
     s->st.cmd_set++;
-    if (cmd->key_len + ISOB_SERVE_FLAGS_BYTES + cmd->bytes > s->comp->data_cap)
+    if (cmd->key_len + ISOB_SERVE_FLAGS_BYTES + cmd->bytes > s->comp->data_cap) {
+        s->st.store_too_large++;
         return REPLY_LIT(cmd, out, "SERVER_ERROR object too large for cache\r\n");
-    if (cmd->op != ISOB_OP_SET) {
-        /* The store only overwrites, so add and replace ask first; the
-         * server runs one command at a time, so nothing can come between. */
-        put_key(s, cmd->key, cmd->key_len);
-        long r = s->store->get(s, cmd->key_len);
-        if (r < 0 && r != -ENOENT)
-            return reply_store_error(s, cmd, out, r);
-        if ((cmd->op == ISOB_OP_ADD) == (r >= 0))
-            return REPLY_LIT(cmd, out, "NOT_STORED\r\n");
     }
+    unsigned entry = cmd->op == ISOB_OP_ADD       ? ISOB_ENTRY_KV_ADD
+                     : cmd->op == ISOB_OP_REPLACE ? ISOB_ENTRY_KV_REPLACE
+                     : cmd->op == ISOB_OP_CAS     ? ISOB_ENTRY_KV_CAS
+                                                  : ISOB_ENTRY_KV_SET;
     unsigned char *d = s->msg->data;
     memcpy(d, cmd->key, cmd->key_len);
     d += cmd->key_len;
@@ -302,20 +528,51 @@ static int exec_store(struct isob_serve *s, const struct isob_proto_cmd *cmd, st
     d[1] = (unsigned char)(cmd->flags >> 8);
     d[2] = (unsigned char)(cmd->flags >> 16);
     d[3] = (unsigned char)(cmd->flags >> 24);
-    memcpy(d + ISOB_SERVE_FLAGS_BYTES, cmd->data, cmd->bytes);
-    long r = s->store->set(s, cmd->key_len, ISOB_SERVE_FLAGS_BYTES + (size_t)cmd->bytes);
+    if (cmd->bytes)
+        memcpy(d + ISOB_SERVE_FLAGS_BYTES, cmd->data, cmd->bytes);
+    long r = kv(s, entry, cmd->key_len, ISOB_SERVE_FLAGS_BYTES + (size_t)cmd->bytes,
+                expiry_of(s, cmd->exptime), (int64_t)cmd->cas);
     if (r == 0) {
         s->st.total_items++;
+        if (cmd->op == ISOB_OP_CAS)
+            s->st.cas_hits++;
         return REPLY_LIT(cmd, out, "STORED\r\n");
     }
+    if (cmd->op == ISOB_OP_CAS && (r == -EEXIST || r == -ENOENT)) {
+        if (r == -EEXIST) {
+            s->st.cas_badval++;
+            return REPLY_LIT(cmd, out, "EXISTS\r\n");
+        }
+        s->st.cas_misses++;
+        return REPLY_LIT(cmd, out, "NOT_FOUND\r\n");
+    }
+    if ((cmd->op == ISOB_OP_ADD && r == -EEXIST) || (cmd->op == ISOB_OP_REPLACE && r == -ENOENT))
+        return REPLY_LIT(cmd, out, "NOT_STORED\r\n");
     if (r == -ENOSPC) {
         /* Like memcached: a set that failed must not leave the old value
          * to be read as if the set had never been sent. */
+        s->st.store_no_memory++;
         if (cmd->op == ISOB_OP_SET) {
             put_key(s, cmd->key, cmd->key_len);
-            s->store->del(s, cmd->key_len);
+            kv(s, ISOB_ENTRY_KV_DELETE, cmd->key_len, 0, 0, 0);
         }
         return REPLY_LIT(cmd, out, "SERVER_ERROR out of memory storing object\r\n");
+    }
+    return reply_store_error(s, cmd, out, r);
+}
+
+static int exec_touch(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out)
+{
+    s->st.cmd_touch++;
+    put_key(s, cmd->key, cmd->key_len);
+    long r = kv(s, ISOB_ENTRY_KV_TOUCH, cmd->key_len, 0, expiry_of(s, cmd->exptime), 0);
+    if (r == 0) {
+        s->st.touch_hits++;
+        return REPLY_LIT(cmd, out, "TOUCHED\r\n");
+    }
+    if (r == -ENOENT) {
+        s->st.touch_misses++;
+        return REPLY_LIT(cmd, out, "NOT_FOUND\r\n");
     }
     return reply_store_error(s, cmd, out, r);
 }
@@ -323,7 +580,7 @@ static int exec_store(struct isob_serve *s, const struct isob_proto_cmd *cmd, st
 static int exec_delete(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out)
 {
     put_key(s, cmd->key, cmd->key_len);
-    long r = s->store->del(s, cmd->key_len);
+    long r = kv(s, ISOB_ENTRY_KV_DELETE, cmd->key_len, 0, 0, 0);
     if (r == 0) {
         s->st.delete_hits++;
         return REPLY_LIT(cmd, out, "DELETED\r\n");
@@ -344,22 +601,22 @@ static int stat_line(struct isob_buf *out, const char *name, unsigned long long 
 
 static int exec_stats(struct isob_serve *s, struct isob_buf *out)
 {
-    struct isob_kv_stats kv = {0};
-    long r = s->store->stats(s, &kv);
+    struct isob_kv_stats kvs = {0};
+    long r = kv_stats(s, &kvs);
     if (r < 0) {
         struct isob_proto_cmd none = {0};
         return reply_store_error(s, &none, out, r);
     }
-    struct timespec wall;
-    clock_gettime(CLOCK_REALTIME, &wall);
+    struct isob_serve_time t;
+    s->clock(&t);
     char line[160];
     int n = snprintf(line, sizeof line, "STAT version %s\r\nSTAT mechanism %s\r\n", ISOB_VERSION,
                      s->comp->mech->name);
     const struct isob_serve_stats *st = &s->st;
     const struct { const char *name; unsigned long long v; } lines[] = {
         {"pid", (unsigned long long)getpid()},
-        {"uptime", (now_ns() - s->started_ns) / 1000000000ull},
-        {"time", (unsigned long long)wall.tv_sec},
+        {"uptime", (t.mono_ns - s->started_ns) / 1000000000ull},
+        {"time", (unsigned long long)t.unix_s},
         {"pointer_size", sizeof(void *) * 8},
         {"threads", 1},
         {"curr_connections", st->curr_connections},
@@ -368,16 +625,30 @@ static int exec_stats(struct isob_serve *s, struct isob_buf *out)
         {"cmd_get", st->cmd_get},
         {"cmd_set", st->cmd_set},
         {"cmd_flush", st->cmd_flush},
+        {"cmd_touch", st->cmd_touch},
         {"get_hits", st->get_hits},
         {"get_misses", st->get_misses},
         {"delete_hits", st->delete_hits},
         {"delete_misses", st->delete_misses},
+        {"cas_misses", st->cas_misses},
+        {"cas_hits", st->cas_hits},
+        {"cas_badval", st->cas_badval},
+        {"touch_hits", st->touch_hits},
+        {"touch_misses", st->touch_misses},
+        {"store_too_large", st->store_too_large},
+        {"store_no_memory", st->store_no_memory},
         {"bytes_read", st->bytes_read},
         {"bytes_written", st->bytes_written},
-        {"limit_maxbytes", kv.limit_bytes},
-        {"curr_items", kv.items},
+        {"limit_maxbytes", kvs.limit_bytes},
+        {"conn_buffer_bytes", s->mem.used},
+        {"conn_buffer_peak", s->mem.peak},
+        {"conn_buffer_limit", s->mem.limit == SIZE_MAX ? 0 : s->mem.limit},
+        {"conn_buffer_oom", s->mem.refusals},
+        {"curr_items", kvs.items},
         {"total_items", st->total_items},
-        {"bytes", kv.bytes},
+        {"evictions", kvs.evictions - s->evictions_base},
+        {"reclaimed", kvs.reclaimed - s->reclaimed_base},
+        {"bytes", kvs.bytes},
     };
     int rc = put(out, line, (size_t)n);
     for (size_t i = 0; rc == 0 && i < sizeof lines / sizeof lines[0]; i++)
@@ -385,36 +656,69 @@ static int exec_stats(struct isob_serve *s, struct isob_buf *out)
     return rc ? rc : PUT_LIT(out, "END\r\n");
 }
 
-int isob_serve_exec(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out)
+static int exec_stats_reset(struct isob_serve *s, struct isob_buf *out)
+{
+    /* The gauges (connections now open) stay; the counters restart, the
+     * store's own from where they stand now. */
+    struct isob_kv_stats kvs = {0};
+    if (kv_stats(s, &kvs) == 0) {
+        s->evictions_base = kvs.evictions;
+        s->reclaimed_base = kvs.reclaimed;
+    }
+    uint64_t curr = s->st.curr_connections;
+    memset(&s->st, 0, sizeof s->st);
+    s->st.curr_connections = curr;
+    s->mem.refusals = 0;
+    s->mem.peak = s->mem.used;
+    return PUT_LIT(out, "RESET\r\n");
+}
+
+int isob_serve_exec(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out,
+                    size_t out_limit, size_t *resume)
 {
     int rc = 0;
+    long r = tick(s);
+    if (r < 0 && cmd->op != ISOB_OP_NONE && cmd->op != ISOB_OP_QUIT) {
+        struct isob_proto_cmd none = {0};
+        rc = reply_store_error(s, &none, out, r);
+        return rc < 0 ? rc : ISOB_SERVE_CONTINUE;
+    }
     switch (cmd->op) {
     case ISOB_OP_NONE:
         break;
     case ISOB_OP_ERROR:
         if (cmd->unlink) {
             put_key(s, cmd->key, cmd->key_len);
-            s->store->del(s, cmd->key_len);
+            kv(s, ISOB_ENTRY_KV_DELETE, cmd->key_len, 0, 0, 0);
         }
+        if (cmd->refused == ISOB_PROTO_TOO_LARGE)
+            s->st.store_too_large++;
         rc = reply(cmd, out, cmd->reply, strlen(cmd->reply));
         if (rc == 0 && cmd->close)
             return ISOB_SERVE_CLOSE;
         break;
     case ISOB_OP_GET:
     case ISOB_OP_GETS:
-        rc = exec_get(s, cmd, out);
+    case ISOB_OP_GAT:
+    case ISOB_OP_GATS:
+        rc = exec_get(s, cmd, out, out_limit, resume);
         break;
     case ISOB_OP_SET:
     case ISOB_OP_ADD:
     case ISOB_OP_REPLACE:
+    case ISOB_OP_CAS:
         rc = exec_store(s, cmd, out);
+        break;
+    case ISOB_OP_TOUCH:
+        rc = exec_touch(s, cmd, out);
         break;
     case ISOB_OP_DELETE:
         rc = exec_delete(s, cmd, out);
         break;
     case ISOB_OP_FLUSH_ALL: {
         s->st.cmd_flush++;
-        long r = s->store->flush(s);
+        s->msg->len = 0;
+        r = s->call(s, ISOB_ENTRY_KV_FLUSH);
         rc = r < 0 ? reply_store_error(s, cmd, out, r) : REPLY_LIT(cmd, out, "OK\r\n");
         break;
     }
@@ -424,40 +728,14 @@ int isob_serve_exec(struct isob_serve *s, const struct isob_proto_cmd *cmd, stru
     case ISOB_OP_STATS:
         rc = exec_stats(s, out);
         break;
-    case ISOB_OP_STATS_RESET: {
-        /* The gauges (connections now open) stay; the counters restart. */
-        uint64_t curr = s->st.curr_connections;
-        memset(&s->st, 0, sizeof s->st);
-        s->st.curr_connections = curr;
-        rc = PUT_LIT(out, "RESET\r\n");
+    case ISOB_OP_STATS_RESET:
+        rc = exec_stats_reset(s, out);
         break;
-    }
     case ISOB_OP_VERBOSITY:
         rc = REPLY_LIT(cmd, out, "OK\r\n");
         break;
     case ISOB_OP_QUIT:
         return ISOB_SERVE_CLOSE;
     }
-    return rc < 0 ? rc : ISOB_SERVE_CONTINUE;
+    return rc;
 }
-
-size_t isob_serve_feed(struct isob_serve *s, struct isob_proto *p, const unsigned char *in,
-                       size_t len, struct isob_buf *out, size_t out_limit, int *close,
-                       size_t *need)
-{
-    size_t off = 0;
-    *close = 0;
-    *need = 0;
-    while (off < len && out->len <= out_limit) {
-        struct isob_proto_cmd cmd;
-        if (isob_proto_parse(p, in + off, len - off, &cmd, need) == ISOB_PROTO_MORE)
-            break;
-        off += cmd.consumed;
-        if (isob_serve_exec(s, &cmd, out) != ISOB_SERVE_CONTINUE) {
-            *close = 1;
-            break;
-        }
-    }
-    return off;
-}
-

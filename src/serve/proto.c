@@ -25,8 +25,9 @@ static const char R_DELETE_USAGE[] =
 static const char R_TOO_LARGE[] = "SERVER_ERROR object too large for cache\r\n";
 static const char R_BAD_CHUNK[] = "CLIENT_ERROR bad data chunk\r\n";
 static const char R_LINE_TOO_LONG[] = "CLIENT_ERROR line too long\r\n";
-static const char R_UNSUPPORTED[] = "SERVER_ERROR command not supported\r\n";
 static const char R_FLUSH_DELAY[] = "CLIENT_ERROR delayed flush_all not supported\r\n";
+static const char R_BAD_EXPTIME[] = "CLIENT_ERROR invalid exptime argument\r\n";
+static const char R_NO_MEMORY[] = "SERVER_ERROR out of memory storing object\r\n";
 
 struct tok {
     const unsigned char *p;
@@ -37,6 +38,8 @@ void isob_proto_init(struct isob_proto *p, size_t max_value)
 {
     p->max_value = max_value;
     p->swallow = 0;
+    p->refuse = 0;
+    p->scanned = 0;
 }
 
 static int tok_is(const struct tok *t, const char *s)
@@ -123,36 +126,47 @@ static int error(struct isob_proto_cmd *cmd, const char *reply, size_t consumed)
     return ISOB_PROTO_CMD;
 }
 
-/* Skips leading spaces; 1 if the line then starts with "get " or "gets ".
- * Only these may be longer than ISOB_PROTO_LINE_MAX. */
+/* Skips leading spaces; 1 if the line then starts with "get ", "gets ",
+ * "gat " or "gats ".  Only these may be longer than ISOB_PROTO_LINE_MAX. */
 static int is_get_line(const unsigned char *in, size_t len)
 {
     size_t i = 0;
     while (i < len && in[i] == ' ')
         i++;
-    return (len - i >= 4 && memcmp(in + i, "get ", 4) == 0) ||
-           (len - i >= 5 && memcmp(in + i, "gets ", 5) == 0);
+    in += i;
+    len -= i;
+    return (len >= 4 && (memcmp(in, "get ", 4) == 0 || memcmp(in, "gat ", 4) == 0)) ||
+           (len >= 5 && (memcmp(in, "gets ", 5) == 0 || memcmp(in, "gats ", 5) == 0));
 }
 
-/* set, add, replace (and cas, append, prepend, whose data is skipped):
- *   <cmd> <key> <flags> <exptime> <bytes> [<cas unique>] [noreply]\r\n<data>\r\n */
+/* set, add, replace, cas (and append, prepend, which are not supported:
+ * their data is skipped so that it is never read as commands):
+ *   <cmd> <key> <flags> <exptime> <bytes> [<cas unique>] [noreply]\r\n<data>\r\n
+ * A token after the last number other than "noreply" is ignored, as
+ * memcached ignores it; any other count of tokens is an unknown command. */
 static int parse_storage(struct isob_proto *p, struct isob_proto_cmd *cmd, enum isob_proto_op op,
-                         int supported, int has_cas, const struct tok *t, size_t nt,
-                         const unsigned char *in, size_t len, size_t line_total, size_t *need)
+                         int supported, const struct tok *t, size_t nt, const unsigned char *in,
+                         size_t len, size_t line_total, size_t *need)
 {
-    size_t base = has_cas ? 6 : 5;
+    size_t base = op == ISOB_OP_CAS ? 6 : 5;
     if (nt != base && nt != base + 1)
-        return error(cmd, R_FORMAT, line_total);
-    if (nt == base + 1) {
-        if (!tok_is(&t[base], "noreply"))
-            return error(cmd, R_FORMAT, line_total);
-        cmd->noreply = 1;
-    }
-    uint64_t flags, bytes, cas;
+        return error(cmd, R_ERROR, line_total);
+    cmd->noreply = nt == base + 1 && tok_is(&t[base], "noreply");
+    uint64_t flags, bytes, cas = 0;
     int64_t exptime;
-    if (!key_ok(t[1].p, t[1].n) || parse_u64(&t[2], UINT32_MAX, &flags) != 0 ||
-        parse_exptime(&t[3], &exptime) != 0 || parse_u64(&t[4], MAX_BYTES_FIELD, &bytes) != 0 ||
-        (has_cas && parse_u64(&t[5], UINT64_MAX, &cas) != 0)) {
+    int ok = key_ok(t[1].p, t[1].n) && parse_u64(&t[2], UINT32_MAX, &flags) == 0 &&
+             parse_exptime(&t[3], &exptime) == 0 &&
+             parse_u64(&t[4], MAX_BYTES_FIELD, &bytes) == 0 &&
+             (op != ISOB_OP_CAS || parse_u64(&t[5], UINT64_MAX, &cas) == 0);
+    if (!supported) {
+        /* An unknown command to the client, whose data (when its length
+         * can be read) is skipped. */
+        if (ok)
+            p->swallow = bytes + 2;
+        cmd->noreply = 0;
+        return error(cmd, R_ERROR, line_total);
+    }
+    if (!ok) {
         /* noreply cannot be trusted on a line that does not parse, so
          * the error is always sent (memcached's protocol.txt allows it). */
         cmd->noreply = 0;
@@ -163,16 +177,17 @@ static int parse_storage(struct isob_proto *p, struct isob_proto_cmd *cmd, enum 
     cmd->flags = (uint32_t)flags;
     cmd->exptime = exptime;
     cmd->bytes = (uint32_t)bytes;
-    if (!supported) {
-        p->swallow = bytes + 2;
-        return error(cmd, R_UNSUPPORTED, line_total);
-    }
-    if (bytes > p->max_value) {
+    cmd->cas = cas;
+    if (bytes > p->max_value || p->refuse) {
         /* The data may be far larger than any buffer: skip it as it
-         * arrives instead of waiting for all of it. */
+         * arrives instead of waiting for all of it.  A set that is refused
+         * must not leave the old value to be read, as in memcached. */
         p->swallow = bytes + 2;
         cmd->unlink = op == ISOB_OP_SET;
-        return error(cmd, R_TOO_LARGE, line_total);
+        int no_memory = bytes <= p->max_value;
+        p->refuse = 0;
+        cmd->refused = no_memory ? ISOB_PROTO_NO_MEMORY : ISOB_PROTO_TOO_LARGE;
+        return error(cmd, no_memory ? R_NO_MEMORY : R_TOO_LARGE, line_total);
     }
     size_t total = line_total + (size_t)bytes + 2;
     if (len < total) {
@@ -188,8 +203,9 @@ static int parse_storage(struct isob_proto *p, struct isob_proto_cmd *cmd, enum 
     return ISOB_PROTO_CMD;
 }
 
-/* get|gets <key>+ : every key is checked here, so that a bad key fails the
- * whole command before any value has been sent. */
+/* get|gets <key>+ and gat|gats <exptime> <key>+: every key is checked
+ * here, so that a bad key fails the whole command before any value has
+ * been sent.  rest..end is the line after the command's name. */
 static int parse_get(struct isob_proto_cmd *cmd, enum isob_proto_op op, const unsigned char *rest,
                      const unsigned char *end, size_t line_total)
 {
@@ -198,7 +214,18 @@ static int parse_get(struct isob_proto_cmd *cmd, enum isob_proto_op op, const un
     while (end > rest && end[-1] == ' ')
         end--;
     if (rest == end)
-        return error(cmd, R_FORMAT, line_total);
+        return error(cmd, R_ERROR, line_total);  /* no argument at all, as memcached */
+    if (op == ISOB_OP_GAT || op == ISOB_OP_GATS) {
+        const unsigned char *e = rest;
+        while (e < end && *e != ' ')
+            e++;
+        struct tok t = {rest, (size_t)(e - rest)};
+        if (parse_exptime(&t, &cmd->exptime) != 0)
+            return error(cmd, R_BAD_EXPTIME, line_total);
+        rest = e;
+        while (rest < end && *rest == ' ')
+            rest++;
+    }
     cmd->keys = rest;
     cmd->keys_len = (size_t)(end - rest);
     const unsigned char *pos = rest, *k;
@@ -239,10 +266,8 @@ int isob_proto_next_key(const struct isob_proto_cmd *cmd, const unsigned char **
 static int parse_delete(struct isob_proto_cmd *cmd, const struct tok *t, size_t nt,
                         size_t line_total)
 {
-    if (nt < 2)
-        return error(cmd, R_FORMAT, line_total);
-    if (nt > 4)
-        return error(cmd, R_DELETE_USAGE, line_total);
+    if (nt < 2 || nt > 4)
+        return error(cmd, R_ERROR, line_total);
     if (nt > 2) {
         int zero = tok_is(&t[2], "0");
         int noreply = tok_is(&t[nt - 1], "noreply");
@@ -262,21 +287,21 @@ static int parse_delete(struct isob_proto_cmd *cmd, const struct tok *t, size_t 
     return ISOB_PROTO_CMD;
 }
 
-/* flush_all [delay] [noreply]: only an immediate flush is offered, since
- * the store keeps no clock; a delay is refused rather than ignored. */
+/* flush_all [delay] [noreply]: only an immediate flush is offered; a
+ * delay is refused rather than ignored. */
 static int parse_flush(struct isob_proto_cmd *cmd, const struct tok *t, size_t nt,
                        size_t line_total)
 {
     if (nt > 3)
-        return error(cmd, R_FORMAT, line_total);
+        return error(cmd, R_ERROR, line_total);
     int noreply = nt > 1 && tok_is(&t[nt - 1], "noreply");
     size_t args = nt - 1 - (size_t)noreply;
     if (args > 1)
         return error(cmd, R_FORMAT, line_total);
     if (args == 1) {
-        uint64_t delay;
-        if (parse_u64(&t[1], UINT32_MAX, &delay) != 0)
-            return error(cmd, R_FORMAT, line_total);
+        int64_t delay;
+        if (parse_exptime(&t[1], &delay) != 0)
+            return error(cmd, R_BAD_EXPTIME, line_total);
         if (delay != 0) {
             cmd->noreply = noreply;
             return error(cmd, R_FLUSH_DELAY, line_total);
@@ -294,8 +319,9 @@ static int parse_verbosity(struct isob_proto_cmd *cmd, const struct tok *t, size
                            size_t line_total)
 {
     uint64_t level;
-    if (nt < 2 || nt > 3 || (nt == 3 && !tok_is(&t[2], "noreply")) ||
-        parse_u64(&t[1], UINT32_MAX, &level) != 0)
+    if (nt < 2 || nt > 3)
+        return error(cmd, R_ERROR, line_total);
+    if ((nt == 3 && !tok_is(&t[2], "noreply")) || parse_u64(&t[1], UINT32_MAX, &level) != 0)
         return error(cmd, R_FORMAT, line_total);
     cmd->noreply = nt == 3;
     cmd->op = ISOB_OP_VERBOSITY;
@@ -303,10 +329,31 @@ static int parse_verbosity(struct isob_proto_cmd *cmd, const struct tok *t, size
     return ISOB_PROTO_CMD;
 }
 
-static int simple(struct isob_proto_cmd *cmd, enum isob_proto_op op, size_t nt, size_t line_total)
+/* touch <key> <exptime> [noreply] */
+static int parse_touch(struct isob_proto_cmd *cmd, const struct tok *t, size_t nt,
+                       size_t line_total)
 {
-    if (nt != 1)
+    if (nt != 3 && nt != 4)
+        return error(cmd, R_ERROR, line_total);
+    cmd->noreply = nt == 4 && tok_is(&t[3], "noreply");
+    if (!key_ok(t[1].p, t[1].n)) {
+        cmd->noreply = 0;
         return error(cmd, R_FORMAT, line_total);
+    }
+    if (parse_exptime(&t[2], &cmd->exptime) != 0) {
+        cmd->noreply = 0;
+        return error(cmd, R_BAD_EXPTIME, line_total);
+    }
+    cmd->op = ISOB_OP_TOUCH;
+    cmd->key = t[1].p;
+    cmd->key_len = t[1].n;
+    cmd->consumed = line_total;
+    return ISOB_PROTO_CMD;
+}
+
+/* version, quit, stats: extra tokens are ignored, as memcached does. */
+static int simple(struct isob_proto_cmd *cmd, enum isob_proto_op op, size_t line_total)
+{
     cmd->op = op;
     cmd->consumed = line_total;
     return ISOB_PROTO_CMD;
@@ -328,17 +375,23 @@ int isob_proto_parse(struct isob_proto *p, const unsigned char *in, size_t len,
     }
 
     /* The line: the limits are checked the same way whether the line came
-     * whole or byte by byte, so the outcome never depends on chunking. */
+     * whole or byte by byte, so the outcome never depends on chunking.
+     * Bytes already searched for its end are not searched again, so that a
+     * line sent a byte at a time costs its length, not its square. */
     size_t scan = len < ISOB_PROTO_GET_LINE_MAX ? len : ISOB_PROTO_GET_LINE_MAX;
-    const unsigned char *nl = memchr(in, '\n', scan);
+    size_t from = p->scanned <= scan ? p->scanned : 0;
+    const unsigned char *nl = memchr(in + from, '\n', scan - from);
     if (!nl) {
         if (len >= ISOB_PROTO_GET_LINE_MAX ||
             (len > ISOB_PROTO_LINE_MAX && !is_get_line(in, len))) {
+            p->scanned = 0;
             cmd->close = 1;
             return error(cmd, R_LINE_TOO_LONG, len);
         }
+        p->scanned = scan;
         return ISOB_PROTO_MORE;
     }
+    p->scanned = 0;
     size_t line_len = (size_t)(nl - in), line_total = line_len + 1;
     if (line_len > ISOB_PROTO_LINE_MAX && !is_get_line(in, line_len)) {
         cmd->close = 1;
@@ -360,6 +413,10 @@ int isob_proto_parse(struct isob_proto *p, const unsigned char *in, size_t len,
         return parse_get(cmd, ISOB_OP_GET, s, end, line_total);
     if (tok_is(&cmdname, "gets"))
         return parse_get(cmd, ISOB_OP_GETS, s, end, line_total);
+    if (tok_is(&cmdname, "gat"))
+        return parse_get(cmd, ISOB_OP_GAT, s, end, line_total);
+    if (tok_is(&cmdname, "gats"))
+        return parse_get(cmd, ISOB_OP_GATS, s, end, line_total);
 
     struct tok t[MAX_TOKENS];
     size_t nt = tokenize(in, (size_t)(end - in), t);
@@ -371,42 +428,41 @@ int isob_proto_parse(struct isob_proto *p, const unsigned char *in, size_t len,
     switch (cmdname.n) {
     case 3:
         if (tok_is(&cmdname, "set"))
-            return parse_storage(p, cmd, ISOB_OP_SET, 1, 0, t, nt, in, len, line_total, need);
+            return parse_storage(p, cmd, ISOB_OP_SET, 1, t, nt, in, len, line_total, need);
         if (tok_is(&cmdname, "add"))
-            return parse_storage(p, cmd, ISOB_OP_ADD, 1, 0, t, nt, in, len, line_total, need);
+            return parse_storage(p, cmd, ISOB_OP_ADD, 1, t, nt, in, len, line_total, need);
         if (tok_is(&cmdname, "cas"))
-            return parse_storage(p, cmd, ISOB_OP_NONE, 0, 1, t, nt, in, len, line_total, need);
+            return parse_storage(p, cmd, ISOB_OP_CAS, 1, t, nt, in, len, line_total, need);
         break;
     case 4:
         if (tok_is(&cmdname, "quit"))
-            return simple(cmd, ISOB_OP_QUIT, nt, line_total);
+            return simple(cmd, ISOB_OP_QUIT, line_total);
         break;
     case 5:
         if (tok_is(&cmdname, "stats")) {
             if (nt == 1)
-                return simple(cmd, ISOB_OP_STATS, nt, line_total);
-            if (nt == 2 && tok_is(&t[1], "reset")) {
-                cmd->op = ISOB_OP_STATS_RESET;
-                cmd->consumed = line_total;
-                return ISOB_PROTO_CMD;
-            }
+                return simple(cmd, ISOB_OP_STATS, line_total);
+            if (nt == 2 && tok_is(&t[1], "reset"))
+                return simple(cmd, ISOB_OP_STATS_RESET, line_total);
             /* Like memcached for a statistics group it does not have. */
             return error(cmd, R_ERROR, line_total);
         }
+        if (tok_is(&cmdname, "touch"))
+            return parse_touch(cmd, t, nt, line_total);
         break;
     case 6:
         if (tok_is(&cmdname, "delete"))
             return parse_delete(cmd, t, nt, line_total);
         if (tok_is(&cmdname, "append"))
-            return parse_storage(p, cmd, ISOB_OP_NONE, 0, 0, t, nt, in, len, line_total, need);
+            return parse_storage(p, cmd, ISOB_OP_SET, 0, t, nt, in, len, line_total, need);
         break;
     case 7:
         if (tok_is(&cmdname, "replace"))
-            return parse_storage(p, cmd, ISOB_OP_REPLACE, 1, 0, t, nt, in, len, line_total, need);
+            return parse_storage(p, cmd, ISOB_OP_REPLACE, 1, t, nt, in, len, line_total, need);
         if (tok_is(&cmdname, "version"))
-            return simple(cmd, ISOB_OP_VERSION, nt, line_total);
+            return simple(cmd, ISOB_OP_VERSION, line_total);
         if (tok_is(&cmdname, "prepend"))
-            return parse_storage(p, cmd, ISOB_OP_NONE, 0, 0, t, nt, in, len, line_total, need);
+            return parse_storage(p, cmd, ISOB_OP_SET, 0, t, nt, in, len, line_total, need);
         break;
     case 9:
         if (tok_is(&cmdname, "flush_all"))
@@ -415,5 +471,7 @@ int isob_proto_parse(struct isob_proto *p, const unsigned char *in, size_t len,
             return parse_verbosity(cmd, t, nt, line_total);
         break;
     }
+    /* Everything else, incr and decr included, is a command this server
+     * does not have: memcached's reply for those. */
     return error(cmd, R_ERROR, line_total);
 }

@@ -1,12 +1,15 @@
-/* `isob serve`: the epoll loop around the command executor (exec.c).
+/* `isob serve`: the epoll loop around the connection state machine
+ * (conn.c) and the command executor (exec.c).
  *
- * One thread, non-blocking sockets, level-triggered epoll.  Each connection
- * owns an input buffer and an output buffer that live as long as it does,
- * so serving a request allocates nothing: a readable socket is read once
- * (again only if the read filled the buffer), every complete command in the
- * buffer is run, and all their replies leave in one send().  The only copy
- * of a key or value besides the socket's own is into or out of the
- * compartment's shared buffer, which the mechanism requires anyway. */
+ * One thread, non-blocking sockets, level-triggered epoll.  A readable
+ * socket is read into one scratch buffer shared by all connections, and
+ * the complete commands in it run from there; a connection keeps its own
+ * buffers only while it holds part of a command or replies not yet sent,
+ * so idle connections cost no buffer memory.  A connection whose replies
+ * back up is not read until they drain.  The only copy of a key or value
+ * besides the socket's own is into or out of the compartment's shared
+ * buffer, which the mechanism requires anyway, and into a connection's
+ * own buffer for a command that arrived in pieces. */
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <netinet/in.h>
@@ -28,18 +31,8 @@
 #define EXIT_USAGE 2
 #define EXIT_SKIP 4
 
-/* Input buffer of a new connection: a full command line and the largest
- * value the store takes fit, so only long multi-gets make it grow.  It
- * shrinks back once it is empty and much larger, so that idle connections
- * stay small without a realloc per request. */
-#define CONN_IN_DEFAULT (8u * 1024u)
-/* Output buffer of a new connection, with the same growth rule. */
-#define CONN_OUT_DEFAULT (8u * 1024u)
-/* A buffer this many times its default size is shrunk once empty. */
-#define CONN_SHRINK_FACTOR 4
-/* A connection whose unsent replies exceed this is not read until they
- * drain, so a client that pipelines without reading cannot grow us. */
-#define CONN_OUT_LIMIT (256u * 1024u)
+/* The shared read buffer: most requests arrive whole within it. */
+#define SCRATCH_BYTES (64u * 1024u)
 /* Events taken from epoll per wait. */
 #define EPOLL_BATCH 256
 /* Descriptors kept beyond the connections: listener, epoll, signalfd, the
@@ -54,18 +47,18 @@
  * cleanly before it exits at once (see stop_signals_init). */
 #define STOP_GRACE_US 900000
 
+/* The least --buffer-mb allows, in units of the largest command a
+ * connection may hold (input) and make (a reply to stream): room for a few
+ * connections to do the largest thing at once. */
+#define BUFFER_MIN_COMMANDS 4
+
 struct conn {
     int fd;
     unsigned events;          /* epoll interest registered now */
-    int closing;              /* send what is left, then close */
     int peer_done;            /* the client has closed its side */
     int draining;             /* all sent and our side shut: wait for the client's close */
     size_t drained;           /* bytes dropped while draining */
-    struct isob_proto proto;
-    unsigned char *in;
-    size_t in_len, in_cap;
-    struct isob_buf out;
-    size_t out_sent;          /* bytes of out already sent */
+    struct isob_conn c;
     struct conn *prev, *next; /* every open connection, to close them at exit */
 };
 
@@ -74,8 +67,8 @@ struct server {
     int ep, lfd, sfd;         /* sfd: the read end of the stop pipe */
     int spare_fd;             /* closed to accept-and-refuse when out of descriptors */
     size_t max_conns;
-    size_t in_max;            /* the most an input buffer may grow to */
     struct conn *conns;
+    unsigned char scratch[SCRATCH_BYTES];
     /* Tags for epoll's data.ptr that are not connections. */
     char listen_tag, signal_tag;
 };
@@ -90,8 +83,7 @@ static void conn_close(struct server *sv, struct conn *c)
         sv->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    free(c->in);
-    isob_buf_free(&c->out);
+    isob_conn_fini(&c->c);
     free(c);
     sv->s.st.curr_connections--;
 }
@@ -107,66 +99,18 @@ static int conn_interest(struct server *sv, struct conn *c, unsigned events)
     return 0;
 }
 
-/* Input buffer of at least n bytes (n <= sv->in_max); 0 or -ENOMEM. */
-static int conn_grow_in(struct server *sv, struct conn *c, size_t n)
-{
-    if (n <= c->in_cap)
-        return 0;
-    size_t cap = c->in_cap;
-    while (cap < n)
-        cap *= 2;
-    if (cap > sv->in_max)
-        cap = sv->in_max;
-    unsigned char *p = realloc(c->in, cap);
-    if (!p)
-        return -ENOMEM;
-    c->in = p;
-    c->in_cap = cap;
-    return 0;
-}
-
-/* Run what the input buffer holds.  0, or -1 when the connection is gone. */
-static int conn_process(struct server *sv, struct conn *c)
-{
-    if (c->closing || c->in_len == 0)
-        return 0;
-    int close_it;
-    size_t need;
-    size_t used = isob_serve_feed(&sv->s, &c->proto, c->in, c->in_len, &c->out, CONN_OUT_LIMIT,
-                                  &close_it, &need);
-    if (used) {
-        c->in_len -= used;
-        memmove(c->in, c->in + used, c->in_len);
-    }
-    if (close_it) {
-        c->closing = 1;
-        return 0;
-    }
-    if (need > c->in_cap && conn_grow_in(sv, c, need) != 0) {
-        conn_close(sv, c);
-        return -1;
-    }
-    /* A buffer grown for one large command goes back to its usual size
-     * once it is empty, so idle connections stay small. */
-    if (c->in_len == 0 && c->in_cap > CONN_SHRINK_FACTOR * CONN_IN_DEFAULT) {
-        unsigned char *p = realloc(c->in, CONN_IN_DEFAULT);
-        if (p) {
-            c->in = p;
-            c->in_cap = CONN_IN_DEFAULT;
-        }
-    }
-    return 0;
-}
-
 /* Send what is pending and choose what to wait for next.  0, or -1 when
  * the connection is gone. */
 static int conn_flush(struct server *sv, struct conn *c)
 {
-    while (c->out_sent < c->out.len) {
-        ssize_t n = send(c->fd, c->out.p + c->out_sent, c->out.len - c->out_sent, MSG_NOSIGNAL);
+    for (;;) {
+        size_t len;
+        const unsigned char *p = isob_conn_output(&c->c, &len);
+        if (!p)
+            break;
+        ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
         if (n > 0) {
-            c->out_sent += (size_t)n;
-            sv->s.st.bytes_written += (uint64_t)n;
+            isob_conn_sent(&c->c, (size_t)n);
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -176,40 +120,27 @@ static int conn_flush(struct server *sv, struct conn *c)
         conn_close(sv, c);
         return -1;
     }
-    if (c->out_sent == c->out.len) {
-        c->out.len = c->out_sent = 0;
-        if (c->out.cap > CONN_SHRINK_FACTOR * CONN_OUT_DEFAULT) {
-            unsigned char *p = realloc(c->out.p, CONN_OUT_DEFAULT);
-            if (p) {
-                c->out.p = p;
-                c->out.cap = CONN_OUT_DEFAULT;
-            }
+    unsigned wants = isob_conn_wants(&c->c);
+    if (wants & ISOB_CONN_DONE) {
+        if (c->peer_done) {
+            conn_close(sv, c);
+            return -1;
         }
-        if (c->closing) {
-            if (c->peer_done) {
-                conn_close(sv, c);
-                return -1;
-            }
-            /* A lingering close: closing a socket with unread input makes
-             * the kernel send a reset, which can destroy the last reply
-             * (an error message) before the client reads it.  So shut our
-             * side, which the client sees as the end, and close once the
-             * client has closed too. */
-            shutdown(c->fd, SHUT_WR);
-            c->draining = 1;
-            if (conn_interest(sv, c, EPOLLIN) != 0) {
-                conn_close(sv, c);
-                return -1;
-            }
-            return 0;
+        /* A lingering close: closing a socket with unread input makes the
+         * kernel send a reset, which can destroy the last reply (an error
+         * message) before the client reads it.  So shut our side, which
+         * the client sees as the end, and close once the client has closed
+         * too. */
+        shutdown(c->fd, SHUT_WR);
+        c->draining = 1;
+        if (conn_interest(sv, c, EPOLLIN) != 0) {
+            conn_close(sv, c);
+            return -1;
         }
+        return 0;
     }
-    unsigned events = 0;
-    int backlog = c->out.len - c->out_sent > 0;
-    if (backlog)
-        events |= EPOLLOUT;
-    if (!c->closing && c->out.len <= CONN_OUT_LIMIT)
-        events |= EPOLLIN;
+    unsigned events = (wants & ISOB_CONN_WRITE ? EPOLLOUT : 0) |
+                      (wants & ISOB_CONN_READ ? EPOLLIN : 0);
     if (conn_interest(sv, c, events) != 0) {
         conn_close(sv, c);
         return -1;
@@ -221,7 +152,7 @@ static int conn_flush(struct server *sv, struct conn *c)
 static void conn_drain(struct server *sv, struct conn *c)
 {
     for (;;) {
-        ssize_t n = read(c->fd, c->in, c->in_cap);
+        ssize_t n = read(c->fd, sv->scratch, sizeof sv->scratch);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -240,23 +171,21 @@ static void conn_readable(struct server *sv, struct conn *c)
         return;
     }
     for (;;) {
-        if (c->in_len == c->in_cap && conn_grow_in(sv, c, c->in_cap + 1) != 0) {
-            conn_close(sv, c);
-            return;
+        unsigned char *buf;
+        size_t room;
+        if (!isob_conn_reading(&c->c, &buf, &room))
+            break;
+        if (!buf) {
+            buf = sv->scratch;
+            if (room > sizeof sv->scratch)
+                room = sizeof sv->scratch;
         }
-        size_t room = c->in_cap - c->in_len;
-        if (room == 0) {
-            /* The parser bounds every command below in_max, so a full
-             * buffer of the largest size cannot happen; be safe anyway. */
-            conn_close(sv, c);
-            return;
-        }
-        ssize_t n = read(c->fd, c->in + c->in_len, room);
+        ssize_t n = read(c->fd, buf, room);
         if (n == 0) {
             /* The client is done sending: a half-received command is
              * dropped, replies already made still go out. */
-            c->closing = 1;
             c->peer_done = 1;
+            isob_conn_eof(&c->c);
             break;
         }
         if (n < 0) {
@@ -267,30 +196,13 @@ static void conn_readable(struct server *sv, struct conn *c)
             conn_close(sv, c);
             return;
         }
-        c->in_len += (size_t)n;
-        sv->s.st.bytes_read += (uint64_t)n;
-        if (conn_process(sv, c) != 0)
-            return;
+        isob_conn_input(&c->c, buf, (size_t)n);
         /* A short read drained the socket: another read would only
          * return EAGAIN, which costs a system call per request. */
-        if ((size_t)n < room || c->closing || c->out.len > CONN_OUT_LIMIT)
+        if ((size_t)n < room)
             break;
     }
     conn_flush(sv, c);
-}
-
-/* 0, or -1 when the connection is gone. */
-static int conn_writable(struct server *sv, struct conn *c)
-{
-    if (conn_flush(sv, c) != 0)
-        return -1;
-    /* Commands left unread while the replies were backed up run now. */
-    if (c->out.len == 0 && c->in_len > 0) {
-        if (conn_process(sv, c) != 0)
-            return -1;
-        return conn_flush(sv, c);
-    }
-    return 0;
 }
 
 static void refuse(struct server *sv, int fd)
@@ -330,26 +242,15 @@ static void accept_all(struct server *sv)
         /* Replies are whole: send them now, not after Nagle's delay. */
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         struct conn *c = calloc(1, sizeof *c);
-        if (c)
-            c->in = malloc(CONN_IN_DEFAULT);
-        if (c && c->in && isob_buf_reserve(&c->out, CONN_OUT_DEFAULT) != 0) {
-            free(c->in);
-            c->in = NULL;
-        }
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-        if (!c || !c->in || epoll_ctl(sv->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
-            if (c) {
-                free(c->in);
-                isob_buf_free(&c->out);
-            }
+        if (!c || epoll_ctl(sv->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
             free(c);
             close(fd);
             continue;
         }
         c->fd = fd;
         c->events = EPOLLIN;
-        c->in_cap = CONN_IN_DEFAULT;
-        isob_proto_init(&c->proto, sv->s.max_value);
+        isob_conn_init(&c->c, &sv->s);
         c->next = sv->conns;
         if (sv->conns)
             sv->conns->prev = c;
@@ -360,6 +261,14 @@ static void accept_all(struct server *sv)
 }
 
 /* --- the command line ------------------------------------------------------ */
+
+/* The least --buffer-mb: BUFFER_MIN_COMMANDS connections holding the
+ * largest command and streaming the largest reply, in whole MiB. */
+static size_t buffer_min_mb(size_t max_value)
+{
+    size_t one = isob_serve_in_max(max_value) + ISOB_CONN_OUT_HIGH + max_value + 4096;
+    return (BUFFER_MIN_COMMANDS * one + (1u << 20) - 1) >> 20;
+}
 
 static void usage(FILE *f)
 {
@@ -375,6 +284,12 @@ static void usage(FILE *f)
         "                      SERVER_ERROR object too large for cache [%zu, as\n"
         "                      memcached; at most %zu]\n"
         "  --heap-mb N         trusted heap (the store's memory) in MiB [%d]\n"
+        "  --buffer-mb N       what all connections' buffers may hold together, in\n"
+        "                      MiB; beyond, requests get SERVER_ERROR out of memory\n"
+        "                      [--heap-mb, at least %zu]\n"
+        "  -M, --no-evict      a full store refuses new items (SERVER_ERROR out of\n"
+        "                      memory storing object) instead of evicting, as\n"
+        "                      memcached -M\n"
         "  --cpu C             pin the server to CPU C [unpinned]\n"
         "  --comp-cpu C        CPU of the compartment's second context [--cpu, else unpinned]\n"
         "  --max-conns N       open connections at most; more are refused [%d]\n"
@@ -385,7 +300,8 @@ static void usage(FILE *f)
         "did not return). A compartment that dies fails the request in flight, is\n"
         "logged and restarted empty.\n",
         ISOB_SERVE_DEFAULT_PORT, ISOB_SERVE_DEFAULT_BIND, isob_serve_value_limit(),
-        isob_serve_value_max(), ISOB_SERVE_DEFAULT_HEAP_MB, ISOB_SERVE_DEFAULT_MAX_CONNS);
+        isob_serve_value_max(), ISOB_SERVE_DEFAULT_HEAP_MB,
+        buffer_min_mb(isob_serve_value_limit()), ISOB_SERVE_DEFAULT_MAX_CONNS);
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -413,12 +329,12 @@ struct serve_opts {
     const char *mech;
     const char *bind;
     unsigned port;
-    size_t max_value, heap_mb, max_conns;
-    int cpu, comp_cpu;
+    size_t max_value, heap_mb, max_conns, buffer_mb;  /* buffer_mb 0: the default */
+    int cpu, comp_cpu, no_evict;
 };
 
 enum { OPT_PORT = 256, OPT_BIND, OPT_MAX_VALUE, OPT_HEAP_MB, OPT_CPU, OPT_COMP_CPU,
-       OPT_MAX_CONNS };
+       OPT_MAX_CONNS, OPT_BUFFER_MB };
 
 /* 0, or the exit status to return (-1: help was printed, exit 0). */
 static int parse_opts(int argc, char **argv, struct serve_opts *o)
@@ -429,7 +345,9 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
         {"max-value", required_argument, 0, OPT_MAX_VALUE},
         {"heap-mb", required_argument, 0, OPT_HEAP_MB}, {"cpu", required_argument, 0, OPT_CPU},
         {"comp-cpu", required_argument, 0, OPT_COMP_CPU},
-        {"max-conns", required_argument, 0, OPT_MAX_CONNS}, {"help", no_argument, 0, 'h'},
+        {"max-conns", required_argument, 0, OPT_MAX_CONNS},
+        {"buffer-mb", required_argument, 0, OPT_BUFFER_MB},
+        {"no-evict", no_argument, 0, 'M'}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     *o = (struct serve_opts){
@@ -441,7 +359,7 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
     int opt;
     opterr = 0;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, ":m:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":m:Mh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'm':
             if (o->mech) {
@@ -451,6 +369,7 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
             }
             o->mech = optarg;
             break;
+        case 'M': o->no_evict = 1; break;
         case OPT_PORT:
             if (parse_num(optarg, 0, 65535, &v))
                 return usage_error("--port: '%s' is not a port from 0 to 65535", optarg);
@@ -493,6 +412,11 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
                 return usage_error("--max-conns: '%s' is not from 1 to 1000000", optarg);
             o->max_conns = (size_t)v;
             break;
+        case OPT_BUFFER_MB:
+            if (parse_num(optarg, 1, 1u << 20, &v))
+                return usage_error("--buffer-mb: '%s' is not from 1 to 1048576", optarg);
+            o->buffer_mb = (size_t)v;
+            break;
         case 'h': usage(stdout); return -1;
         case ':': return usage_error("option %s needs a value", argv[optind - 1]);
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
@@ -504,6 +428,15 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
         return usage_error("serve needs -m MECH%s", "");
     if (o->comp_cpu == -2)
         o->comp_cpu = o->cpu;
+    size_t least = buffer_min_mb(o->max_value);
+    if (o->buffer_mb && o->buffer_mb < least) {
+        fprintf(stderr, "isob serve: error: --buffer-mb: %zu is less than %zu, the room for %d "
+                "of the largest requests that --max-value %zu allows (see isob serve --help)\n",
+                o->buffer_mb, least, BUFFER_MIN_COMMANDS, o->max_value);
+        return EXIT_USAGE;
+    }
+    if (!o->buffer_mb)
+        o->buffer_mb = o->heap_mb > least ? o->heap_mb : least;
     return 0;
 }
 
@@ -649,7 +582,7 @@ static int run(struct server *sv)
              * descriptor come once per wait. */
             struct conn *c = tag;
             unsigned e = evs[i].events;
-            if ((e & EPOLLOUT) && conn_writable(sv, c) != 0)
+            if ((e & EPOLLOUT) && conn_flush(sv, c) != 0)
                 continue;
             if (e & (EPOLLIN | EPOLLHUP | EPOLLERR))
                 conn_readable(sv, c);
@@ -682,7 +615,6 @@ int isob_serve_main(int argc, char **argv)
     static struct server sv;
     sv.max_conns = o.max_conns;
     fit_fd_limit(&sv.max_conns);
-    sv.in_max = ISOB_PROTO_GET_LINE_MAX + ISOB_PROTO_LINE_MAX + o.max_value + 2;
     sv.lfd = sv.sfd = sv.ep = sv.spare_fd = -1;
     /* Before the compartment, whose set-up (a large heap) may take time:
      * a stop signal is obeyed from here on. */
@@ -693,12 +625,13 @@ int isob_serve_main(int argc, char **argv)
     }
     /* The compartment next, and an error before "listening" if it cannot
      * be made: a mechanism reports its server's failure at create. */
-    rc = isob_serve_init(&sv.s, m, o.heap_mb << 20, o.max_value, o.comp_cpu);
+    rc = isob_serve_init(&sv.s, m, o.heap_mb << 20, o.max_value, o.comp_cpu, o.buffer_mb << 20);
     if (rc) {
         fprintf(stderr, "isob serve: error: creating the %s compartment (heap %zu MiB): %s\n",
                 m->name, o.heap_mb, isob_strerror(rc));
         return 1;
     }
+    sv.s.evict = !o.no_evict;
     int status = 1;
     unsigned port = 0;
     sv.lfd = listen_on(o.bind, o.port, &port);

@@ -16,7 +16,7 @@
  *                       reference to the record (0: empty)
  *     arena             records, bump-allocated in 16-byte units:
  *                       [key length: 1][value length: 3, little-endian]
- *                       [key][value]
+ *                       [expiry: 4][cas unique: 8][key][value]
  *
  * The tag in the slot lets a probe skip foreign keys without touching
  * their records, and it alone decides a key's home slot, so deleting can
@@ -28,10 +28,28 @@
  * most a quarter, and a free list keeps records of one size, so any freed
  * record fits any later record of its class.
  *
+ * Expiry and cas (the memcached protocol's): the store has a clock that the
+ * untrusted side sets (ISOB_ENTRY_KV_CLOCK; no system calls here), and a
+ * record whose expiry is non-zero and not after it is gone for every
+ * entry.  Such records are unlinked when a lookup meets them, and reclaimed
+ * by the eviction scan.  Every successful store takes the next cas unique
+ * from a counter that nothing resets, as memcached's.
+ *
+ * Eviction, only once the untrusted side asked for it (the kv benchmark
+ * never does, and must see -ENOSPC): a store that finds no free record of
+ * its size class, or no free slot, scans the table from a rotating hand
+ * for at most KV_EVICT_SCAN slots, reclaims the expired records it meets
+ * and evicts the first live record of that class (of any class when a slot
+ * is what is missing).  It is a clock sweep without reference bits, not
+ * memcached's LRU: the store keeps no access order, so that a get never
+ * writes to it.  A class with no record within the scan refuses the store
+ * with -ENOSPC, as a memcached slab class with nothing to evict does.
+ *
  * Sizing: the table is fixed at init from the heap size, so the store never
- * resizes.  With 12-byte keys and 64-byte values a record takes 80 bytes
- * and a heap from isob_kv_heap_size() fills to a load of about 0.7:
- * roughly 1.43 bytes of store per byte of values. */
+ * resizes.  With 12-byte keys and 64-byte values a record takes 96 bytes
+ * (16 of header, rounded up to 16-byte units) and a heap from
+ * isob_kv_heap_size() fills to a load of about 0.7: roughly 1.68 bytes of
+ * store per byte of values. */
 #ifndef ISOB_TRUSTED_KV_H
 #define ISOB_TRUSTED_KV_H
 
@@ -42,13 +60,19 @@
 
 /* Error values, as negative errno numbers (no errno.h in a freestanding build). */
 #define KV_ENOENT 2
+#define KV_EEXIST 17
 #define KV_EINVAL 22
 #define KV_ENOSPC 28
 #define KV_EMSGSIZE 90
 
 #define KV_ALIGN 64u           /* alignment of the header, table and arena */
 #define KV_UNIT 16u            /* records are allocated in multiples of this */
-#define KV_HDR 4u              /* record header bytes: key length, value length */
+#define KV_HDR 16u             /* record header bytes: lengths, expiry, cas unique */
+#define KV_EXPIRY_AT 4u        /* where a record's expiry (uint32) sits in its header */
+#define KV_CAS_AT 8u           /* where its cas unique (uint64) sits */
+#define KV_STATS_DATA 24u      /* bytes of counters KV_STATS leaves in data */
+#define KV_EVICT_SCAN 4096u    /* slots one eviction looks at, at most: a bound on the
+                                * cost of a store into a full store */
 #define KV_BYTES_PER_SLOT 64u  /* the table takes 1/8 of the store: load ~0.7 at 80-byte records */
 #define KV_LOAD_NUM 7u         /* the table refuses new keys beyond 7/8 full, */
 #define KV_LOAD_DEN 8u         /* where linear probing would start to crawl */
@@ -72,15 +96,15 @@ struct kv_store {
     size_t arena_off;
     size_t arena_size;   /* bytes of the arena */
     size_t arena_used;   /* bump pointer: bytes ever handed out (high-water mark) */
+    uint64_t last_cas;   /* the cas unique handed out last (never reset) */
+    uint32_t now;        /* the clock (KV_CLOCK): expiries at or before it are past */
+    uint32_t evict;      /* 1: a store with no room evicts (KV_CLOCK); 0: -ENOSPC */
+    uint32_t hand;       /* the slot the next eviction scan starts at */
+    uint32_t reserved2;
+    uint64_t evictions;  /* live records evicted to make room */
+    uint64_t reclaimed;  /* expired records the eviction scan freed */
     uint32_t free_head[KV_CLASSES]; /* per size class: first free record's reference */
 };
-
-/* One read of a field of the shared message.  The untrusted side can
- * change the message while an entry runs, so each entry copies every
- * length and argument it uses into a local with one volatile load, and
- * checks and uses only the copy: a plain load could be repeated by the
- * compiler, and the second one would see a value nobody checked. */
-#define ISOB_MSG_ONCE(field) (*(const volatile __typeof__(field) *)&(field))
 
 /* Unaligned, aliasing-safe 8-byte access: keys and values sit at any byte
  * offset, and x86 and wasm32 both load them unaligned at full speed. */
@@ -210,6 +234,13 @@ static inline void kv_init(unsigned char *heap, size_t size)
     if (s->arena_size > KV_MAX_ARENA)
         s->arena_size = KV_MAX_ARENA;
     s->arena_used = 0;
+    s->last_cas = 0;
+    s->now = 0;
+    s->evict = 0;
+    s->hand = 0;
+    s->reserved2 = 0;
+    s->evictions = 0;
+    s->reclaimed = 0;
     kv_clear_free_lists(s);
     kv_clear_table((uint64_t *)(void *)(heap + start), (uint32_t)slots);
     s->slots = (uint32_t)slots;
@@ -321,12 +352,14 @@ static inline void kv_free(struct isob_trusted *t, struct kv_store *s, uint32_t 
 }
 
 static inline void kv_write(unsigned char *r, const unsigned char *key, uint32_t klen,
-                            const unsigned char *val, uint32_t vlen)
+                            const unsigned char *val, uint32_t vlen, uint32_t expiry, uint64_t cas)
 {
     r[0] = (unsigned char)klen;
     r[1] = (unsigned char)vlen;
     r[2] = (unsigned char)(vlen >> 8);
     r[3] = (unsigned char)(vlen >> 16);
+    *(uint32_t *)(void *)(r + KV_EXPIRY_AT) = expiry;
+    *(uint64_t *)(void *)(r + KV_CAS_AT) = cas;
     kv_copy(r + KV_HDR, key, klen);
     kv_copy(r + KV_HDR + klen, val, vlen);
 }
@@ -357,96 +390,276 @@ static inline void kv_remove_slot(uint64_t *tab, uint32_t slots, uint32_t i)
     tab[i] = 0;
 }
 
-/* The key of a request, checked: 1..ISOB_KV_MAX_KEY bytes, and with
- * `extra` bytes after it within len, which is within cap.  klen and len
- * are the entry's copies of the message's fields. */
-static inline int kv_key_ok(int64_t klen, uint32_t len, size_t cap, uint64_t extra)
-{
-    if (klen < 1 || klen > ISOB_KV_MAX_KEY || len > cap)
-        return 0;
-    return (uint64_t)klen + extra <= len;
-}
+/* --- expiry, cas and eviction: the memcached protocol's state ------------- */
 
-static inline long kv_set(struct isob_trusted *t, struct isob_msg *msg, size_t cap)
+/* A request's lengths, read from the message once: the untrusted side may
+ * rewrite the shared buffer while the store works, so every check and
+ * every use must see the same values. */
+struct kv_req {
+    const unsigned char *key, *val;
+    uint32_t klen, vlen, tag;
+};
+
+/* Fill q from msg: a key of 1..ISOB_KV_MAX_KEY bytes and (with has_value)
+ * a value of at most ISOB_KV_MAX_VALUE bytes, both within len and len
+ * within cap.  0, or -EINVAL. */
+static inline long kv_req_read(const struct isob_msg *msg, size_t cap, int has_value,
+                               struct kv_req *q)
 {
-    int64_t klen64 = ISOB_MSG_ONCE(msg->arg[0]), vlen64 = ISOB_MSG_ONCE(msg->arg[1]);
+    int64_t klen = ISOB_MSG_ONCE(msg->arg[0]);
+    int64_t vlen = has_value ? ISOB_MSG_ONCE(msg->arg[1]) : 0;
     uint32_t len = ISOB_MSG_ONCE(msg->len);
-    if (vlen64 < 0 || vlen64 > ISOB_KV_MAX_VALUE || !kv_key_ok(klen64, len, cap, (uint64_t)vlen64))
+    if (klen < 1 || klen > ISOB_KV_MAX_KEY || vlen < 0 || vlen > ISOB_KV_MAX_VALUE || len > cap ||
+        (uint64_t)klen + (uint64_t)vlen > len)
         return -KV_EINVAL;
-    struct kv_store *s = kv_store_of(t);
-    if (!s)
-        return -KV_ENOSPC;
-    uint32_t klen = (uint32_t)klen64, vlen = (uint32_t)vlen64;
-    const unsigned char *key = msg->data, *val = msg->data + klen;
-    uint32_t tag = (uint32_t)(kv_hash(key, klen) >> 32), pos;
-    uint32_t units = kv_rec_units(klen, vlen);
-    uint32_t ref = kv_find(t, s, key, klen, tag, &pos);
-    if (ref) {
-        unsigned char *r = kv_rec(t, s, ref);
-        uint32_t old_units = kv_rec_units(klen, kv_vlen(r));
-        if (old_units == units) {
-            kv_write(r, key, klen, val, vlen);
-            return 0;
-        }
-        /* A failed overwrite leaves the old value in place. */
-        uint32_t nref = kv_alloc(t, s, units);
-        if (!nref)
-            return -KV_ENOSPC;
-        kv_write(kv_rec(t, s, nref), key, klen, val, vlen);
-        kv_table(t, s)[pos] = (uint64_t)tag << 32 | nref;
-        kv_free(t, s, ref, old_units);
-        return 0;
-    }
-    if (s->items >= s->max_items)
-        return -KV_ENOSPC;
-    ref = kv_alloc(t, s, units);
-    if (!ref)
-        return -KV_ENOSPC;
-    kv_write(kv_rec(t, s, ref), key, klen, val, vlen);
-    kv_table(t, s)[pos] = (uint64_t)tag << 32 | ref;
-    s->items++;
+    q->klen = (uint32_t)klen;
+    q->vlen = (uint32_t)vlen;
+    q->key = msg->data;
+    q->val = msg->data + q->klen;
+    q->tag = (uint32_t)(kv_hash(q->key, q->klen) >> 32);
     return 0;
 }
 
-static inline long kv_get(struct isob_trusted *t, struct isob_msg *msg, size_t cap)
+/* An expiry argument: 0 (never) or a time of the store's clock. */
+static inline long kv_expiry_arg(const struct isob_msg *msg, uint32_t *out)
 {
-    int64_t klen64 = ISOB_MSG_ONCE(msg->arg[0]);
-    if (!kv_key_ok(klen64, ISOB_MSG_ONCE(msg->len), cap, 0))
+    int64_t e = ISOB_MSG_ONCE(msg->arg[2]);
+    if (e < 0 || e > 0xffffffffll)
+        return -KV_EINVAL;
+    *out = (uint32_t)e;
+    return 0;
+}
+
+static inline uint32_t kv_expiry(const unsigned char *r)
+{
+    return *(const uint32_t *)(const void *)(r + KV_EXPIRY_AT);
+}
+
+static inline uint64_t kv_cas(const unsigned char *r)
+{
+    return *(const uint64_t *)(const void *)(r + KV_CAS_AT);
+}
+
+/* A record is gone once its expiry is set and not after the clock. */
+static inline int kv_expired(const struct kv_store *s, const unsigned char *r)
+{
+    uint32_t e = kv_expiry(r);
+    return e != 0 && e <= s->now;
+}
+
+static inline uint32_t kv_units_of(const unsigned char *r)
+{
+    return kv_rec_units(r[0], kv_vlen(r));
+}
+
+/* Remove the entry in slot pos, whose record is ref, and free the record. */
+static inline void kv_unlink(struct isob_trusted *t, struct kv_store *s, uint32_t ref, uint32_t pos)
+{
+    kv_free(t, s, ref, kv_units_of(kv_rec(t, s, ref)));
+    kv_remove_slot(kv_table(t, s), s->slots, pos);
+    s->items--;
+}
+
+/* kv_find for a live record: an expired one is unlinked on the way and the
+ * key reported absent, with *pos where it would go. */
+static inline uint32_t kv_lookup(struct isob_trusted *t, struct kv_store *s, const struct kv_req *q,
+                                 uint32_t *pos)
+{
+    uint32_t ref = kv_find(t, s, q->key, q->klen, q->tag, pos);
+    if (ref && kv_expired(s, kv_rec(t, s, ref))) {
+        kv_unlink(t, s, ref, *pos);
+        ref = kv_find(t, s, q->key, q->klen, q->tag, pos);
+    }
+    return ref;
+}
+
+/* Make room by the clock sweep described at the top: look at up to
+ * KV_EVICT_SCAN slots from the hand, reclaim every expired record met, and
+ * stop at the first record of `units` units (of any size when units is 0)
+ * other than `keep`, evicting it if it is live.  1 when such a record was
+ * freed.  Slots shift back as entries are removed, so a slot is looked at
+ * again after a removal. */
+static inline int kv_make_room(struct isob_trusted *t, struct kv_store *s, uint32_t units,
+                               uint32_t keep)
+{
+    uint64_t *tab = kv_table(t, s);
+    uint32_t i = s->hand < s->slots ? s->hand : 0;
+    for (uint32_t n = 0; n < KV_EVICT_SCAN && n < s->slots; n++) {
+        uint32_t ref = (uint32_t)tab[i];
+        if (ref && ref != keep) {
+            const unsigned char *r = kv_rec(t, s, ref);
+            int fits = units == 0 || kv_units_of(r) == units;
+            int expired = kv_expired(s, r);
+            if (fits || expired) {
+                kv_unlink(t, s, ref, i);
+                if (expired)
+                    s->reclaimed++;
+                else
+                    s->evictions++;
+                if (fits) {
+                    s->hand = i;
+                    return 1;
+                }
+                continue;
+            }
+        }
+        i = i + 1 == s->slots ? 0 : i + 1;
+    }
+    s->hand = i;
+    return 0;
+}
+
+/* A record of `units` units, making room when the store may evict.  After
+ * room was made, entries may have moved: the caller finds its key again
+ * (*moved is set). */
+static inline uint32_t kv_alloc_room(struct isob_trusted *t, struct kv_store *s, uint32_t units,
+                                     uint32_t keep, int *moved)
+{
+    uint32_t ref = kv_alloc(t, s, units);
+    if (ref || !s->evict)
+        return ref;
+    *moved = 1;
+    return kv_make_room(t, s, units, keep) ? kv_alloc(t, s, units) : 0;
+}
+
+/* What a store tells the caller: its result, and the new cas unique in
+ * arg[3] (0 when nothing was stored). */
+static inline long kv_stored(struct isob_msg *msg, long rc, uint64_t cas)
+{
+    msg->arg[3] = (int64_t)cas;
+    return rc;
+}
+
+/* KV_SET, KV_ADD, KV_REPLACE and KV_CAS (trusted.h): one store with the
+ * memcached command's condition. */
+static inline long kv_store_op(struct isob_trusted *t, struct isob_msg *msg, size_t cap,
+                               unsigned entry)
+{
+    struct kv_req q;
+    uint32_t expiry;
+    uint64_t want_cas = (uint64_t)ISOB_MSG_ONCE(msg->arg[3]);
+    if (kv_req_read(msg, cap, 1, &q) != 0 || kv_expiry_arg(msg, &expiry) != 0)
+        return -KV_EINVAL;
+    struct kv_store *s = kv_store_of(t);
+    if (!s)
+        return kv_stored(msg, -KV_ENOSPC, 0);
+    uint32_t pos;
+    int moved = 0;
+    uint32_t ref = kv_lookup(t, s, &q, &pos);
+    if (entry == ISOB_ENTRY_KV_ADD && ref)
+        return kv_stored(msg, -KV_EEXIST, 0);
+    if ((entry == ISOB_ENTRY_KV_REPLACE || entry == ISOB_ENTRY_KV_CAS) && !ref)
+        return kv_stored(msg, -KV_ENOENT, 0);
+    if (entry == ISOB_ENTRY_KV_CAS && kv_cas(kv_rec(t, s, ref)) != want_cas)
+        return kv_stored(msg, -KV_EEXIST, 0);
+    uint64_t cas = s->last_cas + 1;
+    uint32_t units = kv_rec_units(q.klen, q.vlen);
+    if (ref) {
+        uint32_t old_units = kv_units_of(kv_rec(t, s, ref));
+        if (old_units == units) {
+            kv_write(kv_rec(t, s, ref), q.key, q.klen, q.val, q.vlen, expiry, cas);
+            s->last_cas = cas;
+            return kv_stored(msg, 0, cas);
+        }
+        /* A failed overwrite leaves the old value in place. */
+        uint32_t nref = kv_alloc_room(t, s, units, ref, &moved);
+        if (!nref)
+            return kv_stored(msg, -KV_ENOSPC, 0);
+        if (moved)
+            kv_find(t, s, q.key, q.klen, q.tag, &pos);
+        kv_write(kv_rec(t, s, nref), q.key, q.klen, q.val, q.vlen, expiry, cas);
+        kv_table(t, s)[pos] = (uint64_t)q.tag << 32 | nref;
+        kv_free(t, s, ref, old_units);
+    } else {
+        if (s->items >= s->max_items) {
+            if (!s->evict || !kv_make_room(t, s, 0, 0))
+                return kv_stored(msg, -KV_ENOSPC, 0);
+            moved = 1;
+        }
+        ref = kv_alloc_room(t, s, units, 0, &moved);
+        if (!ref)
+            return kv_stored(msg, -KV_ENOSPC, 0);
+        if (moved)
+            kv_find(t, s, q.key, q.klen, q.tag, &pos);
+        kv_write(kv_rec(t, s, ref), q.key, q.klen, q.val, q.vlen, expiry, cas);
+        kv_table(t, s)[pos] = (uint64_t)q.tag << 32 | ref;
+        s->items++;
+    }
+    s->last_cas = cas;
+    return kv_stored(msg, 0, cas);
+}
+
+/* KV_GET, and KV_GAT (touch = 1: the expiry in arg[2] is set first). */
+static inline long kv_get(struct isob_trusted *t, struct isob_msg *msg, size_t cap, int touch)
+{
+    struct kv_req q;
+    uint32_t expiry = 0;
+    if (kv_req_read(msg, cap, 0, &q) != 0 || (touch && kv_expiry_arg(msg, &expiry) != 0))
         return -KV_EINVAL;
     struct kv_store *s = kv_store_of(t);
     if (!s)
         return -KV_ENOENT;
-    uint32_t klen = (uint32_t)klen64, pos;
-    uint32_t tag = (uint32_t)(kv_hash(msg->data, klen) >> 32);
-    uint32_t ref = kv_find(t, s, msg->data, klen, tag, &pos);
+    uint32_t pos;
+    uint32_t ref = kv_lookup(t, s, &q, &pos);
     if (!ref)
         return -KV_ENOENT;
-    const unsigned char *r = kv_rec(t, s, ref);
+    unsigned char *r = kv_rec(t, s, ref);
     uint32_t vlen = kv_vlen(r);
     if (vlen > cap)
         return -KV_EMSGSIZE;
-    kv_copy(msg->data, r + KV_HDR + klen, vlen);
+    if (touch)
+        *(uint32_t *)(void *)(r + KV_EXPIRY_AT) = expiry;
+    kv_copy(msg->data, r + KV_HDR + q.klen, vlen);
     msg->len = vlen;
     msg->arg[1] = vlen;
+    msg->arg[3] = (int64_t)kv_cas(r);
     return (long)vlen;
+}
+
+static inline long kv_touch(struct isob_trusted *t, struct isob_msg *msg, size_t cap)
+{
+    struct kv_req q;
+    uint32_t expiry;
+    if (kv_req_read(msg, cap, 0, &q) != 0 || kv_expiry_arg(msg, &expiry) != 0)
+        return -KV_EINVAL;
+    struct kv_store *s = kv_store_of(t);
+    if (!s)
+        return -KV_ENOENT;
+    uint32_t pos;
+    uint32_t ref = kv_lookup(t, s, &q, &pos);
+    if (!ref)
+        return -KV_ENOENT;
+    *(uint32_t *)(void *)(kv_rec(t, s, ref) + KV_EXPIRY_AT) = expiry;
+    return 0;
 }
 
 static inline long kv_delete(struct isob_trusted *t, struct isob_msg *msg, size_t cap)
 {
-    int64_t klen64 = ISOB_MSG_ONCE(msg->arg[0]);
-    if (!kv_key_ok(klen64, ISOB_MSG_ONCE(msg->len), cap, 0))
+    struct kv_req q;
+    if (kv_req_read(msg, cap, 0, &q) != 0)
         return -KV_EINVAL;
     struct kv_store *s = kv_store_of(t);
     if (!s)
         return -KV_ENOENT;
-    uint32_t klen = (uint32_t)klen64, pos;
-    uint32_t tag = (uint32_t)(kv_hash(msg->data, klen) >> 32);
-    uint32_t ref = kv_find(t, s, msg->data, klen, tag, &pos);
+    uint32_t pos;
+    uint32_t ref = kv_lookup(t, s, &q, &pos);
     if (!ref)
         return -KV_ENOENT;
-    kv_free(t, s, ref, kv_rec_units(klen, kv_vlen(kv_rec(t, s, ref))));
-    kv_remove_slot(kv_table(t, s), s->slots, pos);
-    s->items--;
+    kv_unlink(t, s, ref, pos);
+    return 0;
+}
+
+/* KV_CLOCK: the time now (arg[0]) and whether stores may evict (arg[1]). */
+static inline long kv_clock(struct isob_trusted *t, const struct isob_msg *msg)
+{
+    int64_t now = ISOB_MSG_ONCE(msg->arg[0]), evict = ISOB_MSG_ONCE(msg->arg[1]);
+    if (now < 0 || now > 0xffffffffll || (evict != 0 && evict != 1))
+        return -KV_EINVAL;
+    struct kv_store *s = kv_store_of(t);
+    if (s) {
+        s->now = (uint32_t)now;
+        s->evict = (uint32_t)evict;
+    }
     return 0;
 }
 
@@ -459,13 +672,15 @@ static inline long kv_flush(struct isob_trusted *t)
     kv_clear_free_lists(s);
     s->items = 0;
     s->arena_used = 0;
+    s->hand = 0;
     return 0;
 }
 
-static inline long kv_stats(struct isob_trusted *t, struct isob_msg *msg)
+static inline long kv_stats(struct isob_trusted *t, struct isob_msg *msg, size_t cap)
 {
     struct kv_store *s = kv_store_of(t);
     msg->arg[2] = (int64_t)t->heap_size;
+    msg->len = 0;
     if (!s) {
         msg->arg[0] = msg->arg[1] = msg->arg[3] = 0;
         return 0;
@@ -476,6 +691,13 @@ static inline long kv_stats(struct isob_trusted *t, struct isob_msg *msg)
     msg->arg[0] = s->items;
     msg->arg[1] = (int64_t)(s->arena_off - ISOB_KV_OFFSET + s->arena_used);
     msg->arg[3] = s->slots;
+    /* The eviction counters, where the message has room for them. */
+    if (cap >= KV_STATS_DATA) {
+        *(kv_u64u *)(void *)msg->data = s->evictions;
+        *(kv_u64u *)(void *)(msg->data + 8) = s->reclaimed;
+        *(kv_u64u *)(void *)(msg->data + 16) = s->last_cas;
+        msg->len = KV_STATS_DATA;
+    }
     return (long)s->items;
 }
 

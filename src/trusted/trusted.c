@@ -79,15 +79,24 @@ long isob_trusted_call(struct isob_trusted *t, unsigned entry, struct isob_msg *
     case ISOB_ENTRY_COUNT_CALLS:
         return (long)t->calls;
     case ISOB_ENTRY_KV_SET:
-        return kv_set(t, msg, cap);
+    case ISOB_ENTRY_KV_ADD:
+    case ISOB_ENTRY_KV_REPLACE:
+    case ISOB_ENTRY_KV_CAS:
+        return kv_store_op(t, msg, cap, entry);
     case ISOB_ENTRY_KV_GET:
-        return kv_get(t, msg, cap);
+        return kv_get(t, msg, cap, 0);
+    case ISOB_ENTRY_KV_GAT:
+        return kv_get(t, msg, cap, 1);
+    case ISOB_ENTRY_KV_TOUCH:
+        return kv_touch(t, msg, cap);
+    case ISOB_ENTRY_KV_CLOCK:
+        return kv_clock(t, msg);
     case ISOB_ENTRY_KV_DELETE:
         return kv_delete(t, msg, cap);
     case ISOB_ENTRY_KV_FLUSH:
         return kv_flush(t);
     case ISOB_ENTRY_KV_STATS:
-        return kv_stats(t, msg);
+        return kv_stats(t, msg, cap);
     default:
         return -38; /* ENOSYS: no such entry */
     }

@@ -36,8 +36,9 @@ if ! "$CLANG" -fsanitize=fuzzer,address,undefined "$probe" -o "$OUT/probe" 2>"$O
   exit 77
 fi
 
-# The code under test, compiled here with the sanitizers: the parser, the
-# executor, the direct mechanism and the trusted component it calls.
+# The code under test, compiled here with the sanitizers: the connection
+# state machine, the parser, the executor, the direct mechanism and the
+# trusted component it calls.
 cat >"$OUT/isob_config.h" <<'H'
 #define ISOB_VERSION "fuzz"
 #define ISOB_CC "clang"
@@ -47,26 +48,20 @@ H
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -I"$ROOT/include" -I"$OUT" \
   "$HERE/fuzz_proto.c" \
-  "$ROOT/src/serve/proto.c" "$ROOT/src/serve/exec.c" \
+  "$ROOT/src/serve/proto.c" "$ROOT/src/serve/exec.c" "$ROOT/src/serve/conn.c" \
   "$ROOT/src/mechanisms/direct.c" "$ROOT/src/mechanisms/common.c" \
   "$ROOT/src/mechanisms/server_close.c" \
   "$ROOT/src/harness/pin.c" "$ROOT/src/trusted/trusted.c" \
   -o "$OUT/fuzz_proto"
 
-# Seeds: one of each command and each error, so the run starts deep.
-seed() { printf "$2" >"$OUT/corpus/seed-$1"; }
-seed set   '\x00set k 5 0 3\r\nabc\r\nget k\r\ngets k x\r\n'
-seed add   '\x07add k 0 0 1\r\na\r\nadd k 0 0 1 noreply\r\nb\r\nreplace k 1 0 1\r\nc\r\nget k\r\n'
-seed del   '\x02set k 0 0 1\r\na\r\ndelete k\r\ndelete k noreply\r\ndelete k 0\r\n'
-seed flush '\x03flush_all\r\nflush_all 0 noreply\r\nflush_all 5\r\nversion\r\nverbosity 1\r\n'
-seed big   '\x41set k 0 0 100\r\n0123456789\r\nget k\r\n'
-seed chunk '\x01set k 0 0 2\r\nabcd\r\nget k\r\n'
-seed junk  '\x80\x80\x00\x00\x05\xff\r\nbogus\r\n\r\nquit\r\n'
-seed unsup '\x05cas k 0 0 1 1\r\nx\r\nappend k 0 0 1\r\ny\r\nincr k 1\r\n'
+# Seeds: the checked-in corpus (one input per command and error, and the
+# streaming, back-pressure, cap and eviction cases), so the run starts deep.
+# What the fuzzer adds stays in $OUT/corpus for the next run.
+cp -n "$HERE"/corpus/* "$OUT/corpus/"
 
 cd "$OUT"
 set +e
-./fuzz_proto -max_total_time="$SECONDS_TO_RUN" -max_len=8192 -timeout=10 -rss_limit_mb=1024 \
+./fuzz_proto -max_total_time="$SECONDS_TO_RUN" -max_len=65536 -timeout=10 -rss_limit_mb=1024 \
   -print_final_stats=1 -artifact_prefix="$OUT/artifacts/" "$OUT/corpus" 2>"$OUT/fuzz.log"
 rc=$?
 set -e

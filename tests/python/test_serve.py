@@ -248,7 +248,10 @@ BAD_INPUT = [
     (b"set keep 0 0 3\r\nabcd\r\n", b"CLIENT_ERROR bad data chunk\r\nERROR\r\n", False),
     (b"set keep 0 0 %d\r\n" % (MiB + 1) + b"x" * (MiB + 1) + b"\r\n",
      b"SERVER_ERROR object too large for cache\r\n", False),
-    (b"cas keep 0 0 1 5\r\nx\r\n", b"SERVER_ERROR command not supported\r\n", False),
+    # A command this server does not have: memcached's ERROR, and its data
+    # is skipped, never run as a command.
+    (b"append keep 0 0 11\r\nflush_all\r\n\r\n", b"ERROR\r\n", False),
+    (b"incr keep 1\r\n", b"ERROR\r\n", False),
     # memcached's binary protocol (magic 0x80) and other junk: lines of it
     # are unknown commands.
     (b"\x80\x00\x00\x04" + bytes(range(11, 200)) + b"\r\n", b"ERROR\r\n", False),
@@ -346,6 +349,9 @@ def test_usage_errors():
     p = run("-m", "direct", "--max-value", "99999999")
     assert p.returncode == 2 and "--max-value" in p.stderr
     assert p.stderr.count("\n") == 1
+    for bad in ("1", "x", "0"):
+        p = run("-m", "direct", "--buffer-mb", bad)
+        assert p.returncode == 2 and "--buffer-mb" in p.stderr and p.stderr.count("\n") == 1
     p = run("--help")
     assert p.returncode == 0 and "isob serve -m MECH" in p.stdout
 
@@ -369,6 +375,9 @@ def test_wrapper_builds_argv(monkeypatch):
     assert serve.isob_argv(args) == [str(ISOB), "serve", "-m", "direct", "--port", "0",
                                      "--cpu", "1"]
     assert serve.isob_argv(["-m", "x"]) == [str(ISOB), "serve", "-m", "x"]
+    args = parser.parse_args(["serve", "-m", "direct", "--buffer-mb", "32", "-M"])
+    assert serve.isob_argv(args) == [str(ISOB), "serve", "-m", "direct", "--buffer-mb", "32",
+                                     "--no-evict"]
 
 
 def test_wrapper_execs_isob():
