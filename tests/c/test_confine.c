@@ -51,6 +51,7 @@ static void enter(struct isob_confine_state *st, const char *name, unsigned vari
     if (c->probe(why, sizeof why) != 0)
         SKIP("%s: %s", name, why);
     isob_confine_init(st, c, variant);
+    tap_mark_confined();
     struct isob_confine_req r = req();
     int rc = isob_confine_enter(st, &r, why, sizeof why);
     if (rc)
@@ -164,7 +165,7 @@ static void t_seccomp_allow_variants(void)
                 CHECK(r >= 0);
             else
                 CHECK(r == -1 && errno == EPERM);
-            exit(0);
+            tap_exit(0);
         }
         int st;
         CHECK_EQ_LONG(waitpid(pid, &st, 0), pid);
@@ -279,7 +280,7 @@ static void t_landlock(void)
         CHECK_EQ_LONG(open(st.probe_path, O_RDONLY), -1);
         CHECK_EQ_LONG(errno, EACCES);
         CHECK_EQ_LONG(open("/tmp", O_RDONLY | O_DIRECTORY), -1);
-        exit(0);
+        tap_exit(0);
     }
     int ws;
     CHECK_EQ_LONG(waitpid(pid, &ws, 0), pid);

@@ -170,6 +170,7 @@ static void trap_case(unsigned variant, int pretend)
     if (c->probe(why, sizeof why))
         SKIP("seccomp-notify: %s", why);
     isob_confine_init(&f.cs, c, variant);
+    tap_mark_confined();
     struct isob_confine_req req = {.calls = p->calls, .ncalls = p->ncalls, .dir = f.dir, .helper_cpu = -1};
     CHECK_EQ_LONG(isob_confine_enter(&f.cs, &req, why, sizeof why), 0);
     if (pretend)

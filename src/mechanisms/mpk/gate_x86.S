@@ -111,7 +111,21 @@
      * target would come from a GOT slot the untrusted side may write.
      * Hidden references make the linker resolve both at link time. */
     .hidden isob_trusted_call
+
+/* The gate states: MPK_SLOTS pages, one per key (gate.h).  They sit in a
+ * section of their own that is not writable in the file: a leak checker
+ * that scans the program's writable data for pointers (LeakSanitizer, in
+ * the sanitized build) would otherwise fault on the pages that mpk.c seals
+ * PROT_NONE, or tags with a key, before main; mprotect makes a page
+ * writable when a compartment takes it. */
+    .section isob_mpk_slot_pages, "a", @progbits
+    .balign MPK_SLOT_SIZE
+    .globl  isob_mpk_slots
     .hidden isob_mpk_slots
+    .type   isob_mpk_slots, @object
+isob_mpk_slots:
+    .zero   MPK_SLOTS * MPK_SLOT_SIZE
+    .size   isob_mpk_slots, MPK_SLOTS * MPK_SLOT_SIZE
 
     .text
     .p2align 4

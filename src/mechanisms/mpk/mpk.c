@@ -97,10 +97,9 @@ struct mpk_comp {
 _Static_assert(offsetof(struct mpk_comp, slot) == MPK_COMP_SLOT, "gate.h");
 
 /* The gate states, one page per key, addressed by the gate relative to its
- * own code.  mpk_slots_seal makes every page PROT_NONE before main runs,
- * so that no slot can be written, by anyone, before a compartment owns it. */
-__attribute__((visibility("hidden"), aligned(MPK_SLOT_SIZE)))
-unsigned char isob_mpk_slots[MPK_SLOTS][MPK_SLOT_SIZE];
+ * own code, are defined in gate_x86.S (isob_mpk_slots, declared in mpk.h).
+ * mpk_slots_seal makes every page PROT_NONE before main runs, so that no
+ * slot can be written, by anyone, before a compartment owns it. */
 
 /* 0, or the negative errno of sealing the slots; the probe reports it. */
 static int mpk_slots_err;
