@@ -226,7 +226,7 @@ static int cmd_version(int json)
 
 static void emit_skip(struct isob_bench_ctx *ctx, const char *bench, const char *why)
 {
-    isob_emit_result(ctx, bench, "{}", NULL, -1, "skipped", why, NULL);
+    isob_emit_result(ctx, bench, "{}", NULL, NULL, "skipped", why, NULL);
 }
 
 enum { OPT_N = 256, OPT_WARMUP, OPT_BATCH_K, OPT_BATCH_REPS, OPT_EMPTY_N, OPT_QUICK,

@@ -104,7 +104,7 @@ static int pp_run(struct isob_bench_ctx *ctx)
                      isob_placement_name((enum isob_placement)pl), pp_names[prim]);
             int scpu = isob_server_cpu((enum isob_placement)pl, ctx->opts.client_cpu);
             if (pl == ISOB_PLACE_CROSS_CPU && scpu < 0) {
-                isob_emit_result(ctx, "pingpong", params, NULL, -1, "skipped",
+                isob_emit_result(ctx, "pingpong", params, NULL, NULL, "skipped",
                                  "cross-cpu placement needs two CPUs and a pinned client", NULL);
                 continue;
             }
@@ -114,18 +114,22 @@ static int pp_run(struct isob_bench_ctx *ctx)
             if (rc) {
                 char reason[128];
                 snprintf(reason, sizeof reason, "start: %s", isob_strerror(rc));
-                isob_emit_result(ctx, "pingpong", params, NULL, -1, "failed", reason, NULL);
+                isob_emit_result(ctx, "pingpong", params, NULL, NULL, "failed", reason, NULL);
                 continue;
             }
             long bad = 0;
             char b = 'x';
             struct isob_samples s;
-            double *scratch = calloc(ctx->opts.batch_reps + 1, sizeof(double));
-            double batched = -1;
-            if (!scratch || isob_samples_alloc(&s, ctx->opts.n, ctx->ctr->nev) != 0) {
-                free(scratch);
+            struct isob_batched batched;
+            if (isob_batched_alloc(&batched, ctx->opts.batch_reps) != 0) {
                 pp_stop(&p);
-                isob_emit_result(ctx, "pingpong", params, NULL, -1, "failed", "out of memory", NULL);
+                isob_emit_result(ctx, "pingpong", params, NULL, NULL, "failed", "out of memory", NULL);
+                continue;
+            }
+            if (isob_samples_alloc(&s, ctx->opts.n, ctx->ctr->nev) != 0) {
+                isob_batched_free(&batched);
+                pp_stop(&p);
+                isob_emit_result(ctx, "pingpong", params, NULL, NULL, "failed", "out of memory", NULL);
                 continue;
             }
 #define PP_MEASURE(BODY)                                                                     \
@@ -134,8 +138,7 @@ static int pp_run(struct isob_bench_ctx *ctx)
             BODY;                                                                            \
         }                                                                                    \
         ISOB_MEASURE_EACH(ctx->ctr, &s, BODY);                                               \
-        ISOB_MEASURE_BATCHED(ctx->ctr, ctx->opts.batch_k, ctx->opts.batch_reps, scratch,     \
-                             BODY, batched);                                                 \
+        ISOB_MEASURE_BATCHED(ctx->ctr, ctx->opts.batch_k, &batched, BODY);                   \
     } while (0)
             switch (p.prim) {
             case PP_FUTEX:
@@ -156,10 +159,10 @@ static int pp_run(struct isob_bench_ctx *ctx)
             }
 #undef PP_MEASURE
             pp_stop(&p);
-            isob_emit_result(ctx, "pingpong", params, &s, batched, bad ? "failed" : "ok",
+            isob_emit_result(ctx, "pingpong", params, &s, &batched, bad ? "failed" : "ok",
                              bad ? "a read or write failed" : NULL, NULL);
             isob_samples_free(&s);
-            free(scratch);
+            isob_batched_free(&batched);
         }
     }
     return 0;
