@@ -358,8 +358,8 @@ def kv_server_plot(doc: Mapping) -> Plot:
     fig, (ax_t, ax_l) = plt.subplots(1, 2, figsize=(12, 1.6 + 0.45 * len(configs)), sharey=True)
     ys = list(range(len(configs)))
     tput = [c["kv_server"]["ops_per_s"] or 0 for c in configs]
-    ax_t.barh(ys, [t / 1000 for t in tput], color=colours)
-    ax_t.set_xlabel("throughput [thousand requests/s]")
+    ax_t.barh(ys, tput, color=colours)
+    ax_t.set_xlabel("throughput [requests/s]")
     ax_t.set_title("throughput (higher is better)")
     if not any(tput):
         ax_t.text(0.5, 0.5, "no throughput recorded", transform=ax_t.transAxes, ha="center")

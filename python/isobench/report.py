@@ -102,11 +102,6 @@ def _params_text(c: Mapping) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(c["params"].items())) or "-"
 
 
-def _rep_middle(c: Mapping, key: str) -> float | None:
-    vals = sorted(r[key] for r in c["repetitions"] if r[key] is not None)
-    return vals[len(vals) // 2] if vals else None
-
-
 def result_cells(c: Mapping) -> list[str]:
     h, d, r = c["headline"], c["distribution"], c["ratio"]
     outl = f"{d['outliers']} ({d['outliers'] / d['n']:.1%})" if d.get("outliers") is not None \
@@ -115,7 +110,8 @@ def result_cells(c: Mapping) -> list[str]:
             table.fmt_num(h["value"]), table.interval_text(h), table.source_text(h),
             c["unit"] or "-", table.fmt_num(h["ns"]), table.ratio_text(c),
             f"{r['overhead']:+.1%}" if r else "-", str(d["n"]),
-            table.fmt_num(_rep_middle(c, "median")), table.fmt_num(_rep_middle(c, "batched")),
+            table.fmt_num(table.rep_middle(c, "median")),
+            table.fmt_num(table.rep_middle(c, "batched")),
             table.fmt_num(d["p5"]), table.fmt_num(d["p95"]), _pct(d["robust_cv"]),
             _pct(c["between_cv"]), outl]
 

@@ -403,6 +403,7 @@ def method() -> dict:
                     "max(counter step, empty region), else the batched estimate unless it "
                     "disagrees with the median less the empty region (then the median)",
         "headline_min_steps": HEADLINE_MIN_STEPS,
+        "min_reps_for_test": stats.min_reps_for_test(),
         "replication_unit": "repetition (one isob process)",
         "value": "geometric mean of the repetitions' values",
         "interval": "Student t on the logs of the repetitions' values "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from . import units
 from .analysis import OUTPUT_PARAMS, server_label
 
 # Params with a column of their own; any other param is appended to the
@@ -17,15 +18,15 @@ from .analysis import OUTPUT_PARAMS, server_label
 PARAM_COLUMNS = ("placement", "payload", "variant")
 
 RESULT_HEADERS = ("benchmark", "mechanism", "placement", "payload", "variant", "value",
-                  "95% interval", "from", "median", "batched", "unit", "~ns", "ratio [95%]",
-                  "reps")
-RIGHT_ALIGNED = {"payload", "value", "95% interval", "median", "batched", "~ns", "ratio [95%]",
-                 "reps"}
+                  "95% interval", "from", "median", "mean", "batched", "unit", "~ns",
+                  "ratio [95%]", "reps")
+RIGHT_ALIGNED = {"payload", "value", "95% interval", "median", "mean", "batched", "~ns",
+                 "ratio [95%]", "reps"}
 
 KV_HEADERS = ("mechanism", "placement", "data", "value", "95% interval", "from", "median",
-              "store/data", "verified", "passes", "unit", "~ns", "ratio [95%]", "reps")
-KV_RIGHT = {"data", "value", "95% interval", "median", "store/data", "verified", "passes", "~ns",
-            "ratio [95%]", "reps"}
+              "mean", "store/data", "verified", "passes", "unit", "~ns", "ratio [95%]", "reps")
+KV_RIGHT = {"data", "value", "95% interval", "median", "mean", "store/data", "verified",
+            "passes", "~ns", "ratio [95%]", "reps"}
 
 
 def render(headers: Sequence[str], rows: Sequence[Sequence[str]],
@@ -123,22 +124,20 @@ def reps_text(c: Mapping, asked: int | None) -> str:
     return f"{n}/{asked}" if asked and n != asked else str(n)
 
 
-def _rep_median(c: Mapping) -> float | None:
-    vals = [r["median"] for r in c["repetitions"] if r["median"] is not None]
-    return sorted(vals)[len(vals) // 2] if vals else None
-
-
-def _rep_batched(c: Mapping) -> float | None:
-    vals = [r["batched"] for r in c["repetitions"] if r["batched"] is not None]
-    return sorted(vals)[len(vals) // 2] if vals else None
+def rep_middle(c: Mapping, key: str) -> float | None:
+    """The middle one of the repetitions' own `key` (median, mean, batched):
+    shown beside the headline, never computed into it."""
+    vals = sorted(r[key] for r in c["repetitions"] if r.get(key) is not None)
+    return vals[len(vals) // 2] if vals else None
 
 
 def config_row(c: Mapping, asked: int | None) -> list[str]:
     p, h = c["params"], c["headline"]
     return [c["benchmark"], c["mechanism"], str(p.get("placement", "-")),
             str(p.get("payload", "-")), variant_text(p), fmt_num(h["value"]), interval_text(h),
-            source_text(h), fmt_num(_rep_median(c)), fmt_num(_rep_batched(c)),
-            c["unit"] or "-", fmt_num(h["ns"]), ratio_text(c), reps_text(c, asked)]
+            source_text(h), fmt_num(rep_middle(c, "median")), fmt_num(rep_middle(c, "mean")),
+            fmt_num(rep_middle(c, "batched")), c["unit"] or "-", fmt_num(h["ns"]),
+            ratio_text(c), reps_text(c, asked)]
 
 
 def kv_row(c: Mapping, asked: int | None) -> list[str]:
@@ -154,9 +153,17 @@ def kv_row(c: Mapping, asked: int | None) -> list[str]:
         passes = (f"{min(o['iterations'] for o in outs)}/"
                   f"{max(o['iterations_asked'] for o in outs)}")
     return [c["mechanism"], str(p.get("placement", "-")), fmt_bytes(p.get("data_bytes")),
-            fmt_num(h["value"]), interval_text(h), source_text(h), fmt_num(_rep_median(c)),
+            fmt_num(h["value"]), interval_text(h), source_text(h),
+            fmt_num(rep_middle(c, "median")), fmt_num(_kv_mean(c)),
             f"{ratio:.2f}" if isinstance(ratio, (int, float)) else "-", fmt_num(verified),
             passes, c["unit"] or "-", fmt_num(h["ns"]), ratio_text(c), reps_text(c, asked)]
+
+
+def _kv_mean(c: Mapping) -> float | None:
+    """kv prints the exact mean over every timed request as params.mean."""
+    vals = sorted(r["outputs"]["mean"] for r in c["repetitions"]
+                  if isinstance(r["outputs"].get("mean"), (int, float)))
+    return vals[len(vals) // 2] if vals else rep_middle(c, "mean")
 
 
 def _asked(doc: Mapping) -> int | None:
@@ -183,6 +190,11 @@ def results_tables(doc: Mapping) -> list[str]:
 
 def legend(doc: Mapping) -> str:
     m = doc["method"]
+    asked = _asked(doc)
+    need = m.get("min_reps_for_test")
+    few = (f"\n  {asked} repetition{'s' if asked != 1 else ''} per result: too few for a "
+           f"significance test between runs (`compare` needs {need}); --repeat {need} or more"
+           if asked and need and asked < need else "")
     return ("value: the headline, by one rule (docs/methodology.md): from median = per-call "
             "median (region >= "
             f"{m['headline_min_steps']} counter steps and empty regions), batched = batched "
@@ -191,7 +203,8 @@ def legend(doc: Mapping) -> str:
             "them, or '1p' = within one process.\n"
             "  q: quantized (known to +-1 counter step); !: batched estimate disagrees, median "
             "shown (batched-unreliable).  ~ns: the value in ns.\n"
-            "  ratio: value / direct's value, interval over repetitions (Welch t on logs)")
+            "  ratio: value / direct's value, interval over repetitions (Welch t on logs); "
+            "median, mean, batched: the middle repetition's own" + few)
 
 
 def kv_server_table(doc: Mapping) -> str:
@@ -211,7 +224,7 @@ def kv_server_table(doc: Mapping) -> str:
         text = f"{block['value']:.2f}"
         return text + (f" [{iv['low']:.2f}..{iv['high']:.2f}]" if iv else "")
 
-    us = lambda v: None if v is None else v / 1000.0
+    us = lambda v: units.convert(v, "ns", "us")
     rows = []
     for c in configs:
         k = c["kv_server"]

@@ -54,10 +54,13 @@ def scale(values: Sequence[float | None], factor: float | None) -> list[float | 
 
 # Units a published figure may be drawn in beside local results: times on a
 # ns axis, cycles on a cycles axis (TSC ticks match neither).
-_SCALES = {"ns": {"ns": 1.0, "us": 1000.0, "ms": 1e6}, "cycles": {"cycles": 1.0}}
+_SCALES = {"ns": {"ns": 1.0, "us": 1000.0, "ms": 1e6},
+           "us": {"ns": 1e-3, "us": 1.0, "ms": 1000.0},
+           "cycles": {"cycles": 1.0}}
 
 
-def convert(value: float, unit: str, to: str) -> float | None:
-    """value in `unit` expressed in `to`, where both are times or both cycles."""
+def convert(value: float | None, unit: str, to: str) -> float | None:
+    """value in `unit` expressed in `to`, where both are times or both cycles
+    (None where they are not, or for no value)."""
     f = _SCALES.get(to, {}).get(unit)
-    return None if f is None else value * f
+    return None if f is None or value is None else value * f
