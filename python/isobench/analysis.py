@@ -274,7 +274,10 @@ def group(results: Sequence[dict], samples: Mapping[int, Mapping[str, Sequence[i
                                         r.get("unit"), r.get("counter"))
         cfg.results.append(r)
         ev = samples.get(r["result_id"], {})
-        primary = list(ev.get(PRIMARY_EVENT, ()))
+        # Sorted once here: the repetition's order statistics need it, and
+        # the pooled samples then sort in near-linear time (Timsort merges
+        # the sorted runs).
+        primary = sorted(ev.get(PRIMARY_EVENT, ()))
         cfg.rep_samples[r["result_id"]] = primary
         cfg.samples.extend(primary)
         for name, values in ev.items():

@@ -24,9 +24,9 @@ the distributions below against scipy.
 from __future__ import annotations
 
 import bisect
-import hashlib
+import functools
 import math
-import random
+import operator
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
@@ -69,9 +69,43 @@ def median(xs: Sequence[float]) -> float:
     return percentile(xs, 0.5)
 
 
+def _kth_deviation(xs: Sequence[float], med: float, pos: int, k: int) -> float:
+    """The k-th smallest (0-based) |x - med| of sorted xs, where xs[:pos] <= med
+    <= xs[pos:].  The deviations are two sorted runs -- med - xs[pos-1-i] and
+    xs[pos+j] - med -- so the k-th of their union is found by bisecting how
+    many come from the left run, without building either."""
+    nl, nr = pos, len(xs) - pos
+    left = lambda i: med - xs[pos - 1 - i]
+    right = lambda j: xs[pos + j] - med
+    lo, hi = max(0, k + 1 - nr), min(k + 1, nl)
+    while lo < hi:
+        i = (lo + hi) // 2        # take i + 1 from the left run?
+        if left(i) < right(k - i):
+            lo = i + 1
+        else:
+            hi = i
+    i = lo  # i values come from the left run, k + 1 - i from the right
+    cands = []
+    if i > 0:
+        cands.append(left(i - 1))
+    if k + 1 - i > 0:
+        cands.append(right(k - i))
+    return float(max(cands))
+
+
 def mad_sorted(xs: Sequence[float], med: float) -> float:
-    """Unscaled median absolute deviation of sorted xs around their median."""
-    return median([abs(x - med) for x in xs])
+    """Unscaled median absolute deviation of sorted xs around their median,
+    with the same interpolation as percentile_sorted."""
+    n = len(xs)
+    if n == 0:
+        raise ValueError("MAD of no samples")
+    pos = bisect.bisect_left(xs, med)
+    h = (n - 1) * 0.5
+    lo = math.floor(h)
+    a = _kth_deviation(xs, med, pos, lo)
+    if h == lo:
+        return a
+    return a + (h - lo) * (_kth_deviation(xs, med, pos, lo + 1) - a)
 
 
 def mean(xs: Sequence[float]) -> float:
@@ -79,9 +113,10 @@ def mean(xs: Sequence[float]) -> float:
         raise ValueError("mean of no samples")
     # Integer samples (counts) are summed exactly and divided once, so the mean
     # is correctly rounded however large the counts; floats go through fsum.
-    if all(isinstance(x, int) for x in xs):
-        return sum(xs) / len(xs)
-    return math.fsum(xs) / len(xs)
+    total = sum(xs)
+    if isinstance(total, float):
+        total = math.fsum(xs)
+    return total / len(xs)
 
 
 def summarize(samples: Sequence[int | float]) -> Summary:
@@ -129,10 +164,17 @@ EXACT_U_MAX = 25
 
 def stdev(xs: Sequence[float]) -> float | None:
     """Sample standard deviation (n - 1 in the denominator); None below 2 values."""
-    if len(xs) < 2:
+    n = len(xs)
+    if n < 2:
         return None
-    m = mean(xs)
-    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+    total = sum(xs)
+    if isinstance(total, int):
+        # Integer samples: n * sum(x^2) - sum(x)^2 is exact in integers, so
+        # this one pass loses nothing, however many samples there are.
+        num = n * sum(map(operator.mul, xs, xs)) - total * total
+        return math.sqrt(num / (n * (n - 1)))
+    m = math.fsum(xs) / n
+    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (n - 1))
 
 
 def cv(xs: Sequence[float]) -> float | None:
@@ -259,6 +301,7 @@ def _log_binom_pmf(n: int, k: int) -> float:
             - n * math.log(2.0))
 
 
+@functools.lru_cache(maxsize=4096)
 def median_ranks(n: int, level: float = CI_LEVEL) -> tuple[int, int, float] | None:
     """1-based ranks (l, u) of the order-statistic interval of a median, and its coverage.
 
@@ -271,10 +314,13 @@ def median_ranks(n: int, level: float = CI_LEVEL) -> tuple[int, int, float] | No
     if n < 1:
         return None
     tail = (1.0 - level) / 2.0
-    cdf, l = 0.0, 0
     # Walk up the binomial from below: P(B <= l) is the probability that
-    # fewer than l + 1 values fall below the median.
-    for k in range(0, n // 2 + 1):
+    # fewer than l + 1 values fall below the median.  Terms more than 12
+    # standard deviations below n/2 add less than 1e-32 together, so the
+    # walk starts there: exact, and fast for a million samples.
+    start = max(0, int(n / 2 - 12 * math.sqrt(n) / 2))
+    cdf, l = 0.0, start
+    for k in range(start, n // 2 + 1):
         nxt = cdf + math.exp(_log_binom_pmf(n, k))
         if nxt > tail:
             break

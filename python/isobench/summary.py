@@ -100,7 +100,7 @@ def repetition(cfg: Config, r: Mapping) -> dict:
     h = r.get("header") or {}
     step = float(h.get("counter_step") or 0)
     empty, empty_p5, empty_p95 = _empty(r)
-    xs = sorted(cfg.rep_samples.get(r["result_id"], ()))
+    xs = cfg.rep_samples.get(r["result_id"], [])  # sorted by analysis.group
     med = stats.percentile_sorted(xs, 0.5) if xs else r.get("median")
     mi = stats.median_interval(xs, step) if xs else None
     pairs = list(r.get("batched_reps") or ())

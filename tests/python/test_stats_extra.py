@@ -241,3 +241,19 @@ def test_between_cv():
     assert stats.between_cv([100.0]) is None
     assert stats.between_cv([100.0, 100.0]) == 0.0
     assert stats.between_cv([90.0, 110.0]) == pytest.approx(statistics.stdev([90, 110]) / 100)
+
+
+def test_mad_and_stdev_agree_with_the_obvious_way():
+    # mad_sorted selects from two sorted runs and stdev sums integers
+    # exactly; both must equal the slow, obvious computation.
+    rng = random.Random(9)
+    for n in (1, 2, 3, 4, 5, 10, 11, 100, 101):
+        for _ in range(50):
+            xs = sorted(rng.choice([rng.randint(0, 20), rng.random() * 10]) for _ in range(n))
+            med = stats.percentile_sorted(xs, 0.5)
+            assert stats.mad_sorted(xs, med) == pytest.approx(
+                stats.median([abs(x - med) for x in xs]))
+            if n > 1:
+                assert stats.stdev(xs) == pytest.approx(statistics.stdev(xs))
+    big = [rng.randint(0, 2**40) for _ in range(1001)]
+    assert stats.stdev(big) == pytest.approx(statistics.stdev(big), rel=1e-12)
