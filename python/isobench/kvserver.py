@@ -40,7 +40,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Callable
 
 from . import proc
 from .analysis import REFERENCES

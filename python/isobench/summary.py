@@ -37,8 +37,7 @@ Document history ("summary_version"):
 
 from __future__ import annotations
 
-import math
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from . import __version__, analysis, checks, reference, stats, units
 from .analysis import Config, RunData
@@ -423,7 +422,3 @@ def method() -> dict:
 
 def config_by_key(doc: Mapping) -> dict[tuple, dict]:
     return {tuple(c["key"]): c for c in doc["configs"]}
-
-
-def finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(v)
