@@ -62,10 +62,6 @@ BATCHED_MIN_FRACTION = 0.5
 
 MEDIAN, BATCHED = "median", "batched"
 
-# Flags a configuration may carry; each is also a soundness finding.
-QUANTIZED = "quantized"
-BATCHED_UNRELIABLE = "batched-unreliable"
-
 
 # ---- one repetition ----
 
