@@ -240,7 +240,7 @@ static int cmd_version(int json)
 
 static void emit_skip(struct isob_bench_ctx *ctx, const char *bench, const char *why)
 {
-    isob_emit_result(ctx, bench, "{}", NULL, -1, "skipped", why, NULL);
+    isob_emit_result(ctx, bench, "{}", NULL, NULL, "skipped", why, NULL);
 }
 
 enum { OPT_N = 256, OPT_WARMUP, OPT_BATCH_K, OPT_BATCH_REPS, OPT_EMPTY_N, OPT_QUICK,
@@ -401,7 +401,7 @@ int main(int argc, char **argv)
     int rc = isob_place_self(ISOB_PLACE_SAME_CPU, o.client_cpu, pin_why, sizeof pin_why);
     if (rc) {
         /* Nothing measured here would be what its placement says. */
-        isob_emit_result(&ctx, b->name, "{}", NULL, -1, "failed", pin_why, NULL);
+        isob_emit_result(&ctx, b->name, "{}", NULL, NULL, "failed", pin_why, NULL);
         isob_counter_close(&ctr);
         return 1;
     }

@@ -38,6 +38,7 @@ struct isob_bench_ctx {
     double empty_median;                 /* cost of an empty region, primary unit */
     double empty_mean;                   /* resolves below the counter's step */
     uint64_t empty_min;
+    double empty_p5, empty_p95;          /* what reading costs, inside 90% of empty regions */
     size_t empty_n;
     uint64_t step;                       /* smallest non-zero difference of two readings */
     int failed;                          /* set when a result failed */
@@ -69,7 +70,11 @@ const struct isob_bench *isob_bench_find(const char *name);
  * Schema history:
  *   1  first version: header, result, isolation, list lines.
  *      The isolation line later gained the attacker matrix, with its own
- *      matrix_version (isolation.h); its earlier members are unchanged. */
+ *      matrix_version (isolation.h); its earlier members are unchanged.
+ *      Later additions, each optional for a reader (an older isob omits
+ *      them): result "batched_reps" (every (K, 2K) pair's estimate, in
+ *      measuring order; [] when there is no batched estimate), header
+ *      "empty_region" "p5" and "p95". */
 
 /* A streaming JSON-lines writer: one object per line, flushed at the end so
  * that a crash later loses nothing already written. */
@@ -95,10 +100,11 @@ void isob_jw_u64_column(struct isob_jw *w, const char *key, const uint64_t *v, s
 void isob_emit_header(struct isob_bench_ctx *ctx, const char *bench);
 
 /* A result line.  params_json is a JSON object text ("{...}"), s may be NULL
- * for a skipped or failed result without samples. batched < 0: none. */
+ * for a skipped or failed result without samples, and batched NULL (or one
+ * with no valid pair) for a result without a batched estimate. */
 void isob_emit_result(struct isob_bench_ctx *ctx, const char *bench, const char *params_json,
-                      const struct isob_samples *s, double batched, const char *status,
-                      const char *reason, const char *unit_override);
+                      const struct isob_samples *s, const struct isob_batched *batched,
+                      const char *status, const char *reason, const char *unit_override);
 
 /* Measure the empty region into ctx->empty_median (and keep its samples in
  * the header). Returns 0 or -errno. */

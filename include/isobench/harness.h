@@ -11,7 +11,7 @@
  *                     (perf: dropped when multiplexed or the CPU/index moved)
  *     batched: for r in 0..R: t(K) = time of K BODYs, t(2K) likewise,
  *              est[r] = (t(2K) - t(K)) / K      -- read overhead cancels
- *     report samples (raw), median of est, empty, dropped
+ *     report samples (raw), every est[r] and their median, empty, dropped
  *
  * The measured loops are macros so that the body is inlined between the
  * two reads with nothing else in the region: no calls, no allocation. */
@@ -216,25 +216,45 @@ double isob_median_double(double *v, size_t n);  /* sorts v in place */
         (OK) = isob_sample_valid_as((BE), &isob_a_, &isob_b_);                       \
     } while (0)
 
-/* Batched estimate: REPS pairs of (K, 2K) iterations; the estimate of one
- * BODY is the median over pairs of (t(2K) - t(K)) / K, which cancels the
- * fixed cost of the readings.  Pairs with an invalid reading are skipped.
- * *EST receives the median (or -1 when no pair was valid). */
-#define ISOB_MEASURE_BATCHED(C, K, REPS, SCRATCH, BODY, EST)                         \
-    ISOB_DISPATCH((C), isob_be_, ISOB_MEASURE_BATCHED_AS(isob_be_, C, K, REPS, SCRATCH, BODY, EST))
-#define ISOB_MEASURE_BATCHED_AS(BE, C, K, REPS, SCRATCH, BODY, EST)                  \
+/* The batched estimate of one result: the estimate of every (K, 2K) pair,
+ * in the order they were measured, and their median.  Every pair is kept
+ * so that the spread of the estimate can be reported beside it, and so
+ * that a bimodal body (whose t(2K) - t(K) means little) can be recognised
+ * afterwards. */
+struct isob_batched {
+    size_t cap;    /* pairs asked for */
+    size_t n;      /* valid pairs measured */
+    double *reps;  /* reps[0..n): each pair's (t(2K) - t(K)) / K */
+    double *sort;  /* room to sort a copy: reps keeps the measuring order */
+    double est;    /* median of reps; -1 when no pair was valid */
+};
+
+/* Room for `reps` pairs, allocated and touched before any measuring.
+ * Returns 0 or -ENOMEM. */
+int isob_batched_alloc(struct isob_batched *b, size_t reps);
+void isob_batched_free(struct isob_batched *b);
+/* b->est from b->reps (outside any measured region: it sorts a copy). */
+void isob_batched_finish(struct isob_batched *b);
+
+/* Batched estimate into B (from isob_batched_alloc): B->cap pairs of (K,
+ * 2K) iterations; the estimate of one BODY is the median over pairs of
+ * (t(2K) - t(K)) / K, which cancels the fixed cost of the readings.  Pairs
+ * with an invalid reading are skipped. */
+#define ISOB_MEASURE_BATCHED(C, K, B, BODY)                                          \
+    ISOB_DISPATCH((C), isob_be_, ISOB_MEASURE_BATCHED_AS(isob_be_, C, K, B, BODY))
+#define ISOB_MEASURE_BATCHED_AS(BE, C, K, B, BODY)                                   \
     do {                                                                             \
-        size_t isob_got_ = 0;                                                        \
-        for (size_t isob_r_ = 0; isob_r_ < (size_t)(REPS); isob_r_++) {              \
+        (B)->n = 0;                                                                  \
+        for (size_t isob_r_ = 0; isob_r_ < (B)->cap; isob_r_++) {                    \
             uint64_t isob_t1_, isob_t2_;                                             \
             int isob_ok1_, isob_ok2_;                                                \
-            ISOB_MEASURE_K((BE), (C), (K), BODY, isob_t1_, isob_ok1_);                     \
-            ISOB_MEASURE_K((BE), (C), 2 * (K), BODY, isob_t2_, isob_ok2_);                 \
+            ISOB_MEASURE_K((BE), (C), (K), BODY, isob_t1_, isob_ok1_);               \
+            ISOB_MEASURE_K((BE), (C), 2 * (K), BODY, isob_t2_, isob_ok2_);           \
             if (isob_ok1_ && isob_ok2_)                                              \
-                (SCRATCH)[isob_got_++] =                                             \
+                (B)->reps[(B)->n++] =                                                \
                     ((double)isob_t2_ - (double)isob_t1_) / (double)(K);             \
         }                                                                            \
-        (EST) = isob_got_ ? isob_median_double((SCRATCH), isob_got_) : -1.0;         \
+        isob_batched_finish(B);                                                      \
     } while (0)
 
 /* Placement of a two-context mechanism's contexts. */

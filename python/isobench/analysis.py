@@ -1,16 +1,16 @@
 """What a stored run means: its results grouped into configurations, with
 their statistics, their baseline and their overhead.
 
-Reports, `check` and `compare` all read runs through this module, so that
-each number (a median's interval, a ratio to `direct`, an average of
-ratios) is computed by one rule everywhere.  docs/methodology.md states the
-rules; the code below is their only implementation.
+This module loads a run and groups it; summary.py turns it into the one
+summary document every command renders.  docs/methodology.md states the
+rules; the code here and in summary.py is their only implementation.
 
 A configuration is what was measured: benchmark, mechanism and the
 parameters that select the measurement (placement, payload, variant, data
 size, ...).  Its repetitions (`run --repeat N`, one fresh isob process each)
-are pooled for the within-statistics, and their medians give the spread
-between repetitions.
+are the unit of replication: summary.py computes one value per repetition
+and every interval and test over them.  The pooled samples only describe
+the spread.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping, Sequence
 
-from . import stats
+from . import stats, units
 from .records import NO_MECHANISM, PRIMARY_EVENT
 from .store import Store
 
@@ -73,9 +73,21 @@ OUTPUT_PARAMS = frozenset({
 BASELINE_IGNORED = frozenset({"placement"})
 BASELINE_FIXED: dict[str, dict[str, Any]] = {"switch": {"variant": "entry"}}
 
-# Units that carry no absolute value (a result stored as a ratio or a
-# percentage); the "relative-only" check looks for them.
-RELATIVE_UNITS = frozenset({"ratio", "relative", "%", "percent", "x", "normalized"})
+# The params that make two numbers different populations: a number is
+# averaged or compared only with numbers that agree in all of them (and in
+# the benchmark).  Placements differ by orders of magnitude on a VM,
+# payloads change what crosses the boundary, and a phase (kv's set, warm-up
+# and get) is a different workload.
+POPULATION_PARAMS = ("placement", "payload", "variant", "primitive")
+
+# The phase that stands for a benchmark where it has several: kv's headline
+# is the time per get; its set and warm-up phases are stored and shown
+# apart, never averaged with it.
+HEADLINE_PHASE: dict[str, str] = {"kv": "get"}
+
+# Params that sweep one workload over a range (kv's data size): an average
+# of ratios may run over them, since every point is the same population.
+SWEEP_PARAMS = ("data_bytes",)
 
 
 def kind(benchmark: str) -> str:
@@ -91,20 +103,21 @@ def config_key(benchmark: str, mechanism: str, params: Mapping) -> tuple[str, st
     return benchmark, mechanism, json.dumps(identity(params), sort_keys=True)
 
 
-def to_ns(value: float | None, unit: str | None, tsc_hz: float | None) -> float | None:
-    """value in nanoseconds where the unit allows it (core cycles never do)."""
-    if value is None:
-        return None
-    if unit == "ns":
-        return float(value)
-    if unit == "tsc_ticks" and tsc_hz:
-        return value * 1e9 / tsc_hz
-    return None
+def population(benchmark: str, params: Mapping) -> tuple:
+    """What a number may be averaged or compared within: the benchmark and
+    its POPULATION_PARAMS.  Numbers with different placements, payloads or
+    phases are never pooled."""
+    return (benchmark, *(params.get(k) for k in POPULATION_PARAMS))
 
 
 @dataclass
 class Config:
-    """One measured configuration and its repetitions (ok results only)."""
+    """One measured configuration and its repetitions (ok results only).
+
+    results holds one stored result per repetition (fresh isob process);
+    rep_samples the primary samples of each, by result id.  samples pools
+    them, for descriptions of the spread only: intervals and tests take the
+    repetitions as their unit (summary.py)."""
 
     benchmark: str
     mechanism: str
@@ -112,6 +125,7 @@ class Config:
     unit: str | None
     counter: str | None
     results: list[dict] = field(default_factory=list)
+    rep_samples: dict[int, list[int]] = field(default_factory=dict)
     samples: list[int] = field(default_factory=list)
     events: dict[str, list[int]] = field(default_factory=dict)
 
@@ -156,27 +170,19 @@ class Config:
     def between_cv(self) -> float | None:
         return stats.between_cv(self.rep_medians)
 
-    @property
-    def batched(self) -> float | None:
-        values = [r["batched"] for r in self.results if r.get("batched") is not None]
-        return stats.median(values) if values else None
-
     @cached_property
     def sorted_samples(self) -> list[int]:
         return sorted(self.samples)
 
     @cached_property
-    def quick(self) -> stats.Description:
-        """The description without the bootstrap interval (for checks and tables)."""
-        return self.describe(ci=False)
-
-    def describe(self, ci: bool = True, seed: int | None = None) -> stats.Description:
+    def description(self) -> stats.Description:
+        """The spread of the pooled per-call samples (descriptive only)."""
         if not self.samples:
             return _described_from_summary(self.results)
-        return stats.describe(self.sorted_samples, ci=ci, seed=seed, key=self.key)
+        return stats.describe(self.sorted_samples)
 
-    def ns(self, value: float | None) -> float | None:
-        return to_ns(value, self.unit, self.tsc_hz)
+    def ns_factor(self) -> float | None:
+        return units.ns_factor(self.unit, self.tsc_hz)
 
 
 def _described_from_summary(results: Sequence[dict]) -> stats.Description:
@@ -186,21 +192,7 @@ def _described_from_summary(results: Sequence[dict]) -> stats.Description:
     return stats.Description(
         n=r.get("n") or 0, min=r.get("min"), max=r.get("max"), median=med, p5=r.get("p5"),
         p95=r.get("p95"), p99=None, mad=mad, mean=r.get("mean"), stdev=None, cv=None,
-        robust_cv=stats.robust_cv(med, mad), outliers=None, ci=None)
-
-
-@dataclass
-class Overhead:
-    """A configuration against its baseline: ratio = x / baseline, overhead = ratio - 1."""
-
-    config: Config
-    baseline: Config
-    ratio: float
-    ci: stats.Interval
-
-    @property
-    def overhead(self) -> float:
-        return self.ratio - 1.0
+        robust_cv=stats.robust_cv(med, mad), outliers=None)
 
 
 @dataclass
@@ -211,7 +203,6 @@ class RunData:
     db: str
     results: list[dict]
     configs: list[Config]
-    seed: int = stats.BOOTSTRAP_SEED
 
     @property
     def run_id(self) -> int:
@@ -221,27 +212,20 @@ class RunData:
     def env(self) -> dict:
         return self.run.get("environment") or {}
 
-    @property
-    def stored_aggregates(self) -> list[dict]:
-        return list(self.run.get("aggregates") or [])
-
     def by_key(self) -> dict[tuple[str, str, str], Config]:
         return {c.key: c for c in self.configs}
 
     def baseline_of(self, cfg: Config) -> Config | None:
         return find_baseline(cfg, self.configs)
 
-    def overhead_of(self, cfg: Config) -> Overhead | None:
-        base = self.baseline_of(cfg)
-        if base is None or not base.samples or not cfg.samples or not base.quick.median:
-            return None
-        r = stats.ratio(cfg.quick.median, base.quick.median)
-        ci = stats.ratio_of_medians_ci(base.sorted_samples, cfg.sorted_samples, self.seed,
-                                       key=("overhead", cfg.key))
-        return Overhead(cfg, base, r, ci)
-
     def tsc_hz(self) -> float | None:
         return self.env.get("tsc_hz") or next((c.tsc_hz for c in self.configs if c.tsc_hz), None)
+
+
+def server_label(mechanism: str) -> str:
+    """How a kv-server configuration's server is named in tables and plots:
+    the reference program by its name, isob serve by its mechanism."""
+    return mechanism if REFERENCES.get("kv-server") == mechanism else f"isob+{mechanism}"
 
 
 def is_baseline(cfg: Config) -> bool:
@@ -292,36 +276,21 @@ def group(results: Sequence[dict], samples: Mapping[int, Mapping[str, Sequence[i
                                         r.get("unit"), r.get("counter"))
         cfg.results.append(r)
         ev = samples.get(r["result_id"], {})
-        cfg.samples.extend(ev.get(PRIMARY_EVENT, ()))
+        # Sorted once here: the repetition's order statistics need it, and
+        # the pooled samples then sort in near-linear time (Timsort merges
+        # the sorted runs).
+        primary = sorted(ev.get(PRIMARY_EVENT, ()))
+        cfg.rep_samples[r["result_id"]] = primary
+        cfg.samples.extend(primary)
         for name, values in ev.items():
             if name != PRIMARY_EVENT:
                 cfg.events.setdefault(name, []).extend(values)
     return list(configs.values())
 
 
-def load_run(store: Store, run_id: int, seed: int | None = None) -> RunData:
+def load_run(store: Store, run_id: int) -> RunData:
     run = store.run(run_id)
     results = store.results(run_id)
     samples = {r["result_id"]: store.samples(r["result_id"]) for r in results
                if r["status"] == "ok"}
-    return RunData(run, str(store.path), results, group(results, samples),
-                   stats.BOOTSTRAP_SEED if seed is None else seed)
-
-
-def aggregates(data: RunData) -> list[dict]:
-    """Geometric means of the ratios to `direct`, per benchmark, mechanism and
-    placement (placements are never averaged together: on a VM they differ
-    by orders of magnitude)."""
-    groups: dict[tuple, list[float]] = {}
-    for cfg in data.configs:
-        base = data.baseline_of(cfg)
-        if base is None or not base.quick.median or cfg.quick.median is None:
-            continue
-        key = (cfg.benchmark, cfg.mechanism, cfg.placement)
-        groups.setdefault(key, []).append(stats.ratio(cfg.quick.median, base.quick.median))
-    out = []
-    for (bench, mech, placement), ratios in groups.items():
-        agg = stats.aggregate_ratios(ratios)
-        out.append({"name": f"{bench} {mech} {placement or ''}".strip() + ": ratio to direct",
-                    "benchmark": bench, "mechanism": mech, "placement": placement, **agg})
-    return out
+    return RunData(run, str(store.path), results, group(results, samples))

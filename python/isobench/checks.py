@@ -1,34 +1,56 @@
-"""Soundness checks: what makes a stored number untrustworthy or incomparable.
+"""Soundness checks: what makes a stored number wrong, missing or qualified.
 
-Each check looks at one run (its results, environment and stored
-aggregates) and returns at most one Finding: an id, what is wrong (naming
-the results concerned), what to do next, the anchor in
-docs/reducing-variance.md that explains it, and the flaw of van der Kouwe
-et al., "SoK: Benchmarking Flaws in Systems Security" (EuroS&P 2019) it
-guards against, where one applies.  `isobench check` prints them, every
-report shows them.
+Each check looks at one run -- its stored results and environment
+(analysis.RunData) and its summary document (summary.build, for the
+headline flags) -- and returns at most one Finding: an id, a severity,
+what is wrong (naming the results concerned), what to do next, the anchor
+in docs/reducing-variance.md that explains it, and the flaw of van der
+Kouwe et al., "SoK: Benchmarking Flaws in Systems Security" (IEEE EuroS&P
+2019, Table I) it guards against, where one applies.
 
-Adding a check: a function below, one entry in CHECKS, a section with the
-same id in docs/reducing-variance.md, and a way for the flawed fixture
-(tests/python/fixtures/flawed_run.json) to trigger it.
+Severities:
+
+    error    the numbers are wrong or missing: a result failed, the run
+             measured nothing, was interrupted, or a mechanism lacks the
+             baseline its overhead needs
+    warning  the numbers hold, with a caveat the reader must see (a VM, no
+             PMU, high variation, a quantized median, ...)
+    info     context for the reader
+
+`isobench check` exits 0 without errors and 3 with errors (`--strict`:
+warnings count too); 1 stays "could not run", 2 "bad usage".
+
+Adding a check: a function below, one Check line in CHECKS, a section with
+the same id in docs/reducing-variance.md, and a test in
+tests/python/test_checks.py with a fixture that makes it fire and one that
+does not.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
-from .analysis import (CLIENT_COUNTERS, MACRO, RELATIVE_UNITS, Config, RunData,
-                       needs_baseline)
+from . import stats
+from .analysis import CLIENT_COUNTERS, MACRO, Config, RunData, needs_baseline
 from .records import NO_MECHANISM
 
 DOC = "docs/reducing-variance.md"
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+SEVERITIES = (ERROR, WARNING, INFO)
+
+# Exit status of `isobench check` when an error (or, with --strict, a
+# warning) was found: distinct from 1 (could not run) and 2 (bad usage).
+EXIT_FINDINGS = 3
 
 # Above this, a result's spread is too large to trust small differences.
 # The robust CV (1.4826 MAD / median) is used within a result: the classic
 # stdev / mean of per-iteration samples is dominated by the rare interrupt
 # (one 10 ms sample among 5000 makes it several hundred percent).  Between
-# repetitions, the classic CV of the repetition medians is used.
+# repetitions, the classic CV of the repetitions' headline values is used.
 MAX_CV = 0.05
 
 # Per-thread cycles of a call into another process below this fraction of
@@ -37,24 +59,29 @@ MAX_CV = 0.05
 # measuring (governor performance, turbo off).
 MIN_CYCLES_PER_TICK = 0.5
 
-# Environment fields a paper must report (SoK E1); None or missing is a finding.
-PLATFORM_FIELDS = ("cpu_model", "kernel", "mitigations", "compiler", "git", "memory_bytes",
-                   "nproc", "counter")
+# What a reader needs to know of the machine (SoK F1) and of the software
+# (SoK F2); None or missing is a finding.
+PLATFORM_FIELDS = ("cpu_model", "memory_bytes", "nproc", "mitigations", "counter")
+SOFTWARE_FIELDS = ("kernel", "compiler", "git", "python", "isobench_version")
 
-# SoK flaws, with their labels in the paper's Table I.
+# Flaws of the SoK's Table I that a check guards against, by their labels
+# there.  Two more are excluded by construction rather than checked: B5
+# (incorrect averaging across benchmark scores: every average of ratios is
+# a geometric mean, stats.aggregate_ratios) and F4 (relative numbers only:
+# every ratio is shown beside the absolute values it came from).
 SOK = {
     "B1": "B1 microbenchmarks representing overall performance",
     "B4": "B4 no indication of significance of data",
-    "B5": "B5 incorrect averaging across benchmark scores",
     "D1": "D1 no proper baseline",
-    "E1": "E1 missing platform specification",
-    "E3": "E3 relative numbers only",
+    "F1": "F1 missing platform specification",
+    "F2": "F2 missing software versions",
 }
 
 
 @dataclass(frozen=True)
 class Finding:
     id: str
+    severity: str
     what: str
     next: str
     sok: str | None = None
@@ -68,6 +95,26 @@ class Finding:
         return {**asdict(self), "subjects": list(self.subjects), "doc": self.doc}
 
 
+@dataclass(frozen=True)
+class Check:
+    """One entry of the checks table: its id, severity and SoK flaw are
+    fixed here, so that the function only decides whether it fires."""
+
+    id: str
+    severity: str
+    run: Callable[[RunData, Mapping], "Fired | None"]
+    sok: str | None = None
+
+
+@dataclass(frozen=True)
+class Fired:
+    """What a check function returns when it fires."""
+
+    what: str
+    next: str
+    subjects: tuple[str, ...] = ()
+
+
 def _subjects(configs: Iterable[Config]) -> tuple[str, ...]:
     return tuple(c.label for c in configs)
 
@@ -77,90 +124,225 @@ def _some(labels: Sequence[str], limit: int = 3) -> str:
     return "; ".join(labels[:limit]) + more
 
 
-# ---- comparison and reporting ----
+def _where(r: Mapping) -> str:
+    p = r.get("params") or {}
+    parts = [f"{k}={p[k]}" for k in ("placement", "payload", "variant", "data_bytes") if k in p]
+    rep = r.get("repetition") or 1
+    return " ".join([r["benchmark"], r["mechanism"], *parts]) + (f" (rep {rep})" if rep > 1 else "")
 
-def check_no_baseline(data: RunData) -> Finding | None:
+
+# ---- the run as a whole: numbers missing ----
+
+def _owner_alive(run: Mapping) -> bool | None:
+    """Whether the process that started a `running` run still exists: None
+    when the store does not say which process that was."""
+    pid = run.get("owner_pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return None
+    host = (run.get("environment") or {}).get("hostname")
+    if host and host != socket.gethostname():
+        return False  # started on another machine: it is not running here
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def check_interrupted(data: RunData, doc: Mapping) -> Fired | None:
+    run = data.run
+    status = run.get("status")
+    if status == "interrupted":
+        return Fired(f"run {data.run_id} is marked interrupted: it stopped before every job "
+                     "ran, so results are missing",
+                     "run it again; `isobench show` lists what was kept")
+    if status == "running" and _owner_alive({**run, **doc.get("run", {})}) is not True:
+        who = doc.get("run", {}).get("owner_pid")
+        why = (f"its owner (pid {who}) is gone" if who else
+               "no owner process is recorded, and it never finished")
+        return Fired(f"run {data.run_id} is still marked running but {why}: it was "
+                     "interrupted, and results are missing",
+                     "run it again; the results it kept are in `isobench show`")
+    return None
+
+
+def check_in_progress(data: RunData, doc: Mapping) -> Fired | None:
+    if data.run.get("status") != "running" or _owner_alive(
+            {**data.run, **doc.get("run", {})}) is not True:
+        return None
+    return Fired(f"run {data.run_id} is still running: its numbers are partial",
+                 "check again when it has finished")
+
+
+def check_no_results(data: RunData, doc: Mapping) -> Fired | None:
+    if data.results:
+        return None
+    return Fired(f"run {data.run_id} holds no result at all: it was stopped before its first "
+                 "result, or nothing was selected",
+                 "run it again and let it finish")
+
+
+def check_failed(data: RunData, doc: Mapping) -> Fired | None:
+    bad = [r for r in data.results if r["status"] == "failed"]
+    if not bad:
+        return None
+    labels = [f"{_where(r)}: {r.get('reason') or 'no reason given'}" for r in bad]
+    return Fired(f"{len(bad)} result(s) failed (a crash, a hang, a kill or a wrong answer), "
+                 f"so their numbers are missing: {_some(labels)}",
+                 "read each reason; fix the mechanism or leave it out (`-m`), and run again",
+                 tuple(labels))
+
+
+def check_all_skipped(data: RunData, doc: Mapping) -> Fired | None:
+    if not data.results or any(r["status"] != "skipped" for r in data.results):
+        return None
+    reasons = sorted({r.get("reason") or "?" for r in data.results})
+    return Fired(f"every one of the run's {len(data.results)} result(s) was skipped, so "
+                 f"nothing was measured: {_some(reasons)}",
+                 "run mechanisms this machine has (`isobench list` says which and why not)",
+                 tuple(reasons))
+
+
+def check_no_baseline(data: RunData, doc: Mapping) -> Fired | None:
     orphans = [c for c in data.configs if needs_baseline(c) and data.baseline_of(c) is None]
     if not orphans:
         return None
-    return Finding(
-        "no-baseline",
-        f"{len(orphans)} result(s) have no `direct` result to be compared with: "
-        f"{_some(_subjects(orphans))}",
-        "run the same benchmarks with `-m direct` in the same run "
-        "(e.g. `isobench run switch -m direct -m MECH`)", SOK["D1"], _subjects(orphans))
+    return Fired(f"{len(orphans)} result(s) have no `direct` result to be compared with, so "
+                 f"their overhead is unknown: {_some(_subjects(orphans))}",
+                 "run the same benchmarks with `-m direct` in the same run "
+                 "(e.g. `isobench run switch -m direct -m MECH`)", _subjects(orphans))
 
 
-def check_no_spread(data: RunData) -> Finding | None:
-    bare = [c for c in data.configs
-            if c.quick.n < 2 or c.quick.p5 is None or c.quick.p95 is None]
-    if not bare:
+def _separate_process(data: RunData, mechanism: str) -> bool:
+    props = (data.env.get("mechanism_props") or {}).get(mechanism) or ()
+    return "separate_as" in props and "two_contexts" in props
+
+
+def _wall_ticks(cfg: Config) -> float | None:
+    """Median wall time of the same iterations in TSC ticks, if recorded."""
+    if cfg.events.get("tsc"):
+        return stats.median(cfg.events["tsc"])
+    ns = cfg.events.get("wall_ns")
+    if ns and cfg.tsc_hz:
+        return stats.median(ns) * cfg.tsc_hz / 1e9
+    return None
+
+
+def check_counters_miss(data: RunData, doc: Mapping) -> Fired | None:
+    hit = []
+    for c in data.configs:
+        scope = c.header.get("scope", "thread")  # isob's default scope is thread
+        if (c.counter != "perf" or c.unit != "cycles" or scope != "thread"
+                or not _separate_process(data, c.mechanism)):
+            continue
+        wall = _wall_ticks(c)
+        med = c.description.median
+        if wall is None:
+            hit.append(f"{c.label} (cannot compare: no wall-clock event recorded)")
+        elif med is not None and med < MIN_CYCLES_PER_TICK * wall:
+            hit.append(f"{c.label} (cycles {med:.0f} vs {wall:.0f} TSC ticks)")
+    if not hit:
         return None
-    return Finding(
-        "no-spread",
-        f"{len(bare)} result(s) have fewer than 2 samples or no percentiles, so no spread "
-        f"can be shown: {_some(_subjects(bare))}",
-        "measure more iterations (`--n`) and keep the raw samples", SOK["B4"], _subjects(bare))
+    return Fired(f"per-thread cycle counters of {len(hit)} result(s) whose compartment is "
+                 f"another process miss that process's cycles, so the numbers are too low: "
+                 f"{_some(hit)}",
+                 "measure these with `--scope cpu` (counts everything on the CPU) or with "
+                 "the TSC counter (`--counter tsc`)", tuple(hit))
 
 
-def check_arithmetic_mean(data: RunData, computed: Sequence[Mapping] = ()) -> Finding | None:
-    bad = [a for a in [*data.stored_aggregates, *computed]
-           if a.get("of") in ("ratio", "overhead", "normalized")
-           and a.get("method") != "geometric-mean"]
-    if not bad:
+# ---- the numbers: caveats ----
+
+def _entries(doc: Mapping) -> list[dict]:
+    """The configurations whose numbers stand for their benchmark: kv's set
+    and warm-up phases are stored beside its gets, but nobody reads them as
+    the benchmark's result, so their caveats would only drown the others."""
+    return [c for c in doc.get("configs") or [] if c.get("headline_phase", True)]
+
+
+def check_batched_unreliable(data: RunData, doc: Mapping) -> Fired | None:
+    hit = [c for c in _entries(doc) if c["headline"]["batched_unreliable"]]
+    if not hit:
         return None
-    names = [f"{a.get('name', '?')} ({a.get('method', 'no method recorded')})" for a in bad]
-    return Finding(
-        "arithmetic-mean-of-ratios",
-        f"{len(bad)} average(s) of ratios were not taken as geometric means: {_some(names)}",
-        "average ratios with the geometric mean (isobench's reports and `compare` do); "
-        "recompute the stored averages", SOK["B5"], tuple(names))
+    labels = []
+    for c in hit:
+        rep = next(r for r in c["repetitions"] if r["batched_agrees"] is False)
+        labels.append(f"{c['label']} (batched {rep['batched']:,.1f} vs median - empty region "
+                      f"{rep['region']:,.1f} {c['unit']})")
+    return Fired(f"{len(hit)} result(s) have a batched estimate that disagrees with the "
+                 "median less the empty region beyond their spreads (a bimodal body, or one "
+                 "that runs differently back to back); their headline is the median: "
+                 f"{_some(labels)}",
+                 "read the median of these; the batched estimate is stored but not used",
+                 tuple(labels))
 
 
-def check_micro_only(data: RunData) -> Finding | None:
+def check_quantized(data: RunData, doc: Mapping) -> Fired | None:
+    hit = [c for c in _entries(doc) if c["headline"]["quantized"]]
+    if not hit:
+        return None
+    return Fired(f"{len(hit)} headline median(s) are known only to one counter step (their "
+                 "interval spans at most one step and is shown as +-step): "
+                 f"{_some([c['label'] for c in hit])}",
+                 "read the mean and the batched estimate beside them; on bare metal or with "
+                 "perf counters the step is 1", tuple(c["label"] for c in hit))
+
+
+def check_no_significance(data: RunData, doc: Mapping) -> Fired | None:
+    hit = [c for c in _entries(doc)
+           if c["headline"]["value"] is not None
+           and c["headline"]["reps"] < stats.MIN_REPS_FOR_INTERVAL]
+    if not hit:
+        return None
+    asked = ((doc.get("run") or {}).get("options") or {}).get("repeat") or 1
+    fix = ("repeat in fresh processes: `isobench run --repeat 5`" if asked < 2 else
+           f"the run asked for {asked} repetitions: the others of these were skipped or failed "
+           "(the notes under `isobench show` say why); run them again, or read these as one "
+           "process's numbers")
+    return Fired(f"{len(hit)} result(s) come from one process only, so no interval between "
+                 f"processes (and no test) can be given: {_some([c['label'] for c in hit])}",
+                 fix, tuple(c["label"] for c in hit))
+
+
+def check_micro_only(data: RunData, doc: Mapping) -> Fired | None:
     if not data.configs or any(c.kind == MACRO for c in data.configs):
         return None
     benches = sorted({c.benchmark for c in data.configs})
-    return Finding(
-        "micro-only",
-        f"only microbenchmarks ({', '.join(benches)}): a switch cost alone does not say "
-        "what an application pays",
-        "add a macrobenchmark to the run: `isobench run switch kv ...`", SOK["B1"])
+    return Fired(f"only microbenchmarks ({', '.join(benches)}): a switch cost alone does not "
+                 "say what an application pays",
+                 "add a macrobenchmark to the run: `isobench run switch kv ...`")
 
 
-def check_missing_platform(data: RunData) -> Finding | None:
+def _missing(data: RunData, fields: Sequence[str]) -> list[str]:
     env = data.env
+    missing = [f for f in fields if env.get(f) in (None, {}, [], "")]
+    reasons = env.get("reasons") or {}
+    return [f"{f} ({reasons[f]})" if f in reasons else f for f in missing]
+
+
+def check_missing_platform(data: RunData, doc: Mapping) -> Fired | None:
     fields = PLATFORM_FIELDS
     if data.configs and all(c.counter in CLIENT_COUNTERS for c in data.configs):
         # Only outside clients measured (kv-server alone): the harness's
         # counter was never used, so it is not missing.
         fields = tuple(f for f in fields if f != "counter")
-    missing = [f for f in fields if env.get(f) in (None, {}, [], "")]
+    missing = _missing(data, fields)
     if not missing:
         return None
-    reasons = env.get("reasons") or {}
-    detail = [f"{f} ({reasons[f]})" if f in reasons else f for f in missing]
-    return Finding(
-        "missing-platform",
-        f"platform or software details are missing: {', '.join(detail)}",
-        "run from a git checkout with the native driver built by `make`, on a system "
-        "where /proc and /sys are readable", SOK["E1"], tuple(missing))
+    return Fired(f"details of the machine are missing: {', '.join(missing)}",
+                 "run on a system where /proc and /sys are readable, with the native driver "
+                 "built by `make`", tuple(missing))
 
 
-def check_relative_only(data: RunData) -> Finding | None:
-    rel = [c for c in data.configs if (c.unit or "").lower() in RELATIVE_UNITS
-           or c.quick.median is None]
-    if not rel:
+def check_missing_software(data: RunData, doc: Mapping) -> Fired | None:
+    missing = _missing(data, SOFTWARE_FIELDS)
+    if not missing:
         return None
-    return Finding(
-        "relative-only",
-        f"{len(rel)} result(s) carry only relative numbers (no absolute value): "
-        f"{_some(_subjects(rel))}",
-        "store the absolute measurements (time or cycles) and derive ratios from them",
-        SOK["E3"], _subjects(rel))
+    return Fired(f"versions of the software are missing: {', '.join(missing)}",
+                 "run from a git checkout with the native driver built by `make` (so `isob "
+                 "--version --json` answers)", tuple(missing))
 
-
-# ---- the machine ----
 
 def _two_contexts(data: RunData, mechanism: str) -> bool:
     """Whether a mechanism runs its compartment in another thread or process.
@@ -172,20 +354,18 @@ def _two_contexts(data: RunData, mechanism: str) -> bool:
     return props is None or "two_contexts" in props
 
 
-def check_unpinned(data: RunData) -> Finding | None:
+def check_unpinned(data: RunData, doc: Mapping) -> Fired | None:
     loose = [c for c in data.configs if c.placement == "unpinned"
              and _two_contexts(data, c.mechanism)]
     if not loose:
         return None
-    return Finding(
-        "unpinned",
-        f"{len(loose)} result(s) of two-context mechanisms ran unpinned, so the scheduler "
-        f"chose same-cpu or cross-cpu at random: {_some(_subjects(loose))}",
-        "use `--placement same-cpu,cross-cpu` and report the two apart",
-        None, _subjects(loose))
+    return Fired(f"{len(loose)} result(s) of two-context mechanisms ran unpinned, so the "
+                 f"scheduler chose same-cpu or cross-cpu at random: {_some(_subjects(loose))}",
+                 "use `--placement same-cpu,cross-cpu` and report the two apart",
+                 _subjects(loose))
 
 
-def check_frequency(env: Mapping) -> Finding | None:
+def frequency_problems(env: Mapping) -> Fired | None:
     gov, turbo = env.get("governor"), env.get("turbo")
     problems = []
     if gov is not None and gov != "performance":
@@ -194,183 +374,183 @@ def check_frequency(env: Mapping) -> Finding | None:
         problems.append("turbo boost is on")
     if not problems:
         return None
-    return Finding("frequency-scaling", "; ".join(problems),
-                   "run `sudo isobench system tune` before measuring and "
-                   "`sudo isobench system reset` after")
+    return Fired("; ".join(problems), "run `sudo isobench system tune` before measuring and "
+                                      "`sudo isobench system reset` after")
 
 
-def check_smt(env: Mapping) -> Finding | None:
+def smt_problem(env: Mapping) -> Fired | None:
     if env.get("smt") is not True:
         return None
-    return Finding("smt-active",
-                   "SMT (hyper-threading) is active: a sibling thread shares the core's "
-                   "pipeline and caches with the measured code",
-                   "disable SMT (`echo off > /sys/devices/system/cpu/smt/control` as root) "
-                   "or keep the siblings of the measured CPUs idle")
+    return Fired("SMT (hyper-threading) is active: a sibling thread shares the core's "
+                 "pipeline and caches with the measured code",
+                 "disable SMT (`echo off > /sys/devices/system/cpu/smt/control` as root) "
+                 "or keep the siblings of the measured CPUs idle")
 
 
-def check_vm(env: Mapping) -> Finding | None:
+def vm_problem(env: Mapping) -> Fired | None:
     if env.get("hypervisor") is None:
         return None
-    return Finding("virtual-machine",
-                   f"running in a virtual machine ({env['hypervisor']}): vCPUs are host "
-                   "threads, wake-ups cross the hypervisor, and timers may be virtual",
-                   "repeat on bare metal before publishing absolute numbers; compare "
-                   "mechanisms only within this machine")
+    return Fired(f"measured in a virtual machine ({env['hypervisor']}): vCPUs are host "
+                 "threads, wake-ups cross the hypervisor, and timers may be virtual",
+                 "repeat on bare metal before publishing absolute numbers; compare "
+                 "mechanisms only within this machine")
 
 
-def check_no_pmu(data: RunData) -> Finding | None:
+def pmu_missing(env: Mapping) -> Fired | None:
+    if env.get("pmu"):
+        return None
+    return Fired("this machine exposes no hardware PMU (no /sys/bus/event_source/devices/cpu)",
+                 "measure on bare metal or in a VM with a virtual PMU")
+
+
+def check_no_pmu(data: RunData, doc: Mapping) -> Fired | None:
     own = [c for c in data.configs if c.counter and c.counter != "perf"
            and c.counter not in CLIENT_COUNTERS]
     if not own:
         return None
     counters = sorted({c.counter for c in own})
     units = sorted({c.unit or "?" for c in own})
-    return Finding("no-pmu",
-                   f"no hardware counters: results are in {', '.join(units)} "
-                   f"(counter {', '.join(counters)}), not core cycles",
-                   "run on a machine with a PMU (bare metal, or a VM with a virtual PMU) "
-                   "and perf_event_paranoid <= 2")
+    return Fired(f"results are in {', '.join(units)} (counter {', '.join(counters)}), not "
+                 "core cycles: no hardware counters were used",
+                 "run on a machine with a PMU (bare metal, or a VM with a virtual PMU) "
+                 "and perf_event_paranoid <= 2")
 
 
-# ---- the counters ----
-
-def check_dropped(data: RunData) -> Finding | None:
+def check_dropped(data: RunData, doc: Mapping) -> Fired | None:
     hit = [c for c in data.configs if c.dropped > 0]
     if not hit:
         return None
     labels = [f"{c.label} ({c.dropped} dropped)" for c in hit]
-    return Finding("dropped-samples",
-                   f"{len(hit)} result(s) dropped samples the harness found invalid: "
-                   f"{_some(labels)}",
-                   "pin the run, keep the machine idle, and see why samples were dropped",
-                   None, tuple(labels))
+    why = ("perf readings whose counters were multiplexed (time_running < time_enabled), "
+           "or that moved CPU or counter index" if any(c.counter == "perf" for c in hit)
+           else "readings the harness found invalid")
+    return Fired(f"{len(hit)} result(s) dropped samples ({why}) and measured them again: "
+                 f"{_some(labels)}",
+                 "pin the run, keep the machine idle, count fewer perf events at once and "
+                 "turn the NMI watchdog off (`isobench system tune`)", tuple(labels))
 
 
-def check_multiplexed(data: RunData) -> Finding | None:
-    hit = [c for c in data.configs if c.counter == "perf" and c.dropped > 0]
-    if not hit:
-        return None
-    return Finding("counters-multiplexed",
-                   f"{len(hit)} perf result(s) had samples whose counters did not run all "
-                   f"the time (time_running < time_enabled) or moved: {_some(_subjects(hit))}",
-                   "count fewer events at once, disable the NMI watchdog "
-                   "(`isobench system tune`), and keep other perf users off the machine",
-                   None, _subjects(hit))
-
-
-def _separate_process(data: RunData, mechanism: str) -> bool:
-    props = (data.env.get("mechanism_props") or {}).get(mechanism) or ()
-    return "separate_as" in props and "two_contexts" in props
-
-
-def _wall_ticks(cfg: Config) -> float | None:
-    """Median wall time of the same iterations in TSC ticks, if recorded."""
-    if cfg.events.get("tsc"):
-        return float(sorted(cfg.events["tsc"])[len(cfg.events["tsc"]) // 2])
-    ns = cfg.events.get("wall_ns")
-    if ns and cfg.tsc_hz:
-        return sorted(ns)[len(ns) // 2] * cfg.tsc_hz / 1e9
-    return None
-
-
-def check_counters_miss(data: RunData) -> Finding | None:
+def check_high_cv(data: RunData, doc: Mapping) -> Fired | None:
     hit = []
+    entries = {tuple(e["key"]): e for e in _entries(doc)}
     for c in data.configs:
-        scope = c.header.get("scope", "thread")  # isob's default scope is thread
-        if (c.counter != "perf" or c.unit != "cycles" or scope != "thread"
-                or not _separate_process(data, c.mechanism)):
-            continue
-        wall = _wall_ticks(c)
-        med = c.quick.median
-        if wall is None:
-            hit.append(f"{c.label} (cannot compare: no wall-clock event recorded)")
-        elif med is not None and med < MIN_CYCLES_PER_TICK * wall:
-            hit.append(f"{c.label} (cycles {med:.0f} vs {wall:.0f} TSC ticks)")
-    if not hit:
-        return None
-    return Finding("counters-miss-other-side",
-                   f"per-thread cycle counters of {len(hit)} result(s) whose compartment is "
-                   f"another process miss that process's cycles: {_some(hit)}",
-                   "measure these with `--scope cpu` (counts everything on the CPU) or with "
-                   "the TSC counter (`--counter tsc`)", None, tuple(hit))
-
-
-def check_high_cv(data: RunData) -> Finding | None:
-    hit = []
-    for c in data.configs:
+        if doc.get("configs") and tuple(c.key) not in entries:
+            continue  # a phase that does not stand for its benchmark
         # A spread no wider than one counter step (26 TSC ticks on some VMs)
         # is the counter's resolution, not variation: quantized short regions
         # would otherwise always fire.  The step is reported with every run.
         step = c.header.get("counter_step") or 0
-        within, between, meds = c.quick.robust_cv, c.between_cv, c.rep_medians
-        if within is not None and within > MAX_CV and (c.quick.mad or 0) > step:
+        within = c.description.robust_cv
+        h = entries[tuple(c.key)]["headline"] if tuple(c.key) in entries else None
+        values = h["values"] if h else c.rep_medians
+        between = stats.between_cv(values)
+        span = (max(values) - min(values)) if values else 0
+        if within is not None and within > MAX_CV and (c.description.mad or 0) > step:
             hit.append(f"{c.label} (robust CV {within:.1%})")
-        elif between is not None and between > MAX_CV and max(meds) - min(meds) > step:
+        elif between is not None and between > MAX_CV and span > (h["resolution"] if h else step):
             hit.append(f"{c.label} (CV between repetitions {between:.1%})")
     if not hit:
         return None
-    return Finding("high-cv",
-                   f"{len(hit)} result(s) vary by more than {MAX_CV:.0%}: {_some(hit)}",
-                   "pin (`--placement same-cpu,cross-cpu`), tune the machine "
-                   "(`isobench system tune`), repeat (`--repeat 5`), and read the interval, "
-                   "not the median alone", None, tuple(hit))
+    return Fired(f"{len(hit)} result(s) vary by more than {MAX_CV:.0%}: {_some(hit)}",
+                 "pin (`--placement same-cpu,cross-cpu`), tune the machine "
+                 "(`isobench system tune`), repeat (`--repeat 5`), and read the interval, "
+                 "not the value alone", tuple(hit))
 
 
-# ---- running them ----
+# ---- the table: the order findings are printed in ----
 
-CHECKS: tuple[tuple[str, Callable[[RunData], Finding | None]], ...] = (
-    ("no-baseline", check_no_baseline),
-    ("no-spread", check_no_spread),
-    ("arithmetic-mean-of-ratios", check_arithmetic_mean),
-    ("micro-only", check_micro_only),
-    ("missing-platform", check_missing_platform),
-    ("relative-only", check_relative_only),
-    ("unpinned", check_unpinned),
-    ("frequency-scaling", lambda d: check_frequency(d.env)),
-    ("smt-active", lambda d: check_smt(d.env)),
-    ("virtual-machine", lambda d: check_vm(d.env)),
-    ("no-pmu", check_no_pmu),
-    ("dropped-samples", check_dropped),
-    ("counters-multiplexed", check_multiplexed),
-    ("counters-miss-other-side", check_counters_miss),
-    ("high-cv", check_high_cv),
+CHECKS: tuple[Check, ...] = (
+    Check("run-interrupted", ERROR, check_interrupted),
+    Check("no-results", ERROR, check_no_results),
+    Check("all-skipped", ERROR, check_all_skipped),
+    Check("failed-results", ERROR, check_failed),
+    Check("no-baseline", ERROR, check_no_baseline, SOK["D1"]),
+    Check("counters-miss-other-side", ERROR, check_counters_miss),
+    Check("run-in-progress", WARNING, check_in_progress),
+    Check("no-significance", WARNING, check_no_significance, SOK["B4"]),
+    Check("batched-unreliable", WARNING, check_batched_unreliable),
+    Check("quantized", WARNING, check_quantized),
+    Check("high-cv", WARNING, check_high_cv),
+    Check("dropped-samples", WARNING, check_dropped),
+    Check("unpinned", WARNING, check_unpinned),
+    Check("virtual-machine", WARNING, lambda d, doc: vm_problem(d.env)),
+    Check("no-pmu", WARNING, check_no_pmu),
+    Check("frequency-scaling", WARNING, lambda d, doc: frequency_problems(d.env)),
+    Check("smt-active", WARNING, lambda d, doc: smt_problem(d.env)),
+    Check("missing-platform", WARNING, check_missing_platform, SOK["F1"]),
+    Check("missing-software", WARNING, check_missing_software, SOK["F2"]),
+    Check("micro-only", INFO, check_micro_only, SOK["B1"]),
 )
-CHECK_IDS = tuple(i for i, _ in CHECKS)
+CHECK_IDS = tuple(c.id for c in CHECKS)
 
 # The checks that look at the machine alone (`isobench system check`).
-MACHINE_CHECKS = (check_frequency, check_smt, check_vm)
+MACHINE_CHECKS: tuple[tuple[str, str, Callable[[Mapping], Fired | None]], ...] = (
+    ("frequency-scaling", WARNING, frequency_problems),
+    ("smt-active", WARNING, smt_problem),
+    ("virtual-machine", WARNING, vm_problem),
+    ("pmu-missing", WARNING, pmu_missing),
+)
 
 
-def run_checks(data: RunData, computed_aggregates: Sequence[Mapping] = ()) -> list[Finding]:
-    """Every finding for a run, in CHECKS order.  computed_aggregates are the
-    averages a report or comparison computed, so that they are checked too."""
+def _finding(check_id: str, severity: str, sok: str | None, fired: Fired) -> Finding:
+    return Finding(check_id, severity, fired.what, fired.next, sok, fired.subjects)
+
+
+def run_checks(data: RunData, doc: Mapping) -> list[Finding]:
+    """Every finding for a run, in CHECKS order.  doc is the run's summary
+    document (summary.build) as far as it is built: its configurations."""
     out = []
-    for check_id, check in CHECKS:
-        f = (check_arithmetic_mean(data, computed_aggregates)
-             if check_id == "arithmetic-mean-of-ratios" else check(data))
-        if f is not None:
-            out.append(f)
+    for c in CHECKS:
+        fired = c.run(data, doc)
+        if fired is not None:
+            out.append(_finding(c.id, c.severity, c.sok, fired))
     return out
 
 
 def machine_findings(env: Mapping) -> list[Finding]:
-    findings = [check(env) for check in MACHINE_CHECKS]
-    if not env.get("pmu"):
-        findings.append(Finding("no-pmu", "this machine exposes no hardware PMU "
-                                "(no /sys/bus/event_source/devices/cpu)",
-                                "measure on bare metal or in a VM with a virtual PMU"))
-    return [f for f in findings if f is not None]
+    out = []
+    for check_id, severity, check in MACHINE_CHECKS:
+        fired = check(env)
+        if fired is not None:
+            out.append(_finding(check_id, severity, None, fired))
+    return out
 
 
-def render(findings: Sequence[Finding]) -> str:
-    """Plain text: one block per finding."""
+def counts(findings: Iterable[Mapping | Finding]) -> dict[str, int]:
+    """How many findings of each severity (findings as records or as dicts)."""
+    out = {s: 0 for s in SEVERITIES}
+    for f in findings:
+        out[f["severity"] if isinstance(f, Mapping) else f.severity] += 1
+    return out
+
+
+def exit_status(findings: Iterable[Mapping | Finding], strict: bool = False) -> int:
+    """0 without errors, EXIT_FINDINGS with any (with strict, warnings count too)."""
+    n = counts(findings)
+    return EXIT_FINDINGS if n[ERROR] or (strict and n[WARNING]) else 0
+
+
+def render(findings: Sequence[Mapping]) -> str:
+    """Plain text: one block per finding (findings as dicts, as in the summary)."""
     if not findings:
         return "no findings: none of the soundness checks fired"
-    out = [f"{len(findings)} finding{'s' if len(findings) != 1 else ''}:"]
+    n = counts(findings)
+    head = ", ".join(f"{n[s]} {s}{'s' if n[s] != 1 else ''}" for s in SEVERITIES if n[s])
+    out = [f"{len(findings)} finding{'s' if len(findings) != 1 else ''} ({head}):"]
     for f in findings:
-        sok = f"  [SoK {f.sok}]" if f.sok else ""
-        out.append(f"  {f.id}{sok}")
-        out.append(f"    what: {f.what}")
-        out.append(f"    next: {f.next}  (see {f.doc})")
+        sok = f"  [SoK {f['sok']}]" if f.get("sok") else ""
+        out.append(f"  {f['severity'].upper()} {f['id']}{sok}")
+        out.append(f"    what: {f['what']}")
+        out.append(f"    next: {f['next']}  (see {f['doc']})")
     return "\n".join(out)
+
+
+def one_line(findings: Sequence[Mapping], run_id: int) -> str:
+    """The soundness line `run` and `show` print under the table."""
+    if not findings:
+        return "soundness: no findings"
+    n = counts(findings)
+    parts = [f"{n[s]} {s}{'s' if n[s] != 1 else ''}" for s in SEVERITIES if n[s]]
+    ids = ", ".join(f["id"] for f in findings)
+    return (f"soundness: {', '.join(parts)} ({ids}): `isobench check {run_id}` says what "
+            "to do")

@@ -5,8 +5,9 @@ Exit codes (every command):
     0    everything ran (skipped mechanisms are not failures)
     1    something failed: a benchmark crashed, hung or reported a failure,
          an isolation test failed, or the native driver could not answer;
-         for `check` and `system check`: there are findings; for `system
-         tune|reset`: a setting could not be changed
+         for `system tune|reset`: a setting could not be changed
+    3    `check` and `system check`: a finding of severity error (with
+         --strict, also warning): the numbers are wrong or missing
     2    bad usage: unknown benchmark or mechanism, malformed option, unusable
          store path, unknown run, unwritable report folder; always exactly
          one line on stderr
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import (__version__, analysis, attackers, checks, compare, export, kvserver, reference,
-               report, runner, serve, stats, sysinfo, system, table)
+               report, runner, serve, stats, summary, sysinfo, system, table)
 from .driver import ISOLATION_TIMEOUT, Catalog, Driver, Isolation, find_isob, repo_root
 from .errors import DriverError, UsageError
 from .store import Store
@@ -221,10 +222,12 @@ def _add_run(sub) -> None:
     p.add_argument("--seconds", type=positive_seconds, metavar="S",
                    help=f"kv-server: how long the client loads each server, whole seconds "
                         f"(default: {kvserver.SECONDS:g}; --quick: {kvserver.QUICK_SECONDS:g})")
-    p.add_argument("--repeat", type=positive_int, default=1, metavar="N",
+    p.add_argument("--repeat", type=positive_int, metavar="N",
                    help="run every (benchmark, mechanism) in N fresh isob processes, the "
-                        "mechanisms in a shuffled order each time; reports the spread between "
-                        "repetitions as well as within (default: 1)")
+                        "mechanisms in a shuffled order each time; the repetitions are what "
+                        f"intervals and tests rest on (default: {runner.DEFAULT_REPEAT}; "
+                        f"--quick: {runner.QUICK_REPEAT}, enough for an interval but not for "
+                        "a significance test)")
     p.add_argument("--seed", type=non_negative_int, metavar="S",
                    help="seed of the shuffled order (default: a random one; either way it is "
                         "recorded with the run)")
@@ -343,33 +346,32 @@ def _add_report(sub) -> None:
     p.add_argument("run", nargs="?", metavar="RUN", help="run id, or 'latest' (default)")
     p.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="folder to write into (created if missing)")
-    _add_seed(p)
     _add_json(p, "what was written and the findings")
     _add_db(p)
     p.set_defaults(func=cmd_report)
 
 
-def _add_seed(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bootstrap-seed", type=non_negative_int, default=stats.BOOTSTRAP_SEED,
-                   metavar="S", help="seed of the bootstrap intervals; printed with them "
-                                     f"(default: {stats.BOOTSTRAP_SEED})")
-
-
 def _add_check(sub) -> None:
-    ids = "\n".join(f"  {i}" for i in checks.CHECK_IDS)
+    ids = "\n".join(f"  {c.severity:8} {c.id}" for c in checks.CHECKS)
     p = sub.add_parser(
         "check", formatter_class=Formatter, help="soundness checks of a stored run",
-        description="Check a stored run for what makes numbers untrustworthy or "
-                    "incomparable: no\nbaseline, no spread, averaged ratios, "
-                    "microbenchmarks alone, missing platform\ndetails, an unpinned or "
-                    "untuned machine, counters that missed samples or the\nother process, "
-                    "too much variation.  Each finding says what to do next and\npoints into "
-                    f"{checks.DOC}; where it applies, it names the flaw of van der\nKouwe et "
-                    f"al., SoK: Benchmarking Flaws in Systems Security (EuroS&P 2019).\n\n"
-                    f"checks:\n{ids}",
-        epilog="exit status: 0 no findings, 1 findings, 2 bad usage\n\nexamples:\n"
-               "  isobench check\n  isobench check 3 --json | jq '.findings[].id'")
+        description="Check a stored run for what makes its numbers wrong, missing or "
+                    "qualified: failed\nor skipped results, an interrupted run, no "
+                    "baseline, one process only, a\nbatched estimate or a median that "
+                    "cannot be trusted, an unpinned or untuned\nmachine, counters that "
+                    "missed samples or the other process, too much variation.\nEach "
+                    "finding has a severity (error: numbers wrong or missing; warning: they "
+                    "hold\nwith a caveat; info), says what to do next and points into "
+                    f"{checks.DOC};\nwhere it applies, it names the flaw of van der Kouwe "
+                    "et al., SoK: Benchmarking\nFlaws in Systems Security (EuroS&P 2019, "
+                    f"Table I).\n\nchecks:\n{ids}",
+        epilog="exit status: 0 no errors (warnings are printed), 3 errors (--strict: or "
+               "warnings),\n1 could not check, 2 bad usage\n\nexamples:\n"
+               "  isobench check && isobench report -o report/\n"
+               "  isobench check 3 --json | jq '.findings[].id'\n  isobench check --strict")
     p.add_argument("run", nargs="?", metavar="RUN", help="run id, or 'latest' (default)")
+    p.add_argument("--strict", action="store_true",
+                   help="warnings count as errors for the exit status")
     _add_json(p, "the findings")
     _add_db(p)
     p.set_defaults(func=cmd_check)
@@ -381,12 +383,17 @@ def _add_compare(sub) -> None:
         description="Compare two stored runs result by result (same benchmark, mechanism and "
                     "params).\nEach run is normalized to its own `direct` baseline, so runs "
                     "from different\nmachines compare by what isolation costs on each:\n\n"
-                    "  B/A = (median_B / direct_B) / (median_A / direct_A)\n\n"
-                    "switch results use direct's 'entry' variant at the same payload; "
-                    "cross-cpu\nresults are normalized by direct's same-cpu result (a plain "
-                    "call has no second\ncontext).  direct itself and pingpong compare in "
-                    "absolute terms.  Each ratio has a\nbootstrap 95% interval and a "
-                    "Mann-Whitney U p; the average is a geometric mean.",
+                    "  B/A = (value_B / direct_B) / (value_A / direct_A)\n\n"
+                    "Values are the runs' headlines (docs/methodology.md); switch results use "
+                    "direct's\n'entry' variant at the same payload; cross-cpu results are "
+                    "normalized by direct's\nsame-cpu result (a plain call has no second "
+                    "context).  Each ratio has a 95%\ninterval and a Mann-Whitney U p over "
+                    "the repetitions (no p with fewer than\n"
+                    f"{stats.min_reps_for_test()} per side).  "
+                    "Results without a baseline (direct itself, pingpong)\ncompare in "
+                    "absolute terms within one machine; across machines only with\n"
+                    "--absolute.  Averages are geometric means within one placement, payload "
+                    "and\nphase.",
         epilog="examples:\n  isobench compare 3 4\n"
                "  isobench compare 1 1 --db laptop.sqlite --db-b server.sqlite\n"
                "  isobench compare 3 4 --json\n\n"
@@ -394,7 +401,9 @@ def _add_compare(sub) -> None:
     p.add_argument("run_a", metavar="RUN_A", help="run id (or 'latest') in --db")
     p.add_argument("run_b", metavar="RUN_B", help="run id (or 'latest') in --db-b, else --db")
     p.add_argument("--db-b", metavar="PATH", help="the store RUN_B is in (default: --db's)")
-    _add_seed(p)
+    p.add_argument("--absolute", action="store_true",
+                   help="also compare results without a baseline in absolute terms when the "
+                        "runs come from different machines (printed with a warning)")
     _add_json(p, "the comparison")
     _add_db(p)
     p.set_defaults(func=cmd_compare)
@@ -406,15 +415,17 @@ def _add_system(sub) -> None:
         description="The machine state that matters to measuring: frequency governor, turbo, "
                     "SMT,\nASLR, perf_event_paranoid, rdpmc, isolated CPUs, clock source, "
                     "hypervisor.\n\n  show    print it\n  check   the findings about this "
-                    "machine (exit 1 if any)\n  tune    save the current values to the state "
+                    "machine (exit 3 on an error;\n          --strict: on a warning)\n  tune    save the current values to the state "
                     "file, then set: governor\n          performance, turbo off, NMI watchdog "
                     "off, ASLR full (needs root)\n  reset   write the saved values back, in "
                     "reverse order, and remove the file\n\nA setting this machine does not "
                     "have, or that cannot be written, is reported\nand left as it is.",
         epilog="examples:\n  isobench system show\n  sudo isobench system tune\n"
                "  sudo isobench system reset\n\nexit status: 0 done, 1 a setting could not "
-               "be changed (or check: findings), 2 bad usage")
+               "be changed, 2 bad usage, 3 check: errors (--strict: or warnings)")
     p.add_argument("action", choices=("show", "check", "tune", "reset"))
+    p.add_argument("--strict", action="store_true",
+                   help="check: warnings count as errors for the exit status")
     p.add_argument("--state", metavar="PATH",
                    help="state file of tune/reset (default: system-state.json beside the store)")
     _add_json(p, "the settings")
@@ -447,6 +458,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     opts = _run_options(args)
     path = db_path(args)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
+    repeat = args.repeat or (runner.QUICK_REPEAT if args.quick else runner.DEFAULT_REPEAT)
     with Store.open(path, create=True) as store:
         env = sysinfo.collect(driver_version=driver.version(), repo=repo_root())
         # The checks need to know which mechanisms run a second context.
@@ -458,9 +470,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         run_id = store.begin_run(args.argv, env)
         per_bench = ({kvserver.BENCHMARK: _kvserver_mechanisms(args, catalog)}
                      if kvserver.BENCHMARK in benches else None)
-        jobs = runner.plan(catalog, benches, mechs, repeat=args.repeat, seed=seed,
+        jobs = runner.plan(catalog, benches, mechs, repeat=repeat, seed=seed,
                            per_benchmark=per_bench)
-        store.set_options(run_id, {"repeat": args.repeat, "seed": seed,
+        store.set_options(run_id, {"repeat": repeat, "seed": seed,
                                    "order": runner.job_order(jobs)})
         progress = runner.Progress(len(jobs), quiet=args.quiet)
         try:
@@ -474,9 +486,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             _err(f"interrupted: results so far kept in {path} (run {run_id})")
             return EXIT_INTERRUPTED
         store.finish_run(run_id, "failed" if failed else "ok")
-        data = analysis.load_run(store, run_id)
-        store.set_aggregates(run_id, analysis.aggregates(data))
-        _print_run(store, run_id, args.json)
+        doc = summary.build(analysis.load_run(store, run_id))
+        store.set_aggregates(run_id, doc["aggregates"])
+        _print_run(store, run_id, args.json, doc)
     return EXIT_FAILED if failed else EXIT_OK
 
 
@@ -505,8 +517,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     with Store.open(db_path(args), create=False) as store:
         run_id = store.resolve_run(args.run)
         report.prepare(Path(args.output))  # an unusable folder fails before any work
-        data = analysis.load_run(store, run_id, seed=args.bootstrap_seed)
-        doc = report.write(data, Path(args.output))
+        doc = report.write(summary.build(analysis.load_run(store, run_id)), Path(args.output))
     if args.json:
         _print_json(doc)
     else:
@@ -514,39 +525,38 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"report of run {run_id} written to {doc['dir']}: {', '.join(doc['files'])}")
         for note in doc["omitted"].values():
             print(f"note: {note}")
-        print(f"soundness: {n} finding{'s' if n != 1 else ''}"
-              + (f" ({', '.join(f['id'] for f in doc['findings'])}); `isobench check "
-                 f"{run_id}` says what to do" if n else ""))
+        print(checks.one_line(doc["findings"], run_id))
     return EXIT_OK
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     with Store.open(db_path(args), create=False) as store:
         run_id = store.resolve_run(args.run)
-        data = analysis.load_run(store, run_id)
-    findings = checks.run_checks(data)
+        doc = summary.build(analysis.load_run(store, run_id))
+    findings = doc["findings"]
+    status = checks.exit_status(findings, strict=args.strict)
     if args.json:
-        _print_json({"run_id": run_id, "db": data.db,
-                     "findings": [f.as_dict() for f in findings]})
+        _print_json({"run_id": run_id, "db": doc["run"]["db"], "strict": args.strict,
+                     "counts": checks.counts(findings), "exit_status": status,
+                     "findings": findings})
     else:
-        print(f"run {run_id} in {data.db}")
+        print(f"run {run_id} in {doc['run']['db']}")
         print(checks.render(findings))
-    return EXIT_FAILED if findings else EXIT_OK
+    return status
 
 
-def _load(path: Path, spec: str, seed: int) -> analysis.RunData:
+def _summary(path: Path, spec: str) -> dict:
     with Store.open(path, create=False) as store:
-        return analysis.load_run(store, store.resolve_run(spec), seed=seed)
+        return summary.build(analysis.load_run(store, store.resolve_run(spec)))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     path_a = db_path(args)
     path_b = Path(os.path.abspath(args.db_b)) if args.db_b else path_a
-    a = _load(path_a, args.run_a, args.bootstrap_seed)
-    b = _load(path_b, args.run_b, args.bootstrap_seed)
-    result = compare.compare(a, b, seed=args.bootstrap_seed)
-    findings = {side: [f.id for f in checks.run_checks(d)] for side, d in (("A", a), ("B", b))}
-    doc = compare.document(a, b, result, findings)
+    a = _summary(path_a, args.run_a)
+    b = _summary(path_b, args.run_b)
+    result = compare.compare(a, b, absolute=args.absolute)
+    doc = compare.document(a, b, result)
     if args.json:
         _print_json(doc)
     else:
@@ -561,12 +571,12 @@ def cmd_system(args: argparse.Namespace) -> int:
     root = system.sysroot()
     state = Path(args.state) if args.state else db_path(args).parent / "system-state.json"
     if args.action == "check":
-        findings = checks.machine_findings(sysinfo.collect(root))
+        findings = [f.as_dict() for f in checks.machine_findings(sysinfo.collect(root))]
         if args.json:
-            _print_json({"findings": [f.as_dict() for f in findings]})
+            _print_json({"findings": findings})
         else:
             print(checks.render(findings))
-        return EXIT_FAILED if findings else EXIT_OK
+        return checks.exit_status(findings, strict=args.strict)
     note = None
     if args.action == "show":
         outcomes = system.show(root)
@@ -591,43 +601,32 @@ def cmd_reference(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_document(store: Store, run_id: int, data: analysis.RunData | None = None) -> dict:
-    """The JSON of `run --json` and `show --json` (the same for the same run)."""
+def run_document(store: Store, run_id: int, doc: dict | None = None) -> dict:
+    """The JSON of `run --json` and `show --json` (the same for the same run):
+    the stored run and results, and its summary document."""
     results = []
     for r in store.results(run_id):
         r = dict(r)
         r.pop("header", None)  # in `export --format json`; too bulky here
         results.append(r)
-    data = data or analysis.load_run(store, run_id)
-    doc = {**store.run(run_id), "db": str(store.path), "results": results,
-           "findings": [f.as_dict() for f in checks.run_checks(data)]}
-    kv_rows = kvserver.rows(results)
-    if kv_rows:
-        doc["kv_server"] = kv_rows
-    return doc
+    doc = doc or summary.build(analysis.load_run(store, run_id))
+    return {**store.run(run_id), "db": str(store.path), "results": results,
+            "findings": doc["findings"], "summary": doc}
 
 
-def _print_run(store: Store, run_id: int, as_json: bool) -> None:
-    data = analysis.load_run(store, run_id)
+def _print_run(store: Store, run_id: int, as_json: bool, doc: dict | None = None) -> None:
+    doc = doc or summary.build(analysis.load_run(store, run_id))
     if as_json:
-        _print_json(run_document(store, run_id, data))
+        _print_json(run_document(store, run_id, doc))
         return
     extra = []
-    if any(c.repetitions > 1 for c in data.configs):
-        extra.append(table.repetition_report(data.configs))
-    findings = checks.run_checks(data)
-    if findings:
-        extra.append(f"soundness: {len(findings)} finding{'s' if len(findings) != 1 else ''} "
-                     f"({', '.join(f.id for f in findings)}): `isobench check {run_id}` says "
-                     "what to do")
-    matrix = attackers.from_environment(store.run(run_id).get("environment"))
+    if any(len(c["repetitions"]) > 1 for c in doc["configs"]):
+        extra.append(table.repetition_report(doc))
+    extra.append(checks.one_line(doc["findings"], run_id))
+    matrix = attackers.from_environment(doc["run"].get("environment"))
     if matrix:
         extra.append(attackers.format_matrix(*matrix))
-    results = store.results(run_id)
-    kv_table = kvserver.render(kvserver.rows(results))
-    if kv_table:
-        extra.insert(0, kv_table)
-    print(table.run_report(store.run(run_id), results, str(store.path), extra))
+    print(table.run_report(doc, extra))
 
 
 def _print_json(doc: dict) -> None:

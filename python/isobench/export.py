@@ -7,7 +7,8 @@ JSON export format history (the "export_version" key):
     2  each result has "repetition" (1..N of `run --repeat N`); the run has
        "options" (repeat, seed, job order) and "aggregates" (null when none
        were recorded).  A version 2 document can be loaded into a store with
-       Store.import_run.
+       Store.import_run.  Added since, optional for a reader: each result's
+       "batched_reps" (every (K, 2K) pair's estimate; null when not kept).
 """
 
 from __future__ import annotations

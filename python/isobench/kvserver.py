@@ -23,6 +23,10 @@ What is recorded and why it is honest (docs/kv.md, "kv-server"):
   p50/p95/p99 as the log2 histogram bucket each percentile falls in
   (``..._lo_ns`` exclusive, ``..._hi_ns`` inclusive): memcaslap's histogram
   has factor-2 buckets, so a percentile is known only to that resolution.
+
+The side-by-side table (each server's throughput and latency as a ratio to
+memcached's) is part of the run's summary document (summary.py) and is
+printed by table.py; nothing here divides one number by another.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Callable
 
 from . import proc
 from .analysis import REFERENCES
@@ -380,52 +384,3 @@ def measure(mechanism: str, isob: str, seconds: int) -> Result:
 def seconds_for(quick: bool, asked: float | None) -> int:
     # memcaslap takes whole seconds.
     return max(1, int(round(asked))) if asked else int(QUICK_SECONDS if quick else SECONDS)
-
-
-# ---- the side-by-side table ----
-
-def server_label(mechanism: str) -> str:
-    """How a kv-server result's server is named in tables and plots."""
-    return REFERENCE if mechanism == REFERENCE else f"isob+{mechanism}"
-
-
-def rows(results: Sequence[Mapping]) -> list[dict]:
-    """One row per kv-server result (stored-result dicts): throughput, latency,
-    ratio to memcached's throughput and mean latency in the same run."""
-    kv = [r for r in results if r["benchmark"] == BENCHMARK]
-    ref = next((r for r in kv if r["mechanism"] == REFERENCE and r["status"] == "ok"), None)
-    ref_tps = ref["params"].get("ops_per_s") if ref else None
-    ref_lat = ref["params"].get("latency_avg_ns") if ref else None
-    out = []
-    for r in kv:
-        p = r["params"]
-        tps, lat = p.get("ops_per_s"), p.get("latency_avg_ns")
-        out.append({
-            "server": server_label(r["mechanism"]), "mechanism": r["mechanism"],
-            "status": r["status"],
-            "reason": r.get("reason"), "ops_per_s": tps, "latency_avg_ns": lat,
-            "latency_p50_hi_ns": p.get("latency_p50_hi_ns"),
-            "latency_p99_hi_ns": p.get("latency_p99_hi_ns"),
-            "throughput_vs_memcached": (tps / ref_tps) if tps and ref_tps else None,
-            "latency_vs_memcached": (lat / ref_lat) if lat and ref_lat else None,
-        })
-    return out
-
-
-def render(table_rows: Sequence[dict]) -> str:
-    if not table_rows:
-        return ""
-    f = lambda v, fmt: "-" if v is None else format(v, fmt)
-    head = (f"{'server':<22} {'ops/s':>10} {'x memcached':>11} {'avg us':>8} "
-            f"{'p50 us<=':>9} {'p99 us<=':>9} {'lat x mc':>9}")
-    lines = ["kv-server (memcaslap; latency percentiles are log2-bucket upper bounds):", head]
-    for r in table_rows:
-        if r["status"] != "ok":
-            lines.append(f"{r['server']:<22} {r['status'].upper()}: {r['reason']}")
-            continue
-        us = lambda v: None if v is None else v / 1000.0
-        lines.append(f"{r['server']:<22} {f(r['ops_per_s'], '10.0f')} "
-                     f"{f(r['throughput_vs_memcached'], '11.2f')} {f(us(r['latency_avg_ns']), '8.0f')} "
-                     f"{f(us(r['latency_p50_hi_ns']), '9.0f')} {f(us(r['latency_p99_hi_ns']), '9.0f')} "
-                     f"{f(r['latency_vs_memcached'], '9.2f')}")
-    return "\n".join(lines)

@@ -1,28 +1,32 @@
-"""The report's plots, drawn from stored results (never part of measuring).
+"""The report's plots, drawn from a run's summary document (never part of
+measuring, and computing no statistic: every value drawn is in the
+document).
 
-Each plot function takes a loaded run and returns a Plot: a matplotlib
+Each plot function takes the document and returns a Plot: a matplotlib
 figure, or None with a note saying why the plot is left out (e.g. the run
-has no kv results).  matplotlib is imported here only, with the Agg backend,
-so that no other command pays for it or needs a display.
+has no kv results).  matplotlib is imported here only, with the Agg
+backend, so that no other command pays for it or needs a display.
 
-Conventions, the same in every plot: times in ns where the unit allows it
-(TSC ticks are converted with the recorded TSC frequency; core cycles stay
-cycles), log scales because mechanisms differ by orders of magnitude,
-markers at the median with p5-p95 bars, one colour per mechanism, and
-published figures drawn hollow and labelled "published".
+Conventions, the same in every plot: the headline value of each
+configuration (summary.py: per-call median or batched estimate) with its
+95% interval; times in ns where the unit allows it (TSC ticks converted
+with the recorded TSC frequency; core cycles stay cycles), log scales
+because mechanisms differ by orders of magnitude, one colour per series,
+and published figures drawn hollow and labelled "published".
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
-from . import kvserver, reference
-from .analysis import BASELINE, Config, RunData, is_reference
+from . import units
+from .analysis import BASELINE, server_label
 
 # Vertical offsets of the payload series in the switch plot (row units).
 PAYLOAD_OFFSETS = {0: -0.22, 64: 0.0, 4096: 0.22}
 PAYLOAD_COLOURS = {0: "#1f77b4", 64: "#ff7f0e", 4096: "#2ca02c"}
+SOURCE_MARKERS = {"median": "o", "batched": "s"}
 DPI = 110
 
 
@@ -42,16 +46,21 @@ def _pyplot():
     return plt
 
 
-def _unit_of(configs: Sequence[Config]) -> tuple[str, bool]:
+def _unit_of(configs: Sequence[Mapping]) -> tuple[str, bool]:
     """('ns', True) when every config converts to ns, else the common unit."""
-    if all(c.ns(1.0) is not None for c in configs):
+    if all(c["to_ns"] is not None for c in configs):
         return "ns", True
-    units = sorted({c.unit or "?" for c in configs})
-    return "/".join(units), False
+    return "/".join(sorted({c["unit"] or "?" for c in configs})), False
 
 
-def _val(c: Config, v: float | None, in_ns: bool) -> float | None:
-    return c.ns(v) if in_ns else v
+def _value(c: Mapping, in_ns: bool) -> tuple[float | None, float | None, float | None]:
+    """(value, low, high) of c's headline, in ns when in_ns."""
+    h = c["headline"]
+    iv = h["interval"]
+    lo, hi = (iv["low"], iv["high"]) if iv else (None, None)
+    f = c["to_ns"] if in_ns else 1.0
+    v, lo, hi = units.scale([h["value"], lo, hi], f)
+    return v, lo, hi
 
 
 def _colours(names: Sequence[str]) -> dict[str, str]:
@@ -60,19 +69,24 @@ def _colours(names: Sequence[str]) -> dict[str, str]:
     return {n: cmap(i % cmap.N) for i, n in enumerate(sorted(names))}
 
 
+def _configs(doc: Mapping, benchmark: str) -> list[dict]:
+    return [c for c in doc["configs"] if c["benchmark"] == benchmark
+            and c["headline"]["value"] is not None]
+
+
 # ---- switch cost per mechanism ----
 
-def _switch_rows(configs: Sequence[Config]) -> list[tuple[str, str | None]]:
-    """(mechanism, variant) rows, cheapest first by their same-cpu payload-0 median."""
+def _switch_rows(configs: Sequence[Mapping]) -> list[tuple[str, str | None]]:
+    """(mechanism, variant) rows, cheapest first by their payload-0 headline."""
     rows: dict[tuple[str, str | None], float] = {}
     for c in configs:
-        if c.params.get("payload", 0) != 0:
+        if c["params"].get("payload", 0) != 0:
             continue
-        key = (c.mechanism, c.params.get("variant"))
-        med = c.quick.median or 0
-        rows[key] = min(rows.get(key, med), med)
+        key = (c["mechanism"], c["params"].get("variant"))
+        v = c["headline"]["value"]
+        rows[key] = min(rows.get(key, v), v)
     for c in configs:  # mechanisms measured only with payloads
-        rows.setdefault((c.mechanism, c.params.get("variant")), float("inf"))
+        rows.setdefault((c["mechanism"], c["params"].get("variant")), float("inf"))
     return sorted(rows, key=lambda k: (rows[k], k[0], str(k[1])))
 
 
@@ -82,54 +96,50 @@ def row_label(mech: str, variant: str | None) -> str:
     return mech if variant in (None, "entry") else f"{mech} ({variant})"
 
 
-# Published figures can share an axis with local results only in the same
-# kind of unit: times on a ns axis, cycles on a cycles axis (TSC ticks match
-# neither, so nothing published is drawn then).
-PUBLISHED_SCALE = {"ns": {"us": 1000.0, "ns": 1.0, "ms": 1e6}, "cycles": {"cycles": 1.0}}
-
-
-def _published_points(data: RunData, rows, unit: str) -> list[tuple[int, float, str]]:
+def _published_points(doc: Mapping, rows, unit: str) -> list[tuple[int, float, str]]:
     """Published figures that match a row of the same-cpu panel: (row, value, source)."""
-    scale = PUBLISHED_SCALE.get(unit, {})
     out = []
-    for ref in reference.load():
-        if ref.unit not in scale or ref.local_benchmark != "switch":
+    for ref in doc["published"]:
+        if ref["local_benchmark"] != "switch":
             continue
-        for c in reference.matches(ref, data.configs):
-            key = (c.mechanism, c.params.get("variant"))
-            if c.placement in (None, "same-cpu") and key in rows:
-                out.append((rows.index(key), ref.value * scale[ref.unit], ref.source))
+        value = units.convert(ref["value"], ref["unit"], unit)
+        if value is None:
+            continue
+        for c in ref["local"]:
+            key = (c["mechanism"], c["params"].get("variant"))
+            if c["placement"] in (None, "same-cpu") and key in rows:
+                out.append((rows.index(key), value, ref["source"]))
     return list(dict.fromkeys(out))
 
 
 def _switch_panel(ax, configs, rows, in_ns, title):
-    seen_payloads = set()
+    seen = set()
     for c in configs:
-        key = (c.mechanism, c.params.get("variant"))
-        payload = c.params.get("payload", 0)
-        d = c.quick
-        if key not in rows or d.median is None:
+        key = (c["mechanism"], c["params"].get("variant"))
+        payload = c["params"].get("payload", 0)
+        if key not in rows:
+            continue
+        v, lo, hi = _value(c, in_ns)
+        if v is None:
             continue
         y = rows.index(key) + PAYLOAD_OFFSETS.get(payload, 0.0)
-        med, lo, hi = (_val(c, v, in_ns) for v in (d.median, d.p5, d.p95))
         colour = PAYLOAD_COLOURS.get(payload, "grey")
-        label = f"median, p5-p95: payload {payload} B" if payload not in seen_payloads else None
-        seen_payloads.add(payload)
-        ax.errorbar([med], [y], xerr=[[med - lo], [hi - med]], fmt="o", ms=4, color=colour,
-                    ecolor=colour, elinewidth=1, capsize=2, label=label)
-        if c.batched:
-            ax.plot([_val(c, c.batched, in_ns)], [y], "x", color="black", ms=4,
-                    label="batched estimate" if "b" not in seen_payloads else None)
-            seen_payloads.add("b")
+        source = c["headline"]["source"]
+        label = f"payload {payload} B ({source})"
+        xerr = [[v - lo], [hi - v]] if lo is not None and lo > 0 else None
+        ax.errorbar([v], [y], xerr=xerr, fmt=SOURCE_MARKERS.get(source, "o"), ms=4,
+                    color=colour, ecolor=colour, elinewidth=1, capsize=2,
+                    label=label if label not in seen else None)
+        seen.add(label)
     ax.set_title(title)
     ax.set_xscale("log")
     ax.grid(True, axis="x", which="both", alpha=0.3)
-    if not any(c for c in configs):
+    if not configs:
         ax.text(0.5, 0.5, "no results", transform=ax.transAxes, ha="center", color="grey")
 
 
-def switch_plot(data: RunData) -> Plot:
-    configs = [c for c in data.configs if c.benchmark == "switch"]
+def switch_plot(doc: Mapping) -> Plot:
+    configs = _configs(doc, "switch")
     title = "Switch cost per mechanism"
     if not configs:
         return Plot("switch", title, None, "No switch results in this run, so this plot is "
@@ -143,33 +153,27 @@ def switch_plot(data: RunData) -> Plot:
     fig, axes = plt.subplots(1, 2, sharey=True, sharex=True,
                              figsize=(12, 1.6 + 0.42 * len(rows)))
     for ax, (place, label) in zip(axes, places):
-        sub = [c for c in configs if (c.placement or "same-cpu") == place]
+        sub = [c for c in configs if (c["params"].get("placement") or "same-cpu") == place]
         _switch_panel(ax, sub, rows, in_ns, label)
         ax.set_xlabel(f"round-trip time per call [{unit}], log scale")
-    empty = [_val(c, c.header.get("empty_region", {}).get("median"), in_ns) for c in configs
-             if isinstance(c.header.get("empty_region"), dict)]
-    empty = [e for e in empty if e]
-    for ax in axes:
-        if empty:
-            ax.axvline(min(empty), color="grey", ls="--", lw=1,
-                       label="empty region (reading cost, inside every sample)")
-    sources = list(dict.fromkeys(src for _, _, src in _published_points(data, rows, unit)))
-    marks = "Dsv^P*"
-    for i, v, src in _published_points(data, rows, unit):
+    sources = list(dict.fromkeys(src for _, _, src in _published_points(doc, rows, unit)))
+    marks = "Dv^P*<>"
+    for i, v, src in _published_points(doc, rows, unit):
         k = sources.index(src)
         axes[0].plot([v], [i], marks[k % len(marks)], mfc="none", mec="purple", ms=7,
                      label=f"published, other hardware: {src}")
     axes[0].set_yticks(range(len(rows)))
     axes[0].set_yticklabels([row_label(*r) for r in rows])
     axes[0].invert_yaxis()
-    fig.suptitle(f"{title} (run {data.run_id}): median with p5-p95, "
-                 f"{'TSC converted to ns' if in_ns and unit == 'ns' else unit}", fontsize=11)
+    fig.suptitle(f"{title} (run {doc['run']['run_id']}): headline with its 95% interval, "
+                 f"{'TSC converted to ns' if in_ns else unit}", fontsize=11)
     _fit(fig, 1.8 + 0.42 * len(rows), _legend(fig, axes))
-    return Plot("switch", title, fig, "", "Round trip into the compartment and back. Markers: "
-                "median of per-call samples, bars p5-p95, x the batched estimate (reading "
-                "cost cancelled). Hollow purple markers are published figures, measured "
-                "elsewhere on other hardware, shown only where their unit matches; they are "
-                "not local results.")
+    return Plot("switch", title, fig, "", "Round trip into the compartment and back. Each "
+                "marker is the configuration's headline (circle: per-call median; square: "
+                "batched estimate, for regions too short for the median), bars its 95% "
+                "interval over repetitions. Hollow purple markers are published figures, "
+                "measured elsewhere on other hardware, shown only where their unit matches; "
+                "they are not local results.")
 
 
 def _fit(fig, plot_height: float, legend_rows: int) -> None:
@@ -188,8 +192,7 @@ def _legend(fig, axes) -> int:
             if l not in handles:
                 handles[l] = h
                 labels.append(l)
-    # Data series first, then the guides (batched, empty region, published).
-    labels.sort(key=lambda l: (not l.startswith("median"), l))
+    labels.sort(key=lambda l: (not l.startswith("payload"), l))
     if not labels:
         return 0
     ncol = min(3, len(labels))
@@ -200,42 +203,50 @@ def _legend(fig, axes) -> int:
 
 # ---- key-value store: time per request against data size ----
 
-def _kv_series(configs: Sequence[Config]) -> dict[tuple[str, str], list[Config]]:
-    series: dict[tuple[str, str], list[Config]] = {}
+def _kv_series(configs: Sequence[Mapping]) -> dict[tuple[str, str], list[Mapping]]:
+    series: dict[tuple[str, str], list[Mapping]] = {}
     for c in configs:
-        series.setdefault((c.mechanism, c.placement or "same-cpu"), []).append(c)
+        series.setdefault((c["mechanism"], c["params"].get("placement") or "same-cpu"),
+                          []).append(c)
     for s in series.values():
-        s.sort(key=lambda c: c.params["data_bytes"])
+        s.sort(key=lambda c: c["params"]["data_bytes"])
     return series
 
 
-def _size_label(b: float, _pos=None) -> str:
+def size_label(b: float, _pos=None) -> str:
     for unit, div in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if b >= div:
             return f"{b / div:g} {unit}"
     return f"{b:g} B"
 
 
-def _kv_get_configs(data: RunData) -> list[Config]:
-    return [c for c in data.configs if c.benchmark == "kv" and c.params.get("variant") == "get"
-            and "data_bytes" in c.params]
+def _kv_get_configs(doc: Mapping) -> list[Mapping]:
+    return [c for c in _configs(doc, "kv") if c["headline_phase"]
+            and "data_bytes" in c["params"]]
 
 
 def _kv_axes(ax) -> None:
     from matplotlib.ticker import FuncFormatter
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
+    ax.xaxis.set_major_formatter(FuncFormatter(size_label))
     ax.set_xlabel("data in the store (log scale)")
     ax.grid(True, which="both", alpha=0.3)
 
 
 KV_CAPTION = ("Seeded random gets of 64-byte entries from a store inside the compartment. "
-              "Solid lines same-cpu, dashed cross-cpu.")
+              "Solid lines same-cpu, dashed cross-cpu; bands are 95% intervals.")
 
 
-def kv_plot(data: RunData) -> Plot:
-    configs = _kv_get_configs(data)
+def _band(ax, x, lo, hi, colour) -> None:
+    pts = [(a, b, c) for a, b, c in zip(x, lo, hi) if b is not None and c is not None and b > 0]
+    if len(pts) >= 2:
+        ax.fill_between([p[0] for p in pts], [p[1] for p in pts], [p[2] for p in pts],
+                        color=colour, alpha=0.15, lw=0)
+
+
+def kv_plot(doc: Mapping) -> Plot:
+    configs = _kv_get_configs(doc)
     title = "Key-value store: time per request against data size"
     if not configs:
         return Plot("kv", title, None, "No kv results in this run, so this plot is left out "
@@ -247,22 +258,22 @@ def kv_plot(data: RunData) -> Plot:
     fig, ax = plt.subplots(figsize=(9, 5.6))
     for (mech, place), cs in sorted(series.items()):
         style = "-" if place == "same-cpu" else "--"
-        x = [c.params["data_bytes"] for c in cs]
-        med = [_val(c, c.quick.median, in_ns) for c in cs]
-        lo = [_val(c, c.quick.p5, in_ns) for c in cs]
-        hi = [_val(c, c.quick.p95, in_ns) for c in cs]
-        ax.plot(x, med, style, marker="o", ms=3, color=colours[mech], label=f"{mech} {place}")
-        ax.fill_between(x, lo, hi, color=colours[mech], alpha=0.12, lw=0)
+        x = [c["params"]["data_bytes"] for c in cs]
+        vals = [_value(c, in_ns) for c in cs]
+        ax.plot(x, [v[0] for v in vals], style, marker="o", ms=3, color=colours[mech],
+                label=f"{mech} {place}")
+        _band(ax, x, [v[1] for v in vals], [v[2] for v in vals], colours[mech])
     _kv_axes(ax)
     ax.set_ylabel(f"time per get request [{unit}], log scale")
     ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title(f"{title} (run {data.run_id})\nmedian per request, band p5-p95", fontsize=10)
+    ax.set_title(f"{title} (run {doc['run']['run_id']})\nheadline per request, band: 95% "
+                 "interval", fontsize=10)
     fig.tight_layout()
     return Plot("kv", title, fig, "", KV_CAPTION)
 
 
-def kv_overhead_plot(data: RunData) -> Plot:
-    configs = _kv_get_configs(data)
+def kv_overhead_plot(doc: Mapping) -> Plot:
+    configs = _kv_get_configs(doc)
     title = "Key-value store: overhead relative to direct against data size"
     if not configs:
         return Plot("kv-overhead", title, None, "No kv results in this run, so this plot is "
@@ -272,119 +283,100 @@ def kv_overhead_plot(data: RunData) -> Plot:
     colours = _colours([m for m, _ in series])
     fig, ax = plt.subplots(figsize=(9, 5.6))
     for (mech, place), cs in sorted(series.items()):
-        ratios = _kv_ratios(data, cs)
-        if ratios and mech != BASELINE:
-            ax.plot([r[0] for r in ratios], [r[1] for r in ratios],
-                    "-" if place == "same-cpu" else "--", marker="o", ms=3,
-                    color=colours[mech], label=f"{mech} {place}")
+        cs = [c for c in cs if c["ratio"] is not None]
+        if not cs or mech == BASELINE:
+            continue
+        x = [c["params"]["data_bytes"] for c in cs]
+        ax.plot(x, [c["ratio"]["value"] for c in cs], "-" if place == "same-cpu" else "--",
+                marker="o", ms=3, color=colours[mech], label=f"{mech} {place}")
+        ivs = [c["ratio"]["interval"] or {} for c in cs]
+        _band(ax, x, [iv.get("low") for iv in ivs], [iv.get("high") for iv in ivs],
+              colours[mech])
     _kv_axes(ax)
     ax.axhline(1.0, color="black", lw=1)
-    ax.set_ylabel("ratio to direct (median / direct's median), log scale")
+    ax.set_ylabel("ratio to direct (value / direct's value), log scale")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title(f"{title} (run {data.run_id})\n1 = no overhead; ratio = x / direct, "
+    ax.set_title(f"{title} (run {doc['run']['run_id']})\n1 = no overhead; ratio = x / direct, "
                  "overhead = ratio - 1", fontsize=10)
     fig.tight_layout()
     return Plot("kv-overhead", title, fig, "", KV_CAPTION)
 
 
-def payload_plot(data: RunData) -> Plot:
+def payload_plot(doc: Mapping) -> Plot:
     """What moving data across the boundary costs: round-trip time against
     payload size, same-cpu (or one context), one line per mechanism.  Shared
     memory mechanisms stay flat; copying ones (wasm) and the checksum grow."""
-    configs = [c for c in data.configs if c.benchmark == "switch"
-               and c.params.get("variant") == "entry" and "payload" in c.params
-               and c.placement in ("same-cpu", None)]
+    configs = [c for c in _configs(doc, "switch") if c["params"].get("variant") == "entry"
+               and "payload" in c["params"]
+               and c["params"].get("placement") in ("same-cpu", None)]
     title = "Switch cost against payload size"
     if not configs:
         return Plot("switch-payload", title, None, "No switch results in this run, so this "
                     "plot is left out (`isobench run switch` measures them).")
     plt = _pyplot()
     unit, in_ns = _unit_of(configs)
-    by: dict[str, list[Config]] = {}
+    by: dict[str, list[Mapping]] = {}
     for c in configs:
-        by.setdefault(c.mechanism, []).append(c)
+        by.setdefault(c["mechanism"], []).append(c)
     colours = _colours(list(by))
     fig, ax = plt.subplots(figsize=(9, 5.6))
     for mech, cs in sorted(by.items()):
-        cs = sorted(cs, key=lambda c: c.params["payload"])
-        x = [max(c.params["payload"], 1) for c in cs]
-        y = [_val(c, c.quick.median, in_ns) for c in cs]
-        ax.plot(x, y, marker="o", ms=4, color=colours[mech], label=mech,
-                lw=2.5 if mech == BASELINE else 1.2)
+        cs = sorted(cs, key=lambda c: c["params"]["payload"])
+        x = [max(c["params"]["payload"], 1) for c in cs]
+        ax.plot(x, [_value(c, in_ns)[0] for c in cs], marker="o", ms=4, color=colours[mech],
+                label=mech, lw=2.5 if mech == BASELINE else 1.2)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks([1, 64, 4096])
     ax.set_xticklabels(["0 B", "64 B", "4 KiB"])
     ax.set_xlabel("payload written by the caller and read by the compartment")
-    ax.set_ylabel(f"round trip, median [{unit}], log scale")
+    ax.set_ylabel(f"round trip, headline [{unit}], log scale")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=1, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title(f"{title} (run {data.run_id}), same CPU or one context", fontsize=10)
+    ax.set_title(f"{title} (run {doc['run']['run_id']}), same CPU or one context", fontsize=10)
     fig.tight_layout()
-    return Plot("switch-payload", title, fig, "", "Median round trip with the payload "
-                "written into the shared buffer and checksummed inside the compartment.")
-
-
-def _kv_ratios(data: RunData, cs: Sequence[Config]) -> list[tuple[float, float]]:
-    out = []
-    for c in cs:
-        base = data.baseline_of(c)
-        if base is not None and base.quick.median and c.quick.median:
-            out.append((c.params["data_bytes"], c.quick.median / base.quick.median))
-    return out
+    return Plot("switch-payload", title, fig, "", "Round trip with the payload written into "
+                "the shared buffer and checksummed inside the compartment; each point is the "
+                "configuration's headline.")
 
 
 # ---- key-value server beside memcached ----
 
-# Params a kv-server result may carry its throughput in (requests per second).
-THROUGHPUT_PARAMS = ("throughput", "ops_per_s", "ops_per_sec", "requests_per_s")
-
-
-def _server(c: Config) -> str:
-    return kvserver.server_label(c.mechanism)
-
-
-def _throughput(c: Config) -> float | None:
-    for r in c.results:
-        for k in THROUGHPUT_PARAMS:
-            if isinstance(r["params"].get(k), (int, float)):
-                return float(r["params"][k])
-    return None
-
-
-def kv_server_plot(data: RunData) -> Plot:
-    configs = [c for c in data.configs if c.benchmark == "kv-server"]
+def kv_server_plot(doc: Mapping) -> Plot:
+    configs = _configs(doc, "kv-server")
     title = "Key-value server: throughput and latency beside memcached"
     if not configs:
         return Plot("kv-server", title, None, "No kv-server results in this run, so the "
                     "server plot (throughput and latency beside memcached) is left out.")
     plt = _pyplot()
     unit, in_ns = _unit_of(configs)
-    configs = sorted(configs, key=lambda c: (not is_reference(c), _server(c), c.placement or ""))
-    labels = [f"{_server(c)} {c.placement or ''}".strip() for c in configs]
-    colours = ["#7f7f7f" if is_reference(c) else "#1f77b4" for c in configs]
+    configs = sorted(configs, key=lambda c: (c["role"] != "reference",
+                                             server_label(c["mechanism"])))
+    labels = [server_label(c["mechanism"]) for c in configs]
+    colours = ["#7f7f7f" if c["role"] == "reference" else "#1f77b4" for c in configs]
     fig, (ax_t, ax_l) = plt.subplots(1, 2, figsize=(12, 1.6 + 0.45 * len(configs)), sharey=True)
     ys = list(range(len(configs)))
-    tput = [_throughput(c) or 0 for c in configs]
-    ax_t.barh(ys, [t / 1000 for t in tput], color=colours)
-    ax_t.set_xlabel("throughput [thousand requests/s]")
+    tput = [c["kv_server"]["ops_per_s"] or 0 for c in configs]
+    ax_t.barh(ys, tput, color=colours)
+    ax_t.set_xlabel("throughput [requests/s]")
     ax_t.set_title("throughput (higher is better)")
     if not any(tput):
         ax_t.text(0.5, 0.5, "no throughput recorded", transform=ax_t.transAxes, ha="center")
-    med = [_val(c, c.quick.median, in_ns) or 0 for c in configs]
-    lo = [m - (_val(c, c.quick.p5, in_ns) or m) for c, m in zip(configs, med)]
-    hi = [(_val(c, c.quick.p95, in_ns) or m) - m for c, m in zip(configs, med)]
+    vals = [_value(c, in_ns) for c in configs]
+    med = [v[0] or 0 for v in vals]
+    lo = [m - v[1] if v[1] is not None else 0 for m, v in zip(med, vals)]
+    hi = [v[2] - m if v[2] is not None else 0 for m, v in zip(med, vals)]
     # Linear from zero: bar lengths must be proportional to the values.
     ax_l.barh(ys, med, xerr=[lo, hi], color=colours, capsize=3)
-    ax_l.set_xlabel(f"latency per request [{unit}], median with p5-p95")
+    ax_l.set_xlabel(f"latency per request [{unit}], headline with its 95% interval")
     ax_l.set_title("latency (lower is better)")
     ax_t.set_yticks(ys)
     ax_t.set_yticklabels(labels)
     ax_t.invert_yaxis()
     for a in (ax_t, ax_l):
         a.grid(True, axis="x", alpha=0.3)
-    fig.suptitle(f"{title} (run {data.run_id}); grey: memcached itself", fontsize=11)
+    fig.suptitle(f"{title} (run {doc['run']['run_id']}); grey: memcached itself", fontsize=11)
     fig.tight_layout(rect=(0, 0, 1, 0.94))
     return Plot("kv-server", title, fig, "", "isob serve over each mechanism, and memcached "
                 "as the reference server, under the same client load.")
@@ -393,8 +385,8 @@ def kv_server_plot(data: RunData) -> Plot:
 PLOTS = (switch_plot, payload_plot, kv_plot, kv_overhead_plot, kv_server_plot)
 
 
-def draw(data: RunData) -> list[Plot]:
-    return [p(data) for p in PLOTS]
+def draw(doc: Mapping) -> list[Plot]:
+    return [p(doc) for p in PLOTS]
 
 
 def save(plot: Plot, out_dir) -> list[str]:

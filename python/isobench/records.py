@@ -157,6 +157,8 @@ class Result:
 
     samples are the raw per-iteration readings in ``unit``; events holds the
     further perf events of the same iterations, each as long as samples.
+    batched is the median of batched_reps, every (K, 2K) pair's estimate in
+    measuring order (empty when isob printed none, or an older isob ran).
     header is the isob header line this result came under (None when isob
     never printed one, e.g. it crashed first).
     """
@@ -171,6 +173,7 @@ class Result:
     samples: tuple = ()
     events: Mapping = field(default_factory=dict)
     batched: float | None = None
+    batched_reps: tuple = ()
     empty_region: float | None = None
     dropped: int = 0
     warmup: int | None = None
@@ -203,6 +206,10 @@ class Result:
                    f"result: event {name} has {len(events[name])} samples, not {len(self.samples)}")
         set_(self, "events", MappingProxyType(events))
         _check(_opt_number(self.batched), "result: batched is not a number")
+        _check(isinstance(self.batched_reps, (list, tuple))
+               and all(_is_number(v) for v in self.batched_reps),
+               "result: batched_reps is not a list of numbers")
+        set_(self, "batched_reps", tuple(float(v) for v in self.batched_reps))
         _check(_opt_number(self.empty_region), "result: empty_region is not a number")
         _check(_is_int(self.dropped) and self.dropped >= 0, "result: dropped is not a count")
         _check(self.warmup is None or (_is_int(self.warmup) and self.warmup >= 0),
@@ -232,6 +239,7 @@ class Result:
             samples=line.get("samples") or (),
             events=events,
             batched=line.get("batched"),
+            batched_reps=line.get("batched_reps") or (),
             empty_region=line.get("empty_region"),
             dropped=line.get("dropped") or 0,
             warmup=line.get("warmup"),

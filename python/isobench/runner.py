@@ -40,6 +40,15 @@ DEFAULT_SUITE = ("switch", "kv")
 
 PLACEMENTS = ("same-cpu", "cross-cpu", "unpinned")
 
+# Fresh isob processes per (benchmark, mechanism) when --repeat is not
+# given.  The repetition is the unit every interval and test rests on: 5
+# gives a t interval (4 degrees of freedom) and lets the Mann-Whitney test
+# of two runs reach p < 0.01.  --quick keeps 3, so that `make run` stays
+# within a few minutes: an interval, but no significance test (which
+# needs 4 per side to reach p < 0.05).
+DEFAULT_REPEAT = 5
+QUICK_REPEAT = 3
+
 # Time-out of one isob child (seconds): generous, since a full switch run
 # over all placements takes about a minute on slow machines; --quick runs
 # a quarter of the iterations.

@@ -15,16 +15,18 @@ Definitions (they are part of the results' meaning, so they are fixed here):
 An empty sample set has n = 0 and every other field None.
 
 Keep each statistic a small pure function over a sorted sequence.  The part
-below summarize() -- spread, outliers, bootstrap intervals, ratios, the
-Mann-Whitney test -- is described in docs/methodology.md.
+below summarize() -- spread, outliers, order-statistic intervals, intervals
+over repetitions, ratios, the Mann-Whitney test -- is described in
+docs/methodology.md.  Only the standard library is used; the tests check
+the distributions below against scipy.
 """
 
 from __future__ import annotations
 
 import bisect
-import hashlib
+import functools
 import math
-import random
+import operator
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
@@ -67,9 +69,43 @@ def median(xs: Sequence[float]) -> float:
     return percentile(xs, 0.5)
 
 
+def _kth_deviation(xs: Sequence[float], med: float, pos: int, k: int) -> float:
+    """The k-th smallest (0-based) |x - med| of sorted xs, where xs[:pos] <= med
+    <= xs[pos:].  The deviations are two sorted runs -- med - xs[pos-1-i] and
+    xs[pos+j] - med -- so the k-th of their union is found by bisecting how
+    many come from the left run, without building either."""
+    nl, nr = pos, len(xs) - pos
+    left = lambda i: med - xs[pos - 1 - i]
+    right = lambda j: xs[pos + j] - med
+    lo, hi = max(0, k + 1 - nr), min(k + 1, nl)
+    while lo < hi:
+        i = (lo + hi) // 2        # take i + 1 from the left run?
+        if left(i) < right(k - i):
+            lo = i + 1
+        else:
+            hi = i
+    i = lo  # i values come from the left run, k + 1 - i from the right
+    cands = []
+    if i > 0:
+        cands.append(left(i - 1))
+    if k + 1 - i > 0:
+        cands.append(right(k - i))
+    return float(max(cands))
+
+
 def mad_sorted(xs: Sequence[float], med: float) -> float:
-    """Unscaled median absolute deviation of sorted xs around their median."""
-    return median([abs(x - med) for x in xs])
+    """Unscaled median absolute deviation of sorted xs around their median,
+    with the same interpolation as percentile_sorted."""
+    n = len(xs)
+    if n == 0:
+        raise ValueError("MAD of no samples")
+    pos = bisect.bisect_left(xs, med)
+    h = (n - 1) * 0.5
+    lo = math.floor(h)
+    a = _kth_deviation(xs, med, pos, lo)
+    if h == lo:
+        return a
+    return a + (h - lo) * (_kth_deviation(xs, med, pos, lo + 1) - a)
 
 
 def mean(xs: Sequence[float]) -> float:
@@ -77,9 +113,10 @@ def mean(xs: Sequence[float]) -> float:
         raise ValueError("mean of no samples")
     # Integer samples (counts) are summed exactly and divided once, so the mean
     # is correctly rounded however large the counts; floats go through fsum.
-    if all(isinstance(x, int) for x in xs):
-        return sum(xs) / len(xs)
-    return math.fsum(xs) / len(xs)
+    total = sum(xs)
+    if isinstance(total, float):
+        total = math.fsum(xs)
+    return total / len(xs)
 
 
 def summarize(samples: Sequence[int | float]) -> Summary:
@@ -100,19 +137,14 @@ def summarize(samples: Sequence[int | float]) -> Summary:
 
 
 # ---------------------------------------------------------------------------
-# Beyond the summary: spread, tails, outliers, confidence intervals, ratios
-# and comparisons.  docs/methodology.md is the prose version of this part.
+# Beyond the summary: spread, outliers, intervals, ratios and comparisons.
+# docs/methodology.md is the prose version of this part.
 # ---------------------------------------------------------------------------
 
-# The confidence level of every interval isobench prints.
+# The confidence level of every interval isobench prints, and the level a
+# difference must reach to be called significant.
 CI_LEVEL = 0.95
-# Bootstrap resamples per interval: enough for stable 2.5/97.5 percentiles
-# (their Monte Carlo error is well under the interval's width) and cheap,
-# since one resample costs one or two beta draws (see bootstrap_medians).
-BOOTSTRAP_RESAMPLES = 2000
-# The seed every bootstrap starts from unless told otherwise; it is printed
-# and stored with each interval so that anyone can recompute it exactly.
-BOOTSTRAP_SEED = 1
+ALPHA = 1.0 - CI_LEVEL
 # Outlier rule: Iglewicz and Hoaglin's modified z-score, 0.6745 (x - median) / MAD,
 # beyond 3.5 in absolute value, i.e. farther than OUTLIER_K unscaled MADs from
 # the median.  Outliers are counted and reported, never dropped.
@@ -121,17 +153,28 @@ OUTLIER_K = OUTLIER_Z / 0.6745
 # Consistency constant: 1.4826 * MAD estimates the standard deviation of
 # normal data; the robust CV below uses it so that it reads like a CV.
 MAD_TO_SIGMA = 1.4826
-# Below this many values a Mann-Whitney test (and any claim of significance)
-# is not worth much: a warning is attached (pyperf warns below the same count).
-MIN_VALUES_FOR_TEST = 9
+# Below this many repetitions there is no interval between processes: one
+# process says nothing about the next.
+MIN_REPS_FOR_INTERVAL = 2
+# The exact Mann-Whitney distribution is used while both sides are at most
+# this large and nothing is tied; beyond, the normal approximation is
+# within a few thousandths of it.
+EXACT_U_MAX = 25
 
 
 def stdev(xs: Sequence[float]) -> float | None:
     """Sample standard deviation (n - 1 in the denominator); None below 2 values."""
-    if len(xs) < 2:
+    n = len(xs)
+    if n < 2:
         return None
-    m = mean(xs)
-    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+    total = sum(xs)
+    if isinstance(total, int):
+        # Integer samples: n * sum(x^2) - sum(x)^2 is exact in integers, so
+        # this one pass loses nothing, however many samples there are.
+        num = n * sum(map(operator.mul, xs, xs)) - total * total
+        return math.sqrt(num / (n * (n - 1)))
+    m = math.fsum(xs) / n
+    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (n - 1))
 
 
 def cv(xs: Sequence[float]) -> float | None:
@@ -189,75 +232,10 @@ def outliers_sorted(xs: Sequence[float], med: float, mad: float) -> Outliers:
     return Outliers(low, high, lo, hi, rule)
 
 
-def _seeded(seed: int | str | None, *key: object) -> random.Random:
-    """A generator seeded from a base seed and a key: each interval gets its own
-    stream, and the same (seed, key) always gives the same interval."""
-    text = repr((BOOTSTRAP_SEED if seed is None else seed, *key))
-    return random.Random(int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little"))
-
-
-def bootstrap_medians(xs: Sequence[float], resamples: int, rng: random.Random) -> list[float]:
-    """Medians of `resamples` bootstrap resamples of sorted xs, drawn exactly and cheaply.
-
-    A resample is n draws with replacement, i.e. xs[floor(n * U_i)] for n
-    uniform U_i.  Its k-th smallest value is therefore xs[floor(n * U_(k))],
-    and the k-th order statistic of n uniforms is Beta(k, n - k + 1).  So one
-    beta draw gives the median of a resample of odd size, and for even n the
-    next order statistic follows as U_(k) + (1 - U_(k)) * Beta(1, n - k).
-    The cost does not grow with n: no resample is ever materialised.
-    """
-    n = len(xs)
-    if n == 0:
-        raise ValueError("bootstrap of no samples")
-    k = (n + 1) // 2  # 1-based rank of the (lower) median
-
-    def at(u: float) -> float:
-        return float(xs[min(int(n * u), n - 1)])
-
-    out = []
-    for _ in range(resamples):
-        u = rng.betavariate(k, n - k + 1)
-        if n % 2:
-            out.append(at(u))
-        else:
-            v = u + (1.0 - u) * rng.betavariate(1, n - k)
-            out.append((at(u) + at(v)) / 2.0)
-    return out
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A bootstrap percentile interval and everything needed to recompute it."""
-
-    low: float
-    high: float
-    level: float
-    resamples: int
-    seed: int | str
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def percentile_interval(values: Sequence[float], level: float = CI_LEVEL) -> tuple[float, float]:
-    xs = sorted(values)
-    tail = (1.0 - level) / 2.0
-    return percentile_sorted(xs, tail), percentile_sorted(xs, 1.0 - tail)
-
-
-def median_ci(xs: Sequence[float], seed: int | str | None = None, key: object = (),
-              resamples: int = BOOTSTRAP_RESAMPLES, level: float = CI_LEVEL) -> Interval:
-    """Bootstrap percentile CI of the median of sorted xs."""
-    seed = BOOTSTRAP_SEED if seed is None else seed
-    meds = bootstrap_medians(xs, resamples, _seeded(seed, "median", key))
-    lo, hi = percentile_interval(meds, level)
-    return Interval(lo, hi, level, resamples, seed)
-
-
 @dataclass(frozen=True)
 class Description:
-    """Everything isobench reports about one set of samples (see the field docs
-    in docs/methodology.md).  ci is None when it was not asked for."""
+    """What isobench reports about the spread of one set of samples (see the
+    field docs in docs/methodology.md).  Descriptive only: no interval here."""
 
     n: int
     min: float | None
@@ -272,7 +250,6 @@ class Description:
     cv: float | None
     robust_cv: float | None
     outliers: Outliers | None
-    ci: Interval | None
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -281,11 +258,9 @@ class Description:
         return d
 
 
-def describe(samples: Sequence[int | float], ci: bool = True, seed: int | str | None = None,
-             key: object = (), resamples: int = BOOTSTRAP_RESAMPLES) -> Description:
-    """The full description of samples; ci=False skips the bootstrap (checks need no CI)."""
+def describe(samples: Sequence[int | float]) -> Description:
     if not samples:
-        return Description(0, *([None] * 13))
+        return Description(0, *([None] * 12))
     xs = sorted(samples)
     med = percentile_sorted(xs, 0.5)
     mad = mad_sorted(xs, med)
@@ -293,26 +268,233 @@ def describe(samples: Sequence[int | float], ci: bool = True, seed: int | str | 
         n=len(xs), min=xs[0], max=xs[-1], median=med,
         p5=percentile_sorted(xs, 0.05), p95=percentile_sorted(xs, 0.95),
         p99=percentile_sorted(xs, 0.99), mad=mad, mean=mean(xs), stdev=stdev(xs), cv=cv(xs),
-        robust_cv=robust_cv(med, mad), outliers=outliers_sorted(xs, med, mad),
-        ci=median_ci(xs, seed, key, resamples) if ci else None)
+        robust_cv=robust_cv(med, mad), outliers=outliers_sorted(xs, med, mad))
 
 
-# ---- ratios and overheads: ONE rule, used everywhere ----
+# ---- intervals ----
 
-def ratio(x: float, baseline: float) -> float:
-    """x relative to its baseline: ratio = x / baseline (1.0 = as fast as the baseline)."""
-    if baseline == 0:
-        raise ValueError("ratio to a zero baseline")
-    return x / baseline
+@dataclass(frozen=True)
+class Interval:
+    """An interval and how it was made.
+
+    level is the coverage the method attains (an order-statistic interval
+    attains a little more than asked, never less); n the number of values
+    it rests on; quantized that it was widened to +-step because the data
+    could not resolve anything finer (see median_interval)."""
+
+    low: float
+    high: float
+    level: float
+    method: str
+    n: int
+    quantized: bool = False
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def contains(self, v: float) -> bool:
+        return self.low <= v <= self.high
 
 
-def overhead(x: float, baseline: float) -> float:
-    """overhead = ratio - 1 (0.25 = 25% slower than the baseline; -0.1 = 10% faster)."""
-    return ratio(x, baseline) - 1.0
+def _log_binom_pmf(n: int, k: int) -> float:
+    return (math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+            - n * math.log(2.0))
 
+
+@functools.lru_cache(maxsize=4096)
+def median_ranks(n: int, level: float = CI_LEVEL) -> tuple[int, int, float] | None:
+    """1-based ranks (l, u) of the order-statistic interval of a median, and its coverage.
+
+    [x(l), x(u)] with u = n + 1 - l covers the population median with
+    probability 1 - 2 P(B <= l - 1), B ~ Binomial(n, 1/2), whatever the
+    distribution (ties only make it more conservative).  l is the largest
+    rank whose coverage still reaches the level; None when even [x(1), x(n)]
+    does not (n < 6 at 95%).
+    """
+    if n < 1:
+        return None
+    tail = (1.0 - level) / 2.0
+    # Walk up the binomial from below: P(B <= l) is the probability that
+    # fewer than l + 1 values fall below the median.  Terms more than 12
+    # standard deviations below n/2 add less than 1e-32 together, so the
+    # walk starts there: exact, and fast for a million samples.
+    start = max(0, int(n / 2 - 12 * math.sqrt(n) / 2))
+    cdf, l = 0.0, start
+    for k in range(start, n // 2 + 1):
+        nxt = cdf + math.exp(_log_binom_pmf(n, k))
+        if nxt > tail:
+            break
+        cdf, l = nxt, k + 1
+    if l == 0:
+        return None
+    return l, n + 1 - l, 1.0 - 2.0 * cdf
+
+
+def median_interval(xs: Sequence[float], step: float = 0.0,
+                    level: float = CI_LEVEL) -> Interval | None:
+    """The distribution-free interval of the median of sorted xs (see median_ranks).
+
+    A counter that advances in steps makes the samples of a short region
+    pile up on a few values, and the interval can collapse onto one of them.
+    That is the counter's resolution speaking, not certainty: when the
+    interval spans at most one step it is reported as median +- step and
+    flagged quantized, never with zero width.
+    """
+    ranks = median_ranks(len(xs), level)
+    if ranks is None:
+        return None
+    l, u, cover = ranks
+    lo, hi = float(xs[l - 1]), float(xs[u - 1])
+    if step > 0 and hi - lo <= step:
+        med = percentile_sorted(xs, 0.5)
+        return Interval(med - step, med + step, cover, "order statistics of the median",
+                        len(xs), quantized=True)
+    return Interval(lo, hi, cover, "order statistics of the median", len(xs))
+
+
+# ---- Student's t, for intervals over repetitions ----
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return h
+
+
+def incomplete_beta(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+                     + a * math.log(x) + b * math.log1p(-x))
+    # The continued fraction converges fast on one side of the mean; the
+    # symmetry I_x(a, b) = 1 - I_{1-x}(b, a) covers the other.
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with df (> 0, not necessarily whole) degrees of freedom."""
+    tail = 0.5 * incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The p-quantile of Student's t (bisection on t_cdf; exact to ~1e-12)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"quantile {p} is outside (0, 1)")
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < p:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-13 * max(1.0, hi):
+            break
+    return (lo + hi) / 2.0
+
+
+@dataclass(frozen=True)
+class LogGroup:
+    """Repetition values of one configuration on the log scale: their mean,
+    variance, count and the variance floor their resolution implies."""
+
+    mean: float
+    var: float
+    n: int
+
+    @classmethod
+    def of(cls, values: Sequence[float], resolution: float = 0.0) -> "LogGroup":
+        """values must be positive.  resolution: the step the values were
+        measured in (0 for none).  A value known only to +-step/2 carries at
+        least the variance of a uniform error over one step, (step / x)^2 / 12
+        on the log scale, so equal quantized values never give a zero-width
+        interval."""
+        logs = [math.log(v) for v in values]
+        m = math.fsum(logs) / len(logs)
+        var = (math.fsum((x - m) ** 2 for x in logs) / (len(logs) - 1)) if len(logs) > 1 else 0.0
+        if resolution > 0:
+            floor = (resolution / math.exp(m)) ** 2 / 12.0
+            var = max(var, floor)
+        return cls(m, var, len(values))
+
+
+def log_interval(terms: Sequence[tuple[int, LogGroup]], level: float = CI_LEVEL,
+                 method: str = "") -> Interval | None:
+    """exp of a Welch t interval of sum(sign * mean log) over groups.
+
+    One group (+1): the interval of a geometric mean.  Two (+1, -1): of a
+    ratio of geometric means.  Four: of a ratio of ratios (compare).  The
+    degrees of freedom are Welch-Satterthwaite's; every group needs at least
+    MIN_REPS_FOR_INTERVAL values, else None.
+    """
+    if any(g.n < MIN_REPS_FOR_INTERVAL for _, g in terms):
+        return None
+    centre = math.fsum(sign * g.mean for sign, g in terms)
+    parts = [g.var / g.n for _, g in terms]
+    var = math.fsum(parts)
+    n = sum(g.n for _, g in terms)
+    if var == 0.0:
+        v = math.exp(centre)
+        return Interval(v, v, level, method, n)
+    df = var ** 2 / math.fsum(p ** 2 / (g.n - 1) for p, (_, g) in zip(parts, terms) if p > 0)
+    half = t_quantile(1.0 - (1.0 - level) / 2.0, df) * math.sqrt(var)
+    return Interval(math.exp(centre - half), math.exp(centre + half), level, method, n)
+
+
+def geomean_interval(values: Sequence[float], resolution: float = 0.0,
+                     level: float = CI_LEVEL) -> Interval | None:
+    """Student t interval of the geometric mean of positive repetition values."""
+    if len(values) < MIN_REPS_FOR_INTERVAL or any(v <= 0 for v in values):
+        return None
+    return log_interval([(1, LogGroup.of(values, resolution))], level,
+                        "t interval of the geometric mean over repetitions")
+
+
+def ratio_interval(values: Sequence[float], base: Sequence[float], resolution: float = 0.0,
+                   base_resolution: float = 0.0, level: float = CI_LEVEL) -> Interval | None:
+    """Welch t interval of geomean(values) / geomean(base), repetitions as the unit."""
+    if (len(values) < MIN_REPS_FOR_INTERVAL or len(base) < MIN_REPS_FOR_INTERVAL
+            or any(v <= 0 for v in (*values, *base))):
+        return None
+    return log_interval([(1, LogGroup.of(values, resolution)),
+                         (-1, LogGroup.of(base, base_resolution))], level,
+                        "Welch t interval of the log ratio over repetitions")
+
+
+# ---- ratios and overheads: ONE rule, in units.py; averages of them here ----
 
 def geomean(values: Sequence[float]) -> float:
-    """Geometric mean: the only average isobench takes of ratios.
+    """Geometric mean: the only average isobench takes of ratios (and of
+    repetitions of one configuration).
 
     An arithmetic mean of ratios depends on which side is the baseline
     (Fleming and Wallace, CACM 1986); the geometric mean does not.
@@ -320,7 +502,9 @@ def geomean(values: Sequence[float]) -> float:
     if not values:
         raise ValueError("geometric mean of nothing")
     if any(v <= 0 for v in values):
-        raise ValueError("geometric mean of a non-positive ratio")
+        raise ValueError("geometric mean of a non-positive value")
+    if all(v == values[0] for v in values):
+        return float(values[0])  # exactly, not through exp(log(v)) and its rounding
     return math.exp(math.fsum(math.log(v) for v in values) / len(values))
 
 
@@ -328,25 +512,26 @@ GEOMETRIC_MEAN = "geometric-mean"
 
 
 def aggregate_ratios(values: Sequence[float]) -> dict:
-    """The geometric mean of ratios as a record that says how it was computed;
-    the soundness checks read the "method" field of such records."""
+    """The geometric mean of ratios as a record that says how it was computed."""
     return {"of": "ratio", "method": GEOMETRIC_MEAN, "value": geomean(values), "n": len(values)}
 
 
-# ---- comparing two sets of samples ----
+# ---- comparing two sets of repetitions ----
 
 @dataclass(frozen=True)
 class MannWhitney:
-    """Two-sided Mann-Whitney U test, normal approximation with tie and continuity
-    correction.  u is U of the first sample; effect is U / (n1 n2), the probability
-    that a value of the first sample exceeds one of the second (ties count half)."""
+    """Two-sided Mann-Whitney U test.  u is U of the first sample; effect is
+    U / (n1 n2), the probability that a value of the first sample exceeds
+    one of the second (ties count half); method says whether p is exact or
+    the normal approximation (tie and continuity corrected)."""
 
     u: float
-    z: float
+    z: float | None
     p: float
     n1: int
     n2: int
     effect: float
+    method: str
 
 
 def _ranks(values: Sequence[float]) -> tuple[list[float], float]:
@@ -368,80 +553,74 @@ def _ranks(values: Sequence[float]) -> tuple[list[float], float]:
     return ranks, ties
 
 
+def _u_counts(n1: int, n2: int) -> list[int]:
+    """How many of the C(n1 + n2, n1) orderings give U = 0, 1, ..., n1 n2
+    (no ties): counts[u] over all arrangements, built one value at a time."""
+    # f[i][j] is the distribution for i and j values; only two rows are kept.
+    prev = [[1] for _ in range(n2 + 1)]  # i = 0: U = 0 once, whatever j
+    for i in range(1, n1 + 1):
+        cur = [[1]]  # j = 0: U = 0 once
+        for j in range(1, n2 + 1):
+            # The largest value belongs to the first sample (it then beats
+            # all j of the second: U grows by j) or to the second.
+            a, b = prev[j], cur[j - 1]
+            size = i * j + 1
+            row = [0] * size
+            for u, c in enumerate(a):
+                row[u + j] += c
+            for u, c in enumerate(b):
+                row[u] += c
+            cur.append(row)
+        prev = cur
+    return prev[n2]
+
+
+def smallest_p(n1: int, n2: int) -> float:
+    """The smallest two-sided p the U test can give with n1 and n2 values."""
+    return min(1.0, 2.0 / math.comb(n1 + n2, n1))
+
+
+def test_possible(n1: int, n2: int, alpha: float = ALPHA) -> bool:
+    """Whether n1 against n2 values can show a difference at all: the most
+    extreme ordering must give p below alpha (4 against 4 at 0.05; 3 against
+    3 never can)."""
+    return n1 > 0 and n2 > 0 and smallest_p(n1, n2) < alpha
+
+
+def min_reps_for_test(alpha: float = ALPHA) -> int:
+    """The fewest repetitions per side (equal sides) for which the U test can
+    reach p < alpha."""
+    n = 1
+    while not test_possible(n, n, alpha):
+        n += 1
+    return n
+
+
 def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> MannWhitney:
     n1, n2 = len(a), len(b)
     if n1 == 0 or n2 == 0:
         raise ValueError("Mann-Whitney U of an empty sample")
     ranks, ties = _ranks(list(a) + list(b))
     u1 = math.fsum(ranks[:n1]) - n1 * (n1 + 1) / 2.0
+    effect = u1 / (n1 * n2)
+    if ties == 0 and max(n1, n2) <= EXACT_U_MAX:
+        counts = _u_counts(n1, n2)
+        total = math.comb(n1 + n2, n1)
+        k = int(round(min(u1, n1 * n2 - u1)))
+        p = min(1.0, 2.0 * sum(counts[:k + 1]) / total)
+        return MannWhitney(u1, None, p, n1, n2, effect, "exact")
     mu = n1 * n2 / 2.0
     n = n1 + n2
     var = n1 * n2 / 12.0 * ((n + 1) - ties / (n * (n - 1))) if n > 1 else 0.0
     if var <= 0:
         # Every value equal: no evidence of any difference.
-        return MannWhitney(u1, 0.0, 1.0, n1, n2, u1 / (n1 * n2))
+        return MannWhitney(u1, 0.0, 1.0, n1, n2, effect, "normal approximation")
     d = u1 - mu
     z = (d - math.copysign(0.5, d)) / math.sqrt(var) if d else 0.0
     p = min(1.0, math.erfc(abs(z) / math.sqrt(2.0)))
-    return MannWhitney(u1, z, p, n1, n2, u1 / (n1 * n2))
+    return MannWhitney(u1, z, p, n1, n2, effect, "normal approximation")
 
 
-def ratio_of_medians_ci(base: Sequence[float], other: Sequence[float],
-                        seed: int | str | None = None, key: object = (),
-                        resamples: int = BOOTSTRAP_RESAMPLES,
-                        level: float = CI_LEVEL) -> Interval:
-    """Bootstrap CI of median(other) / median(base), both sorted, resampled independently."""
-    seed = BOOTSTRAP_SEED if seed is None else seed
-    rng = _seeded(seed, "ratio", key)
-    mb = bootstrap_medians(base, resamples, rng)
-    mo = bootstrap_medians(other, resamples, rng)
-    lo, hi = percentile_interval([o / b for o, b in zip(mo, mb) if b != 0], level)
-    return Interval(lo, hi, level, resamples, seed)
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """other against base: ratio of medians with its CI, and the MWU test."""
-
-    ratio: float
-    ci: Interval
-    test: MannWhitney
-    warnings: tuple[str, ...]
-
-
-def compare_samples(base: Sequence[float], other: Sequence[float],
-                    seed: int | str | None = None, key: object = ()) -> Comparison:
-    b, o = sorted(base), sorted(other)
-    warnings = []
-    for name, xs in (("first", b), ("second", o)):
-        if len(xs) < MIN_VALUES_FOR_TEST:
-            warnings.append(f"the {name} side has {len(xs)} value{'s' if len(xs) != 1 else ''}, "
-                            f"fewer than {MIN_VALUES_FOR_TEST}: the test and the interval "
-                            "mean little; repeat the measurement")
-    r = ratio(percentile_sorted(o, 0.5), percentile_sorted(b, 0.5))
-    return Comparison(r, ratio_of_medians_ci(b, o, seed, key), mann_whitney_u(b, o),
-                      tuple(warnings))
-
-
-def between_cv(medians: Sequence[float]) -> float | None:
-    """Spread BETWEEN repetitions: the CV of the per-repetition medians (None below 2)."""
-    return cv(list(medians))
-
-
-def normalized_ratio_ci(a: Sequence[float], a_base: Sequence[float], b: Sequence[float],
-                        b_base: Sequence[float], seed: int | str | None = None, key: object = (),
-                        resamples: int = BOOTSTRAP_RESAMPLES,
-                        level: float = CI_LEVEL) -> Interval:
-    """Bootstrap CI of (median(b) / median(b_base)) / (median(a) / median(a_base)).
-
-    Each run is normalized to its own baseline, so two machines compare by
-    what isolation costs on each; all four medians are resampled
-    independently, so the baselines' uncertainty is in the interval too.
-    Every argument is sorted.
-    """
-    seed = BOOTSTRAP_SEED if seed is None else seed
-    rng = _seeded(seed, "normalized", key)
-    ma, mab, mb, mbb = (bootstrap_medians(xs, resamples, rng) for xs in (a, a_base, b, b_base))
-    values = [(y / yb) / (x / xb) for x, xb, y, yb in zip(ma, mab, mb, mbb) if x and xb and yb]
-    lo, hi = percentile_interval(values, level)
-    return Interval(lo, hi, level, resamples, seed)
+def between_cv(values: Sequence[float]) -> float | None:
+    """Spread BETWEEN repetitions: the CV of the per-repetition values (None below 2)."""
+    return cv(list(values))

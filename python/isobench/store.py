@@ -1,6 +1,6 @@
 """The store: ONE SQLite file holding runs, their results and raw samples.
 
-Layout (schema version 2, kept in PRAGMA user_version):
+Layout (schema version 3, kept in PRAGMA user_version):
 
     runs      one row per `isobench run`: when, how it was invoked, how it
               ended, and the machine it ran on (environment, JSON); options
@@ -26,6 +26,9 @@ Schema history and migration notes:
        their rows become repetition 1); runs.options and runs.aggregates
        (NULL for runs stored by version 1: no options were recorded and no
        aggregates computed).
+    3  results.batched_reps: JSON list of every (K, 2K) pair's estimate
+       behind results.batched, in measuring order (isob's "batched_reps");
+       NULL for results stored before, whose pairs were never kept.
     (next) add a MIGRATIONS entry with the SQL that turns version N-1 into N;
            open() applies the missing steps in order inside one transaction.
            Never edit a released step: stores in the wild are at every version.
@@ -97,6 +100,9 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE runs ADD COLUMN options TEXT;
     ALTER TABLE runs ADD COLUMN aggregates TEXT;
     """,
+    3: """
+    ALTER TABLE results ADD COLUMN batched_reps TEXT;
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -105,8 +111,8 @@ RUN_STATUSES = ("running", "ok", "failed", "interrupted")
 # The summary columns, in table order; shared by the store and the exports.
 SUMMARY_COLUMNS = ("n", "min", "max", "median", "p5", "p95", "mad", "mean")
 RESULT_COLUMNS = ("id", "benchmark", "mechanism", "params", "unit", "counter", "status",
-                  "reason", *SUMMARY_COLUMNS, "batched", "empty_region", "dropped", "warmup",
-                  "repetition")
+                  "reason", *SUMMARY_COLUMNS, "batched", "batched_reps", "empty_region",
+                  "dropped", "warmup", "repetition")
 
 
 def now() -> str:
@@ -240,7 +246,7 @@ class Store:
         row = {"run_id": run_id, "benchmark": r.benchmark, "mechanism": r.mechanism,
                "params": r.params_json(), "unit": r.unit, "counter": r.counter,
                "status": r.status, "reason": r.reason, **s.as_dict(), "batched": r.batched,
-               "empty_region": r.empty_region, "dropped": r.dropped, "warmup": r.warmup,
+               "batched_reps": json.dumps(list(r.batched_reps)), "empty_region": r.empty_region, "dropped": r.dropped, "warmup": r.warmup,
                "header": header, "repetition": repetition}
         events = [(PRIMARY_EVENT, r.samples)] if r.samples else []
         return self._insert_result(row, events + list(r.events.items()))
@@ -338,7 +344,8 @@ class Store:
         return Result(benchmark=d["benchmark"], mechanism=d["mechanism"], params=d["params"],
                       status=d["status"], reason=d["reason"], unit=d["unit"],
                       counter=d["counter"], samples=primary, events=events,
-                      batched=d["batched"], empty_region=d["empty_region"],
+                      batched=d["batched"], batched_reps=d["batched_reps"] or (),
+                      empty_region=d["empty_region"],
                       dropped=d["dropped"], warmup=d["warmup"], header=d["header"])
 
 
@@ -359,8 +366,8 @@ def _imported_row(run_id: int, r: dict) -> tuple[dict, list[tuple[str, list[int]
            "params": json.dumps(r.get("params") or {}, sort_keys=True), "unit": r.get("unit"),
            "counter": r.get("counter"), "status": r.get("status", "ok"), "reason": r.get("reason"),
            **{k: r.get(k, summary[k]) for k in SUMMARY_COLUMNS},
-           "batched": r.get("batched"), "empty_region": r.get("empty_region"),
-           "dropped": r.get("dropped", 0), "warmup": r.get("warmup"),
+           "batched": r.get("batched"), "batched_reps": _json_or_null(r.get("batched_reps")),
+           "empty_region": r.get("empty_region"), "dropped": r.get("dropped", 0), "warmup": r.get("warmup"),
            "header": _json_or_null(r.get("header")), "repetition": r.get("repetition", 1)}
     if row["n"] is None:
         row["n"] = 0
@@ -373,6 +380,7 @@ def _result_dict(row: tuple) -> dict:
     d = dict(zip(RESULT_COLUMNS + ("header",), row))
     d["result_id"] = d.pop("id")
     d["params"] = json.loads(d["params"])
+    d["batched_reps"] = json.loads(d["batched_reps"]) if d["batched_reps"] is not None else None
     d["header"] = json.loads(d["header"]) if d["header"] is not None else None
     return d
 

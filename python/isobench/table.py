@@ -1,22 +1,32 @@
 """Plain-text tables for `isobench list`, `run` and `show`.
 
-The tables read summary dicts (as the store returns them), never Result
-records, so that `run` and `show` print the same thing for the same run.
+The run tables render a run's summary document (summary.build): one row
+per configuration, its headline number, the interval, which rule chose it
+and its ratio to `direct`.  Nothing here computes a statistic; every value
+printed is in the document.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .analysis import OUTPUT_PARAMS
+from . import units
+from .analysis import OUTPUT_PARAMS, server_label
 
 # Params with a column of their own; any other param is appended to the
 # variant column as key=value so that no configuration is hidden.
 PARAM_COLUMNS = ("placement", "payload", "variant")
 
-RESULT_HEADERS = ("benchmark", "mechanism", "placement", "payload", "variant", "median", "mean",
-                  "p5", "p95", "MAD", "batched", "unit", "~ns", "status")
-RIGHT_ALIGNED = {"payload", "median", "mean", "p5", "p95", "MAD", "batched", "~ns"}
+RESULT_HEADERS = ("benchmark", "mechanism", "placement", "payload", "variant", "value",
+                  "95% interval", "from", "median", "mean", "batched", "unit", "~ns",
+                  "ratio [95%]", "reps")
+RIGHT_ALIGNED = {"payload", "value", "95% interval", "median", "mean", "batched", "~ns",
+                 "ratio [95%]", "reps"}
+
+KV_HEADERS = ("mechanism", "placement", "data", "value", "95% interval", "from", "median",
+              "mean", "store/data", "verified", "passes", "unit", "~ns", "ratio [95%]", "reps")
+KV_RIGHT = {"data", "value", "95% interval", "median", "mean", "store/data", "verified",
+            "passes", "~ns", "ratio [95%]", "reps"}
 
 
 def render(headers: Sequence[str], rows: Sequence[Sequence[str]],
@@ -56,16 +66,17 @@ def fmt_hz(hz: float | None) -> str:
     return "-" if hz is None else f"{hz / 1e9:.3f} GHz"
 
 
+def fmt_ratio(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if v >= 1000 else (f"{v:.1f}" if v >= 100 else f"{v:.2f}")
+
+
 def variant_text(params: Mapping) -> str:
     parts = [str(params["variant"])] if "variant" in params else []
     parts += [f"{k}={v}" for k, v in sorted(params.items())
               if k not in PARAM_COLUMNS and k not in OUTPUT_PARAMS]
     return " ".join(parts) or "-"
-
-
-KV_HEADERS = ("mechanism", "placement", "data", "median", "mean", "p5", "p95", "store/data",
-              "verified", "passes", "unit", "~ns", "status")
-KV_RIGHT = {"data", "median", "mean", "p5", "p95", "store/data", "verified", "passes", "~ns"}
 
 
 def fmt_bytes(n: Any) -> str:
@@ -77,96 +88,183 @@ def fmt_bytes(n: Any) -> str:
     return f"{int(n)} B"
 
 
-def kv_row(r: Mapping) -> list[str]:
-    """One get phase of the kv benchmark: time per request at one data size,
-    with the store's size beside the data's and how much was verified."""
-    p = r.get("params") or {}
-    status = r["status"] if r["status"] != "failed" else "FAILED"
-    ratio = p.get("store_ratio")
-    passes = (f"{p['iterations']}/{p['iterations_asked']}"
-              if "iterations" in p and "iterations_asked" in p else "-")
-    return [r["mechanism"], str(p.get("placement", "-")), fmt_bytes(p.get("data_bytes")),
-            fmt_num(r.get("median")), fmt_num(p.get("mean", r.get("mean"))), fmt_num(r.get("p5")),
-            fmt_num(r.get("p95")), f"{ratio:.2f}" if isinstance(ratio, (int, float)) else "-",
-            fmt_num(p.get("verified")), passes, r.get("unit") or "-",
-            _ns({**r, "batched": p.get("mean", r.get("mean"))}), status]
+# ---- cells of one configuration (a summary document entry) ----
+
+def interval_text(h: Mapping) -> str:
+    """The headline's interval: [low..high], or +-step when it is one
+    process's quantized median; '-' when there is none."""
+    iv = h.get("interval")
+    if not iv:
+        return "-"
+    if iv.get("quantized"):
+        return f"±{fmt_num((iv['high'] - iv['low']) / 2)}"
+    return f"{fmt_num(iv['low'])}..{fmt_num(iv['high'])}"
 
 
-def results_tables(results: Sequence[Mapping]) -> list[str]:
+def source_text(h: Mapping) -> str:
+    """Which rule chose the headline, with its flags: q quantized, ! the
+    batched estimate was not trusted, 1p the interval is one process's."""
+    flags = ("q" if h.get("quantized") else "") + ("!" if h.get("batched_unreliable") else "")
+    one = "" if h.get("between") != "one process" else " 1p"
+    return h["source"] + (f" {flags}" if flags else "") + one
+
+
+def ratio_text(c: Mapping) -> str:
+    r = c.get("ratio")
+    if r is None:
+        return "baseline" if c["role"] == "baseline" else "-"
+    iv = r.get("interval")
+    if iv:
+        return f"{fmt_ratio(r['value'])} [{fmt_ratio(iv['low'])}..{fmt_ratio(iv['high'])}]"
+    return fmt_ratio(r["value"])
+
+
+def reps_text(c: Mapping, asked: int | None) -> str:
+    n = len(c["repetitions"])
+    return f"{n}/{asked}" if asked and n != asked else str(n)
+
+
+def rep_middle(c: Mapping, key: str) -> float | None:
+    """The middle one of the repetitions' own `key` (median, mean, batched):
+    shown beside the headline, never computed into it."""
+    vals = sorted(r[key] for r in c["repetitions"] if r.get(key) is not None)
+    return vals[len(vals) // 2] if vals else None
+
+
+def config_row(c: Mapping, asked: int | None) -> list[str]:
+    p, h = c["params"], c["headline"]
+    return [c["benchmark"], c["mechanism"], str(p.get("placement", "-")),
+            str(p.get("payload", "-")), variant_text(p), fmt_num(h["value"]), interval_text(h),
+            source_text(h), fmt_num(rep_middle(c, "median")), fmt_num(rep_middle(c, "mean")),
+            fmt_num(rep_middle(c, "batched")), c["unit"] or "-", fmt_num(h["ns"]),
+            ratio_text(c), reps_text(c, asked)]
+
+
+def kv_row(c: Mapping, asked: int | None) -> list[str]:
+    """One get phase of the kv benchmark at one data size, with the store's
+    size beside the data's and how much was verified."""
+    p, h = c["params"], c["headline"]
+    outs = [r["outputs"] for r in c["repetitions"]]
+    first = outs[0] if outs else {}
+    ratio = first.get("store_ratio")
+    verified = sum(o.get("verified") or 0 for o in outs) if outs else None
+    passes = "-"
+    if outs and all("iterations" in o and "iterations_asked" in o for o in outs):
+        passes = (f"{min(o['iterations'] for o in outs)}/"
+                  f"{max(o['iterations_asked'] for o in outs)}")
+    return [c["mechanism"], str(p.get("placement", "-")), fmt_bytes(p.get("data_bytes")),
+            fmt_num(h["value"]), interval_text(h), source_text(h),
+            fmt_num(rep_middle(c, "median")), fmt_num(_kv_mean(c)),
+            f"{ratio:.2f}" if isinstance(ratio, (int, float)) else "-", fmt_num(verified),
+            passes, c["unit"] or "-", fmt_num(h["ns"]), ratio_text(c), reps_text(c, asked)]
+
+
+def _kv_mean(c: Mapping) -> float | None:
+    """kv prints the exact mean over every timed request as params.mean."""
+    vals = sorted(r["outputs"]["mean"] for r in c["repetitions"]
+                  if isinstance(r["outputs"].get("mean"), (int, float)))
+    return vals[len(vals) // 2] if vals else rep_middle(c, "mean")
+
+
+def _asked(doc: Mapping) -> int | None:
+    return (doc["run"].get("options") or {}).get("repeat")
+
+
+def results_tables(doc: Mapping) -> list[str]:
     """One table per kind of benchmark.  For kv only the measured get phase
-    is shown (and any phase that did not succeed); the set and warm-up
-    phases are stored beside it."""
-    kv = [r for r in results if r["benchmark"] == "kv"]
-    other = [r for r in results if r["benchmark"] != "kv"]
+    is shown; the set and warm-up phases are stored beside it.  kv-server
+    has a table of its own (kv_server_table)."""
+    configs = [c for c in doc["configs"] if c["benchmark"] != "kv-server"]
+    kv = [c for c in configs if c["benchmark"] == "kv" and c["headline_phase"]]
+    other = [c for c in configs if c["benchmark"] != "kv"]
+    asked = _asked(doc)
     out = []
     if other:
-        out.append(render(RESULT_HEADERS, [result_row(r) for r in other], RIGHT_ALIGNED))
+        out.append(render(RESULT_HEADERS, [config_row(c, asked) for c in other], RIGHT_ALIGNED))
     if kv:
-        shown = [r for r in kv if (r.get("params") or {}).get("variant", "get") == "get"
-                 or r["status"] != "ok"]
         out.append("kv: time per get request, per data size (set and warm-up phases are "
                    "stored too: `isobench export`)")
-        out.append(render(KV_HEADERS, [kv_row(r) for r in shown], KV_RIGHT))
+        out.append(render(KV_HEADERS, [kv_row(c, asked) for c in kv], KV_RIGHT))
     return out
 
 
-def _ns(r: Mapping) -> str:
-    """The batched estimate (else the median) in nanoseconds, where the unit
-    and the TSC frequency allow: for reading against published figures."""
-    v = r.get("batched") if r.get("batched") is not None else r.get("median")
-    hz = (r.get("header") or {}).get("tsc_hz")
-    if v is None:
-        return "-"
-    if r.get("unit") == "ns":
-        return fmt_num(v)
-    if r.get("unit") == "tsc_ticks" and hz:
-        return fmt_num(v * 1e9 / hz)
-    return "-"
+def legend(doc: Mapping) -> str:
+    m = doc["method"]
+    asked = _asked(doc)
+    need = m.get("min_reps_for_test")
+    few = (f"\n  {asked} repetition{'s' if asked != 1 else ''} per result: too few for a "
+           f"significance test between runs (`compare` needs {need}); --repeat {need} or more"
+           if asked and need and asked < need else "")
+    return ("value: the headline, by one rule (docs/methodology.md): from median = per-call "
+            "median (region >= "
+            f"{m['headline_min_steps']} counter steps and empty regions), batched = batched "
+            "estimate (shorter regions; reading cost cancelled).\n"
+            "  Geometric mean over repetitions (fresh processes); 95% interval: Student t over "
+            "them, or '1p' = within one process.\n"
+            "  q: quantized (known to +-1 counter step); !: batched estimate disagrees, median "
+            "shown (batched-unreliable).  ~ns: the value in ns.\n"
+            "  ratio: value / direct's value, interval over repetitions (Welch t on logs); "
+            "median, mean, batched: the middle repetition's own" + few)
 
 
-def result_row(r: Mapping) -> list[str]:
-    p = r.get("params") or {}
-    status = r["status"] if r["status"] != "failed" else "FAILED"
-    return [r["benchmark"], r["mechanism"], str(p.get("placement", "-")),
-            str(p.get("payload", "-")), variant_text(p), fmt_num(r.get("median")),
-            fmt_num(r.get("mean")), fmt_num(r.get("p5")), fmt_num(r.get("p95")),
-            fmt_num(r.get("mad")), fmt_num(r.get("batched")), r.get("unit") or "-", _ns(r),
-            status]
+def kv_server_table(doc: Mapping) -> str:
+    """kv-server: each server's throughput and latency beside memcached's."""
+    configs = [c for c in doc["configs"] if c["benchmark"] == "kv-server"]
+    failed = [r for r in doc["results"] if r["benchmark"] == "kv-server" and r["status"] != "ok"]
+    if not configs and not failed:
+        return ""
+
+    def f(v, fmt):
+        return "-" if v is None else format(v, fmt)
+
+    def rel(block):
+        if block is None:
+            return "-"
+        iv = block.get("interval")
+        text = f"{block['value']:.2f}"
+        return text + (f" [{iv['low']:.2f}..{iv['high']:.2f}]" if iv else "")
+
+    us = lambda v: units.convert(v, "ns", "us")
+    rows = []
+    for c in configs:
+        k = c["kv_server"]
+        rows.append([server_label(c["mechanism"]), f(k["ops_per_s"], ".0f"), rel(k["throughput_vs_reference"]),
+                     f(us(k["latency_avg_ns"]), ".0f"), f(us(k["latency_p50_hi_ns"]), ".0f"),
+                     f(us(k["latency_p99_hi_ns"]), ".0f"), rel(k["latency_vs_reference"]),
+                     str(len(c["repetitions"]))])
+    lines = ["kv-server (memcaslap; latency percentiles are log2-bucket upper bounds; "
+             "x memcached: ratio to memcached in this run, 95% interval over repetitions):",
+             render(("server", "ops/s", "x memcached", "avg us", "p50 us<=", "p99 us<=",
+                     "lat x mc", "reps"), rows,
+                    {"ops/s", "x memcached", "avg us", "p50 us<=", "p99 us<=", "lat x mc",
+                     "reps"})]
+    for r in failed:
+        lines.append(f"{server_label(r['mechanism'])}: {r['status'].upper()}: {r['reason']}")
+    return "\n".join(lines)
 
 
-def measurement_lines(results: Sequence[Mapping]) -> list[str]:
+def measurement_lines(doc: Mapping) -> list[str]:
     """What the numbers are in: counter backend and why, TSC Hz, empty-region cost."""
-    headers = [r["header"] for r in results if r.get("header")]
-    if not headers:
+    m = doc["measurement"]
+    if not m["counters"]:
         return ["counter: - (no isob header: nothing was measured)"]
-    lines = []
-    for counter, why in dict.fromkeys((h.get("counter"), h.get("counter_why")) for h in headers):
-        lines.append(f"counter: {counter}" + (f" ({why})" if why else ""))
-    hz = dict.fromkeys((h.get("tsc_hz"), h.get("tsc_hz_source")) for h in headers)
-    lines.append("TSC: " + ", ".join(fmt_hz(f) + (f" ({src})" if src else "") for f, src in hz))
-    lines.append(_empty_line(headers))
-    return lines
-
-
-def _empty_line(headers: Sequence[Mapping]) -> str:
-    medians = [h["empty_region"]["median"] for h in headers
-               if isinstance(h.get("empty_region"), Mapping)
-               and h["empty_region"].get("median") is not None]
-    unit = headers[0].get("unit") or ""
-    if not medians:
-        return "empty region: -"
-    lo, hi = min(medians), max(medians)
-    span = fmt_num(lo) if lo == hi else f"{fmt_num(lo)}..{fmt_num(hi)}"
-    means = [h["empty_region"]["mean"] for h in headers
-             if isinstance(h.get("empty_region"), Mapping) and h["empty_region"].get("mean") is not None]
-    steps = sorted({h["counter_step"] for h in headers if h.get("counter_step")})
-    extra = f", mean {fmt_num(min(means))}..{fmt_num(max(means))}" if means else ""
-    line = (f"empty region: median {span}{extra} {unit} (cost of an empty measured region; "
-            "reported, not subtracted)")
+    lines = [f"counter: {counter}" + (f" ({why})" if why else "") for counter, why in m["counters"]]
+    lines.append("TSC: " + ", ".join(fmt_hz(f) + (f" ({src})" if src else "")
+                                     for f, src in m["tsc"]))
+    unit = m["unit"] or ""
+    med, mean = m["empty_region_median"], m["empty_region_mean"]
+    if not med:
+        lines.append("empty region: -")
+    else:
+        span = fmt_num(med[0]) if med[0] == med[1] else f"{fmt_num(med[0])}..{fmt_num(med[1])}"
+        extra = f", mean {fmt_num(mean[0])}..{fmt_num(mean[1])}" if mean else ""
+        lines.append(f"empty region: median {span}{extra} {unit} (cost of an empty measured "
+                     "region; reported, not subtracted)")
+    steps = m["counter_steps"]
     if steps and steps[0] > 1:
-        line += (f"\ncounter step: {steps[0]} {unit}: single samples are multiples of it, so "
-                 "medians of short regions are quantized; read mean and batched")
-    return line
+        lines.append(f"counter step: {steps[0]} {unit}: single samples are multiples of it, "
+                     "so medians of short regions are quantized (q)")
+    return lines
 
 
 def _where(r: Mapping) -> str:
@@ -179,24 +277,37 @@ def _where(r: Mapping) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
-def run_report(run: Mapping, results: Sequence[Mapping], db: str,
-               extra: Sequence[str] = ()) -> str:
+def run_report(doc: Mapping, extra: Sequence[str] = ()) -> str:
     """The run's table; extra blocks (repetitions, soundness) go before the
     last line, which always says where the results are."""
+    run = doc["run"]
     env = run.get("environment") or {}
     machine = ", ".join(str(x) for x in (env.get("cpu_model"), env.get("kernel") and
                                          f"Linux {env['kernel']}", env.get("hypervisor")) if x)
     out = [f"run {run['run_id']}  started {run['started']}  status {run['status']}"
            + (f"  ({machine})" if machine else "")]
-    out += measurement_lines(results)
+    out += measurement_lines(doc)
     out.append("")
-    if results:
-        out.append("\n\n".join(results_tables(results)))
-    else:
+    tables = results_tables(doc)
+    if tables:
+        out.append("\n\n".join(tables))
+        out.append("")
+        out.append(legend(doc))
+    elif not doc["results"]:
         out.append("(no results)")
-    notes = [f"{'FAILED' if r['status'] == 'failed' else r['status']}: "
-             f"{r['benchmark']} -m {r['mechanism']}{_where(r)}: {r['reason']}"
-             for r in results if r["status"] != "ok"]
+    else:
+        out.append("(no result measured anything)")
+    kvs = kv_server_table(doc)
+    if kvs:
+        out += ["", kvs]
+    # One line per distinct note, with how many repetitions it came from.
+    counted: dict[str, int] = {}
+    for r in doc["results"]:
+        if r["status"] != "ok" and r["benchmark"] != "kv-server":
+            text = (f"{'FAILED' if r['status'] == 'failed' else r['status']}: "
+                    f"{r['benchmark']} -m {r['mechanism']}{_where(r)}: {r['reason']}")
+            counted[text] = counted.get(text, 0) + 1
+    notes = [t + (f" ({n} repetitions)" if n > 1 else "") for t, n in counted.items()]
     if notes:
         out.append("")
         out += notes
@@ -204,7 +315,8 @@ def run_report(run: Mapping, results: Sequence[Mapping], db: str,
         out.append("")
         out.append(block)
     out.append("")
-    out.append(f"results stored in {db} (run {run['run_id']}; `isobench show {run['run_id']}`)")
+    out.append(f"results stored in {run['db']} (run {run['run_id']}; "
+               f"`isobench show {run['run_id']}`)")
     return "\n".join(out)
 
 
@@ -225,25 +337,26 @@ def list_report(mechanisms: Sequence[Mapping], benchmarks: Sequence[Mapping]) ->
 
 
 REPETITION_HEADERS = ("benchmark", "mechanism", "placement", "payload", "variant", "reps",
-                      "median", "rep medians", "robust CV within", "CV between reps", "unit")
+                      "from", "repetition values", "CV between", "robust CV within", "unit")
 
 
 def _pct(v: float | None) -> str:
     return "-" if v is None else f"{v:.1%}"
 
 
-def repetition_report(configs: Sequence[Any]) -> str:
-    """Spread within and between repetitions, one row per configuration
-    (configs are analysis.Config: samples of all repetitions pooled)."""
+def repetition_report(doc: Mapping) -> str:
+    """Each configuration's repetition values (the unit every interval rests
+    on), their spread between processes, and the spread within."""
     rows = []
-    for c in configs:
-        p, meds = c.params, c.rep_medians
-        span = f"{fmt_num(min(meds))}..{fmt_num(max(meds))}" if meds else "-"
-        rows.append([c.benchmark, c.mechanism, str(p.get("placement", "-")),
-                     str(p.get("payload", "-")), variant_text(p), str(c.repetitions),
-                     fmt_num(c.quick.median), span, _pct(c.quick.robust_cv),
-                     _pct(c.between_cv), c.unit or "-"])
-    return ("Repetitions (fresh processes; within: 1.4826 MAD / median of the pooled samples; "
-            "between: CV of the repetition medians)\n"
-            + render(REPETITION_HEADERS, rows, {"payload", "reps", "median", "rep medians",
-                                                "robust CV within", "CV between reps"}))
+    for c in doc["configs"]:
+        p, h = c["params"], c["headline"]
+        vals = h["values"]
+        span = f"{fmt_num(min(vals))}..{fmt_num(max(vals))}" if vals else "-"
+        rows.append([c["benchmark"], c["mechanism"], str(p.get("placement", "-")),
+                     str(p.get("payload", "-")), variant_text(p), str(len(vals)), h["source"],
+                     span, _pct(c["between_cv"]), _pct(c["distribution"]["robust_cv"]),
+                     c["unit"] or "-"])
+    return ("Repetitions (fresh processes: the unit of every interval; between: CV of the "
+            "repetition values; within: 1.4826 MAD / median of the pooled samples)\n"
+            + render(REPETITION_HEADERS, rows, {"payload", "reps", "repetition values",
+                                                "CV between", "robust CV within"}))

@@ -211,7 +211,7 @@ static void kv_emit(struct kv_run *r, const char *variant, const struct kv_tally
     struct isob_bench_ctx c2 = *r->ctx;
     c2.opts.warmup = warm;
     char *params = kv_params(r, variant, t, stride);
-    isob_emit_result(&c2, "kv", params ? params : "{}", s, -1, status, reason, NULL);
+    isob_emit_result(&c2, "kv", params ? params : "{}", s, NULL, status, reason, NULL);
     r->ctx->failed |= c2.failed;
     free(params);
 }

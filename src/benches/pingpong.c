@@ -152,14 +152,14 @@ static int pp_run(struct isob_bench_ctx *ctx)
                      isob_placement_name((enum isob_placement)pl), pp_names[prim]);
             int scpu = isob_server_cpu((enum isob_placement)pl, ctx->opts.client_cpu);
             if (pl == ISOB_PLACE_CROSS_CPU && scpu < 0) {
-                isob_emit_result(ctx, "pingpong", params, NULL, -1, "skipped",
+                isob_emit_result(ctx, "pingpong", params, NULL, NULL, "skipped",
                                  "cross-cpu placement needs two CPUs and a pinned client", NULL);
                 continue;
             }
             char reason[ISOB_COMP_WHY_LEN + 64] = "";
             int rc = isob_place_self((enum isob_placement)pl, ctx->opts.client_cpu, reason, sizeof reason);
             if (rc) {
-                isob_emit_result(ctx, "pingpong", params, NULL, -1, "failed", reason, NULL);
+                isob_emit_result(ctx, "pingpong", params, NULL, NULL, "failed", reason, NULL);
                 continue;
             }
             struct pp p = {.prim = (enum pp_primitive)prim};
@@ -167,18 +167,22 @@ static int pp_run(struct isob_bench_ctx *ctx)
             if (rc) {
                 snprintf(reason, sizeof reason, "start: %s", isob_strerror(rc));
                 pp_stop(&p);
-                isob_emit_result(ctx, "pingpong", params, NULL, -1, "failed", reason, NULL);
+                isob_emit_result(ctx, "pingpong", params, NULL, NULL, "failed", reason, NULL);
                 continue;
             }
             long bad = 0;
             char b = 'x';
             struct isob_samples s;
-            double *scratch = calloc(ctx->opts.batch_reps + 1, sizeof(double));
-            double batched = -1;
-            if (!scratch || isob_samples_alloc(&s, ctx->opts.n, ctx->ctr->nev) != 0) {
-                free(scratch);
+            struct isob_batched batched;
+            if (isob_batched_alloc(&batched, ctx->opts.batch_reps) != 0) {
                 pp_stop(&p);
-                isob_emit_result(ctx, "pingpong", params, NULL, -1, "failed", "out of memory", NULL);
+                isob_emit_result(ctx, "pingpong", params, NULL, NULL, "failed", "out of memory", NULL);
+                continue;
+            }
+            if (isob_samples_alloc(&s, ctx->opts.n, ctx->ctr->nev) != 0) {
+                isob_batched_free(&batched);
+                pp_stop(&p);
+                isob_emit_result(ctx, "pingpong", params, NULL, NULL, "failed", "out of memory", NULL);
                 continue;
             }
             /* After the first failure (the server died) nothing more is
@@ -189,8 +193,7 @@ static int pp_run(struct isob_bench_ctx *ctx)
             BODY;                                                                            \
         }                                                                                    \
         ISOB_MEASURE_EACH(ctx->ctr, &s, BODY);                                               \
-        ISOB_MEASURE_BATCHED(ctx->ctr, ctx->opts.batch_k, ctx->opts.batch_reps, scratch,     \
-                             BODY, batched);                                                 \
+        ISOB_MEASURE_BATCHED(ctx->ctr, ctx->opts.batch_k, &batched, BODY);                   \
     } while (0)
             switch (p.prim) {
             case PP_FUTEX:
@@ -217,10 +220,10 @@ static int pp_run(struct isob_bench_ctx *ctx)
                 snprintf(reason, sizeof reason, "the round trip failed; the server %s", why);
             }
             pp_stop(&p);
-            isob_emit_result(ctx, "pingpong", params, bad ? NULL : &s, batched, bad ? "failed" : "ok",
-                             bad ? reason : NULL, NULL);
+            isob_emit_result(ctx, "pingpong", params, bad ? NULL : &s, bad ? NULL : &batched,
+                             bad ? "failed" : "ok", bad ? reason : NULL, NULL);
             isob_samples_free(&s);
-            free(scratch);
+            isob_batched_free(&batched);
         }
     }
     return 0;

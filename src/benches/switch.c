@@ -56,34 +56,35 @@ static void params_json(char *buf, size_t len, const struct switch_run *r)
     do {                                                                               \
         struct isob_bench_ctx *ctx_ = (R)->ctx;                                        \
         struct isob_samples s_;                                                        \
+        struct isob_batched b_;                                                        \
         char params_[256], reason_[160];                                               \
         params_json(params_, sizeof params_, (R));                                     \
         if (isob_samples_alloc(&s_, ctx_->opts.n, ctx_->ctr->nev) != 0) {              \
-            isob_emit_result(ctx_, "switch", params_, NULL, -1, "failed",              \
+            isob_emit_result(ctx_, "switch", params_, NULL, NULL, "failed",            \
                              "out of memory for samples", NULL);                       \
             break;                                                                     \
         }                                                                              \
-        double *scratch_ = calloc(ctx_->opts.batch_reps + 1, sizeof(double));          \
-        double batched_ = -1;                                                          \
+        int have_b_ = isob_batched_alloc(&b_, ctx_->opts.batch_reps) == 0;             \
         for (size_t w_ = 0; w_ < ctx_->opts.warmup; w_++) {                            \
             BODY;                                                                      \
         }                                                                              \
         bad = 0;                                                                       \
         ISOB_MEASURE_EACH(ctx_->ctr, &s_, BODY);                                       \
-        if (scratch_)                                                                  \
-            ISOB_MEASURE_BATCHED(ctx_->ctr, ctx_->opts.batch_k, ctx_->opts.batch_reps, \
-                                 scratch_, BODY, batched_);                            \
-        free(scratch_);                                                                \
+        if (have_b_)                                                                   \
+            ISOB_MEASURE_BATCHED(ctx_->ctr, ctx_->opts.batch_k, &b_, BODY);            \
         if (DIED) {                                                                    \
-            isob_emit_result(ctx_, "switch", params_, NULL, -1, "failed", DIED, NULL); \
+            isob_emit_result(ctx_, "switch", params_, NULL, NULL, "failed", DIED, NULL); \
         } else if (bad) {                                                              \
             snprintf(reason_, sizeof reason_, "%ld calls returned a wrong result",     \
                      (long)bad);                                                       \
-            isob_emit_result(ctx_, "switch", params_, &s_, batched_, "failed",         \
-                             reason_, NULL);                                           \
+            isob_emit_result(ctx_, "switch", params_, &s_, have_b_ ? &b_ : NULL,       \
+                             "failed", reason_, NULL);                                 \
         } else {                                                                       \
-            isob_emit_result(ctx_, "switch", params_, &s_, batched_, "ok", NULL, NULL); \
+            isob_emit_result(ctx_, "switch", params_, &s_, have_b_ ? &b_ : NULL, "ok", \
+                             NULL, NULL);                                              \
         }                                                                              \
+        if (have_b_)                                                                   \
+            isob_batched_free(&b_);                                                    \
         isob_samples_free(&s_);                                                        \
     } while (0)
 
@@ -129,7 +130,7 @@ static void measure_entry(struct switch_run *r, struct isob_comp *c)
         if (payload > c->data_cap) {
             char params[256];
             params_json(params, sizeof params, r);
-            isob_emit_result(r->ctx, "switch", params, NULL, -1, "skipped",
+            isob_emit_result(r->ctx, "switch", params, NULL, NULL, "skipped",
                              "payload larger than the shared buffer", NULL);
             continue;
         }
@@ -171,7 +172,7 @@ static int switch_run_placement(struct isob_bench_ctx *ctx, enum isob_placement 
         char params[256];
         r.variant = "entry";
         params_json(params, sizeof params, &r);
-        isob_emit_result(ctx, "switch", params, NULL, -1, "skipped",
+        isob_emit_result(ctx, "switch", params, NULL, NULL, "skipped",
                          "cross-cpu placement needs two CPUs and a pinned client", NULL);
         return 0;
     }
@@ -180,7 +181,7 @@ static int switch_run_placement(struct isob_bench_ctx *ctx, enum isob_placement 
         char params[256];
         r.variant = "entry";
         params_json(params, sizeof params, &r);
-        isob_emit_result(ctx, "switch", params, NULL, -1, "failed", pin_why, NULL);
+        isob_emit_result(ctx, "switch", params, NULL, NULL, "failed", pin_why, NULL);
         return 0;
     }
 
@@ -194,7 +195,7 @@ static int switch_run_placement(struct isob_bench_ctx *ctx, enum isob_placement 
         r.variant = "entry";
         params_json(params, sizeof params, &r);
         snprintf(reason, sizeof reason, "create: %s", isob_strerror(rc));
-        isob_emit_result(ctx, "switch", params, NULL, -1, "failed", reason, NULL);
+        isob_emit_result(ctx, "switch", params, NULL, NULL, "failed", reason, NULL);
         return 0;
     }
     measure_entry(&r, c);
@@ -217,7 +218,7 @@ static int switch_run(struct isob_bench_ctx *ctx)
             return 0;
     }
     if (!two) {
-        isob_emit_result(ctx, "switch", "{\"placement\":\"cross-cpu\"}", NULL, -1, "skipped",
+        isob_emit_result(ctx, "switch", "{\"placement\":\"cross-cpu\"}", NULL, NULL, "skipped",
                          "one execution context: cross-cpu placement does not apply", NULL);
     }
     return 0;

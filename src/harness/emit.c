@@ -111,6 +111,26 @@ void isob_jw_u64_column(struct isob_jw *w, const char *key, const uint64_t *v, s
     isob_jw_close(w, ']');
 }
 
+/* The 5th and 95th percentiles of the empty region (nearest rank): the
+ * range in which the cost of the two readings inside any measured sample
+ * lies nine times in ten.  Python uses it to judge whether the batched
+ * estimate agrees with the median less the empty region. */
+static void empty_percentiles(struct isob_bench_ctx *ctx, const struct isob_samples *s)
+{
+    ctx->empty_p5 = ctx->empty_p95 = ctx->empty_median;
+    if (s->n == 0)
+        return;
+    uint64_t *tmp = malloc(s->n * sizeof *tmp);
+    if (!tmp)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        tmp[i] = s->v[i * s->nev];
+    isob_median_u64(tmp, s->n); /* sorts */
+    ctx->empty_p5 = (double)tmp[(s->n - 1) * 5 / 100];
+    ctx->empty_p95 = (double)tmp[(s->n - 1) * 95 / 100];
+    free(tmp);
+}
+
 int isob_measure_empty(struct isob_bench_ctx *ctx)
 {
     struct isob_samples s;
@@ -119,6 +139,7 @@ int isob_measure_empty(struct isob_bench_ctx *ctx)
         return rc;
     ISOB_MEASURE_EACH(ctx->ctr, &s, (void)0);
     ctx->empty_median = isob_samples_median(&s, 0);
+    empty_percentiles(ctx, &s);
     uint64_t mn = UINT64_MAX;
     double sum = 0;
     for (size_t i = 0; i < s.n; i++) {
@@ -172,6 +193,8 @@ void isob_emit_header(struct isob_bench_ctx *ctx, const char *bench)
     isob_jw_double(&w, "median", ctx->empty_median);
     isob_jw_double(&w, "mean", ctx->empty_mean);
     isob_jw_int(&w, "min", (long long)ctx->empty_min);
+    isob_jw_double(&w, "p5", ctx->empty_p5);
+    isob_jw_double(&w, "p95", ctx->empty_p95);
     isob_jw_int(&w, "n", (long long)ctx->empty_n);
     isob_jw_close(&w, '}');
     isob_jw_int(&w, "counter_step", (long long)ctx->step);
@@ -186,8 +209,8 @@ void isob_emit_header(struct isob_bench_ctx *ctx, const char *bench)
 }
 
 void isob_emit_result(struct isob_bench_ctx *ctx, const char *bench, const char *params_json,
-                      const struct isob_samples *s, double batched, const char *status,
-                      const char *reason, const char *unit_override)
+                      const struct isob_samples *s, const struct isob_batched *batched,
+                      const char *status, const char *reason, const char *unit_override)
 {
     struct isob_jw w;
     struct isob_counter *c = ctx->ctr;
@@ -202,7 +225,14 @@ void isob_emit_result(struct isob_bench_ctx *ctx, const char *bench, const char 
     isob_jw_int(&w, "n", s ? (long long)s->n : 0);
     isob_jw_int(&w, "dropped", s ? (long long)s->dropped : 0);
     isob_jw_int(&w, "warmup", (long long)ctx->opts.warmup);
-    isob_jw_double(&w, "batched", batched >= 0 ? batched : NAN);
+    /* A batched estimate may be negative (noise around a body that costs
+     * nothing): it is printed as measured, never hidden. */
+    int have_batched = batched && batched->n > 0;
+    isob_jw_double(&w, "batched", have_batched ? batched->est : NAN);
+    isob_jw_arr(&w, "batched_reps");
+    for (size_t i = 0; have_batched && i < batched->n; i++)
+        isob_jw_double(&w, NULL, batched->reps[i]);
+    isob_jw_close(&w, ']');
     isob_jw_double(&w, "empty_region", ctx->empty_median);
     if (s) {
         isob_jw_u64_column(&w, "samples", s->v, s->n, s->nev, 0);

@@ -66,3 +66,40 @@ double isob_samples_median(const struct isob_samples *s, unsigned e)
     free(tmp);
     return m;
 }
+
+int isob_batched_alloc(struct isob_batched *b, size_t reps)
+{
+    memset(b, 0, sizeof *b);
+    b->est = -1;
+    b->reps = calloc(reps ? reps : 1, sizeof *b->reps);
+    b->sort = calloc(reps ? reps : 1, sizeof *b->sort);
+    if (!b->reps || !b->sort) {
+        isob_batched_free(b);
+        return -ENOMEM;
+    }
+    /* Written once now, like the samples, so that no page fault can land
+     * in a measured region. */
+    memset(b->reps, 0, (reps ? reps : 1) * sizeof *b->reps);
+    b->cap = reps;
+    return 0;
+}
+
+void isob_batched_free(struct isob_batched *b)
+{
+    free(b->reps);
+    free(b->sort);
+    memset(b, 0, sizeof *b);
+    b->est = -1;
+}
+
+void isob_batched_finish(struct isob_batched *b)
+{
+    if (b->n == 0) {
+        b->est = -1;
+        return;
+    }
+    /* The median is taken on a copy, so that reps stays in the order the
+     * pairs were measured (drift within a result shows there). */
+    memcpy(b->sort, b->reps, b->n * sizeof *b->sort);
+    b->est = isob_median_double(b->sort, b->n);
+}

@@ -45,9 +45,15 @@ static void t_batched_cancels_read_cost(void)
     struct isob_fake_clock fk = {.read_cost = READ_COST};
     struct isob_counter c;
     isob_counter_init_fake(&c, &fk);
-    double scratch[9], est = 0;
-    ISOB_MEASURE_BATCHED(&c, 10, 9, scratch, fk.now += BODY_COST, est);
-    CHECK(est == BODY_COST);
+    struct isob_batched b;
+    CHECK_EQ_LONG(isob_batched_alloc(&b, 9), 0);
+    ISOB_MEASURE_BATCHED(&c, 10, &b, fk.now += BODY_COST);
+    CHECK(b.est == BODY_COST);
+    /* Every pair is kept, each one exactly the body's cost. */
+    CHECK_EQ_LONG(b.n, 9);
+    for (size_t i = 0; i < b.n; i++)
+        CHECK(b.reps[i] == BODY_COST);
+    isob_batched_free(&b);
 }
 
 static void t_batched_median_ignores_one_outlier(void)
@@ -56,10 +62,24 @@ static void t_batched_median_ignores_one_outlier(void)
     struct isob_fake_clock fk = {.read_cost = READ_COST};
     struct isob_counter c;
     isob_counter_init_fake(&c, &fk);
-    double scratch[11], est = 0;
+    struct isob_batched b;
+    CHECK_EQ_LONG(isob_batched_alloc(&b, 11), 0);
     unsigned i = 0;
-    ISOB_MEASURE_BATCHED(&c, 4, 11, scratch, fk.now += (++i % 97 == 0) ? 100000 : BODY_COST, est);
-    CHECK(est == BODY_COST);
+    ISOB_MEASURE_BATCHED(&c, 4, &b, fk.now += (++i % 97 == 0) ? 100000 : BODY_COST);
+    CHECK(b.est == BODY_COST);
+    /* The slow bodies stay visible in the pairs they fell into, in
+     * measuring order: reps is not the sorted copy the median used. */
+    size_t slow = 0, first_slow = b.n;
+    for (size_t k = 0; k < b.n; k++) {
+        if (b.reps[k] != BODY_COST) {
+            slow++;
+            if (first_slow == b.n)
+                first_slow = k;
+        }
+    }
+    CHECK(slow > 0 && slow < b.n / 2);
+    CHECK(first_slow > 0);
+    isob_batched_free(&b);
 }
 
 static void t_medians(void)

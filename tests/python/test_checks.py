@@ -1,36 +1,49 @@
-"""Soundness checks: the flawed fixture triggers every check, the clean one
-none, and each check fires alone on a clean run changed in one way."""
+"""Soundness checks: each check fires on a fixture made to trigger it and
+stays quiet on the clean run; severities decide `check`'s exit status."""
 
-import json
+import os
+import subprocess
+import sys
 
 import pytest
 
-from isobench import checks
+from isobench import checks, summary
 
-from conftest import assert_one_error_line
+from conftest import REPO, assert_one_error_line
 from fixture_runs import fixture, import_doc, load_doc
 
 ALL_IDS = [
-    "no-baseline", "no-spread", "arithmetic-mean-of-ratios", "micro-only", "missing-platform",
-    "relative-only", "unpinned", "frequency-scaling", "smt-active", "virtual-machine", "no-pmu",
-    "dropped-samples", "counters-multiplexed", "counters-miss-other-side", "high-cv",
+    "run-interrupted", "no-results", "all-skipped", "failed-results", "no-baseline",
+    "counters-miss-other-side", "run-in-progress", "no-significance", "batched-unreliable",
+    "quantized", "high-cv", "dropped-samples", "unpinned", "virtual-machine", "no-pmu",
+    "frequency-scaling", "smt-active", "missing-platform", "missing-software", "micro-only",
 ]
+# What one run can show at once: every check but these three, which
+# exclude the others (or each other) and are tested on their own below.
+APART = {"no-results", "all-skipped", "run-in-progress"}
+
+
+def findings(data):
+    return summary.build(data)["findings"]
 
 
 def ids(data):
-    return [f.id for f in checks.run_checks(data)]
+    return [f["id"] for f in findings(data)]
 
 
 def test_every_check_is_listed_and_documented():
     assert list(checks.CHECK_IDS) == ALL_IDS
-    from conftest import REPO
     doc = (REPO / "docs" / "reducing-variance.md").read_text()
-    for i in ALL_IDS:
-        assert f"\n### {i}\n" in doc, i
+    for c in checks.CHECKS:
+        assert f"\n### {c.id}\n" in doc, c.id
+        assert c.severity in checks.SEVERITIES
+    for check_id, _, _ in checks.MACHINE_CHECKS:
+        assert f"\n### {check_id}\n" in doc, check_id
 
 
-def test_flawed_run_triggers_every_check(tmp_path):
-    assert ids(load_doc(tmp_path, fixture("flawed_run"))) == ALL_IDS
+def test_flawed_run_triggers_every_check_it_can(tmp_path):
+    assert ids(load_doc(tmp_path, fixture("flawed_run"))) == [
+        i for i in ALL_IDS if i not in APART]
 
 
 def test_clean_run_triggers_none(tmp_path):
@@ -45,18 +58,57 @@ def _drop(doc, **match):
     doc["results"] = [r for r in doc["results"] if r not in _results(doc, **match)]
 
 
+def m_interrupted(doc):
+    doc["status"] = "interrupted"
+
+
+def m_running_no_owner(doc):
+    # A run left `running` by a process that is gone (or unknown) is as
+    # incomplete as one marked interrupted.
+    doc["status"] = "running"
+    doc["finished"] = None
+
+
+def m_no_results(doc):
+    doc["results"] = []
+
+
+def m_all_skipped(doc):
+    doc["results"] = [{"benchmark": "switch", "mechanism": "mpk", "params": {},
+                       "status": "skipped", "reason": "CPU has no PKU", "repetition": 1,
+                       "samples": {}}]
+
+
+def m_failed(doc):
+    doc["results"].append({"benchmark": "switch", "mechanism": "test-crash", "params": {},
+                           "status": "failed", "reason": "isob was killed by signal 11",
+                           "repetition": 1, "samples": {}})
+
+
 def m_no_baseline(doc):
     doc["results"] = [r for r in doc["results"]
                       if not (r["benchmark"] == "switch" and r["mechanism"] == "direct")]
 
 
-def m_no_spread(doc):
-    _drop(doc, benchmark="kv", mechanism="mpk", repetition=2)
-    _results(doc, benchmark="kv", mechanism="mpk")[0]["samples"]["primary"] = [420]
+def m_one_repetition(doc):
+    _drop(doc, repetition=2)
 
 
-def m_arithmetic(doc):
-    doc["aggregates"][0]["method"] = "arithmetic-mean"
+def m_batched_unreliable(doc):
+    # The numbers of a real process-futex cross-cpu result on a KVM guest:
+    # bimodal wake-ups make t(2K) - t(K) meaningless.
+    for r in _results(doc, mechanism="process-futex"):
+        if r["params"]["placement"] == "cross-cpu":
+            r["samples"]["primary"] = [116506 + (i % 7) * 10 for i in range(20)]
+            r["batched"] = 1012.0
+            r["batched_reps"] = [1012.0 + (i % 5) for i in range(15)]
+
+
+def m_quantized(doc):
+    for r in _results(doc, benchmark="switch", mechanism="mpk"):
+        r["header"] = {**r["header"], "counter_step": 26,
+                       "empty_region": {"median": 52, "min": 52, "n": 20}}
+        r["samples"]["primary"] = [78] * 15 + [104] * 5
 
 
 def m_micro_only(doc):
@@ -65,20 +117,17 @@ def m_micro_only(doc):
 
 
 def m_missing_platform(doc):
+    doc["environment"]["cpu_model"] = None
+
+
+def m_missing_software(doc):
     doc["environment"]["compiler"] = None
 
 
-def m_relative_only(doc):
-    r = json.loads(json.dumps(_results(doc, benchmark="kv", mechanism="direct")[0]))
-    r.update(benchmark="pingpong", mechanism="-", unit="%", params={"primitive": "pipe",
-                                                                  "placement": "same-cpu"})
-    doc["results"].append(r)
-
-
 def m_unpinned(doc):
-    r = json.loads(json.dumps(_results(doc, mechanism="process-futex")[0]))
-    r["params"]["placement"] = "unpinned"
-    doc["results"].append(r)
+    for r in _results(doc, mechanism="process-futex"):
+        if r["params"]["placement"] == "cross-cpu":
+            r["params"]["placement"] = "unpinned"
 
 
 def m_frequency(doc):
@@ -139,26 +188,41 @@ def m_cv_between(doc):
     r["samples"]["primary"] = [x + 60 for x in r["samples"]["primary"]]
 
 
+def m_cv_between_within_one_step(doc):
+    # Repetitions one counter step apart are the counter's resolution, not
+    # variation (the step is 26 here).
+    m_quantized(doc)
+    r = _results(doc, benchmark="switch", mechanism="mpk", repetition=2)[0]
+    r["samples"]["primary"] = [104] * 15 + [130] * 5
+
+
 @pytest.mark.parametrize("mutate, expected", [
+    (m_interrupted, ["run-interrupted"]),
+    (m_running_no_owner, ["run-interrupted"]),
+    (m_no_results, ["no-results"]),
+    (m_all_skipped, ["all-skipped"]),
+    (m_failed, ["failed-results"]),
     (m_no_baseline, ["no-baseline"]),
-    (m_no_spread, ["no-spread"]),
-    (m_arithmetic, ["arithmetic-mean-of-ratios"]),
+    (m_one_repetition, ["no-significance"]),
+    (m_batched_unreliable, ["batched-unreliable"]),
+    (m_quantized, ["quantized"]),
     (m_micro_only, ["micro-only"]),
     (m_missing_platform, ["missing-platform"]),
-    (m_relative_only, ["relative-only"]),
+    (m_missing_software, ["missing-software"]),
     (m_unpinned, ["unpinned"]),
     (m_frequency, ["frequency-scaling"]),
     (m_turbo, ["frequency-scaling"]),
     (m_smt, ["smt-active"]),
     (m_vm, ["virtual-machine"]),
     (m_no_pmu, ["no-pmu"]),
-    (m_dropped_tsc, ["no-pmu", "dropped-samples"]),
-    (m_dropped_perf, ["dropped-samples", "counters-multiplexed"]),
+    (m_dropped_tsc, ["dropped-samples", "no-pmu"]),
+    (m_dropped_perf, ["dropped-samples"]),
     (m_thread_scope, ["counters-miss-other-side"]),
     (m_thread_scope_undercount, ["counters-miss-other-side"]),
     (m_thread_scope_counted, []),
     (m_cv_within, ["high-cv"]),
     (m_cv_between, ["high-cv"]),
+    (m_cv_between_within_one_step, ["quantized"]),
 ])
 def test_each_check_alone(tmp_path, mutate, expected):
     doc = fixture("clean_run")
@@ -166,14 +230,63 @@ def test_each_check_alone(tmp_path, mutate, expected):
     assert ids(load_doc(tmp_path, doc)) == expected
 
 
-def _kv_server(mechanism, server, ops):
-    """A kv-server result as kvserver.py stores it (the latency series in ns)."""
-    return {"benchmark": "kv-server", "mechanism": mechanism,
-            "params": {"server": server, "seconds": 5, "server_cpu": 0, "client_cpu": 1,
-                       "ops_per_s": ops, "latency_avg_ns": 50000},
-            "unit": "ns", "counter": "memcaslap", "status": "ok", "reason": None, "dropped": 0,
-            "warmup": 0, "batched": None, "empty_region": None, "repetition": 1, "header": None,
-            "samples": {"primary": [50000 + 10 * (i % 5) for i in range(20)]}}
+def test_run_in_progress_and_a_dead_owner(tmp_path):
+    # The store records the owning process of a run (where it does); a live
+    # owner means the run is still going, a dead one that it was cut short.
+    doc = fixture("clean_run")
+    m_running_no_owner(doc)
+    data = load_doc(tmp_path, doc)
+    data.run["owner_pid"] = os.getpid()
+    data.run["environment"]["hostname"] = None
+    assert [f["id"] for f in findings(data)] == ["run-in-progress"]
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    data.run["owner_pid"] = dead.pid
+    found = findings(data)
+    assert [f["id"] for f in found] == ["run-interrupted"]
+    assert f"pid {dead.pid}" in found[0]["what"]
+
+
+def test_batched_unreliable_falls_back_to_the_median(tmp_path):
+    doc = fixture("clean_run")
+    # A short region (160 cycles against an empty region of 30) whose
+    # batched estimate agrees: the headline is the batched estimate.
+    for r in _results(doc, benchmark="switch", mechanism="mpk"):
+        r["batched"], r["batched_reps"] = 128.0, [127.0 + (i % 3) for i in range(15)]
+    entry = _config(load_doc(tmp_path, doc, "a.db"), "switch", "mpk")
+    assert (entry["headline"]["source"], entry["headline"]["value"]) == ("batched", 128.0)
+    # The same with a batched estimate far below half the median less the
+    # empty region: not trusted, the median is shown and the flag is set.
+    for r in _results(doc, benchmark="switch", mechanism="mpk"):
+        r["batched"], r["batched_reps"] = 20.0, [19.0 + (i % 3) for i in range(15)]
+    data = load_doc(tmp_path, doc, "b.db")
+    entry = _config(data, "switch", "mpk")
+    assert entry["headline"]["source"] == "median"
+    assert entry["headline"]["batched_unreliable"]
+    assert "batched-unreliable" in ids(data)
+
+
+def _config(data, bench, mech):
+    return next(c for c in summary.build(data)["configs"]
+                if c["benchmark"] == bench and c["mechanism"] == mech)
+
+
+def test_severity_decides_the_exit_status(tmp_path):
+    clean = findings(load_doc(tmp_path, fixture("clean_run"), "a.db"))
+    assert checks.exit_status(clean) == 0
+    doc = fixture("clean_run")
+    m_vm(doc)
+    warned = findings(load_doc(tmp_path, doc, "b.db"))
+    assert [f["severity"] for f in warned] == ["warning"]
+    assert checks.exit_status(warned) == 0
+    assert checks.exit_status(warned, strict=True) == checks.EXIT_FINDINGS == 3
+    doc = fixture("clean_run")
+    m_micro_only(doc)
+    info = findings(load_doc(tmp_path, doc, "c.db"))
+    assert [f["severity"] for f in info] == ["info"]
+    assert checks.exit_status(info, strict=True) == 0
+    flawed = findings(load_doc(tmp_path, fixture("flawed_run"), "d.db"))
+    assert checks.exit_status(flawed) == 3
 
 
 def test_kv_server_reference_needs_no_direct(tmp_path):
@@ -181,18 +294,32 @@ def test_kv_server_reference_needs_no_direct(tmp_path):
     # own and must not be reported as lacking one, but an isob mechanism
     # without isob+direct in the same run still is.
     doc = fixture("clean_run")
-    doc["results"] += [_kv_server("memcached", "memcached", 150000),
-                       _kv_server("direct", "isob", 180000),
-                       _kv_server("process-futex", "isob", 90000)]
+    doc["results"] += [_kv_server("memcached", "memcached", 150000, rep)
+                       for rep in (1, 2)] + [_kv_server("direct", "isob", 180000, rep)
+                                             for rep in (1, 2)] + [
+        _kv_server("process-futex", "isob", 90000, rep) for rep in (1, 2)]
     assert ids(load_doc(tmp_path, doc)) == []
     data = load_doc(tmp_path, doc, "b.db")
     futex = next(c for c in data.configs if c.benchmark == "kv-server"
                  and c.mechanism == "process-futex")
     assert data.baseline_of(futex).mechanism == "direct"
+    entry = _config(data, "kv-server", "process-futex")
+    assert entry["kv_server"]["throughput_vs_reference"]["value"] == pytest.approx(0.6, rel=1e-4)
     _drop(doc, benchmark="kv-server", mechanism="direct")
-    found = checks.run_checks(load_doc(tmp_path, doc, "c.db"))
-    assert [f.id for f in found] == ["no-baseline"]
-    assert "process-futex" in found[0].what and "memcached" not in found[0].what
+    found = findings(load_doc(tmp_path, doc, "c.db"))
+    assert [f["id"] for f in found] == ["no-baseline"]
+    assert "process-futex" in found[0]["what"] and "memcached" not in found[0]["what"]
+
+
+def _kv_server(mechanism, server, ops, rep=1):
+    """A kv-server result as kvserver.py stores it (the latency series in ns)."""
+    return {"benchmark": "kv-server", "mechanism": mechanism,
+            "params": {"server": server, "seconds": 5, "server_cpu": 0, "client_cpu": 1,
+                       "ops_per_s": ops + rep, "latency_avg_ns": 50000},
+            "unit": "ns", "counter": "memcaslap", "status": "ok", "reason": None, "dropped": 0,
+            "warmup": 0, "batched": None, "empty_region": None, "repetition": rep,
+            "header": None,
+            "samples": {"primary": [50000 + 10 * (i % 5) + rep for i in range(20)]}}
 
 
 def test_kv_server_alone_needs_no_harness_counter(tmp_path):
@@ -200,7 +327,8 @@ def test_kv_server_alone_needs_no_harness_counter(tmp_path):
     # recorded; that is not a missing platform detail.  Once a harness
     # result is in the run, a missing counter is one again.
     doc = fixture("clean_run")
-    kvs = [_kv_server("memcached", "memcached", 150000), _kv_server("direct", "isob", 180000)]
+    kvs = [_kv_server("memcached", "memcached", 150000, rep) for rep in (1, 2)] + [
+        _kv_server("direct", "isob", 180000, rep) for rep in (1, 2)]
     doc["results"] = kvs
     doc["environment"]["counter"] = None
     assert ids(load_doc(tmp_path, doc)) == []
@@ -211,39 +339,43 @@ def test_kv_server_alone_needs_no_harness_counter(tmp_path):
 
 
 def test_finding_says_what_and_next_and_where(tmp_path):
-    for f in checks.run_checks(load_doc(tmp_path, fixture("flawed_run"))):
-        assert f.what and f.next
-        assert f.doc == f"docs/reducing-variance.md#{f.id}"
-    by = {f.id: f for f in checks.run_checks(load_doc(tmp_path, fixture("flawed_run"), "b.db"))}
-    assert by["arithmetic-mean-of-ratios"].sok.startswith("B5")
-    assert by["no-baseline"].sok.startswith("D1")
-    assert by["micro-only"].sok.startswith("B1")
-    assert by["missing-platform"].sok.startswith("E1")
-    assert "cpu_model" in by["missing-platform"].what
-    assert "12000 TSC ticks" in by["counters-miss-other-side"].what
-    assert by["virtual-machine"].sok is None
+    found = findings(load_doc(tmp_path, fixture("flawed_run")))
+    for f in found:
+        assert f["what"] and f["next"] and f["severity"] in checks.SEVERITIES
+        assert f["doc"] == f"docs/reducing-variance.md#{f['id']}"
+    by = {f["id"]: f for f in found}
+    assert by["no-baseline"]["sok"].startswith("D1 ")
+    assert by["micro-only"]["sok"].startswith("B1 ")
+    assert by["no-significance"]["sok"].startswith("B4 ")
+    assert by["missing-platform"]["sok"].startswith("F1 ")
+    assert by["missing-software"]["sok"].startswith("F2 ")
+    assert "cpu_model" in by["missing-platform"]["what"]
+    assert "12000 TSC ticks" in by["counters-miss-other-side"]["what"]
+    assert "1,012" in by["batched-unreliable"]["what"]
+    assert "SIGKILL" in by["failed-results"]["what"]
+    assert by["virtual-machine"]["sok"] is None
 
 
-def test_computed_aggregates_are_checked_too(tmp_path):
-    data = load_doc(tmp_path, fixture("clean_run"))
-    bad = [{"name": "x", "of": "ratio", "method": "arithmetic-mean", "value": 2.0}]
-    assert [f.id for f in checks.run_checks(data, bad)] == ["arithmetic-mean-of-ratios"]
-
-
-def test_check_command(isobench, tmp_path):
+def test_check_command_exit_codes(isobench, tmp_path):
     flawed, clean = tmp_path / "flawed.sqlite", tmp_path / "clean.sqlite"
     import_doc(flawed, fixture("flawed_run"))
     import_doc(clean, fixture("clean_run"))
     doc, p = isobench.json("check", "--json", "--db", str(flawed))
-    assert p.returncode == 1
-    assert [f["id"] for f in doc["findings"]] == ALL_IDS
-    assert all(f["doc"].startswith("docs/reducing-variance.md#") for f in doc["findings"])
+    assert p.returncode == 3
+    assert [f["id"] for f in doc["findings"]] == [i for i in ALL_IDS if i not in APART]
+    assert doc["counts"]["error"] == 4 and doc["exit_status"] == 3
     p = isobench("check", "--db", str(flawed))
-    assert p.returncode == 1 and "15 findings" in p.stdout and "next:" in p.stdout
+    assert p.returncode == 3 and "ERROR run-interrupted" in p.stdout and "next:" in p.stdout
     doc, p = isobench.json("check", "latest", "--json", "--db", str(clean))
     assert (p.returncode, doc["findings"]) == (0, [])
     p = isobench("check", "--db", str(clean))
     assert p.returncode == 0 and "no findings" in p.stdout
+    vm = fixture("clean_run")
+    m_vm(vm)
+    import_doc(clean, vm)
+    p = isobench("check", "--db", str(clean))
+    assert p.returncode == 0 and "WARNING virtual-machine" in p.stdout
+    assert isobench("check", "--strict", "--db", str(clean)).returncode == 3
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -262,3 +394,23 @@ def test_run_json_carries_findings(isobench):
     # The fake driver measures switch only, with the TSC.
     assert "no-pmu" in found and "micro-only" in found
     assert set(found) <= set(ALL_IDS)
+    assert doc["summary"]["findings"] == doc["findings"]
+
+
+def test_a_crashing_mechanism_makes_check_exit_3(isobench):
+    p = isobench("run", "switch", "-q", "-m", "direct", "-m", "test-crash", "--repeat", "2",
+                 ISOBENCH_TEST_MECHANISMS="1")
+    assert p.returncode == 1
+    doc, p = isobench.json("check", "--json")
+    assert p.returncode == 3
+    failed = next(f for f in doc["findings"] if f["id"] == "failed-results")
+    assert failed["severity"] == "error" and "test-crash" in failed["what"]
+
+
+def test_machine_findings_have_their_own_ids():
+    env = {"governor": "powersave", "smt": True, "hypervisor": "KVM", "pmu": False}
+    found = checks.machine_findings(env)
+    assert [f.id for f in found] == ["frequency-scaling", "smt-active", "virtual-machine",
+                                     "pmu-missing"]
+    assert {f.severity for f in found} == {"warning"}
+    assert checks.machine_findings({"governor": "performance", "pmu": True}) == []

@@ -165,8 +165,12 @@ def test_table_output(isobench):
     assert "counter: tsc" in out and "2.600 GHz" in out and "empty region" in out
     header = next(l for l in out.splitlines() if l.startswith("benchmark"))
     assert header.split() == ["benchmark", "mechanism", "placement", "payload", "variant",
-                              "median", "mean", "p5", "p95", "MAD", "batched", "unit", "~ns",
-                              "status"]
+                              "value", "95%", "interval", "from", "median", "mean", "batched",
+                              "unit", "~ns", "ratio", "[95%]", "reps"]
+    # Every row says which rule chose its value.
+    rows = [l for l in out.splitlines() if l.startswith("switch ")]
+    assert rows and all((" median" in l or " batched" in l) for l in rows)
+    assert "value: the headline, by one rule" in out
     assert out.rstrip().splitlines()[-1].startswith(f"results stored in {isobench.db}")
     assert "CPU has no PKU" in out
 

@@ -1,9 +1,10 @@
 """`isobench compare`: matching, normalization to each run's own direct,
-intervals, significance and the geometric mean."""
+intervals and tests over repetitions, one population per average, and
+absolute ratios across machines only when asked for."""
 
 import pytest
 
-from isobench import compare
+from isobench import compare, summary
 
 from conftest import assert_one_error_line
 from fixture_runs import fixture, import_doc, load_doc
@@ -17,63 +18,125 @@ def scaled(doc, factor, only=None):
     return doc
 
 
+def elsewhere(doc, host="bench2"):
+    doc["environment"]["hostname"] = host
+    return doc
+
+
+def _doc(tmp_path, run, name):
+    return summary.build(load_doc(tmp_path, run, name))
+
+
+def rows_by(res):
+    return {(r.a["benchmark"], r.a["mechanism"], r.a["params"].get("placement")): r
+            for r in res["rows"]}
+
+
 def test_a_slower_machine_costs_the_same_isolation(tmp_path):
-    a = load_doc(tmp_path, fixture("clean_run"), "a.sqlite")
-    b = load_doc(tmp_path, scaled(fixture("clean_run"), 2), "b.sqlite")
+    a = _doc(tmp_path, fixture("clean_run"), "a.sqlite")
+    b = _doc(tmp_path, elsewhere(scaled(fixture("clean_run"), 2)), "b.sqlite")
     res = compare.compare(a, b)
-    rows = {(r.a.benchmark, r.a.mechanism, r.a.placement): r for r in res["rows"]}
-    assert rows[("switch", "direct", "same-cpu")].basis == compare.ABSOLUTE
-    assert rows[("switch", "direct", "same-cpu")].ratio == 2.0
+    rows = rows_by(res)
     for key in (("switch", "mpk", "same-cpu"), ("switch", "process-futex", "cross-cpu"),
                 ("kv", "mpk", "same-cpu")):
         assert rows[key].basis == compare.NORMALIZED
         assert rows[key].ratio == pytest.approx(1.0)
-        assert rows[key].ci.low <= 1.0 <= rows[key].ci.high
-    assert res["geomean"][compare.NORMALIZED]["value"] == pytest.approx(1.0)
-    assert res["geomean"][compare.NORMALIZED]["method"] == "geometric-mean"
-    assert res["geomean"][compare.ABSOLUTE]["value"] == pytest.approx(2.0)
+        assert rows[key].interval.low <= 1.0 <= rows[key].interval.high
+    # direct has no baseline; across machines its absolute ratio is not
+    # compared unless asked for.
+    assert ("switch", "direct", "same-cpu") not in rows
+    assert any("--absolute" in s for s in res["skipped"])
+    assert not res["warnings"]
+    res = compare.compare(a, b, absolute=True)
+    direct = rows_by(res)[("switch", "direct", "same-cpu")]
+    assert direct.basis == compare.ABSOLUTE and direct.ratio == pytest.approx(2.0)
+    assert res["warnings"] and "across machines" in res["warnings"][0]
+
+
+def test_the_same_run_twice_contains_one(tmp_path):
+    a = _doc(tmp_path, fixture("clean_run"), "a.sqlite")
+    res = compare.compare(a, a)
+    assert res["same_machine"]
+    for r in res["rows"]:
+        assert r.ratio == pytest.approx(1.0)
+        assert r.interval.low <= 1.0 <= r.interval.high
+    # Within one machine, direct compares in absolute terms without asking.
+    assert rows_by(res)[("switch", "direct", "same-cpu")].basis == compare.ABSOLUTE
 
 
 def test_a_costlier_mechanism_shows_in_the_normalized_ratio(tmp_path):
-    a = load_doc(tmp_path, fixture("clean_run"), "a.sqlite")
-    b = load_doc(tmp_path, scaled(fixture("clean_run"), 3, only="mpk"), "b.sqlite")
-    rows = {(r.a.benchmark, r.a.mechanism): r for r in compare.compare(a, b)["rows"]}
-    mpk = rows[("switch", "mpk")]
-    assert mpk.ratio == pytest.approx(3.0, rel=0.01)
-    assert mpk.ci.low > 1.0 and mpk.test.p < 0.001
-    assert rows[("switch", "process-futex")].ratio == pytest.approx(1.0)
-
-
-def test_few_values_warn(tmp_path):
     doc = fixture("clean_run")
-    for r in doc["results"]:
-        r["samples"]["primary"] = r["samples"]["primary"][:3]
-    a = load_doc(tmp_path, doc, "a.sqlite")
-    b = load_doc(tmp_path, fixture("clean_run"), "b.sqlite")
-    rows = compare.compare(a, b)["rows"]
-    assert all(any("fewer than 9" in w for w in r.warnings) for r in rows)
+    for r in doc["results"]:  # 4 repetitions a side, so that the test can decide
+        if r["repetition"] == 2:
+            for rep in (3, 4):
+                extra = {**fixture_copy(r), "repetition": rep,
+                         "samples": {"primary": [x + rep for x in r["samples"]["primary"]]}}
+                doc["results"].append(extra)
+    a = _doc(tmp_path, doc, "a.sqlite")
+    b = _doc(tmp_path, scaled(fixture_copy(doc), 3, only="mpk"), "b.sqlite")
+    rows = rows_by(compare.compare(a, b))
+    mpk = rows[("switch", "mpk", "same-cpu")]
+    assert mpk.ratio == pytest.approx(3.0, rel=0.02)
+    assert mpk.interval.low > 1.0
+    assert mpk.test.p < 0.05 and mpk.test.method == "exact"
+    futex = rows[("switch", "process-futex", "same-cpu")]
+    assert futex.ratio == pytest.approx(1.0)
+
+
+def fixture_copy(doc):
+    import copy
+    return copy.deepcopy(doc)
+
+
+def test_too_few_repetitions_give_no_p(tmp_path):
+    a = _doc(tmp_path, fixture("clean_run"), "a.sqlite")  # 2 repetitions
+    res = compare.compare(a, a)
+    for r in res["rows"]:
+        assert r.test is None
+        assert any("cannot reach p < 0.05" in n for n in r.notes)
+    one = fixture("clean_run")
+    one["results"] = [r for r in one["results"] if r["repetition"] == 1]
+    c = _doc(tmp_path, one, "c.sqlite")
+    res = compare.compare(c, c)
+    assert all(r.interval is None for r in res["rows"])
+
+
+def test_averages_never_pool_placements(tmp_path):
+    doc = fixture("clean_run")
+    # A second same-cpu mechanism, so that same-cpu has something to average.
+    for r in [r for r in doc["results"] if r["mechanism"] == "mpk" and r["benchmark"] == "switch"]:
+        doc["results"].append({**fixture_copy(r), "mechanism": "wasm"})
+    a = _doc(tmp_path, doc, "a.sqlite")
+    b = _doc(tmp_path, scaled(fixture_copy(doc), 2, only="mpk"), "b.sqlite")
+    avgs = compare.compare(a, b)["averages"]
+    assert [(g["benchmark"], g["population"].get("placement"), g["n"]) for g in avgs] == [
+        ("switch", "same-cpu", 3)]
+    assert avgs[0]["method"] == "geometric-mean"
+    assert avgs[0]["value"] == pytest.approx(2 ** (1 / 3), rel=0.01)
 
 
 def test_compare_command_across_stores(isobench, tmp_path):
     a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
     import_doc(a, fixture("clean_run"))
-    import_doc(b, scaled(fixture("clean_run"), 2))
+    import_doc(b, elsewhere(scaled(fixture("clean_run"), 2)))
     doc, p = isobench.json("compare", "1", "latest", "--db", str(a), "--db-b", str(b), "--json")
     assert p.returncode == 0, p.stderr
     assert doc["a"]["db"] == str(a) and doc["b"]["db"] == str(b)
-    assert {r["basis"] for r in doc["rows"]} == {"vs direct", "absolute"}
+    assert {r["basis"] for r in doc["rows"]} == {"vs direct"}
     for r in doc["rows"]:
-        assert {"ratio", "ci", "p", "a", "b", "unit", "params"} <= set(r)
-    assert doc["bootstrap"]["seed"] == 1
+        assert {"ratio", "interval", "p", "a", "b", "unit", "params", "notes"} <= set(r)
     assert doc["findings"] == {"A": [], "B": []}
     p = isobench("compare", "1", "1", "--db", str(a), "--db-b", str(b))
     assert p.returncode == 0
-    assert "geometric mean of B/A" in p.stdout and "95% CI" in p.stdout
+    assert "95% interval" in p.stdout and "warning" not in p.stdout
+    p = isobench("compare", "1", "1", "--db", str(a), "--db-b", str(b), "--absolute")
+    assert p.returncode == 0
+    assert "warning: absolute ratios across machines" in p.stdout
 
 
 def test_compare_same_store_with_fake_runs(isobench):
-    isobench("run", "-q", "-m", "direct", "-m", "thread")
-    isobench("run", "-q", "-m", "direct", "-m", "thread")
+    isobench("run", "-q", "-m", "direct", "-m", "thread", "--repeat", "2")
+    isobench("run", "-q", "-m", "direct", "-m", "thread", "--repeat", "2")
     p = isobench("compare", "1", "2")
     assert p.returncode == 0, p.stderr
     # Identical fake samples: every ratio is exactly 1.

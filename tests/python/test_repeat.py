@@ -76,7 +76,7 @@ def test_text_output_shows_spread_between_repetitions(isobench):
     p = isobench("run", "switch", "-q", "-m", "direct", "--repeat", "2", "--seed", "1")
     assert p.returncode == 0
     assert "Repetitions (fresh processes" in p.stdout
-    assert "CV between reps" in p.stdout
+    assert "CV between" in p.stdout and "repetition values" in p.stdout
     assert p.stdout.rstrip().splitlines()[-1].startswith("results stored in")
 
 
@@ -101,7 +101,7 @@ def test_migration_from_version_1(tmp_path):
         run = s.run(1)
         assert (run["options"], run["aggregates"]) == (None, None)
     conn = sqlite3.connect(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2 == store_mod.SCHEMA_VERSION
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == store_mod.SCHEMA_VERSION
 
 
 def test_reading_commands_upgrade_a_version_1_store(isobench, tmp_path):
@@ -114,4 +114,41 @@ def test_reading_commands_upgrade_a_version_1_store(isobench, tmp_path):
     conn.close()
     p = isobench("show", "--db", str(db))
     assert p.returncode == 0, p.stderr
-    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == 2
+    version = sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0]
+    assert version == store_mod.SCHEMA_VERSION
+
+
+def test_migration_from_version_2_keeps_batched_and_adds_its_pairs(tmp_path):
+    db = tmp_path / "v2.sqlite"
+    conn = sqlite3.connect(db)
+    conn.executescript(store_mod.MIGRATIONS[1] + store_mod.MIGRATIONS[2]
+                       + "PRAGMA user_version = 2;")
+    conn.execute("INSERT INTO runs (started, argv, status, environment) "
+                 "VALUES ('2024-01-01', '[]', 'ok', '{}')")
+    conn.execute("INSERT INTO results (run_id, benchmark, mechanism, params, status, reason, n,"
+                 " dropped, batched) VALUES (1, 'switch', 'direct', '{}', 'failed', 'x', 0, 0,"
+                 " 9.5)")
+    conn.commit()
+    conn.close()
+    with Store.open(db, create=True) as s:
+        r = s.results(1)[0]
+        # The pairs of a result stored before version 3 were never kept.
+        assert (r["batched"], r["batched_reps"]) == (9.5, None)
+        assert s.load_result(r["result_id"]).batched_reps == ()
+
+
+def test_default_repeat_gives_an_interval_and_quick_says_fewer(isobench):
+    from isobench import runner
+    doc, p = json_as_is(isobench, "run", "switch", "--json", "-q", "-m", "direct")
+    assert p.returncode == 0, p.stderr
+    assert doc["options"]["repeat"] == runner.DEFAULT_REPEAT == 5
+    assert {r["repetition"] for r in doc["results"]} == set(range(1, 6))
+    doc, p = json_as_is(isobench, "run", "switch", "--json", "-q", "--quick", "-m", "direct")
+    assert doc["options"]["repeat"] == runner.QUICK_REPEAT == 3
+    assert "--quick: 3" in isobench("run", "--help").stdout
+
+
+def json_as_is(isobench, *args):
+    import json
+    p = isobench.as_is(*args)
+    return json.loads(p.stdout), p

@@ -20,7 +20,8 @@ def test_round_trip_with_raw_samples(tmp_path):
     db = tmp_path / "sub" / "s.sqlite"
     samples = [2**40 + i * 3 for i in range(1000)]
     events = {"instructions": [i for i in range(1000)]}
-    original = make_result(samples=samples, events=events)
+    original = make_result(samples=samples, events=events, batched=12.5,
+                           batched_reps=[13.0, -0.5, 12.5])
     with Store.open(db, create=True) as s:
         run_id = s.begin_run(["isobench", "run"], {"kernel": "x"})
         rid = s.add_result(run_id, original)
@@ -33,6 +34,9 @@ def test_round_trip_with_raw_samples(tmp_path):
         run = s.run(run_id)
     assert back == original
     assert back.samples == tuple(samples)
+    # Every batched pair is kept, in measuring order, negative ones too.
+    assert back.batched_reps == (13.0, -0.5, 12.5)
+    assert rows[0]["batched_reps"] == [13.0, -0.5, 12.5]
     assert back.events["instructions"] == tuple(events["instructions"])
     assert [r["status"] for r in rows] == ["ok", "failed"]
     assert rows[0]["median"] == original.summary.median

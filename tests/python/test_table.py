@@ -8,28 +8,59 @@ def test_fmt_num():
         ["-", "7", "12,345", "1.23", "52.0", "442.0", "125,216"]
 
 
-def test_result_row_shows_every_param():
-    row = table.result_row({"benchmark": "pingpong", "mechanism": "-", "status": "ok",
-                            "params": {"placement": "same-cpu", "primitive": "pipe"},
-                            "median": 1.0, "p5": 1.0, "p95": 1.0, "mad": 0.0, "batched": None,
-                            "unit": "ns"})
+def _doc(results, configs=()):
+    return {"run": {"run_id": 1, "started": "t", "status": "failed", "db": "/db",
+                    "options": {"repeat": 1}},
+            "measurement": {"counters": [], "tsc": [], "unit": None, "empty_region_median": None,
+                            "empty_region_mean": None, "counter_steps": []},
+            "method": {"headline_min_steps": 20}, "configs": list(configs),
+            "results": results}
+
+
+def _config(**change):
+    c = {"benchmark": "pingpong", "mechanism": "-", "params": {"placement": "same-cpu",
+                                                             "primitive": "pipe"},
+         "unit": "ns", "role": "primitive", "headline_phase": True, "to_ns": 1.0,
+         "repetitions": [{"median": 1200.0, "batched": None, "outputs": {}}],
+         "headline": {"value": 1200.0, "source": "median", "interval": {
+             "low": 1100.0, "high": 1300.0, "quantized": False}, "between": "one process",
+             "quantized": False, "batched_unreliable": False, "ns": 1200.0},
+         "ratio": None}
+    c.update(change)
+    return c
+
+
+def test_config_row_shows_every_param_and_its_source():
+    row = table.config_row(_config(), 1)
     assert row[:5] == ["pingpong", "-", "same-cpu", "-", "primitive=pipe"]
-    assert row[-1] == "ok"
+    assert row[5:8] == ["1,200", "1,100..1,300", "median 1p"]
+    assert row[-1] == "1"
+
+
+def test_quantized_interval_is_shown_as_plus_minus_a_step():
+    h = {"value": 78.0, "source": "median", "between": "one process", "quantized": True,
+         "batched_unreliable": False,
+         "interval": {"low": 52.0, "high": 104.0, "quantized": True}}
+    assert table.interval_text(h) == "±26.0"
+    assert table.source_text(h) == "median q 1p"
+    assert table.source_text({**h, "quantized": False, "batched_unreliable": True,
+                              "between": "repetitions"}) == "median !"
 
 
 def test_failures_are_loud():
     r = {"benchmark": "switch", "mechanism": "x", "status": "failed", "reason": "boom",
-         "params": {}, "unit": None, "header": None}
-    text = table.run_report({"run_id": 1, "started": "t", "status": "failed"}, [r], "/db")
-    assert "FAILED" in text and "FAILED: switch -m x: boom" in text
+         "params": {}, "unit": None, "repetition": 1}
+    text = table.run_report(_doc([r]))
+    assert "FAILED: switch -m x: boom" in text
     assert text.splitlines()[-1].startswith("results stored in /db")
 
 
 def test_notes_say_which_configuration():
-    # Two skipped sizes of one mechanism must not read as one note twice.
+    # Two skipped sizes of one mechanism must not read as one note twice;
+    # the same note from several repetitions is one line.
     rs = [{"benchmark": "kv", "mechanism": "mprotect", "status": "skipped", "reason": f"slow {n}",
            "params": {"placement": "same-cpu", "data_bytes": n}, "unit": "tsc_ticks",
-           "header": None} for n in (4 << 20, 16 << 20)]
-    text = table.run_report({"run_id": 1, "started": "t", "status": "ok"}, rs, "/db")
-    assert "skipped: kv -m mprotect (same-cpu, 4 MiB): slow 4194304" in text
-    assert "skipped: kv -m mprotect (same-cpu, 16 MiB): slow 16777216" in text
+           "repetition": rep} for n in (4 << 20, 16 << 20) for rep in (1, 2)]
+    text = table.run_report(_doc(rs))
+    assert "skipped: kv -m mprotect (same-cpu, 4 MiB): slow 4194304 (2 repetitions)" in text
+    assert "skipped: kv -m mprotect (same-cpu, 16 MiB): slow 16777216 (2 repetitions)" in text

@@ -18,6 +18,7 @@
  * member did as many hops as there were rounds, and every member's sums
  * add up to its array's sum once per hop. */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -240,8 +241,7 @@ static int ctx_measure_overhead(struct oslat *o, const struct oslat_prim *p, str
         OSLAT_BATCHED(c, CTX_OH_BODY);
 #undef CTX_OH_BODY
         oslat_samples_div(&c->s, (uint64_t)procs);
-        if (c->batched >= 0)
-            c->batched /= procs;
+        oslat_batched_div(&c->b, (uint64_t)procs);
         if (bad || tok != c->ops * (uint64_t)procs || sum != c->ops * expect)
             oslat_fail(c, "in one process the token counted %llu hops of %llu and the sums were %s "
                        "(%ld pipe calls failed)", (unsigned long long)tok,
@@ -268,7 +268,7 @@ static int ctx_run(struct oslat *o, const struct oslat_prim *p)
         int rc = ctx_measure_overhead(o, p, &oh, procs, kib);
         if (rc)
             return rc;
-        double oh_median = oh.fail[0] ? -1 : ctx_median(&oh), oh_batched = oh.fail[0] ? -1 : oh.batched;
+        double oh_median = oh.fail[0] ? -1 : ctx_median(&oh), oh_batched = oh.fail[0] || !oh.b.n ? NAN : oh.b.est;
         oslat_cell_close(&oh);
 
         struct ctx_ring r;
@@ -299,8 +299,7 @@ static int ctx_run(struct oslat *o, const struct oslat_prim *p)
 #undef CTX_POST
         }
         oslat_samples_div(&c.s, (uint64_t)procs);
-        if (c.batched >= 0)
-            c.batched /= procs;
+        oslat_batched_div(&c.b, (uint64_t)procs);
         const uint64_t rounds = c.ops;
         if (broke)
             oslat_fail(&c, "the ring broke: a pipe call failed or a member ended");
@@ -333,8 +332,8 @@ static int ctx_run(struct oslat *o, const struct oslat_prim *p)
             oslat_param(&c, "overhead_per_hop", "null");
             oslat_param(&c, "switch_per_hop", "null");
         }
-        if (c.batched >= 0 && oh_batched >= 0)
-            oslat_param(&c, "switch_per_hop_batched", "%.3f", c.batched - oh_batched);
+        if (c.b.n && !isnan(oh_batched))
+            oslat_param(&c, "switch_per_hop_batched", "%.3f", c.b.est - oh_batched);
         oslat_cell_close(&c);
     }
     return 0;

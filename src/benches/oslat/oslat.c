@@ -124,15 +124,14 @@ int oslat_cell_open(struct oslat_cell *c, struct oslat *o, const struct oslat_pr
     memset(c, 0, sizeof *c);
     c->o = o;
     c->p = p;
-    c->batched = -1;
     snprintf(c->label, sizeof c->label, "%s", label);
     int rc = isob_samples_alloc(&c->s, o->cap, o->ctx->ctr->nev);
     if (rc)
         return rc;
-    c->scratch = calloc(o->batch_reps + 1, sizeof *c->scratch);
-    if (!c->scratch) {
+    rc = isob_batched_alloc(&c->b, o->batch_reps);
+    if (rc) {
         isob_samples_free(&c->s);
-        return -ENOMEM;
+        return rc;
     }
     /* Read last: allocating may itself make calls a helper counts. */
     c->ev0 = isob_confine_events(o->cs);
@@ -170,6 +169,15 @@ void oslat_samples_div(struct isob_samples *s, uint64_t d)
 {
     for (size_t i = 0; d > 1 && i < s->n * s->nev; i++)
         s->v[i] /= d;
+}
+
+void oslat_batched_div(struct isob_batched *b, uint64_t d)
+{
+    if (d <= 1 || b->n == 0)
+        return;
+    for (size_t i = 0; i < b->n; i++)
+        b->reps[i] /= (double)d;
+    b->est /= (double)d;
 }
 
 size_t oslat_batch_k(const struct oslat_cell *c)
@@ -249,19 +257,18 @@ void oslat_cell_close(struct oslat_cell *c)
         oslat_fail(c, "no valid sample (%llu dropped)", (unsigned long long)c->s.dropped);
     char *params = oslat_params(o, c->p, c->label, c->extra, events, have);
     isob_emit_result(o->ctx, "oslat", params ? params : "{}", c->fail[0] ? NULL : &c->s,
-                     c->fail[0] ? -1 : c->batched, c->fail[0] ? "failed" : "ok",
+                     c->fail[0] ? NULL : &c->b, c->fail[0] ? "failed" : "ok",
                      c->fail[0] ? c->fail : NULL, NULL);
     free(params);
     isob_samples_free(&c->s);
-    free(c->scratch);
-    c->scratch = NULL;
+    isob_batched_free(&c->b);
 }
 
 void oslat_emit_bare(struct oslat *o, const struct oslat_prim *p, const char *label,
                      const char *status, const char *reason)
 {
     char *params = oslat_params(o, p, label, NULL, 0, 0);
-    isob_emit_result(o->ctx, "oslat", params ? params : "{}", NULL, -1, status, reason, NULL);
+    isob_emit_result(o->ctx, "oslat", params ? params : "{}", NULL, NULL, status, reason, NULL);
     free(params);
 }
 
@@ -522,7 +529,7 @@ static int oslat_run(struct isob_bench_ctx *ctx)
                      conf->name, conf->variants[v]);
             if (rc > 0)
                 snprintf(why, sizeof why, "the measuring process exited with status %d", rc);
-            isob_emit_result(ctx, "oslat", params, NULL, -1, "failed", why, NULL);
+            isob_emit_result(ctx, "oslat", params, NULL, NULL, "failed", why, NULL);
         }
     }
     free(tiny);

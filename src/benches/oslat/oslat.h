@@ -98,8 +98,7 @@ struct oslat_cell {
     const struct oslat_prim *p;
     char label[48];
     struct isob_samples s;
-    double *scratch;               /* batch_reps estimates */
-    double batched;                /* -1: none */
+    struct isob_batched b;         /* the batched estimate; b.est -1: none */
     size_t batch_k;
     uint64_t ev0;                  /* helper count at the start */
     uint64_t ops;                  /* iterations done, warm-up and batched included */
@@ -126,6 +125,8 @@ void oslat_emit_bare(struct oslat *o, const struct oslat_prim *p, const char *la
                      const char *status, const char *reason);
 /* Divide every sample by d (a sample that timed d operations). */
 void oslat_samples_div(struct isob_samples *s, uint64_t d);
+/* Divide the batched estimate and each of its pairs by d, likewise. */
+void oslat_batched_div(struct isob_batched *b, uint64_t d);
 /* K for the batched estimate from the per-iteration loop's pace, 0 for none. */
 size_t oslat_batch_k(const struct oslat_cell *c);
 
@@ -224,8 +225,7 @@ static inline __attribute__((always_inline)) void oslat_store(struct oslat_cell 
         size_t oslat_k_ = oslat_batch_k(C);                                              \
         (C)->batch_k = oslat_k_;                                                         \
         if (oslat_k_) {                                                                  \
-            ISOB_MEASURE_BATCHED((C)->o->ctx->ctr, oslat_k_, (C)->o->batch_reps,         \
-                                 (C)->scratch, BODY, (C)->batched);                      \
+            ISOB_MEASURE_BATCHED((C)->o->ctx->ctr, oslat_k_, &(C)->b, BODY);             \
             (C)->ops += 3 * oslat_k_ * (C)->o->batch_reps;                               \
         }                                                                                \
     } while (0)

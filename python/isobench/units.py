@@ -1,0 +1,66 @@
+"""Ratios and unit conversion: the one place where numbers change scale.
+
+Every ratio isobench prints (to `direct`, to memcached, B/A in `compare`)
+is ratio(); every time shown in nanoseconds comes from ns_factor().  Tables,
+reports and plots never divide or convert on their own: they read the
+summary document (summary.py), which is built with these two.
+
+    ratio    = x / baseline          (1.0: as fast as the baseline)
+    overhead = ratio - 1             (0.25: 25% slower; -0.10: 10% faster)
+    ns       = value * ns_factor(unit, tsc_hz)
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+# Units that are time or a fixed-rate clock, and so convert to ns.  Core
+# cycles never do: the core's frequency is not known (and changes).
+TIME_UNITS = ("ns", "tsc_ticks")
+
+
+def ratio(x: float, baseline: float) -> float:
+    """x relative to its baseline: x / baseline (1.0 = as fast as the baseline)."""
+    if baseline == 0:
+        raise ValueError("ratio to a zero baseline")
+    return x / baseline
+
+
+def overhead(x: float, baseline: float) -> float:
+    """ratio - 1 (0.25 = 25% slower than the baseline; -0.1 = 10% faster)."""
+    return ratio(x, baseline) - 1.0
+
+
+def ns_factor(unit: str | None, tsc_hz: float | None) -> float | None:
+    """Nanoseconds per unit, or None where the unit does not convert
+    (cycles; TSC ticks without a known TSC frequency)."""
+    if unit == "ns":
+        return 1.0
+    if unit == "tsc_ticks" and tsc_hz:
+        return 1e9 / tsc_hz
+    return None
+
+
+def to_ns(value: float | None, unit: str | None, tsc_hz: float | None) -> float | None:
+    """value in nanoseconds where the unit allows it, else None."""
+    f = ns_factor(unit, tsc_hz)
+    return None if value is None or f is None else value * f
+
+
+def scale(values: Sequence[float | None], factor: float | None) -> list[float | None]:
+    """values times factor (None stays None; a None factor gives all None)."""
+    return [None if v is None or factor is None else v * factor for v in values]
+
+
+# Units a published figure may be drawn in beside local results: times on a
+# ns axis, cycles on a cycles axis (TSC ticks match neither).
+_SCALES = {"ns": {"ns": 1.0, "us": 1000.0, "ms": 1e6},
+           "us": {"ns": 1e-3, "us": 1.0, "ms": 1000.0},
+           "cycles": {"cycles": 1.0}}
+
+
+def convert(value: float | None, unit: str, to: str) -> float | None:
+    """value in `unit` expressed in `to`, where both are times or both cycles
+    (None where they are not, or for no value)."""
+    f = _SCALES.get(to, {}).get(unit)
+    return None if f is None or value is None else value * f

@@ -1,0 +1,175 @@
+"""The summary document: the headline rule, one population per number, and
+renderers that only read it."""
+
+import ast
+import copy
+
+import pytest
+
+from isobench import summary
+
+from conftest import PYTHON_DIR
+from fixture_runs import fixture, load_doc
+
+TSC = {"counter": "tsc", "unit": "tsc_ticks", "counter_why": "no PMU", "tsc_hz": 2.6e9,
+       "tsc_hz_source": "kernel", "counter_step": 2,
+       "empty_region": {"median": 46, "mean": 46.3, "min": 44, "p5": 46, "p95": 48, "n": 100}}
+
+
+def result(mech, samples, batched=None, pairs=(), rep=1, **params):
+    return {"benchmark": "switch", "mechanism": mech,
+            "params": {"placement": "same-cpu", "payload": 0, "variant": "entry", **params},
+            "unit": "tsc_ticks", "counter": "tsc", "status": "ok", "reason": None,
+            "dropped": 0, "warmup": 10, "batched": batched, "batched_reps": list(pairs),
+            "empty_region": 46.0, "repetition": rep, "header": TSC,
+            "samples": {"primary": list(samples)}}
+
+
+def run_of(*results):
+    doc = fixture("clean_run")
+    doc["results"] = list(results)
+    return doc
+
+
+def entry(tmp_path, doc, mech, name="s.db"):
+    built = summary.build(load_doc(tmp_path, doc, name))
+    return next(c for c in built["configs"] if c["mechanism"] == mech), built
+
+
+def spread(centre, n=200, step=2):
+    """n samples around centre on a counter that steps by `step`."""
+    return [centre + step * ((i * 7) % 5 - 2) for i in range(n)]
+
+
+def pairs(centre):
+    return [centre + 0.1 * ((i * 3) % 7 - 3) for i in range(15)]
+
+
+def test_short_region_shows_the_batched_estimate(tmp_path):
+    # wasm on a KVM guest: 86 ticks per call, 46 of them the readings.
+    doc = run_of(*[result("wasm", spread(86), 33.0, pairs(33.0), rep) for rep in (1, 2, 3)])
+    c, _ = entry(tmp_path, doc, "wasm")
+    h = c["headline"]
+    assert (h["source"], h["value"], h["reps"]) == ("batched", 33.0, 3)
+    assert "short region" in h["why"]
+    assert h["ns"] == pytest.approx(33.0 / 2.6)   # ~ns converts the headline
+    assert not h["quantized"] and not h["batched_unreliable"]
+
+
+def test_long_region_shows_the_median(tmp_path):
+    doc = run_of(*[result("thread", spread(5000), 4800.0, pairs(4800.0), rep)
+                   for rep in (1, 2)])
+    h = entry(tmp_path, doc, "thread")[0]["headline"]
+    assert (h["source"], h["value"]) == ("median", 5000.0)
+    assert "long region" in h["why"]
+
+
+def test_a_batched_estimate_far_from_the_median_is_not_used(tmp_path):
+    # 20 x the empty region is 920 ticks: 900 is short, but its batched
+    # estimate (100) is below half of median - empty region (427).
+    doc = run_of(*[result("process-spin", spread(900), 100.0, pairs(100.0), rep)
+                   for rep in (1, 2)])
+    c, built = entry(tmp_path, doc, "process-spin")
+    assert c["headline"]["source"] == "median" and c["headline"]["batched_unreliable"]
+    assert [r["batched_agrees"] for r in c["repetitions"]] == [False, False]
+    assert "batched-unreliable" in [f["id"] for f in built["findings"]]
+    # And one above both the median and the mean.
+    doc = run_of(*[result("process-spin", spread(900), 1500.0, pairs(1500.0), rep)
+                   for rep in (1, 2)])
+    assert entry(tmp_path, doc, "process-spin", "b.db")[0]["headline"]["batched_unreliable"]
+
+
+def test_no_batched_estimate_and_a_quantized_median(tmp_path):
+    samples = [78] * 150 + [104] * 50
+    doc = run_of(result("kv-ish", samples), result("kv-ish", samples, rep=2))
+    for r in doc["results"]:
+        r["header"] = {**TSC, "counter_step": 26,
+                       "empty_region": {"median": 52, "min": 52, "n": 100}}
+    c, built = entry(tmp_path, doc, "kv-ish")
+    h = c["headline"]
+    assert (h["source"], h["value"], h["quantized"]) == ("median", 78.0, True)
+    assert c["repetitions"][0]["median_interval"] == pytest.approx(
+        {"low": 52.0, "high": 104.0, "level": c["repetitions"][0]["median_interval"]["level"],
+         "method": "order statistics of the median", "n": 200, "quantized": True})
+    # Two equal quantized repetitions still give an interval with width.
+    assert h["interval"]["low"] < 78.0 < h["interval"]["high"]
+    assert "quantized" in [f["id"] for f in built["findings"]]
+
+
+def test_one_repetition_has_its_own_interval_and_no_ratio_interval(tmp_path):
+    doc = run_of(result("direct", spread(56), 9.0, pairs(9.0)),
+                 result("wasm", spread(86), 33.0, pairs(33.0)))
+    c, built = entry(tmp_path, doc, "wasm")
+    h = c["headline"]
+    assert h["between"] == "one process" and "one repetition" in h["note"]
+    assert h["interval"]["method"] == "order statistics of the median"
+    assert c["ratio"]["value"] == pytest.approx(33.0 / 9.0)
+    assert c["ratio"]["interval"] is None and "--repeat" in c["ratio"]["note"]
+    assert "no-significance" in [f["id"] for f in built["findings"]]
+
+
+def test_ratios_and_their_interval_come_from_repetitions(tmp_path):
+    doc = run_of(*[result("direct", spread(56), 9.0 + rep / 10, pairs(9.0 + rep / 10), rep)
+                   for rep in (1, 2, 3)],
+                 *[result("wasm", spread(86), 33.0 + rep / 5, pairs(33.0 + rep / 5), rep)
+                   for rep in (1, 2, 3)])
+    c, _ = entry(tmp_path, doc, "wasm")
+    r = c["ratio"]
+    assert r["to"].startswith("switch direct")
+    assert r["value"] == pytest.approx(c["headline"]["value"] / 9.2, rel=1e-3)
+    assert r["interval"]["low"] < r["value"] < r["interval"]["high"]
+    assert r["overhead"] == pytest.approx(r["value"] - 1)
+
+
+def kv(mech, size, variant, centre, rep):
+    r = result(mech, spread(centre), rep=rep, data_bytes=size)
+    r.update(benchmark="kv")
+    r["params"] = {"placement": "same-cpu", "variant": variant, "data_bytes": size}
+    return r
+
+
+def test_kv_averages_use_the_get_phase_and_never_pool_placements(tmp_path):
+    results = []
+    for rep in (1, 2):
+        for size in (4096, 65536):
+            for variant, cost in (("get", 1), ("set", 3)):
+                results.append(kv("direct", size, variant, 2000 * cost, rep))
+                results.append(kv("mpk", size, variant, 3000 * cost, rep))
+    doc = run_of(*results)
+    cross = [copy.deepcopy(r) for r in results if r["mechanism"] == "mpk"]
+    for r in cross:
+        r["params"]["placement"] = "cross-cpu"
+        r["samples"]["primary"] = [x * 3 for x in r["samples"]["primary"]]
+    doc["results"] += cross
+    _, built = entry(tmp_path, doc, "mpk")
+    aggs = {(a["mechanism"], a["population"]["placement"]): a for a in built["aggregates"]}
+    assert set(aggs) == {("mpk", "same-cpu"), ("mpk", "cross-cpu")}
+    assert all(a["population"]["variant"] == "get" and a["over"] == ["data_bytes"]
+               for a in aggs.values())
+    assert aggs[("mpk", "same-cpu")]["value"] == pytest.approx(1.5)
+    assert aggs[("mpk", "cross-cpu")]["value"] == pytest.approx(4.5)
+    assert all(a["method"] == "geometric-mean" for a in aggs.values())
+
+
+def test_the_document_is_plain_json(tmp_path):
+    import json
+    built = summary.build(load_doc(tmp_path, fixture("flawed_run")))
+    assert json.loads(json.dumps(built)) == built
+    assert built["summary_version"] == summary.SUMMARY_VERSION
+
+
+RENDERERS = ("table.py", "report.py", "plots.py")
+
+
+@pytest.mark.parametrize("name", RENDERERS)
+def test_renderers_compute_no_statistic(name):
+    # They read the summary document: no statistics module, no store, no
+    # loading of runs.
+    tree = ast.parse((PYTHON_DIR / "isobench" / name).read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            imported |= {a.name for a in node.names} | {node.module or ""}
+        elif isinstance(node, ast.Import):
+            imported |= {a.name for a in node.names}
+    assert not imported & {"stats", "store", "summary", "Store", "load_run", "checks.run_checks"}
