@@ -210,6 +210,7 @@ class RunData:
     results: list[dict]
     configs: list[Config]
     seed: int = stats.BOOTSTRAP_SEED
+    jobs: list[dict] = field(default_factory=list)  # store.jobs(): order, times, load
 
     @property
     def run_id(self) -> int:
@@ -303,7 +304,7 @@ def load_run(store: Store, run_id: int, seed: int | None = None) -> RunData:
     samples = {r["result_id"]: store.samples(r["result_id"]) for r in results
                if r["status"] == "ok"}
     return RunData(run, str(store.path), results, group(results, samples),
-                   stats.BOOTSTRAP_SEED if seed is None else seed)
+                   stats.BOOTSTRAP_SEED if seed is None else seed, store.jobs(run_id))
 
 
 def aggregates(data: RunData) -> list[dict]:

@@ -317,6 +317,63 @@ def check_high_cv(data: RunData) -> Finding | None:
                    "not the median alone", None, tuple(hit))
 
 
+# ---- the load of the machine ----
+
+# Another process's CPU time on the CPUs a job was pinned to, as a share of
+# the time those CPUs had during the job, above which the job is reported;
+# and an absolute floor, since /proc/stat counts in clock ticks (10 ms) and
+# process CPU time is exact, so a short job differs by a few ticks anyway.
+MAX_OTHER_SHARE = 0.05
+MIN_OTHER_SECONDS = 0.1
+
+
+def _other_cpu(load: Mapping) -> tuple[float, float, list[int]] | None:
+    """(seconds others ran on the pinned CPUs, seconds of steal there, the CPUs)
+    of one job's load record, or None when the record cannot tell."""
+    pinned, busy = load.get("pinned_cpus"), load.get("cpu_busy_s")
+    wall, own = load.get("wall_s"), load.get("own_cpu_s")
+    if not pinned or not isinstance(busy, Mapping) or wall is None or own is None:
+        return None
+    if any(str(c) not in busy for c in pinned):
+        return None
+    steal = load.get("cpu_steal_s") or {}
+    other = sum(busy[str(c)] for c in pinned) - own
+    return other, sum(steal.get(str(c), 0.0) for c in pinned), list(pinned)
+
+
+def check_load(data: RunData) -> Finding | None:
+    """Whether other processes ran on the CPUs a job was pinned to (load.py
+    says what is recorded and why the comparison leans towards silence)."""
+    hit = []
+    for job in data.jobs:
+        load = job.get("load") or {}
+        found = _other_cpu(load)
+        if found is None:
+            continue
+        other, steal, cpus = found
+        wall = load["wall_s"]
+        if other > max(MIN_OTHER_SECONDS, MAX_OTHER_SHARE * wall * len(cpus)):
+            start, end = load.get("start") or {}, load.get("end") or {}
+            label = (f"{job['benchmark']} -m {job['mechanism']} (repetition "
+                     f"{job['repetition']})" if job["mechanism"] != NO_MECHANISM
+                     else f"{job['benchmark']} (repetition {job['repetition']})")
+            text = (f"{label}: others ran {other:.2f} s on CPU "
+                    f"{','.join(map(str, cpus))} in {wall:.1f} s")
+            if start.get("runnable") is not None and end.get("runnable") is not None:
+                text += f", runnable tasks {start['runnable']} -> {end['runnable']}"
+            if steal > MIN_OTHER_SECONDS:
+                text += f", hypervisor steal {steal:.2f} s"
+            hit.append(text)
+    if not hit:
+        return None
+    return Finding("load-during-run",
+                   f"{len(hit)} job(s) shared their pinned CPUs with other processes while "
+                   f"measuring: {_some(hit)}",
+                   "measure on an idle machine (stop other jobs, `isobench system tune`), or "
+                   "isolate the measured CPUs (isolcpus=), then run again; compare the "
+                   "affected results with care", None, tuple(hit))
+
+
 # ---- running them ----
 
 CHECKS: tuple[tuple[str, Callable[[RunData], Finding | None]], ...] = (
@@ -335,6 +392,7 @@ CHECKS: tuple[tuple[str, Callable[[RunData], Finding | None]], ...] = (
     ("counters-multiplexed", check_multiplexed),
     ("counters-miss-other-side", check_counters_miss),
     ("high-cv", check_high_cv),
+    ("load-during-run", check_load),
 )
 CHECK_IDS = tuple(i for i, _ in CHECKS)
 

@@ -14,6 +14,7 @@ ALL_IDS = [
     "no-baseline", "no-spread", "arithmetic-mean-of-ratios", "micro-only", "missing-platform",
     "relative-only", "unpinned", "frequency-scaling", "smt-active", "virtual-machine", "no-pmu",
     "dropped-samples", "counters-multiplexed", "counters-miss-other-side", "high-cv",
+    "load-during-run",
 ]
 
 
@@ -239,7 +240,7 @@ def test_check_command(isobench, tmp_path):
     assert [f["id"] for f in doc["findings"]] == ALL_IDS
     assert all(f["doc"].startswith("docs/reducing-variance.md#") for f in doc["findings"])
     p = isobench("check", "--db", str(flawed))
-    assert p.returncode == 1 and "15 findings" in p.stdout and "next:" in p.stdout
+    assert p.returncode == 1 and "16 findings" in p.stdout and "next:" in p.stdout
     doc, p = isobench.json("check", "latest", "--json", "--db", str(clean))
     assert (p.returncode, doc["findings"]) == (0, [])
     p = isobench("check", "--db", str(clean))
