@@ -147,8 +147,11 @@ def _int(v) -> int:
 
 def mechanisms(asked: Sequence[str]) -> list[str]:
     """The names in -m options (repeatable, comma-separated); UsageError when an
-    -m was given that names none (`-m ,` must not mean every mechanism)."""
-    names = [m.strip() for text in asked for m in text.split(",") if m.strip()]
-    if asked and not names:
-        raise UsageError(f"-m {asked[0]!r} names no mechanism (see `isobench list`)")
+    -m names none (`-m ,` must not mean every mechanism, as no -m does)."""
+    names = []
+    for text in asked:
+        these = [m.strip() for m in text.split(",") if m.strip()]
+        if not these:
+            raise UsageError(f"-m {text!r} names no mechanism (see `isobench list`)")
+        names += these
     return names
