@@ -92,10 +92,16 @@ def compare(a: RunData, b: RunData, seed: int = stats.BOOTSTRAP_SEED) -> dict:
         if cb is None or not ca.samples or not cb.samples:
             continue
         ab, bb = a.baseline_of(ca), b.baseline_of(cb)
-        if ab is not None and bb is not None and ab.samples and bb.samples:
-            rows.append(_normalized(ca, ab, cb, bb, seed))
+        try:
+            if ab is not None and bb is not None and ab.samples and bb.samples:
+                rows.append(_normalized(ca, ab, cb, bb, seed))
+                continue
+            row = _absolute(ca, cb, seed)
+        except stats.ZeroBaseline:
+            # A median of zero (a damaged store, or a region shorter than the
+            # counter's step) has no ratio: say so instead of failing.
+            skipped.append(f"{ca.label}: a median of zero, so no ratio")
             continue
-        row = _absolute(ca, cb, seed)
         if row is None:
             skipped.append(f"{ca.label}: units {ca.unit} and {cb.unit} cannot be converted")
         else:

@@ -299,10 +299,14 @@ def describe(samples: Sequence[int | float], ci: bool = True, seed: int | str | 
 
 # ---- ratios and overheads: ONE rule, used everywhere ----
 
+class ZeroBaseline(ValueError):
+    """A ratio was asked of a baseline of zero (a damaged or degenerate result)."""
+
+
 def ratio(x: float, baseline: float) -> float:
     """x relative to its baseline: ratio = x / baseline (1.0 = as fast as the baseline)."""
     if baseline == 0:
-        raise ValueError("ratio to a zero baseline")
+        raise ZeroBaseline("ratio to a zero baseline")
     return x / baseline
 
 
