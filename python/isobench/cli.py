@@ -386,17 +386,20 @@ def _add_system(sub) -> None:
         description="The machine state that matters to measuring: frequency governor, turbo, "
                     "SMT,\nASLR, perf_event_paranoid, rdpmc, isolated CPUs, clock source, "
                     "hypervisor.\n\n  show    print it\n  check   the findings about this "
-                    "machine (exit 1 if any)\n  tune    save the current values to the state "
-                    "file, then set: governor\n          performance, turbo off, NMI watchdog "
-                    "off, ASLR full (needs root)\n  reset   write the saved values back, in "
+                    "machine (exit 1 if any)\n  tune    set governor performance, turbo off, NMI "
+                    "watchdog off, ASLR full\n          (needs root), saving first the values "
+                    "it changes to the state file\n  reset   write the saved values back, in "
                     "reverse order, and remove the file\n\nA setting this machine does not "
-                    "have, or that cannot be written, is reported\nand left as it is.",
+                    "have, or that cannot be written, is reported\nand left as it is.  reset "
+                    "refuses a state file that others could have written\n(or that names a "
+                    "file of no tuned setting) and then writes nothing.",
         epilog="examples:\n  isobench system show\n  sudo isobench system tune\n"
                "  sudo isobench system reset\n\nexit status: 0 done, 1 a setting could not "
                "be changed (or check: findings), 2 bad usage")
     p.add_argument("action", choices=("show", "check", "tune", "reset"))
     p.add_argument("--state", metavar="PATH",
-                   help="state file of tune/reset (default: system-state.json beside the store)")
+                   help=f"state file of tune/reset, in a folder only root can write (default: "
+                        f"{system.STATE_DIR}/{system.STATE_NAME})")
     _add_json(p, "the settings")
     _add_db(p)
     p.set_defaults(func=cmd_system)
@@ -570,7 +573,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_system(args: argparse.Namespace) -> int:
     root = system.sysroot()
-    state = Path(args.state) if args.state else db_path(args).parent / "system-state.json"
+    state = Path(args.state) if args.state else system.default_state(root)
     if args.action == "check":
         findings = checks.machine_findings(sysinfo.collect(root))
         if args.json:
