@@ -208,3 +208,22 @@ def test_schema_3_migration_keeps_old_runs(tmp_path):
         # No owner was recorded before schema 3: a running run stays as it was.
         assert a["status"] == "running" and s.jobs(1) == []
         assert s.resolve_run("latest") == 2
+
+
+ISOB = __import__("conftest").REPO / "build" / "isob"
+
+
+@pytest.mark.skipif(not ISOB.exists(), reason="needs build/isob (make)")
+def test_sigterm_with_the_real_driver_and_a_compartment_process(isobench):
+    # process-futex runs its compartment in another process: SIGTERM to the
+    # run must end that process too, with isob itself.
+    run = isobench.start("run", "switch", "-m", "process-futex", "-m", "direct", "--quick",
+                         "--repeat", "3", "--n", "2000", "-q", ISOBENCH_ISOB=str(ISOB))
+    _wait_for_results(isobench.db)
+    os.kill(run.pid, signal.SIGTERM)
+    report, p = run.finish()
+    assert p.returncode == 143, p.stderr
+    assert report["left"] == [], report["left"]
+    with Store.open(isobench.db, create=False) as s:
+        run_row = s.run(s.resolve_run("latest"))
+    assert (run_row["status"], run_row["end_reason"]) == ("interrupted", "SIGTERM")
