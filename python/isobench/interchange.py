@@ -271,12 +271,15 @@ class _readable_store:
             self.tmp.cleanup()
 
 
-def import_into(store: Store, path: Path, run_ids: list[int] | None = None) -> list[dict]:
+def import_into(store: Store, path: Path, run_ids: list[int] | None = None,
+                tags: Mapping[str, Any] | None = None) -> list[dict]:
     """Import every run of path (an export or a store) into store; one record
     per run: source_run_id, run_id, uid, and skipped when the same run (same
-    uid) is already there."""
+    uid) is already there.  tags (e.g. the host and campaign a run came
+    from) are added to each imported run's origin."""
     out = []
     for doc, origin in documents(path, run_ids):
+        origin = {**origin, **(tags or {})}
         uid = doc.get("uid")
         existing = store.run_by_uid(uid) if uid else None
         if existing is not None:

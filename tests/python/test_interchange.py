@@ -215,3 +215,12 @@ def test_exported_while_running_imports_as_interrupted(tmp_path):
         run = s.run(run_id)
     assert (run["status"], run["end_reason"]) == ("interrupted",
                                                   "exported while it was still running")
+
+
+def test_import_tags_the_origin(isobench, tmp_path):
+    isobench("run", "switch", "-q", "-m", "direct")
+    other = tmp_path / "o.sqlite"
+    with store_mod.Store.open(other, create=True) as s:
+        (done,) = interchange.import_into(s, isobench.db, tags={"host": "lab-3", "campaign": "c1"})
+        origin = s.run(done["run_id"])["origin"]
+    assert (origin["host"], origin["campaign"], origin["format"]) == ("lab-3", "c1", "store")
