@@ -18,6 +18,10 @@ READERS = [
     ["show"], ["show", "--json"], ["check"], ["export", "latest", "--format", "json"],
     ["export", "latest", "--format", "csv"], ["compare", "1", "1"], ["report", "-o", "OUT"],
 ]
+# `report` reads a run as `check` does, then draws plots (slow): it is run
+# for the damage that reaches each part of the store once.
+REPORTED = ("corrupt sample blob", "corrupt params JSON", "corrupt environment JSON",
+            "corrupt job load JSON")
 
 
 @pytest.fixture
@@ -36,10 +40,10 @@ def _sql(db, *statements):
     conn.close()
 
 
-def _reads(isobench, tmp_path, codes=(1, 2)):
+def _reads(isobench, tmp_path, codes=(1, 2), report=True):
     """Every reading command on the damaged store: one line, exit 1 or 2."""
     lines = []
-    for args in READERS:
+    for args in READERS if report else READERS[:-1]:
         args = [str(tmp_path / "out") if a == "OUT" else a for a in args]
         p = isobench(*args)
         assert "Traceback" not in p.stderr, (args, p.stderr)
@@ -80,7 +84,7 @@ DAMAGE = {
 @pytest.mark.parametrize("name", list(DAMAGE))
 def test_damaged_content(isobench, tmp_path, good, name):
     _sql(good, *DAMAGE[name])
-    lines = _reads(isobench, tmp_path)
+    lines = _reads(isobench, tmp_path, report=name in REPORTED)
     # Every command that reads the damaged part says where it is.
     assert any(lines), f"{name}: no command noticed"
     for line in filter(None, lines):

@@ -149,11 +149,16 @@ def test_legacy_exports_import(isobench):
     assert len(shown["uid"]) == 32
 
 
-def _exported(isobench, tmp_path):
-    isobench("run", "switch", "-q", "-m", "direct")
-    out = tmp_path / "good.json"
-    isobench("export", "latest", "--format", "json", "-o", str(out))
-    return json.loads(out.read_text())
+@pytest.fixture(scope="module")
+def good_export(tmp_path_factory):
+    """One export of a real (fake-driver) run, shared by the tests that damage copies."""
+    from conftest import Isobench
+
+    ib = Isobench(tmp_path_factory.mktemp("export"))
+    assert ib("run", "switch", "-q", "-m", "direct").returncode == 0
+    p = ib("export", "latest", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    return p.stdout
 
 
 @pytest.mark.parametrize("change, needle", [
@@ -171,8 +176,8 @@ def _exported(isobench, tmp_path):
     (lambda d: d.update(uid="../../etc"), "is not 32 hex digits"),
     (lambda d: d.update(results={}), "'results' is not a list"),
 ])
-def test_import_refuses_bad_documents(isobench, tmp_path, change, needle):
-    doc = _exported(isobench, tmp_path)
+def test_import_refuses_bad_documents(isobench, tmp_path, good_export, change, needle):
+    doc = json.loads(good_export)
     change(doc)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc))

@@ -13,7 +13,7 @@ from fixture_runs import fixture, import_doc, load_doc
 CHECK_IDS = ["no-baseline", "no-spread", "arithmetic-mean-of-ratios", "micro-only",
              "missing-platform", "relative-only", "unpinned", "frequency-scaling", "smt-active",
              "virtual-machine", "no-pmu", "dropped-samples", "counters-multiplexed",
-             "counters-miss-other-side", "high-cv"]
+             "counters-miss-other-side", "high-cv", "load-during-run"]
 
 
 def with_kv_server(doc):
