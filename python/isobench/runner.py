@@ -138,11 +138,6 @@ def plan(catalog: Catalog, benchmarks: Sequence[str], mechanisms: Sequence[str],
     return Plan(catalog, benchmarks, mechanisms, repeat, seed, per_benchmark)
 
 
-def job_order(jobs: Sequence[Job]) -> list[list]:
-    """[repetition, benchmark, mechanism] of each job, as the jobs table records them."""
-    return [[j.repetition, j.benchmark, j.mechanism_name] for j in jobs]
-
-
 def isob_args(job: Job, opts: Options) -> list[str]:
     args = [job.benchmark]
     if job.mechanism:
