@@ -79,6 +79,12 @@ def test_bad_show_export_report(isobench, args, needle):
     assert needle in line
 
 
+@pytest.mark.parametrize("value", [FULL_WIDTH_4, " 80", "8_0", "65536"])
+def test_bad_serve_port(isobench, value):
+    line = assert_one_error_line(isobench("serve", "-m", "direct", "--port", value))
+    assert "--port" in line
+
+
 def test_report_to_empty_string_writes_nothing_here(isobench):
     isobench("run", "switch", "-q", "-m", "direct")
     before = set(os.listdir(isobench.cwd))
