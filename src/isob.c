@@ -3,7 +3,10 @@
  *
  * Exit status: 0 all results ok, 1 a result failed, 2 bad usage,
  * 4 skipped (the mechanism cannot run here; kselftest's SKIP code). */
+#include <ctype.h>
 #include <getopt.h>
+#include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,7 @@ static void usage(FILE *f)
         "       isob isolation -m MECH            the isolation matrix of one mechanism (JSON)\n"
         "       isob serve -m MECH [options]      memcached text-protocol server over MECH\n"
         "       isob --version [--json]           version, compiler and flags\n"
+        "       isob --limits --json              the bounds of every numeric option\n"
         "\n"
         "options (defaults in brackets):\n"
         "  -m, --mechanism M   mechanism to measure (see `isob list`); once: to measure\n"
@@ -61,13 +65,43 @@ static void die_usage(const char *fmt, const char *arg)
     exit(EXIT_USAGE);
 }
 
+/* The bounds of the numeric options, in one table: the parsers below enforce
+ * them and `isob --limits --json` prints them, so that the Python side checks a
+ * command line with the same numbers before it stores a run. */
+#define ISOB_MAX_COUNT 100000000ull  /* --n, --warmup, ...: large enough for any run */
+#define ISOB_MIN_SIZE 64ull          /* --sizes: the kv benchmark's entry size */
+#define ISOB_MAX_SIZE (16ull << 30)  /* --sizes: the largest store the kv benchmark maps */
+
+static const struct count_limit {
+    const char *option;
+    unsigned long long min, max;
+} count_limits[] = {
+    {"n", 1, ISOB_MAX_COUNT}, {"warmup", 1, ISOB_MAX_COUNT}, {"batch-k", 1, ISOB_MAX_COUNT},
+    {"batch-reps", 1, ISOB_MAX_COUNT}, {"empty-n", 1, ISOB_MAX_COUNT},
+    {"iterations", 1, ISOB_MAX_COUNT},
+};
+
+/* Only plain ASCII digits count: strtoull alone would also take leading
+ * blanks and a sign, which the Python side rejects. */
+static int plain_digits(const char *s)
+{
+    return isdigit((unsigned char)s[0]);
+}
+
+/* opt is "--name"; an option missing from count_limits (--cpu) takes the
+ * widest count range and is narrowed by its caller. */
 static size_t parse_count(const char *opt, const char *s)
 {
+    unsigned long long lo = 1, hi = ISOB_MAX_COUNT;
+    for (size_t i = 0; i < sizeof count_limits / sizeof count_limits[0]; i++)
+        if (strcmp(opt + 2, count_limits[i].option) == 0)
+            lo = count_limits[i].min, hi = count_limits[i].max;
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || v == 0 || v > 100000000ull || s[0] == '-') {
-        fprintf(stderr, "isob: error: %s: '%s' is not a whole number from 1 to 100000000\n", opt, s);
+    if (errno || !plain_digits(s) || *end || v < lo || v > hi) {
+        fprintf(stderr, "isob: error: %s: '%s' is not a whole number from %llu to %llu\n", opt, s,
+                lo, hi);
         exit(EXIT_USAGE);
     }
     return (size_t)v;
@@ -79,7 +113,9 @@ static size_t parse_sizes(const char *s, size_t *out)
 {
     size_t n = 0;
     char buf[512];
-    snprintf(buf, sizeof buf, "%s", s);
+    /* A longer list would be cut short without a word. */
+    if (snprintf(buf, sizeof buf, "%s", s) >= (int)sizeof buf)
+        die_usage("--sizes: the list is longer than %s characters", "511");
     for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char *end;
         errno = 0;
@@ -91,8 +127,8 @@ static size_t parse_sizes(const char *s, size_t *out)
             shift = 20, end++;
         else if (*end == 'G' || *end == 'g')
             shift = 30, end++;
-        if (errno || end == tok || *end || tok[0] == '-' || v == 0 || v > (16ull << 30) >> shift ||
-            ((v << shift) % 64) != 0)
+        if (errno || !plain_digits(tok) || *end || v == 0 || v > ISOB_MAX_SIZE >> shift ||
+            (v << shift) < ISOB_MIN_SIZE || ((v << shift) % ISOB_MIN_SIZE) != 0)
             die_usage("--sizes: '%s' is not a multiple of 64 bytes from 64 to 16G", tok);
         if (n == ISOB_MAX_SIZES)
             die_usage("--sizes: more than %s sizes", "32");
@@ -223,6 +259,40 @@ static int cmd_isolation(const struct isob_mechanism *m)
     return strcmp(r.verdict, "leaked") == 0 || strcmp(r.verdict, "failed") == 0;
 }
 
+static int cmd_limits(void)
+{
+    char buf[64];
+    struct isob_jw w;
+    isob_jw_begin(&w, stdout, "limits");
+    isob_jw_obj(&w, "options");
+    for (size_t i = 0; i < sizeof count_limits / sizeof count_limits[0]; i++) {
+        isob_jw_obj(&w, count_limits[i].option);
+        isob_jw_int(&w, "min", (long long)count_limits[i].min);
+        isob_jw_int(&w, "max", (long long)count_limits[i].max);
+        isob_jw_close(&w, '}');
+    }
+    isob_jw_obj(&w, "sizes");
+    isob_jw_int(&w, "min", (long long)ISOB_MIN_SIZE);
+    isob_jw_int(&w, "max", (long long)ISOB_MAX_SIZE);
+    isob_jw_int(&w, "multiple", (long long)ISOB_MIN_SIZE);
+    isob_jw_int(&w, "max_items", ISOB_MAX_SIZES);
+    isob_jw_raw(&w, "suffixes", "{\"K\":10,\"M\":20,\"G\":30}");
+    isob_jw_close(&w, '}');
+    isob_jw_obj(&w, "cpu");
+    isob_jw_int(&w, "min", 0);
+    isob_jw_int(&w, "max", isob_ncpus() - 1);
+    isob_jw_close(&w, '}');
+    isob_jw_obj(&w, "seed");
+    isob_jw_int(&w, "min", 0);
+    /* 2^64-1 does not fit the writer's signed integers. */
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)UINT64_MAX);
+    isob_jw_raw(&w, "max", buf);
+    isob_jw_close(&w, '}');
+    isob_jw_close(&w, '}');
+    isob_jw_end(&w);
+    return 0;
+}
+
 static int cmd_version(int json)
 {
     if (json) {
@@ -245,7 +315,7 @@ static void emit_skip(struct isob_bench_ctx *ctx, const char *bench, const char 
 
 enum { OPT_N = 256, OPT_WARMUP, OPT_BATCH_K, OPT_BATCH_REPS, OPT_EMPTY_N, OPT_QUICK,
        OPT_PLACEMENT, OPT_CPU, OPT_COUNTER, OPT_SCOPE, OPT_PRIMITIVE, OPT_JSON, OPT_VERSION,
-       OPT_SIZES, OPT_ITERATIONS, OPT_SEED, OPT_CONFINE };
+       OPT_SIZES, OPT_ITERATIONS, OPT_SEED, OPT_CONFINE, OPT_LIMITS };
 
 int main(int argc, char **argv)
 {
@@ -262,6 +332,7 @@ int main(int argc, char **argv)
         {"version", no_argument, 0, OPT_VERSION}, {"help", no_argument, 0, 'h'},
         {"sizes", required_argument, 0, OPT_SIZES}, {"iterations", required_argument, 0, OPT_ITERATIONS},
         {"seed", required_argument, 0, OPT_SEED}, {"confine", required_argument, 0, OPT_CONFINE},
+        {"limits", no_argument, 0, OPT_LIMITS},
         {0, 0, 0, 0},
     };
     struct isob_bench_opts o = {
@@ -272,7 +343,7 @@ int main(int argc, char **argv)
     };
     struct isob_counter_opts copts = {.force = NULL, .scope = ISOB_SCOPE_THREAD, .cpu = -1};
     const char *mech_name = NULL;
-    int json = 0, version = 0, opt;
+    int json = 0, version = 0, limits = 0, opt;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "m:h", longopts, NULL)) != -1) {
         switch (opt) {
@@ -322,12 +393,13 @@ int main(int argc, char **argv)
             char *end;
             errno = 0;
             o.seed = strtoull(optarg, &end, 0);
-            if (errno || end == optarg || *end || optarg[0] == '-')
+            if (errno || !plain_digits(optarg) || *end)
                 die_usage("--seed: '%s' is not a number from 0 to 2^64-1", optarg);
             break;
         }
         case OPT_JSON: json = 1; break;
         case OPT_VERSION: version = 1; break;
+        case OPT_LIMITS: limits = 1; break;
         case 'h': usage(stdout); return 0;
         case ':': die_usage("option %s needs a value", argv[optind - 1]); break;
         default: die_usage("unknown option '%s'", argv[optind - 1]); break;
@@ -335,6 +407,11 @@ int main(int argc, char **argv)
     }
     if (version)
         return cmd_version(json);
+    if (limits) {
+        if (!json)
+            die_usage("--limits is only printed as JSON: add --json%s", "");
+        return cmd_limits();
+    }
     if (optind >= argc) {
         usage(stderr);
         return EXIT_USAGE;

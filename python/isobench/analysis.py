@@ -203,6 +203,7 @@ class RunData:
     db: str
     results: list[dict]
     configs: list[Config]
+    jobs: list[dict] = field(default_factory=list)  # store.jobs(): order, times, load
 
     @property
     def run_id(self) -> int:
@@ -293,4 +294,4 @@ def load_run(store: Store, run_id: int) -> RunData:
     results = store.results(run_id)
     samples = {r["result_id"]: store.samples(r["result_id"]) for r in results
                if r["status"] == "ok"}
-    return RunData(run, str(store.path), results, group(results, samples))
+    return RunData(run, str(store.path), results, group(results, samples), store.jobs(run_id))

@@ -33,7 +33,7 @@ import socket
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
-from . import stats
+from . import owner, stats
 from .analysis import CLIENT_COUNTERS, MACRO, Config, RunData, needs_baseline
 from .records import NO_MECHANISM
 
@@ -133,44 +133,40 @@ def _where(r: Mapping) -> str:
 
 # ---- the run as a whole: numbers missing ----
 
-def _owner_alive(run: Mapping) -> bool | None:
-    """Whether the process that started a `running` run still exists: None
-    when the store does not say which process that was."""
-    pid = run.get("owner_pid")
-    if not isinstance(pid, int) or pid <= 0:
-        return None
-    host = (run.get("environment") or {}).get("hostname")
-    if host and host != socket.gethostname():
-        return False  # started on another machine: it is not running here
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _owner_state(run: Mapping) -> tuple[bool | None, str]:
+    """Whether the process that started a `running` run still exists (None:
+    the store does not say which process that was, or it ran on another
+    machine), and why not when it does not (owner.py)."""
+    rec = run.get("owner")
+    if not isinstance(rec, Mapping) or not isinstance(rec.get("pid"), int):
+        return None, "no owner process is recorded, and it never finished"
+    why = owner.gone(rec)
+    if why:
+        return False, why
+    if rec.get("host") != socket.gethostname():
+        return None, f"it was started on {rec.get('host')!r}, not here, and never finished"
+    return True, ""
 
 
 def check_interrupted(data: RunData, doc: Mapping) -> Fired | None:
     run = data.run
     status = run.get("status")
     if status == "interrupted":
-        return Fired(f"run {data.run_id} is marked interrupted: it stopped before every job "
-                     "ran, so results are missing",
+        why = f" ({run['end_reason']})" if run.get("end_reason") else ""
+        return Fired(f"run {data.run_id} is marked interrupted{why}: it stopped before every "
+                     "job ran, so results are missing",
                      "run it again; `isobench show` lists what was kept")
-    if status == "running" and _owner_alive({**run, **doc.get("run", {})}) is not True:
-        who = doc.get("run", {}).get("owner_pid")
-        why = (f"its owner (pid {who}) is gone" if who else
-               "no owner process is recorded, and it never finished")
-        return Fired(f"run {data.run_id} is still marked running but {why}: it was "
-                     "interrupted, and results are missing",
-                     "run it again; the results it kept are in `isobench show`")
+    if status == "running":
+        alive, why = _owner_state(run)
+        if alive is not True:
+            return Fired(f"run {data.run_id} is still marked running but {why}: it was "
+                         "interrupted, and results are missing",
+                         "run it again; the results it kept are in `isobench show`")
     return None
 
 
 def check_in_progress(data: RunData, doc: Mapping) -> Fired | None:
-    if data.run.get("status") != "running" or _owner_alive(
-            {**data.run, **doc.get("run", {})}) is not True:
+    if data.run.get("status") != "running" or _owner_state(data.run)[0] is not True:
         return None
     return Fired(f"run {data.run_id} is still running: its numbers are partial",
                  "check again when it has finished")
@@ -457,6 +453,62 @@ def check_high_cv(data: RunData, doc: Mapping) -> Fired | None:
                  "not the value alone", tuple(hit))
 
 
+# ---- the load of the machine ----
+
+# Another process's CPU time on the CPUs a job was pinned to, as a share of
+# the time those CPUs had during the job, above which the job is reported;
+# and an absolute floor, since /proc/stat counts in clock ticks (10 ms) and
+# process CPU time is exact, so a short job differs by a few ticks anyway.
+MAX_OTHER_SHARE = 0.05
+MIN_OTHER_SECONDS = 0.1
+
+
+def _other_cpu(load: Mapping) -> tuple[float, float, list[int]] | None:
+    """(seconds others ran on the pinned CPUs, seconds of steal there, the CPUs)
+    of one job's load record, or None when the record cannot tell."""
+    pinned, busy = load.get("pinned_cpus"), load.get("cpu_busy_s")
+    wall, own = load.get("wall_s"), load.get("own_cpu_s")
+    if not pinned or not isinstance(busy, Mapping) or wall is None or own is None:
+        return None
+    if any(str(c) not in busy for c in pinned):
+        return None
+    steal = load.get("cpu_steal_s") or {}
+    other = sum(busy[str(c)] for c in pinned) - own
+    return other, sum(steal.get(str(c), 0.0) for c in pinned), list(pinned)
+
+
+def check_load(data: RunData, doc: Mapping) -> Fired | None:
+    """Whether other processes ran on the CPUs a job was pinned to (load.py
+    says what is recorded and why the comparison leans towards silence)."""
+    hit = []
+    for job in data.jobs:
+        load = job.get("load") or {}
+        found = _other_cpu(load)
+        if found is None:
+            continue
+        other, steal, cpus = found
+        wall = load["wall_s"]
+        if other > max(MIN_OTHER_SECONDS, MAX_OTHER_SHARE * wall * len(cpus)):
+            start, end = load.get("start") or {}, load.get("end") or {}
+            label = (f"{job['benchmark']} -m {job['mechanism']} (repetition "
+                     f"{job['repetition']})" if job["mechanism"] != NO_MECHANISM
+                     else f"{job['benchmark']} (repetition {job['repetition']})")
+            text = (f"{label}: others ran {other:.2f} s on CPU "
+                    f"{','.join(map(str, cpus))} in {wall:.1f} s")
+            if start.get("runnable") is not None and end.get("runnable") is not None:
+                text += f", runnable tasks {start['runnable']} -> {end['runnable']}"
+            if steal > MIN_OTHER_SECONDS:
+                text += f", hypervisor steal {steal:.2f} s"
+            hit.append(text)
+    if not hit:
+        return None
+    return Fired(f"{len(hit)} job(s) shared their pinned CPUs with other processes while "
+                   f"measuring: {_some(hit)}",
+                   "measure on an idle machine (stop other jobs, `isobench system tune`), or "
+                   "isolate the measured CPUs (isolcpus=), then run again; compare the "
+                   "affected results with care", tuple(hit))
+
+
 # ---- the table: the order findings are printed in ----
 
 CHECKS: tuple[Check, ...] = (
@@ -472,6 +524,7 @@ CHECKS: tuple[Check, ...] = (
     Check("quantized", WARNING, check_quantized),
     Check("high-cv", WARNING, check_high_cv),
     Check("dropped-samples", WARNING, check_dropped),
+    Check("load-during-run", WARNING, check_load),
     Check("unpinned", WARNING, check_unpinned),
     Check("virtual-machine", WARNING, lambda d, doc: vm_problem(d.env)),
     Check("no-pmu", WARNING, check_no_pmu),

@@ -1,17 +1,19 @@
-"""The `isobench` command: list, run, show, export, report, check, compare,
-system, reference.
+"""The `isobench` command: list, run, show, export, import, report, check,
+compare, system, reference.
 
 Exit codes (every command):
     0    everything ran (skipped mechanisms are not failures)
     1    something failed: a benchmark crashed, hung or reported a failure,
-         an isolation test failed, or the native driver could not answer;
+         an isolation test failed, the native driver could not answer, the
+         store's content is damaged, or the output could not be written;
          for `system tune|reset`: a setting could not be changed
     3    `check` and `system check`: a finding of severity error (with
          --strict, also warning): the numbers are wrong or missing
     2    bad usage: unknown benchmark or mechanism, malformed option, unusable
-         store path, unknown run, unwritable report folder; always exactly
-         one line on stderr
-    130  interrupted (Ctrl-C); results stored so far are kept
+         store path, unknown run, unwritable report folder, a file `import`
+         cannot read; always exactly one line on stderr
+    128+N  stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP); the
+         run is marked interrupted and the results stored so far are kept
 """
 
 from __future__ import annotations
@@ -19,24 +21,28 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import secrets
 import sqlite3
 import sys
+import traceback
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import (__version__, analysis, attackers, checks, compare, export, kvserver, reference,
-               report, runner, serve, stats, summary, sysinfo, system, table)
+from . import (__version__, analysis, attackers, checks, compare, export, interchange, kvserver,
+               lifecycle, reference, report, runner, serve, stats, summary, sysinfo, system, table,
+               validate)
 from .driver import ISOLATION_TIMEOUT, Catalog, Driver, Isolation, find_isob, repo_root
 from .errors import DriverError, UsageError
 from .store import Store
 
 PROG = "isobench"
 ENV_DB = "ISOBENCH_DB"
+ENV_DEBUG = "ISOBENCH_DEBUG"
 DEFAULT_DB = Path("results") / "isobench.sqlite"
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+RUN_SPEC = "run id, 'latest' (the newest run that has ended: default) or 'newest'"
 
 
 class Parser(argparse.ArgumentParser):
@@ -51,56 +57,19 @@ class Formatter(argparse.RawDescriptionHelpFormatter):
 
 
 # ---- option value types: each raises ArgumentTypeError with a plain message ----
+# Plain ASCII digits only (validate.py says why); ranges of options that
+# reach isob are checked against `isob --limits --json` in cmd_run.
 
 def positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    v = validate.whole(text)
     if v <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
     return v
 
 
-def positive_seconds(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not v > 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number of seconds")
-    return v
-
-
-def non_negative_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
-    return v
-
-
-SIZE_SUFFIXES = {"": 0, "k": 10, "m": 20, "g": 30}
-MAX_KV_SIZES = 32  # isob's ISOB_MAX_SIZES
-
-
-def size_list(text: str) -> tuple[str, ...]:
-    """kv data sizes, as isob --sizes takes them: byte counts with an optional
-    K, M or G suffix (powers of 1024), each a multiple of 64 from 64 to 16G."""
-    items = tuple(s.strip() for s in text.split(",") if s.strip())
-    if not items:
-        raise argparse.ArgumentTypeError(f"{text!r}: give at least one size, e.g. 4K,1M,256M")
-    if len(items) > MAX_KV_SIZES:
-        raise argparse.ArgumentTypeError(f"{text!r}: more than {MAX_KV_SIZES} sizes")
-    for s in items:
-        m = re.fullmatch(r"(\d+)([kmg]?)", s, re.IGNORECASE)
-        n = int(m[1]) << SIZE_SUFFIXES[m[2].lower()] if m else 0
-        if not 64 <= n <= 16 << 30 or n % 64:
-            raise argparse.ArgumentTypeError(
-                f"{s!r} is not a multiple of 64 bytes from 64 to 16G (e.g. 4K, 1M, 256M)")
-    return items
+positive_seconds = validate.seconds(validate.MAX_TIMEOUT)
+non_negative_int = validate.whole
+size_list = validate.size_tokens
 
 
 def placement_list(text: str) -> tuple[str, ...]:
@@ -136,6 +105,7 @@ def build_parser() -> Parser:
     _add_run(sub)
     _add_show(sub)
     _add_export(sub)
+    _add_import(sub)
     _add_report(sub)
     _add_check(sub)
     _add_compare(sub)
@@ -199,7 +169,10 @@ def _add_run(sub) -> None:
                "  isobench run switch kv --repeat 5          5 fresh processes each, shuffled\n"
                "  isobench run kv-server --quick             isob serve beside memcached\n"
                "  isobench run --json > run.json\n\n"
-               "exit status: 0 all ran, 1 something failed, 2 bad usage, 130 interrupted")
+               "SIGINT, SIGTERM and SIGHUP stop the run cleanly: every process it started is "
+               "killed,\nwhat finished stays stored, and the run is marked interrupted.\n\n"
+               "exit status: 0 all ran, 1 something failed, 2 bad usage, 128+N stopped by "
+               "signal N\n(130 Ctrl-C, 143 SIGTERM)")
     p.add_argument("benchmarks", nargs="*", metavar="BENCH",
                    help=f"benchmarks to run (default: {' '.join(runner.DEFAULT_SUITE)})")
     p.add_argument("-m", "--mechanism", dest="mechanisms", action="append", default=[],
@@ -219,16 +192,16 @@ def _add_run(sub) -> None:
                    help="kv: data sizes, e.g. 4K,1M,256M (multiples of 64 B; default: 4K to "
                         "256M by factors of 4, --quick: to 16M).  Sizes asked for by name run "
                         "even when predicted to take long; raise --timeout to match")
-    p.add_argument("--seconds", type=positive_seconds, metavar="S",
+    p.add_argument("--seconds", type=validate.seconds(validate.MAX_CLIENT_SECONDS), metavar="S",
                    help=f"kv-server: how long the client loads each server, whole seconds "
                         f"(default: {kvserver.SECONDS:g}; --quick: {kvserver.QUICK_SECONDS:g})")
-    p.add_argument("--repeat", type=positive_int, metavar="N",
+    p.add_argument("--repeat", type=validate.bounded_whole(1, validate.MAX_REPEAT), metavar="N",
                    help="run every (benchmark, mechanism) in N fresh isob processes, the "
                         "mechanisms in a shuffled order each time; the repetitions are what "
                         f"intervals and tests rest on (default: {runner.DEFAULT_REPEAT}; "
                         f"--quick: {runner.QUICK_REPEAT}, enough for an interval but not for "
-                        "a significance test)")
-    p.add_argument("--seed", type=non_negative_int, metavar="S",
+                        f"a significance test; at most {validate.MAX_REPEAT})")
+    p.add_argument("--seed", type=validate.bounded_whole(0, validate.MAX_SEED), metavar="S",
                    help="seed of the shuffled order (default: a random one; either way it is "
                         "recorded with the run)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
@@ -242,8 +215,9 @@ def _add_show(sub) -> None:
         "show", formatter_class=Formatter, help="print a stored run",
         description="Print a stored run: the same table `isobench run` prints.",
         epilog="examples:\n  isobench show            the latest run\n  isobench show 3\n"
-               "  isobench show --json --db other.sqlite")
-    p.add_argument("run", nargs="?", metavar="RUN", help="run id, or 'latest' (default)")
+               "  isobench show --json --db other.sqlite\n  isobench show newest   a run still "
+               "running, too")
+    p.add_argument("run", nargs="?", metavar="RUN", help=RUN_SPEC)
     _add_json(p, "the run")
     _add_db(p)
     p.set_defaults(func=cmd_show)
@@ -256,13 +230,35 @@ def _add_export(sub) -> None:
                     "statistics)\nor JSON (everything: environment, headers and raw samples).",
         epilog="examples:\n  isobench export latest --format csv -o latest.csv\n"
                "  isobench export 3 --format json --no-samples | jq .environment")
-    p.add_argument("run", metavar="RUN", help="run id, or 'latest'")
+    p.add_argument("run", metavar="RUN", help=RUN_SPEC)
     p.add_argument("--format", required=True, choices=export.FORMATS, help="csv or json")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
     p.add_argument("--no-samples", action="store_true",
                    help="JSON: leave out the raw samples (CSV never has them)")
     _add_db(p)
     p.set_defaults(func=cmd_export)
+
+
+def _add_import(sub) -> None:
+    p = sub.add_parser(
+        "import", formatter_class=Formatter, help="read an export or another store into the store",
+        description="Read runs into the store: a JSON export (`isobench export RUN --format "
+                    "json`, of\nthis or an older isobench) or another store (every run, or "
+                    "those --run names).\nThe file is checked through before anything is "
+                    "stored; an export of an unknown\nschema_version is refused.  A run already "
+                    "in the store (the same uid) is\nskipped, so importing twice changes "
+                    "nothing.  Each imported run records where\nit came from (`show --json`: "
+                    "origin).",
+        epilog="examples:\n  isobench import run3.json\n"
+               "  isobench import laptop.sqlite --run 4 --db all.sqlite\n\n"
+               "exit status: 0 imported (or already there), 1 the source store is damaged, "
+               "2 bad usage\nor a file that is not an export")
+    p.add_argument("file", metavar="FILE", help="a JSON export or an isobench store")
+    p.add_argument("--run", dest="runs", action="append", type=positive_int, metavar="ID",
+                   help="from a store: import only this run (repeatable; default: all)")
+    _add_json(p, "what was imported")
+    _add_db(p)
+    p.set_defaults(func=cmd_import)
 
 
 # ---- commands ----
@@ -314,7 +310,7 @@ def _choose(kind: str, asked: Sequence[str], known: Sequence[str]) -> list[str]:
 def _selection(args: argparse.Namespace, catalog: Catalog) -> tuple[list[str], list[str]]:
     benches = _choose("benchmark", args.benchmarks or runner.DEFAULT_SUITE,
                       [b.name for b in catalog.benchmarks])
-    asked = [m.strip() for text in args.mechanisms for m in text.split(",") if m.strip()]
+    asked = validate.mechanisms(args.mechanisms)
     all_mechs = [m.name for m in catalog.mechanisms]
     mechs = _choose("mechanism", asked, all_mechs) if asked else all_mechs
     return benches, mechs
@@ -323,7 +319,7 @@ def _selection(args: argparse.Namespace, catalog: Catalog) -> tuple[list[str], l
 def _kvserver_mechanisms(args: argparse.Namespace, catalog: Catalog) -> list[str]:
     """kv-server's servers: memcached, then the -m mechanisms, else its default set
     (those of it this driver has; an unavailable one gives a skipped result)."""
-    asked = [m.strip() for text in args.mechanisms for m in text.split(",") if m.strip()]
+    asked = validate.mechanisms(args.mechanisms)
     known = [m.name for m in catalog.mechanisms]
     mechs = (_choose("mechanism", asked, known) if asked else
              [m for m in kvserver.DEFAULT_MECHANISMS if m in known])
@@ -343,7 +339,7 @@ def _add_report(sub) -> None:
                     "saying so.",
         epilog="examples:\n  isobench report -o report/              the latest run\n"
                "  isobench report 3 -o /tmp/run3 --json   what was written, as JSON")
-    p.add_argument("run", nargs="?", metavar="RUN", help="run id, or 'latest' (default)")
+    p.add_argument("run", nargs="?", metavar="RUN", help=RUN_SPEC)
     p.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="folder to write into (created if missing)")
     _add_json(p, "what was written and the findings")
@@ -369,7 +365,7 @@ def _add_check(sub) -> None:
                "warnings),\n1 could not check, 2 bad usage\n\nexamples:\n"
                "  isobench check && isobench report -o report/\n"
                "  isobench check 3 --json | jq '.findings[].id'\n  isobench check --strict")
-    p.add_argument("run", nargs="?", metavar="RUN", help="run id, or 'latest' (default)")
+    p.add_argument("run", nargs="?", metavar="RUN", help=RUN_SPEC)
     p.add_argument("--strict", action="store_true",
                    help="warnings count as errors for the exit status")
     _add_json(p, "the findings")
@@ -415,11 +411,13 @@ def _add_system(sub) -> None:
         description="The machine state that matters to measuring: frequency governor, turbo, "
                     "SMT,\nASLR, perf_event_paranoid, rdpmc, isolated CPUs, clock source, "
                     "hypervisor.\n\n  show    print it\n  check   the findings about this "
-                    "machine (exit 3 on an error;\n          --strict: on a warning)\n  tune    save the current values to the state "
-                    "file, then set: governor\n          performance, turbo off, NMI watchdog "
-                    "off, ASLR full (needs root)\n  reset   write the saved values back, in "
+                    "machine (exit 3 on an error;\n          --strict: on a warning)\n  tune    set governor performance, turbo off, NMI "
+                    "watchdog off, ASLR full\n          (needs root), saving first the values "
+                    "it changes to the state file\n  reset   write the saved values back, in "
                     "reverse order, and remove the file\n\nA setting this machine does not "
-                    "have, or that cannot be written, is reported\nand left as it is.",
+                    "have, or that cannot be written, is reported\nand left as it is.  reset "
+                    "refuses a state file that others could have written\n(or that names a "
+                    "file of no tuned setting) and then writes nothing.",
         epilog="examples:\n  isobench system show\n  sudo isobench system tune\n"
                "  sudo isobench system reset\n\nexit status: 0 done, 1 a setting could not "
                "be changed, 2 bad usage, 3 check: errors (--strict: or warnings)")
@@ -427,7 +425,8 @@ def _add_system(sub) -> None:
     p.add_argument("--strict", action="store_true",
                    help="check: warnings count as errors for the exit status")
     p.add_argument("--state", metavar="PATH",
-                   help="state file of tune/reset (default: system-state.json beside the store)")
+                   help=f"state file of tune/reset, in a folder only root can write (default: "
+                        f"{system.STATE_DIR}/{system.STATE_NAME})")
     _add_json(p, "the settings")
     _add_db(p)
     p.set_defaults(func=cmd_system)
@@ -454,41 +453,49 @@ def _run_options(args: argparse.Namespace) -> runner.Options:
 def cmd_run(args: argparse.Namespace) -> int:
     driver = Driver(find_isob())
     catalog = driver.catalog()
+    limits = driver.limits()
     benches, mechs = _selection(args, catalog)
+    limits.count("n", args.n)
+    limits.sizes(args.sizes)
     opts = _run_options(args)
     path = db_path(args)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
     repeat = args.repeat or (runner.QUICK_REPEAT if args.quick else runner.DEFAULT_REPEAT)
-    with Store.open(path, create=True) as store:
+    per_bench = ({kvserver.BENCHMARK: _kvserver_mechanisms(args, catalog)}
+                 if kvserver.BENCHMARK in benches else None)
+    jobs = runner.plan(catalog, benches, mechs, repeat=repeat, seed=seed,
+                       per_benchmark=per_bench)
+    with lifecycle.stop_signals() as guard, Store.open(path, create=True) as store:
         env = sysinfo.collect(driver_version=driver.version(), repo=repo_root())
         # The checks need to know which mechanisms run a second context.
         env["mechanism_props"] = {m.name: list(m.props) for m in catalog.mechanisms}
-        # Who can reach each measured mechanism's heap, measured now, for show and report.
-        if any(b.needs_mechanism for b in map(catalog.benchmark, benches)):
-            env["isolation"] = attackers.for_environment(*isolation_entries(
-                driver, [catalog.mechanism(m) for m in mechs], ISOLATION_TIMEOUT))
-        run_id = store.begin_run(args.argv, env)
-        per_bench = ({kvserver.BENCHMARK: _kvserver_mechanisms(args, catalog)}
-                     if kvserver.BENCHMARK in benches else None)
-        jobs = runner.plan(catalog, benches, mechs, repeat=repeat, seed=seed,
-                           per_benchmark=per_bench)
-        store.set_options(run_id, {"repeat": repeat, "seed": seed,
-                                   "order": runner.job_order(jobs)})
-        progress = runner.Progress(len(jobs), quiet=args.quiet)
+        docs: list[dict] = []
+
+        def finish(failed: bool) -> None:
+            store.finish_run(run_id, "failed" if failed else "ok")
+            doc = summary.build(analysis.load_run(store, run_id))
+            store.set_aggregates(run_id, doc["aggregates"])
+            docs.append(doc)
+
+        run_id = None
         try:
-            failed = runner.run_jobs(
-                driver, jobs, opts,
-                on_result=lambda r, job: store.add_result(run_id, r, job.repetition),
-                on_header=lambda h: store.set_environment(run_id, sysinfo.apply_header(env, h)),
-                progress=progress)
-        except KeyboardInterrupt:
-            store.finish_run(run_id, "interrupted")
-            _err(f"interrupted: results so far kept in {path} (run {run_id})")
-            return EXIT_INTERRUPTED
-        store.finish_run(run_id, "failed" if failed else "ok")
-        doc = summary.build(analysis.load_run(store, run_id))
-        store.set_aggregates(run_id, doc["aggregates"])
-        _print_run(store, run_id, args.json, doc)
+            # Who can reach each measured mechanism's heap, measured now, for
+            # show and report.
+            if any(b.needs_mechanism for b in map(catalog.benchmark, benches)):
+                env["isolation"] = attackers.for_environment(*isolation_entries(
+                    driver, [catalog.mechanism(m) for m in mechs], ISOLATION_TIMEOUT))
+            run_id = store.begin_run(args.argv, env)
+            store.set_options(run_id, {"repeat": repeat, "seed": seed})
+            failed = lifecycle.record(store, driver, run_id, env, jobs, opts,
+                                      runner.Progress(len(jobs), quiet=args.quiet), guard, finish)
+        except lifecycle.Interrupted as sig:
+            # Before record() took over: nothing ran yet.
+            guard.closing = True
+            if run_id is None:
+                raise
+            store.finish_run(run_id, "interrupted", end_reason=sig.name)
+            raise lifecycle.RunInterrupted(run_id, sig, store.path) from None
+        _print_run(store, run_id, args.json, docs[0] if docs else None)
     return EXIT_FAILED if failed else EXIT_OK
 
 
@@ -500,6 +507,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.output == "":
+        raise UsageError("-o '' names no file (leave -o out to write to stdout)")
     with Store.open(db_path(args), create=False) as store:
         run_id = store.resolve_run(args.run)
         text = export.export(store, run_id, args.format, samples=not args.no_samples)
@@ -513,11 +522,41 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    source = Path(args.file)
+    with Store.open(db_path(args), create=True) as store:
+        if source.exists() and source.resolve() == store.path.resolve():
+            raise UsageError(f"{source} is the store itself")
+        done = interchange.import_into(store, source, args.runs)
+    if args.json:
+        _print_json({"db": str(store.path), "source": str(source), "imported": done})
+        return EXIT_OK
+    for d in done:
+        what = f"run {d['source_run_id']} of {source}" if d["source_run_id"] else str(source)
+        if d["skipped"]:
+            print(f"{what} is already in {store.path} as run {d['run_id']} (same uid): skipped")
+        else:
+            print(f"imported {what} as run {d['run_id']} into {store.path}")
+    if not done:
+        print(f"{source} holds no runs: nothing imported")
+    return EXIT_OK
+
+
 def cmd_report(args: argparse.Namespace) -> int:
+    if not args.output:
+        raise UsageError("-o '' names no folder: give the folder to write the report into")
     with Store.open(db_path(args), create=False) as store:
         run_id = store.resolve_run(args.run)
         report.prepare(Path(args.output))  # an unusable folder fails before any work
-        doc = report.write(summary.build(analysis.load_run(store, run_id)), Path(args.output))
+        doc = summary.build(analysis.load_run(store, run_id))
+        try:
+            doc = report.write(doc, Path(args.output))
+        except OSError as e:
+            # A plot or page that cannot be saved (a full disk, a folder
+            # removed meanwhile): the report is incomplete, say where.
+            where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+            raise OutputError(f"cannot write the report into {args.output}{where}: "
+                              f"{e.strerror or e}") from None
     if args.json:
         _print_json(doc)
     else:
@@ -569,7 +608,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_system(args: argparse.Namespace) -> int:
     root = system.sysroot()
-    state = Path(args.state) if args.state else db_path(args).parent / "system-state.json"
+    state = Path(args.state) if args.state else system.default_state(root)
     if args.action == "check":
         findings = [f.as_dict() for f in checks.machine_findings(sysinfo.collect(root))]
         if args.json:
@@ -610,8 +649,8 @@ def run_document(store: Store, run_id: int, doc: dict | None = None) -> dict:
         r.pop("header", None)  # in `export --format json`; too bulky here
         results.append(r)
     doc = doc or summary.build(analysis.load_run(store, run_id))
-    return {**store.run(run_id), "db": str(store.path), "results": results,
-            "findings": doc["findings"], "summary": doc}
+    return {**store.run(run_id), "db": str(store.path), "jobs": store.jobs(run_id),
+            "results": results, "findings": doc["findings"], "summary": doc}
 
 
 def _print_run(store: Store, run_id: int, as_json: bool, doc: dict | None = None) -> None:
@@ -630,13 +669,46 @@ def _print_run(store: Store, run_id: int, as_json: bool, doc: dict | None = None
 
 
 def _print_json(doc: dict) -> None:
-    json.dump(doc, sys.stdout, indent=1)
+    """Every --json document, with the interchange schema_version first."""
+    json.dump(interchange.stamp(doc), sys.stdout, indent=1)
     sys.stdout.write("\n")
+
+
+class OutputError(Exception):
+    """What was asked for was computed but cannot be written: exit 1."""
 
 
 def _err(message: str) -> None:
     # One line, always: a multi-line message would break the contract.
-    print(f"{PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
+    try:
+        print(f"{PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass  # no terminal left (SIGHUP) or stderr closed: nothing more to do
+
+
+def _flush_stdout() -> None:
+    """Write out stdout now, so that a full disk or /dev/full is reported as one
+    line instead of as an exception while Python exits."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _drop_stdout()
+        raise
+    except OSError as e:
+        _drop_stdout()
+        raise OutputError(f"cannot write the output: {e.strerror or e}") from None
+
+
+def _drop_stdout() -> None:
+    # What is still buffered can never be written: point the descriptor at
+    # /dev/null so that the interpreter's last flush succeeds quietly.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -645,22 +717,51 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         args.argv = [PROG, *argv]
         func: Callable[[argparse.Namespace], int] = args.func
-        return func(args)
+        code = func(args)
+        _flush_stdout()
+        return code
     except UsageError as e:
         _err(e)
         return EXIT_USAGE
-    except DriverError as e:
+    except (DriverError, OutputError) as e:
         _err(e)
         return EXIT_FAILED
     except sqlite3.Error as e:
         _err(f"the store failed: {e}")
         return EXIT_FAILED
+    except lifecycle.RunInterrupted as e:
+        _err(f"interrupted by {e.signal.name}: run {e.run_id} is marked interrupted; the results "
+             f"so far are kept in {e.db}")
+        return e.signal.exit_code
+    except lifecycle.Interrupted as e:
+        _err(f"interrupted by {e.name}")
+        return e.exit_code
     except KeyboardInterrupt:
         _err("interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # stdout closed early (`isobench list | head`): not an error worth a traceback.
-        sys.stderr.close()
+        _drop_stdout()
+        try:
+            sys.stderr.close()
+        except OSError:
+            pass
+        return EXIT_FAILED
+    except OSError as e:
+        # Most often writing the output failed (stdout on a full disk, a
+        # closed terminal); a file named in the error is named in the line.
+        if e.filename:
+            _err(f"cannot use {e.filename}: {e.strerror or e}")
+        else:
+            _drop_stdout()
+            _err(f"cannot write the output: {e.strerror or e}")
+        return EXIT_FAILED
+    except Exception as e:  # the last guard: one line, never a traceback
+        if os.environ.get(ENV_DEBUG):
+            traceback.print_exc()
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        _err(f"internal error: {type(e).__name__}: {e} (at {Path(where.filename).name}:"
+             f"{where.lineno}; set {ENV_DEBUG}=1 for the traceback, and please report it)")
         return EXIT_FAILED
 
 

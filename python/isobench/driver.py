@@ -3,6 +3,7 @@
 ``isob list --json``       what mechanisms and benchmarks exist, which are available
 ``isob isolation -m M``    who can reach M's trusted heap: the attacker matrix (attackers.py)
 ``isob --version --json``  how the binary was built (optional: tolerated if absent)
+``isob --limits --json``   the bounds of its numeric options (validate.Limits)
 
 Measurement runs are in runner.py; this module only asks and parses.
 """
@@ -17,6 +18,7 @@ from typing import Mapping
 
 from . import attackers, proc, records
 from .errors import DriverError, UsageError
+from .validate import Limits
 
 ENV_ISOB = "ISOBENCH_ISOB"
 
@@ -144,6 +146,23 @@ class Driver:
             return _catalog_from(listing)
         except (TypeError, KeyError, ValueError) as e:
             raise DriverError(f"`{self.path} list --json` printed a malformed list: {e}") from None
+
+    def limits(self, timeout: float = LIST_TIMEOUT) -> Limits:
+        """The bounds isob enforces on its options, so that a bad value is refused
+        before a run is stored rather than by every isob child of the run."""
+        lines, garbage, ex = self.ask(["--limits", "--json"], timeout)
+        what = describe_exit(ex, timeout)
+        if what is None and ex.returncode != 0:
+            what = f"exited with status {ex.returncode}: {ex.stderr_tail() or 'no message'}"
+        line = next((l for l in lines if l["type"] == "limits"), None)
+        if what is None and line is None:
+            what = f"printed {garbage[0]}" if garbage else "printed no limits line"
+        if what is not None:
+            raise DriverError(f"`{self.path} --limits --json` failed: {what}")
+        try:
+            return Limits.from_line(line)
+        except ValueError as e:
+            raise DriverError(f"`{self.path} --limits --json` printed {e}") from None
 
     def isolation(self, mech: Mechanism, timeout: float = ISOLATION_TIMEOUT) -> Isolation:
         if not mech.available:

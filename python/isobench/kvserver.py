@@ -204,8 +204,7 @@ class Server:
     def __init__(self, argv: list[str]):
         self.argv = argv
         self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log,
-                                     stderr=self.log, start_new_session=True)
+        self.proc = proc.popen(argv, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
 
     def output(self) -> str:
         self.log.seek(0)

@@ -7,10 +7,18 @@ with everything it started (a compartment in another process would otherwise
 keep running and keep the pipes open).  So the child gets its own process
 group (start_new_session) and the whole group is killed on time-out, on an
 exception in the caller (Ctrl-C), and after the child exits (strays).
+
+Every child started here also dies with the process that started it
+(PR_SET_PDEATHSIG): if isobench itself is killed with SIGKILL, its isob and
+server children do not live on.  `isobench run` goes one step further and
+becomes a child subreaper (adopt_orphans): whatever its children leave
+behind is re-parented to it instead of to init, so kill_descendants() finds
+and ends every process the run started, however it was started.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import selectors
 import signal
@@ -47,6 +55,121 @@ class ChildExit:
         return lines[-1] if lines else ""
 
 
+# prctl(2) options (linux/prctl.h).
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+    _prctl = _libc.prctl
+except (OSError, AttributeError):  # not Linux: no death signal, no subreaper
+    _prctl = None
+
+
+def _die_with_parent(parent: int) -> Callable[[], None]:
+    """The preexec_fn of every child: SIGKILL when the parent dies.  If the
+    parent died before prctl took effect, the child is already an orphan and
+    exits at once."""
+    def setup() -> None:
+        if _prctl is not None:
+            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(127)
+    return setup
+
+
+def popen(argv: Sequence[str], **kwargs) -> subprocess.Popen:
+    """subprocess.Popen in a process group of its own that dies with this process."""
+    return subprocess.Popen(list(argv), start_new_session=True,
+                            preexec_fn=_die_with_parent(os.getpid()), **kwargs)
+
+
+def adopt_orphans() -> bool:
+    """Make this process the reaper of its descendants' orphans; False where the
+    kernel cannot (then descendants that left our process groups can escape)."""
+    if _prctl is None:
+        return False
+    return _prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every live (not zombie) process visible in /proc."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        fields = text[text.rfind(")") + 2:].split()
+        if len(fields) > 1 and fields[0] not in ("Z", "X"):
+            out[int(name)] = int(fields[1])
+    return out
+
+
+def descendants(root: int | None = None) -> list[int]:
+    """The live descendants of root (default: this process), parents first."""
+    root = os.getpid() if root is None else root
+    parents = _parents()
+    found, frontier = [], [root]
+    while frontier:
+        kids = [p for p, pp in parents.items() if pp in frontier and p not in found]
+        found += kids
+        frontier = kids
+    return found
+
+
+def reap_zombies() -> int:
+    """Reap children that have exited and that nobody waits for (orphans adopted
+    by a subreaper); their CPU time then counts in RUSAGE_CHILDREN.  Only call
+    this when no subprocess.Popen of ours is still to be waited for."""
+    n = 0
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return n
+        if pid == 0:
+            return n
+        n += 1
+
+
+def kill_descendants() -> int:
+    """SIGKILL every live descendant of this process and reap what can be
+    reaped; the number killed.  Orphans come back to us only after
+    adopt_orphans(), so call it only in a process that did."""
+    killed = set()
+    for round_ in range(100):
+        pids = descendants()
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+        _wait_children_gone(pids)
+        if round_:
+            # A killed grandchild is not ours to wait for: give it a moment to
+            # die and be re-parented (bounded: 100 rounds).
+            time.sleep(0.01)
+    reap_zombies()
+    return len(killed)
+
+
+def _wait_children_gone(pids: Sequence[int]) -> None:
+    """Reap our own children among pids; a grandchild is re-parented to us
+    when its parent dies and is found in the next round."""
+    for pid in pids:
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass  # not our child (yet): the next round finds it
+
+
 def signal_name(signo: int) -> str:
     try:
         return signal.Signals(signo).name
@@ -64,9 +187,8 @@ def run_lines(argv: Sequence[str], *, timeout: float, on_line: Callable[[str], N
     """
     start = time.monotonic()
     deadline = start + timeout
-    proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=dict(env) if env is not None else None,
-                            start_new_session=True)
+    proc = popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE, env=dict(env) if env is not None else None)
     err = bytearray()
     try:
         timed_out = _pump(proc, deadline, on_line, err)

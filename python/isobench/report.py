@@ -355,13 +355,12 @@ def write(doc: Mapping, out_dir: Path) -> dict:
     """Write the report of a summary document; what was written and the findings."""
     out_dir = prepare(out_dir)
     plot_list = plots.draw(doc)
-    try:
-        files = [name for p in plot_list for name in plots.save(p, out_dir)]
-        (out_dir / "index.html").write_text(render_html(doc, plot_list, out_dir))
-        (out_dir / "summary.md").write_text(render_md(doc, plot_list))
-        (out_dir / "stats.json").write_text(json.dumps(doc, indent=1) + "\n")
-    except OSError as e:
-        raise UsageError(f"cannot write the report to {out_dir}: {e.strerror or e}") from None
+    # A file that cannot be written midway (a full disk, a name taken by a
+    # folder) raises OSError with its file name, for the caller to report.
+    files = [name for p in plot_list for name in plots.save(p, out_dir)]
+    (out_dir / "index.html").write_text(render_html(doc, plot_list, out_dir))
+    (out_dir / "summary.md").write_text(render_md(doc, plot_list))
+    (out_dir / "stats.json").write_text(json.dumps(doc, indent=1) + "\n")
     run = doc["run"]
     return {"run_id": run["run_id"], "db": run["db"], "dir": str(out_dir),
             "files": ["index.html", "summary.md", "stats.json", *files],

@@ -20,6 +20,10 @@ process.  Within each repetition the order of the mechanisms is shuffled
 with a seeded generator, so that drift over the run (thermal, background
 load) does not always favour the mechanism that runs first; the seed is
 recorded with the run.  One repetition keeps the order given.
+
+The plan is generated lazily (Plan): `--repeat 1000` over every mechanism is
+a few numbers, not a list of every job, and the order the jobs actually ran
+in is recorded job by job (the store's jobs table) as they start.
 """
 
 from __future__ import annotations
@@ -28,11 +32,12 @@ import random
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence, TextIO
+from typing import Callable, Iterable, Iterator, Mapping, Sequence, TextIO
 
 from . import kvserver, proc
 from .driver import EXIT_FAILED, EXIT_OK, EXIT_SKIP, EXIT_USAGE, Catalog, Driver, describe_exit
 from .records import NO_MECHANISM, Header, ProtocolError, Result, parse_line
+from .store import now_ms
 
 # The benchmarks `isobench run` runs when none are named.  Grows as
 # benchmarks are added; each must be quick enough for a default run.
@@ -95,33 +100,51 @@ class JobOutcome:
         return any(r.status == "failed" for r in self.results)
 
 
+class Plan:
+    """The jobs of a run, generated as they are needed (see plan())."""
+
+    def __init__(self, catalog: Catalog, benchmarks: Sequence[str], mechanisms: Sequence[str],
+                 repeat: int = 1, seed: int = 0,
+                 per_benchmark: Mapping[str, Sequence[str]] | None = None):
+        self.benchmarks = tuple(benchmarks)
+        self.repeat = repeat
+        self.seed = seed
+        # Per benchmark: None when it takes no mechanism, else its mechanisms.
+        self._mechs: list[tuple[str, tuple[str, ...] | None]] = []
+        for name in self.benchmarks:
+            bench = catalog.benchmark(name)
+            if bench is not None and not bench.needs_mechanism:
+                self._mechs.append((name, None))
+            else:
+                self._mechs.append((name, tuple((per_benchmark or {}).get(name, mechanisms))))
+
+    def __len__(self) -> int:
+        return self.repeat * sum(1 if m is None else len(m) for _, m in self._mechs)
+
+    def __iter__(self) -> Iterator[Job]:
+        rng = random.Random(self.seed)
+        for rep in range(1, self.repeat + 1):
+            for name, mechs in self._mechs:
+                if mechs is None:
+                    yield Job(name, None, rep, self.repeat)
+                    continue
+                order = list(mechs)
+                if self.repeat > 1:
+                    rng.shuffle(order)
+                for m in order:
+                    yield Job(name, m, rep, self.repeat)
+
+
 def plan(catalog: Catalog, benchmarks: Sequence[str], mechanisms: Sequence[str],
          repeat: int = 1, seed: int = 0,
-         per_benchmark: dict[str, Sequence[str]] | None = None) -> list[Job]:
+         per_benchmark: Mapping[str, Sequence[str]] | None = None) -> Plan:
     """The jobs of a run: repetition-major, then benchmark in the order given,
     then mechanism (in the order given for one repetition, else shuffled per
     repetition and benchmark with random.Random(seed)).  per_benchmark gives
     some benchmarks their own mechanism list (kv-server: memcached first,
-    then its default set unless -m named some)."""
-    rng = random.Random(seed)
-    per_benchmark = per_benchmark or {}
-    jobs: list[Job] = []
-    for rep in range(1, repeat + 1):
-        for name in benchmarks:
-            bench = catalog.benchmark(name)
-            if bench is not None and not bench.needs_mechanism:
-                jobs.append(Job(name, None, rep, repeat))
-                continue
-            order = list(per_benchmark.get(name, mechanisms))
-            if repeat > 1:
-                rng.shuffle(order)
-            jobs.extend(Job(name, m, rep, repeat) for m in order)
-    return jobs
-
-
-def job_order(jobs: Sequence[Job]) -> list[list]:
-    """The order jobs ran in, as recorded with the run: [repetition, benchmark, mechanism]."""
-    return [[j.repetition, j.benchmark, j.mechanism_name] for j in jobs]
+    then its default set unless -m named some).  Iterating twice gives the
+    same jobs."""
+    return Plan(catalog, benchmarks, mechanisms, repeat, seed, per_benchmark)
 
 
 def isob_args(job: Job, opts: Options) -> list[str]:
@@ -142,11 +165,14 @@ def isob_args(job: Job, opts: Options) -> list[str]:
 class _Collector:
     """Turns isob's stdout lines into records as they arrive."""
 
-    def __init__(self, job: Job, on_result: Callable[[Result], None]):
+    def __init__(self, job: Job, on_result: Callable[[Result, str, str], None]):
         self.job = job
         self.on_result = on_result
         self.outcome = JobOutcome(job)
         self.bad_lines: list[str] = []
+        # A result was measured between the line before it (or the job's
+        # start) and its own line: isob prints each one as soon as it is done.
+        self.mark = now_ms()
 
     def line(self, text: str) -> None:
         if not text.strip():
@@ -163,10 +189,16 @@ class _Collector:
         # Other line types are ignored: a newer isob may add some.
 
     def _header(self, obj: dict) -> None:
+        self.mark = now_ms()
         try:
             self.outcome.header = Header.from_line(obj)
         except ValueError as e:
             self.bad_lines.append(f"invalid header line ({e})")
+
+    def _emit(self, r: Result) -> None:
+        started, self.mark = self.mark, now_ms()
+        self.outcome.results.append(r)
+        self.on_result(r, started, self.mark)
 
     def _result(self, obj: dict) -> None:
         # The job, not the line, names benchmark and mechanism: the record
@@ -177,19 +209,17 @@ class _Collector:
         except ValueError as e:
             self.bad_lines.append(f"invalid result line ({e})")
             return
-        self.outcome.results.append(r)
-        self.on_result(r)
+        self._emit(r)
 
     def record(self, status: str, reason: str) -> None:
-        r = Result.failure(self.job.benchmark, self.job.mechanism_name, reason,
-                           self.outcome.header, status=status)
-        self.outcome.results.append(r)
-        self.on_result(r)
+        self._emit(Result.failure(self.job.benchmark, self.job.mechanism_name, reason,
+                                  self.outcome.header, status=status))
 
 
 def run_job(driver: Driver, job: Job, opts: Options,
-            on_result: Callable[[Result], None]) -> JobOutcome:
-    """Run one isob child; every record (including the failure record) goes to on_result."""
+            on_result: Callable[[Result, str, str], None]) -> JobOutcome:
+    """Run one isob child; every record (including the failure record) goes to
+    on_result with the times that bound its measurement."""
     col = _Collector(job, on_result)
     try:
         ex = proc.run_lines(driver.argv(*isob_args(job, opts)), timeout=opts.timeout,
@@ -205,15 +235,15 @@ def run_job(driver: Driver, job: Job, opts: Options,
 
 
 def run_kvserver_job(driver: Driver, job: Job, opts: Options,
-                     on_result: Callable[[Result], None]) -> JobOutcome:
+                     on_result: Callable[[Result, str, str], None]) -> JobOutcome:
     """One server of the kv-server benchmark (memcached or isob serve -m M)."""
     out = JobOutcome(job)
-    t0 = time.monotonic()
+    t0, started = time.monotonic(), now_ms()
     r = kvserver.measure(job.mechanism_name, str(driver.path),
                          kvserver.seconds_for(opts.quick, opts.seconds))
     out.elapsed = time.monotonic() - t0
     out.results.append(r)
-    on_result(r)
+    on_result(r, started, now_ms())
     return out
 
 
@@ -279,30 +309,44 @@ class Progress:
             self.stream.flush()
 
 
-def run_jobs(driver: Driver, jobs: Sequence[Job], opts: Options,
-             on_result: Callable[[Result, Job], None],
-             on_header: Callable[[Header], None] | None = None,
-             progress: Progress | None = None) -> bool:
-    """Run every job in turn; True when any record failed.
+class Sink:
+    """What run_jobs reports as it happens; this one ignores everything.  The
+    run command's sink (lifecycle.py) stores it."""
 
-    on_result gets each record with the job it came from (for its repetition).
-    on_header is called with the first header seen (the run's environment
-    takes the counter backend and TSC frequency from it).
-    """
+    def job_started(self, job: Job, seq: int) -> None:
+        """Before job number seq (1, 2, ...) starts."""
+
+    def result(self, r: Result, job: Job, started: str, finished: str) -> None:
+        """Each record as soon as it exists, with the times that bound it."""
+
+    def header(self, h: Header) -> None:
+        """The first header of the run (the environment takes the counter backend
+        and the TSC frequency from it)."""
+
+    def job_finished(self, job: Job, outcome: JobOutcome) -> None:
+        """After the job's processes are gone."""
+
+
+def run_jobs(driver: Driver, jobs: Iterable[Job], opts: Options, sink: Sink,
+             progress: Progress | None = None) -> bool:
+    """Run every job in turn; True when any record failed."""
     failed = False
     seen_header = False
-    for job in jobs:
+    for seq, job in enumerate(jobs, 1):
+        sink.job_started(job, seq)
         if progress:
             progress.start(job)
+        on_result = lambda r, started, finished, job=job: sink.result(r, job, started, finished)
         if job.benchmark == kvserver.BENCHMARK:
             # Not an isob subcommand: servers and client are driven from Python.
-            out = run_kvserver_job(driver, job, opts, lambda r, job=job: on_result(r, job))
+            out = run_kvserver_job(driver, job, opts, on_result)
         else:
-            out = run_job(driver, job, opts, lambda r, job=job: on_result(r, job))
+            out = run_job(driver, job, opts, on_result)
         if progress:
             progress.done(out)
-        if out.header is not None and not seen_header and on_header is not None:
+        if out.header is not None and not seen_header:
             seen_header = True
-            on_header(out.header)
+            sink.header(out.header)
+        sink.job_finished(job, out)
         failed = failed or out.failed
     return failed

@@ -18,6 +18,7 @@ import os
 from typing import Sequence
 
 from .driver import find_isob
+from .validate import bounded_whole
 
 # Defaults of `isob serve` (include/isobench/serve.h), repeated only for the
 # help text: an option left out is not passed, so isob's own default applies.
@@ -40,18 +41,9 @@ _OPTIONS = (
 
 
 def _whole(low: int, high: int):
-    """An argparse type: a whole number in [low, high], with a plain message."""
-
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if not low <= v <= high:
-            raise argparse.ArgumentTypeError(f"{text!r} is not from {low} to {high}")
-        return v
-
-    return parse
+    """An argparse type: a whole number in [low, high] in plain ASCII digits
+    (int() alone would pass '４' on to isob as '4')."""
+    return bounded_whole(low, high)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:

@@ -1,16 +1,25 @@
 """The store: ONE SQLite file holding runs, their results and raw samples.
 
-Layout (schema version 3, kept in PRAGMA user_version):
+Layout (schema version 4, kept in PRAGMA user_version):
 
     runs      one row per `isobench run`: when, how it was invoked, how it
-              ended, and the machine it ran on (environment, JSON); options
-              (JSON: repeat, seed, the order jobs ran in) and aggregates
-              (JSON list: figures averaged over results, each saying how it
-              was averaged, which `isobench check` inspects)
+              ended (and why, when it was stopped from outside), and the
+              machine it ran on (environment, JSON); options (JSON: repeat,
+              seed) and aggregates (JSON list: figures averaged over
+              results, each saying how it was averaged, which `isobench
+              check` inspects); uid (the run's identity across stores, so
+              that importing the same run twice is noticed); owner (JSON:
+              the process that runs it, so that a run whose process is gone
+              is closed as interrupted); origin (JSON: where an imported run
+              came from)
+    jobs      one row per (benchmark, mechanism, repetition) as it ran: its
+              place in the run's order, start and end, and the load of the
+              machine around it (JSON, see load.py)
     results   one row per measured configuration (benchmark, mechanism,
               params) and repetition with the summary statistics of its
               samples, so that tables need not decompress anything; header is
-              the isob header line the result came under (JSON)
+              the isob header line the result came under (JSON); the job it
+              came from and when it was measured
     samples   the raw per-iteration samples of a result, one row per event
               (PRIMARY_EVENT for the result's own unit, then perf events),
               as zlib-compressed little-endian unsigned 64-bit integers
@@ -29,6 +38,11 @@ Schema history and migration notes:
     3  results.batched_reps: JSON list of every (K, 2K) pair's estimate
        behind results.batched, in measuring order (isob's "batched_reps");
        NULL for results stored before, whose pairs were never kept.
+    4  runs.uid (random for older runs), runs.owner, runs.end_reason,
+       runs.origin; the jobs table; results.job_id, results.started and
+       results.finished (NULL for results stored before: their jobs and
+       times were not recorded).  runs.options no longer lists the job
+       order: the jobs table holds it.
     (next) add a MIGRATIONS entry with the SQL that turns version N-1 into N;
            open() applies the missing steps in order inside one transaction.
            Never edit a released step: stores in the wild are at every version.
@@ -38,13 +52,16 @@ from __future__ import annotations
 
 import array
 import json
+import secrets
 import sqlite3
+import stat
 import sys
 import zlib
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
+from . import owner as owner_mod
 from . import stats
 from .errors import StoreError, UsageError
 from .records import PRIMARY_EVENT, Result, thaw
@@ -103,20 +120,57 @@ MIGRATIONS: dict[int, str] = {
     3: """
     ALTER TABLE results ADD COLUMN batched_reps TEXT;
     """,
+    4: """
+    ALTER TABLE runs ADD COLUMN uid TEXT;
+    UPDATE runs SET uid = lower(hex(randomblob(16)));
+    CREATE UNIQUE INDEX runs_by_uid ON runs(uid);
+    ALTER TABLE runs ADD COLUMN owner TEXT;       -- JSON: host, boot_id, pid, start_ticks
+    ALTER TABLE runs ADD COLUMN end_reason TEXT;  -- e.g. "SIGTERM", or why it was closed
+    ALTER TABLE runs ADD COLUMN origin TEXT;      -- JSON: source of an imported run
+    CREATE TABLE jobs (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id      INTEGER NOT NULL REFERENCES runs(id),
+        seq         INTEGER NOT NULL,  -- 1, 2, ... in the order the jobs ran
+        benchmark   TEXT NOT NULL,
+        mechanism   TEXT NOT NULL,
+        repetition  INTEGER NOT NULL,
+        started     TEXT NOT NULL,     -- ISO 8601, UTC, milliseconds
+        finished    TEXT,
+        status      TEXT NOT NULL,     -- running | done | interrupted
+        load        TEXT               -- JSON object, see load.py
+    );
+    CREATE INDEX jobs_by_run ON jobs(run_id);
+    ALTER TABLE results ADD COLUMN job_id INTEGER REFERENCES jobs(id);
+    ALTER TABLE results ADD COLUMN started TEXT;
+    ALTER TABLE results ADD COLUMN finished TEXT;
+    """,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
 RUN_STATUSES = ("running", "ok", "failed", "interrupted")
+# A run that has ended, whichever way: what `latest` picks from.
+ENDED = ("ok", "failed", "interrupted")
+JOB_STATUSES = ("running", "done", "interrupted")
 
 # The summary columns, in table order; shared by the store and the exports.
 SUMMARY_COLUMNS = ("n", "min", "max", "median", "p5", "p95", "mad", "mean")
 RESULT_COLUMNS = ("id", "benchmark", "mechanism", "params", "unit", "counter", "status",
                   "reason", *SUMMARY_COLUMNS, "batched", "batched_reps", "empty_region",
-                  "dropped", "warmup", "repetition")
+                  "dropped", "warmup", "repetition", "job_id", "started", "finished")
+JOB_COLUMNS = ("id", "seq", "benchmark", "mechanism", "repetition", "started", "finished",
+               "status", "load")
+
+# Run ids are SQLite integers; anything larger names no run.
+MAX_ID = 2**63 - 1
 
 
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+def now(timespec: str = "seconds") -> str:
+    return datetime.now(timezone.utc).isoformat(timespec=timespec)
+
+
+def now_ms() -> str:
+    """A timestamp precise enough to order the results of one job."""
+    return now("milliseconds")
 
 
 def encode_samples(values: Iterable[int]) -> bytes:
@@ -127,15 +181,35 @@ def encode_samples(values: Iterable[int]) -> bytes:
 
 
 def decode_samples(blob: bytes, count: int, encoding: str) -> tuple[int, ...]:
+    """The values of one stored sample blob; StoreError when it is damaged."""
     if encoding != SAMPLE_ENCODING:
         raise StoreError(f"samples in unknown encoding {encoding!r}")
     a = array.array("Q")
-    a.frombytes(zlib.decompress(blob))
+    try:
+        a.frombytes(zlib.decompress(blob))
+    except (zlib.error, TypeError, ValueError) as e:
+        raise StoreError(f"samples are damaged ({e})") from None
     if sys.byteorder == "big":
         a.byteswap()
     if len(a) != count:
         raise StoreError(f"samples: {len(a)} values stored, {count} expected")
     return tuple(a)
+
+
+def _column(text: Any, what: str, kind: type | tuple[type, ...], null: bool = True) -> Any:
+    """A JSON column read back; StoreError naming it when it is damaged or of the
+    wrong kind, so that no caller meets a half-valid value."""
+    if text is None:
+        if null:
+            return None
+        raise StoreError(f"{what} is missing")
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError) as e:
+        raise StoreError(f"{what} is not valid JSON ({e})") from None
+    if not isinstance(value, kind) or (value is None and not null):
+        raise StoreError(f"{what} is a JSON {type(value).__name__}, not what isobench wrote")
+    return value
 
 
 class Store:
@@ -170,11 +244,22 @@ class Store:
         store = cls(path, conn)
         try:
             store._migrate(writable=writable)
+            abandoned = store._abandoned()
+            if abandoned and not writable:
+                # Closing them needs a writable connection; a store this user
+                # cannot write keeps them as they are (`latest` skips them).
+                try:
+                    store._conn = _connect_rw(path)
+                    conn.close()
+                except StoreError:
+                    abandoned = []
+            for run_id, why in abandoned:
+                store._close_abandoned(run_id, why)
         except sqlite3.DatabaseError as e:
-            conn.close()
+            store._conn.close()
             raise StoreError(f"{path} is not an isobench store: {e}") from None
         except StoreError:
-            conn.close()
+            store._conn.close()
             raise
         return store
 
@@ -208,13 +293,45 @@ class Store:
             # previous version, never half-migrated.
             c.executescript("BEGIN;" + MIGRATIONS[step] + f"PRAGMA user_version = {step};COMMIT;")
 
+    def _abandoned(self) -> list[tuple[int, str]]:
+        """(run id, why) of the runs marked running whose process is gone."""
+        rows = self._conn.execute(
+            "SELECT id, owner FROM runs WHERE status = 'running' AND owner IS NOT NULL").fetchall()
+        out = []
+        for run_id, text in rows:
+            try:
+                why = owner_mod.gone(json.loads(text))
+            except ValueError:
+                why = None  # a damaged owner record: leave the run alone
+            if why:
+                out.append((run_id, why))
+        return out
+
+    def _close_abandoned(self, run_id: int, why: str) -> None:
+        """Mark an abandoned run interrupted, ended when its last result was stored."""
+        last = self._conn.execute(
+            "SELECT max(coalesce(finished, '')) FROM results WHERE run_id = ?",
+            (run_id,)).fetchone()[0]
+        with self._conn as c:
+            c.execute("UPDATE runs SET status = 'interrupted', end_reason = ?, "
+                      "finished = coalesce(nullif(?, ''), started) "
+                      "WHERE id = ? AND status = 'running'",
+                      (f"closed when found: {why}", last, run_id))
+            c.execute("UPDATE jobs SET status = 'interrupted' WHERE run_id = ? "
+                      "AND status = 'running'", (run_id,))
+
     # ---- writing ----
 
-    def begin_run(self, argv: list[str], environment: dict) -> int:
+    def begin_run(self, argv: list[str], environment: dict, owner: dict | None = None) -> int:
+        """A new run, `running` until finish_run; owner is the process running it
+        (default: this one), so that a run whose process dies is noticed."""
+        owner = owner if owner is not None else owner_mod.this_process()
         with self._conn as c:
             cur = c.execute(
-                "INSERT INTO runs (started, argv, status, environment) VALUES (?, ?, 'running', ?)",
-                (now(), json.dumps(argv), json.dumps(environment, sort_keys=True)))
+                "INSERT INTO runs (started, argv, status, environment, uid, owner) "
+                "VALUES (?, ?, 'running', ?, ?, ?)",
+                (now(), json.dumps(argv), json.dumps(environment, sort_keys=True),
+                 secrets.token_hex(16), json.dumps(owner, sort_keys=True)))
         return cur.lastrowid
 
     def set_environment(self, run_id: int, environment: dict) -> None:
@@ -232,22 +349,45 @@ class Store:
             c.execute("UPDATE runs SET aggregates = ? WHERE id = ?",
                       (json.dumps(aggregates, sort_keys=True), run_id))
 
-    def finish_run(self, run_id: int, status: str) -> None:
-        if status not in RUN_STATUSES:
+    def finish_run(self, run_id: int, status: str, end_reason: str | None = None) -> None:
+        """End a run; an interrupted one also closes the job it was in."""
+        if status not in ENDED:
             raise ValueError(f"run status {status!r}")
         with self._conn as c:
-            c.execute("UPDATE runs SET finished = ?, status = ? WHERE id = ?",
-                      (now(), status, run_id))
+            c.execute("UPDATE runs SET finished = ?, status = ?, end_reason = ? WHERE id = ?",
+                      (now(), status, end_reason, run_id))
+            c.execute("UPDATE jobs SET status = 'interrupted', finished = coalesce(finished, ?) "
+                      "WHERE run_id = ? AND status = 'running'", (now_ms(), run_id))
 
-    def add_result(self, run_id: int, r: Result, repetition: int = 1) -> int:
-        """Store one result with its samples, committed before returning."""
+    def begin_job(self, run_id: int, seq: int, benchmark: str, mechanism: str,
+                  repetition: int, load: dict | None = None) -> int:
+        with self._conn as c:
+            cur = c.execute(
+                "INSERT INTO jobs (run_id, seq, benchmark, mechanism, repetition, started, "
+                "status, load) VALUES (?, ?, ?, ?, ?, ?, 'running', ?)",
+                (run_id, seq, benchmark, mechanism, repetition, now_ms(), _json_or_null(load)))
+        return cur.lastrowid
+
+    def finish_job(self, job_id: int, status: str = "done", load: dict | None = None) -> None:
+        if status not in JOB_STATUSES:
+            raise ValueError(f"job status {status!r}")
+        with self._conn as c:
+            c.execute("UPDATE jobs SET finished = ?, status = ?, load = coalesce(?, load) "
+                      "WHERE id = ?", (now_ms(), status, _json_or_null(load), job_id))
+
+    def add_result(self, run_id: int, r: Result, repetition: int = 1, job_id: int | None = None,
+                   started: str | None = None, finished: str | None = None) -> int:
+        """Store one result with its samples, committed before returning.  started
+        and finished bound when it was measured (finished: now by default)."""
         s = r.summary
         header = json.dumps(thaw(r.header), sort_keys=True) if r.header is not None else None
         row = {"run_id": run_id, "benchmark": r.benchmark, "mechanism": r.mechanism,
                "params": r.params_json(), "unit": r.unit, "counter": r.counter,
                "status": r.status, "reason": r.reason, **s.as_dict(), "batched": r.batched,
-               "batched_reps": json.dumps(list(r.batched_reps)), "empty_region": r.empty_region, "dropped": r.dropped, "warmup": r.warmup,
-               "header": header, "repetition": repetition}
+               "batched_reps": json.dumps(list(r.batched_reps)),
+               "empty_region": r.empty_region, "dropped": r.dropped, "warmup": r.warmup,
+               "header": header, "repetition": repetition, "job_id": job_id,
+               "started": started, "finished": finished or now_ms()}
         events = [(PRIMARY_EVENT, r.samples)] if r.samples else []
         return self._insert_result(row, events + list(r.events.items()))
 
@@ -263,73 +403,139 @@ class Store:
                  for name, v in ((n, list(v)) for n, v in events)])
         return result_id
 
-    def import_run(self, doc: dict) -> int:
+    def import_run(self, doc: dict, origin: dict | None = None) -> int:
         """Store a run given as a document in the shape `export --format json` writes.
 
         Summary columns are taken as given, and computed from the samples only
         where missing: a run measured elsewhere keeps the numbers it came with.
-        Used to load reviewed fixtures (tests/python/fixtures/*_run.json) and
-        runs exported on another machine.
+        A run exported while it was still running is stored as interrupted (its
+        process is not on this machine to finish it).  The document's uid is
+        kept (a new one is drawn when it has none); the caller checks first
+        that it is not in this store yet (run_by_uid).  Used by `isobench
+        import` (interchange.py validates the document first) and to load
+        reviewed fixtures (tests/python/fixtures/*_run.json).
         """
+        status = doc.get("status", "ok")
+        end_reason = doc.get("end_reason")
+        if status == "running":
+            status, end_reason = "interrupted", "exported while it was still running"
         with self._conn as c:
             cur = c.execute(
                 "INSERT INTO runs (started, finished, argv, status, environment, options, "
-                "aggregates) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "aggregates, uid, end_reason, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (doc.get("started") or now(), doc.get("finished"), json.dumps(doc.get("argv", [])),
-                 doc.get("status", "ok"), json.dumps(doc.get("environment") or {}, sort_keys=True),
-                 _json_or_null(doc.get("options")), _json_or_null(doc.get("aggregates"))))
-        run_id = cur.lastrowid
+                 status, json.dumps(doc.get("environment") or {}, sort_keys=True),
+                 _json_or_null(doc.get("options")), _json_or_null(doc.get("aggregates")),
+                 doc.get("uid") or secrets.token_hex(16), end_reason, _json_or_null(origin)))
+            run_id = cur.lastrowid
+            jobs = {}
+            for j in doc.get("jobs") or []:
+                jstatus = "interrupted" if j.get("status") == "running" else j.get("status", "done")
+                cur = c.execute(
+                    "INSERT INTO jobs (run_id, seq, benchmark, mechanism, repetition, started, "
+                    "finished, status, load) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (run_id, j["seq"], j["benchmark"], j["mechanism"], j.get("repetition", 1),
+                     j["started"], j.get("finished"), jstatus, _json_or_null(j.get("load"))))
+                if j.get("job_id") is not None:
+                    jobs[j["job_id"]] = cur.lastrowid
         for r in doc.get("results", []):
-            self._insert_result(*_imported_row(run_id, r))
+            row, events = _imported_row(run_id, r)
+            row["job_id"] = jobs.get(r.get("job_id"))
+            self._insert_result(row, events)
         return run_id
 
     # ---- reading ----
 
-    def latest_run_id(self) -> int | None:
-        row = self._conn.execute("SELECT max(id) FROM runs").fetchone()
+    def latest_run_id(self, ended: bool = True) -> int | None:
+        """The newest run that has ended (ok, failed or interrupted); with
+        ended=False the newest of all, one still running included."""
+        where = f"WHERE status IN ({', '.join(repr(s) for s in ENDED)})" if ended else ""
+        row = self._conn.execute(f"SELECT max(id) FROM runs {where}").fetchone()
         return row[0]
 
+    def run_by_uid(self, uid: str) -> int | None:
+        row = self._conn.execute("SELECT id FROM runs WHERE uid = ?", (uid,)).fetchone()
+        return row[0] if row else None
+
+    def run_ids(self) -> list[int]:
+        return [r[0] for r in self._conn.execute("SELECT id FROM runs ORDER BY id")]
+
     def resolve_run(self, spec: str | int | None) -> int:
-        """A run id from the user's RUN argument: a number, 'latest' or None (latest)."""
-        if spec is None or spec == "latest":
-            run_id = self.latest_run_id()
+        """A run id from the user's RUN argument: a number, 'latest' or None (the
+        newest run that has ended), or 'newest' (the newest, even if running)."""
+        if spec is None or spec in ("latest", "newest"):
+            run_id = self.latest_run_id(ended=spec != "newest")
             if run_id is None:
+                newest = self.latest_run_id(ended=False)
+                if newest is not None:
+                    raise UsageError(f"{self.path} holds no run that has ended yet: run {newest} "
+                                     f"is still running (`isobench show {newest}`)")
                 raise UsageError(f"{self.path} holds no runs yet: start one with `isobench run`")
             return run_id
-        try:
-            run_id = int(spec)
-        except ValueError:
-            raise UsageError(f"run id {spec!r} is not a number (or 'latest')") from None
-        if self._conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
-            latest = self.latest_run_id()
-            hint = f"the latest is {latest}" if latest is not None else "the store holds no runs"
+        text = str(spec)
+        # ASCII digits only: int() would also take '٣', ' 3' and '3_0'.
+        if not text.isascii() or not text.isdigit():
+            raise UsageError(f"run id {text!r} is not a number (or 'latest', 'newest')")
+        run_id = int(text)
+        if run_id > MAX_ID or self._conn.execute(
+                "SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+            latest = self.latest_run_id(ended=False)
+            hint = f"the newest is {latest}" if latest is not None else "the store holds no runs"
             raise UsageError(f"no run {run_id} in {self.path} ({hint})")
         return run_id
 
     def run(self, run_id: int) -> dict:
-        """The run as a dict (no results): run_id, started, finished, status, argv,
-        environment, options and aggregates (both None when never recorded)."""
+        """The run as a dict (no results): run_id, uid, started, finished, status,
+        end_reason, argv, environment, options and aggregates (both None when
+        never recorded), origin (None unless imported)."""
         row = self._conn.execute(
-            "SELECT id, started, finished, argv, status, environment, options, aggregates "
-            "FROM runs WHERE id = ?", (run_id,)).fetchone()
+            "SELECT id, uid, started, finished, argv, status, end_reason, environment, options, "
+            "aggregates, origin FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise UsageError(f"no run {run_id} in {self.path}")
-        return {"run_id": row[0], "started": row[1], "finished": row[2],
-                "argv": json.loads(row[3]), "status": row[4], "environment": json.loads(row[5]),
-                "options": _loads(row[6]), "aggregates": _loads(row[7])}
+        what = f"{self.path}: run {run_id}:"
+        if row[5] not in RUN_STATUSES:
+            raise StoreError(f"{what} status {row[5]!r} is not one isobench writes")
+        return {"run_id": row[0], "uid": row[1], "started": row[2], "finished": row[3],
+                "argv": _column(row[4], f"{what} argv", list, null=False), "status": row[5],
+                "end_reason": row[6],
+                "environment": _column(row[7], f"{what} environment", dict, null=False),
+                "options": _column(row[8], f"{what} options", dict),
+                "aggregates": _column(row[9], f"{what} aggregates", list),
+                "origin": _column(row[10], f"{what} origin", dict)}
 
     def results(self, run_id: int) -> list[dict]:
         """The run's results in the order they were stored, as summary dicts."""
         rows = self._conn.execute(
             f"SELECT {', '.join(RESULT_COLUMNS)}, header FROM results WHERE run_id = ? ORDER BY id",
             (run_id,)).fetchall()
-        return [_result_dict(row) for row in rows]
+        return [_result_dict(row, self.path) for row in rows]
+
+    def jobs(self, run_id: int) -> list[dict]:
+        """The run's jobs in the order they ran (none for runs stored before
+        schema 3)."""
+        rows = self._conn.execute(
+            f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs WHERE run_id = ? ORDER BY seq, id",
+            (run_id,)).fetchall()
+        out = []
+        for row in rows:
+            d = dict(zip(JOB_COLUMNS, row))
+            d["job_id"] = d.pop("id")
+            d["load"] = _column(d["load"], f"{self.path}: job {d['job_id']}: load", dict)
+            out.append(d)
+        return out
 
     def samples(self, result_id: int) -> dict[str, tuple[int, ...]]:
         rows = self._conn.execute(
             "SELECT event, count, encoding, data FROM samples WHERE result_id = ? ORDER BY rowid",
             (result_id,)).fetchall()
-        return {event: decode_samples(data, count, enc) for event, count, enc, data in rows}
+        out = {}
+        for event, count, enc, data in rows:
+            try:
+                out[event] = decode_samples(data, count, enc)
+            except StoreError as e:
+                raise StoreError(f"{self.path}: result {result_id}, event {event}: {e}") from None
+        return out
 
     def load_result(self, result_id: int) -> Result:
         """A stored result as a Result record again, raw samples included."""
@@ -338,15 +544,18 @@ class Store:
             (result_id,)).fetchone()
         if row is None:
             raise UsageError(f"no result {result_id} in {self.path}")
-        d = _result_dict(row)
+        d = _result_dict(row, self.path)
         events = self.samples(result_id)
         primary = events.pop(PRIMARY_EVENT, ())
-        return Result(benchmark=d["benchmark"], mechanism=d["mechanism"], params=d["params"],
-                      status=d["status"], reason=d["reason"], unit=d["unit"],
-                      counter=d["counter"], samples=primary, events=events,
-                      batched=d["batched"], batched_reps=d["batched_reps"] or (),
-                      empty_region=d["empty_region"],
-                      dropped=d["dropped"], warmup=d["warmup"], header=d["header"])
+        try:
+            return Result(benchmark=d["benchmark"], mechanism=d["mechanism"], params=d["params"],
+                          status=d["status"], reason=d["reason"], unit=d["unit"],
+                          counter=d["counter"], samples=primary, events=events,
+                          batched=d["batched"], batched_reps=d["batched_reps"] or (),
+                          empty_region=d["empty_region"],
+                          dropped=d["dropped"], warmup=d["warmup"], header=d["header"])
+        except ValueError as e:
+            raise StoreError(f"{self.path}: result {result_id} is damaged: {e}") from None
 
 
 def _loads(text: str | None) -> Any:
@@ -367,8 +576,10 @@ def _imported_row(run_id: int, r: dict) -> tuple[dict, list[tuple[str, list[int]
            "counter": r.get("counter"), "status": r.get("status", "ok"), "reason": r.get("reason"),
            **{k: r.get(k, summary[k]) for k in SUMMARY_COLUMNS},
            "batched": r.get("batched"), "batched_reps": _json_or_null(r.get("batched_reps")),
-           "empty_region": r.get("empty_region"), "dropped": r.get("dropped", 0), "warmup": r.get("warmup"),
-           "header": _json_or_null(r.get("header")), "repetition": r.get("repetition", 1)}
+           "empty_region": r.get("empty_region"),
+           "dropped": r.get("dropped", 0), "warmup": r.get("warmup"),
+           "header": _json_or_null(r.get("header")), "repetition": r.get("repetition", 1),
+           "started": r.get("started"), "finished": r.get("finished")}
     if row["n"] is None:
         row["n"] = 0
     events = [(PRIMARY_EVENT, primary)] if primary else []
@@ -376,13 +587,45 @@ def _imported_row(run_id: int, r: dict) -> tuple[dict, list[tuple[str, list[int]
     return row, events
 
 
-def _result_dict(row: tuple) -> dict:
+def _result_dict(row: tuple, path: Path | str = "store") -> dict:
     d = dict(zip(RESULT_COLUMNS + ("header",), row))
     d["result_id"] = d.pop("id")
-    d["params"] = json.loads(d["params"])
-    d["batched_reps"] = json.loads(d["batched_reps"]) if d["batched_reps"] is not None else None
-    d["header"] = json.loads(d["header"]) if d["header"] is not None else None
+    what = f"{path}: result {d['result_id']}:"
+    d["params"] = _column(d["params"], f"{what} params", dict, null=False)
+    d["header"] = _column(d["header"], f"{what} header", dict)
+    d["batched_reps"] = _column(d["batched_reps"], f"{what} batched_reps", list)
+    if d["batched_reps"] is not None and not all(
+            isinstance(x, (int, float)) and x == x and x not in (_INF, -_INF)
+            for x in d["batched_reps"]):
+        raise StoreError(f"{what} batched_reps holds something that is not a number")
+    for k in ("n", "dropped", "repetition"):
+        if not isinstance(d[k], int):
+            raise StoreError(f"{what} {k} is {d[k]!r}, not a count")
+    for k in (*SUMMARY_COLUMNS[1:], "batched", "empty_region"):
+        v = d[k]
+        if v is not None and (not isinstance(v, (int, float)) or v != v or v in (_INF, -_INF)):
+            raise StoreError(f"{what} {k} is {v!r}, not a number")
     return d
+
+
+_INF = float("inf")
+
+
+def _check_regular(path: Path) -> None:
+    """Only a regular file can be a store: SQLite would block for ever on a FIFO
+    and fail obscurely on a device or a socket."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise StoreError(f"cannot open the store {path}: {e.strerror or e}") from None
+    if stat.S_ISDIR(mode):
+        raise StoreError(f"the store {path} is a directory, not a file")
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or
+                stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file")
+        raise StoreError(f"the store {path} is {kind}, not a regular file")
 
 
 def _connect_rw(path: Path) -> sqlite3.Connection:
@@ -391,8 +634,7 @@ def _connect_rw(path: Path) -> sqlite3.Connection:
     except OSError as e:
         raise StoreError(f"cannot create the folder of the store {path}: "
                          f"{e.strerror or e}") from None
-    if path.is_dir():
-        raise StoreError(f"the store {path} is a directory, not a file")
+    _check_regular(path)
     conn = None
     try:
         conn = sqlite3.connect(path, isolation_level=None)
@@ -421,8 +663,7 @@ def _older_store(conn: sqlite3.Connection) -> bool:
 def _connect_ro(path: Path) -> sqlite3.Connection:
     if not path.exists():
         raise StoreError(f"no store at {path}: run `isobench run` first, or pass --db")
-    if path.is_dir():
-        raise StoreError(f"the store {path} is a directory, not a file")
+    _check_regular(path)
     try:
         return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as e:

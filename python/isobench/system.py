@@ -17,13 +17,31 @@ Every path is read below a root folder (`/` unless ISOBENCH_SYSROOT says
 otherwise), so the tests run all of this against a fake /sys and /proc.
 Where a setting does not exist (no cpufreq in a VM) or cannot be written (not
 root), `tune` says so for that setting and leaves it as it was.
+
+`reset` writes as root whatever the state file says, so the state file is
+confined (pyperf keeps its state in memory; ours must survive between two
+commands):
+
+- it lives in a folder only root (or the user running isobench) can write:
+  by default /run/isobench under the sysroot, never beside a store that may
+  sit in /tmp; a folder or file writable by others, owned by someone else,
+  or a symbolic link is refused, both when tune saves and when reset reads;
+- it records only what tune itself changed (each path with the value it had
+  before), saved before each write so that a crash loses nothing;
+- reset checks every entry before writing any: a known setting, a path that
+  matches that setting's own pattern component by component, no `..`, a
+  target that stays inside the sysroot after symbolic links are followed,
+  and a value of plain characters.  One bad entry and it writes nothing.
 """
 
 from __future__ import annotations
 
 import errno
+import fnmatch
 import json
 import os
+import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -33,7 +51,16 @@ from .errors import UsageError
 from .store import now
 
 ENV_SYSROOT = "ISOBENCH_SYSROOT"
-STATE_VERSION = 1
+# State file history: 1 saved every setting before tune; 2 only those tune
+# changed.  reset reads both, under the same checks.
+STATE_VERSION = 2
+READABLE_STATES = (1, 2)
+# Below the sysroot: a root-owned folder that exists only while the machine runs.
+STATE_DIR = "/run/isobench"
+STATE_NAME = "system-state.json"
+# What a saved value may look like (governor names, 0, 1, 2).
+SAFE_VALUE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+MAX_STATE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -156,6 +183,148 @@ def show(root: Path) -> list[Outcome]:
     return [show_tunable(t, root) for t in TUNABLES] + _shown(env)
 
 
+# ---- the state file ----
+
+def default_state(root: Path) -> Path:
+    return root / STATE_DIR.lstrip("/") / STATE_NAME
+
+
+def _allowed_owners() -> set[int]:
+    # Root's files, and the files of the user running isobench: a user can
+    # only ever make isobench write what that user could write anyway.
+    return {0, os.geteuid()}
+
+
+def _refuse(path: Path, why: str) -> UsageError:
+    return UsageError(f"refusing the state file {path}: {why}; nothing was written")
+
+
+def _check_folder(path: Path) -> None:
+    """The folder of a state file: owned by root or us, writable by no one else."""
+    folder = path.parent
+    try:
+        st = folder.stat()
+    except OSError as e:
+        raise _refuse(path, f"its folder cannot be read ({e.strerror or e})") from None
+    if st.st_uid not in _allowed_owners():
+        raise _refuse(path, f"its folder {folder} belongs to uid {st.st_uid}")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise _refuse(path, f"its folder {folder} is writable by others (the default "
+                            f"{STATE_DIR} is not)")
+
+
+def _read_trusted(path: Path) -> str:
+    """The state file's text, if it is a regular file (not a link) owned by root
+    or us and writable by no one else."""
+    _check_folder(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise UsageError(f"no saved system state at {path}: nothing to reset "
+                         "(`isobench system tune` saves it)") from None
+    except OSError as e:
+        why = "it is a symbolic link" if e.errno == errno.ELOOP else e.strerror or str(e)
+        raise _refuse(path, why) from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise _refuse(path, "it is not a regular file")
+        if st.st_uid not in _allowed_owners():
+            raise _refuse(path, f"it belongs to uid {st.st_uid}, not to root")
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise _refuse(path, "it is writable by others")
+        data = f.read(MAX_STATE_BYTES + 1)
+    if len(data) > MAX_STATE_BYTES:
+        raise _refuse(path, "it is too large to be a saved state")
+    return data.decode("utf-8", errors="replace")
+
+
+def _tunable(name: str) -> Tunable | None:
+    return next((t for t in TUNABLES if t.name == name), None)
+
+
+def _matches(path: str, pattern: str) -> bool:
+    """path matches the tunable's pattern component by component ('*' never
+    spans a '/')."""
+    a, b = path.split("/"), pattern.split("/")
+    return len(a) == len(b) and all(fnmatch.fnmatchcase(x, y) for x, y in zip(a, b))
+
+
+def check_entry(root: Path, name: str, path: object, value: object) -> str | None:
+    """Why one saved entry must not be written back, or None when it may."""
+    t = _tunable(name)
+    if t is None:
+        return f"{name!r} is not a setting isobench tunes"
+    if not isinstance(path, str) or not path.startswith("/"):
+        return f"{path!r} is not an absolute path"
+    parts = path.split("/")[1:]
+    if any(p in ("", ".", "..") for p in parts):
+        return f"{path} is not a plain path (empty, '.' or '..' parts)"
+    if not any(_matches(path, pattern) for pattern, _ in t.choices):
+        return f"{path} is not a file of the {name} setting"
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(root / path.lstrip("/"))
+    if os.path.commonpath([real_root, real]) != real_root:
+        return f"{path} leads outside {root} (to {real})"
+    if not isinstance(value, str) or not SAFE_VALUE.fullmatch(value):
+        return f"the value {value!r} saved for {path} is not a plain value"
+    return None
+
+
+def load_state(path: Path, root: Path | None = None) -> dict:
+    """The saved state, every entry checked (see the module docs); UsageError
+    naming the first problem otherwise."""
+    text = _read_trusted(path)
+    try:
+        doc = json.loads(text)
+        if not isinstance(doc, dict) or doc.get("version") not in READABLE_STATES \
+                or not isinstance(doc.get("settings"), dict):
+            raise ValueError("unknown format")
+    except ValueError as e:
+        raise _refuse(path, f"it is not a saved system state ({e})") from None
+    if root is not None:
+        if doc.get("root") != str(root):
+            raise _refuse(path, f"it was saved for the root {doc.get('root')!r}, not {root}")
+        for name, values in doc["settings"].items():
+            if not isinstance(values, dict):
+                raise _refuse(path, f"{name!r} holds no paths")
+            for p, v in values.items():
+                why = check_entry(root, name, p, v) if v is not None else None
+                if why:
+                    raise _refuse(path, why)
+    return doc
+
+
+def save_state(path: Path, root: Path, settings: dict) -> None:
+    """Write the state atomically into a folder only root (or we) can write."""
+    doc = {"version": STATE_VERSION, "saved": now(), "root": str(root), "settings": settings}
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        if not path.parent.exists():
+            path.parent.mkdir(parents=True)
+            # Whatever the umask: writable by its owner only.
+            os.chmod(path.parent, 0o755)
+    except OSError as e:
+        raise UsageError(f"cannot save the system state to {path}: {e.strerror or e} "
+                         "(nothing was changed)") from None
+    try:
+        _check_folder(path)
+    except UsageError as e:
+        raise UsageError(f"{e} (nothing was changed)") from None
+    try:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, path)
+    except OSError as e:
+        raise UsageError(f"cannot save the system state to {path}: {e.strerror or e} "
+                         "(nothing was changed)") from None
+
+
 # ---- tune and reset ----
 
 def capture(root: Path) -> dict[str, dict[str, str | None]]:
@@ -166,31 +335,6 @@ def capture(root: Path) -> dict[str, dict[str, str | None]]:
         if found is not None:
             state[t.name] = _values(root, found[0])
     return state
-
-
-def save_state(path: Path, root: Path, settings: dict) -> None:
-    doc = {"version": STATE_VERSION, "saved": now(), "root": str(root), "settings": settings}
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-        tmp.replace(path)
-    except OSError as e:
-        raise UsageError(f"cannot save the system state to {path}: {e.strerror or e} "
-                         "(nothing was changed)") from None
-
-
-def load_state(path: Path) -> dict:
-    if not path.exists():
-        raise UsageError(f"no saved system state at {path}: nothing to reset "
-                         "(`isobench system tune` saves it)")
-    try:
-        doc = json.loads(path.read_text())
-        if doc.get("version") != STATE_VERSION or not isinstance(doc.get("settings"), dict):
-            raise ValueError("unknown format")
-    except (OSError, ValueError) as e:
-        raise UsageError(f"{path} is not a saved system state: {e}") from None
-    return doc
 
 
 def _apply(root: Path, t: Tunable, targets: dict[str, str], done: str,
@@ -222,14 +366,11 @@ def _apply(root: Path, t: Tunable, targets: dict[str, str], done: str,
 
 def tune(root: Path, state_path: Path,
          writer: Callable[[Path, str, str], None] | None = None) -> tuple[list[Outcome], str]:
-    """Save the state (unless a saved one is waiting for reset), then tune in order."""
+    """Tune in order; before each change, save what it changes.  A state that
+    reset has not consumed yet keeps its (earlier, original) values."""
     writer = writer or _write
-    if state_path.exists():
-        note = (f"kept the state saved earlier in {state_path} (reset has not run since): "
-                "it holds the values from before the first tune")
-    else:
-        save_state(state_path, root, capture(root))
-        note = f"previous state saved to {state_path}; `isobench system reset` restores it"
+    earlier = os.path.lexists(state_path)
+    saved = load_state(state_path, root)["settings"] if earlier else {}
     outcomes = []
     for t in TUNABLES:
         found = t.present(root)
@@ -237,20 +378,61 @@ def tune(root: Path, state_path: Path,
             outcomes.append(Outcome(t.name, t.what, "absent", f"not changed: {t.absent}"))
             continue
         paths, wanted = found
-        outcomes.append(_apply(root, t, {p: wanted for p in paths}, "changed", writer))
+        before = _values(root, paths)
+        todo = [p for p in paths if before[p] != wanted]
+        odd = [p for p in todo if before[p] is None or not SAFE_VALUE.fullmatch(before[p])]
+        if odd:
+            outcomes.append(Outcome(t.name, t.what, "failed",
+                                    f"{odd[0]} holds {before[odd[0]]!r}, which could not be "
+                                    "restored: left as it is"))
+            continue
+        entry = saved.setdefault(t.name, {})
+        added = [p for p in todo if p not in entry]
+        entry.update({p: before[p] for p in added})
+        if added:
+            save_state(state_path, root, saved)
+        outcome = _apply(root, t, {p: wanted for p in paths}, "changed", writer)
+        if outcome.status != "changed" and added:
+            for p in added:  # nothing changed: nothing to restore
+                del entry[p]
+        if not entry:
+            del saved[t.name]
+        if added and outcome.status != "changed":
+            _save_or_remove(state_path, root, saved)
+        outcomes.append(outcome)
+    if earlier:
+        note = (f"kept the state saved earlier in {state_path} (reset has not run since): "
+                "it holds the values from before the first tune")
+    elif saved:
+        note = (f"the previous values of what changed are saved in {state_path}; "
+                "`isobench system reset` restores them")
+    else:
+        note = "nothing was changed, so no state was saved"
     return outcomes, note
+
+
+def _save_or_remove(path: Path, root: Path, settings: dict) -> None:
+    if settings:
+        save_state(path, root, settings)
+    else:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
 
 
 def reset(root: Path, state_path: Path,
           writer: Callable[[Path, str, str], None] | None = None) -> tuple[list[Outcome], str]:
-    """Write the saved values back, in the reverse order of tune."""
+    """Write the saved values back, in the reverse order of tune; every entry is
+    checked (load_state) before the first is written."""
     writer = writer or _write
-    saved = load_state(state_path)["settings"]
+    saved = load_state(state_path, root)["settings"]
     outcomes = []
     for t in reversed(TUNABLES):
         values = {p: v for p, v in (saved.get(t.name) or {}).items() if v is not None}
         if not values:
-            outcomes.append(Outcome(t.name, t.what, "absent", "nothing saved for it"))
+            outcomes.append(Outcome(t.name, t.what, "absent",
+                                    "tune did not change it: nothing to restore"))
             continue
         outcomes.append(_apply(root, t, values, "restored", writer))
     if any(o.status in FAILURES for o in outcomes):

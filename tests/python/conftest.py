@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
 FAKE_ISOB = FIXTURES / "fake_isob.py"
+REAPER = FIXTURES / "reaper.py"
 REPO = HERE.parents[1]
 PYTHON_DIR = REPO / "python"
 
@@ -67,10 +69,47 @@ class Isobench:
         assert p.stdout.strip(), f"no stdout; stderr: {p.stderr}"
         return json.loads(p.stdout), p
 
+    def start(self, *args: str, **env: str) -> "Watched":
+        """`isobench ARGS` started in the background under the reaper, which
+        reports the processes it leaves behind (see fixtures/reaper.py)."""
+        return Watched(self, args, env)
+
     def isob_calls(self) -> list[list[str]]:
         if not self.argv_log.exists():
             return []
         return [json.loads(l) for l in self.argv_log.read_text().splitlines()]
+
+
+class Watched:
+    """A background `isobench` under fixtures/reaper.py."""
+
+    def __init__(self, isobench: Isobench, args, env):
+        self.report = isobench.cwd / f"reaper-{time.monotonic_ns()}.json"
+        self.proc = subprocess.Popen(
+            [sys.executable, str(REAPER), str(self.report), "--", sys.executable, "-m",
+             "isobench", *args], cwd=isobench.cwd, env={**isobench.env, **env},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+    @property
+    def pid(self) -> int:
+        """The isobench process (not the reaper): wait until it has started."""
+        pidfile = Path(str(self.report) + ".pid")
+        for _ in range(CHILD_TIMEOUT * 20):
+            if pidfile.exists() and pidfile.read_text():
+                return int(pidfile.read_text())
+            time.sleep(0.05)
+        raise AssertionError("isobench did not start")
+
+    def finish(self) -> tuple[dict, subprocess.CompletedProcess]:
+        """(the reaper's report, the completed isobench) once it has exited."""
+        try:
+            out, err = self.proc.communicate(timeout=CHILD_TIMEOUT)
+        finally:
+            if self.proc.poll() is None:
+                os.killpg(self.proc.pid, 9)
+                self.proc.wait()
+        report = json.loads(self.report.read_text())
+        return report, subprocess.CompletedProcess(self.proc.args, self.proc.returncode, out, err)
 
 
 @pytest.fixture

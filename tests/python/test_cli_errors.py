@@ -16,7 +16,7 @@ from conftest import FIXTURES, assert_one_error_line
     (["run", "--timeout", "-3"], "positive number of seconds"),
     (["run", "--placement", "same-cpu,moon"], "placements are"),
     (["run", "kv", "--sizes", "100"], "'100' is not a multiple of 64 bytes"),
-    (["run", "kv", "--sizes", "4X"], "'4X' is not a multiple of 64 bytes"),
+    (["run", "kv", "--sizes", "4X"], "'4X' is not a size in bytes"),
     (["run", "kv", "--sizes", "32G"], "'32G' is not a multiple of 64 bytes"),
     (["run", "kv", "--sizes", ","], "at least one size"),
     (["run", "--frobnicate"], "unrecognized arguments"),

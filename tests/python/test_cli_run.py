@@ -81,7 +81,8 @@ def test_sizes_reach_kv_only(isobench):
 def test_default_is_all_mechanisms_of_the_default_suite(isobench):
     p = isobench("run", "--quick")
     assert p.returncode == 0, p.stderr
-    runs = [c[:3] for c in isobench.isob_calls() if c[0] not in ("list", "--version", "isolation")]
+    runs = [c[:3] for c in isobench.isob_calls()
+            if c[0] not in ("list", "--version", "--limits", "isolation")]
     assert runs == [[b, "-m", m] for b in ("switch", "kv")
                     for m in ("direct", "thread", "process-futex", "mpk")]
 

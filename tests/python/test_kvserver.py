@@ -3,7 +3,8 @@
 
 Nothing here asserts a speed or a ratio: only that the numbers exist, are
 positive and end up in the store, the table and the JSON, and that no server
-process outlives the run.
+process outlives the run, even one stopped by SIGTERM (counted among the
+run's own descendants by fixtures/reaper.py, never by name).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
+import signal
+import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -62,33 +64,20 @@ def test_garbage_gives_nothing():
     assert m.ops_per_s is None and m.total is None and m.period_avg_us == []
 
 
-def _server_pids() -> set[int]:
-    pids = set()
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            comm = (d / "comm").read_text().strip()
-        except OSError:
-            continue
-        if comm in ("memcached", "isob", "memcaslap"):
-            pids.add(int(d.name))
-    return pids
+NEEDS_SERVERS = pytest.mark.skipif(
+    not (ISOB.is_file() and all(shutil.which(t) for t in ("memcached", "memcaslap", "taskset"))),
+    reason="needs build/isob, memcached, memcaslap and taskset")
 
 
-@pytest.mark.skipif(not (ISOB.is_file() and all(shutil.which(t) for t in
-                                                  ("memcached", "memcaslap", "taskset"))),
-                    reason="needs build/isob, memcached, memcaslap and taskset")
-def test_run_kv_server_end_to_end(tmp_path):
-    before = _server_pids()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ISOBENCH_", "FAKE_ISOB_"))}
-    env.update({"ISOBENCH_ISOB": str(ISOB), "ISOBENCH_DB": str(tmp_path / "kv.sqlite"),
-                "PYTHONPATH": str(REPO / "python")})
-    p = subprocess.run([sys.executable, "-m", "isobench", "run", "kv-server", "-m", "direct",
-                        "--quick", "--seconds", "1", "--repeat", "1", "--json", "-q"],
-                       cwd=tmp_path, env=env,
-                       capture_output=True, text=True, timeout=180)
+@NEEDS_SERVERS
+def test_run_kv_server_end_to_end(isobench):
+    # Under the reaper: the processes left behind are counted among the
+    # run's own descendants only, never by name across the machine.
+    run = isobench.start("run", "kv-server", "-m", "direct", "--quick", "--seconds", "1",
+                         "--repeat", "1", "--json", "-q", ISOBENCH_ISOB=str(ISOB))
+    report, p = run.finish()
     assert p.returncode == 0, p.stderr
+    assert report["left"] == [], "a server or client outlived the run"
     doc = json.loads(p.stdout)
     by_mech = {r["mechanism"]: r for r in doc["results"]}
     assert set(by_mech) == {"memcached", "direct"}
@@ -103,11 +92,41 @@ def test_run_kv_server_end_to_end(tmp_path):
     rows = {c["mechanism"]: c["kv_server"] for c in doc["summary"]["configs"]}
     assert set(rows) == {"memcached", "direct"}
     assert rows["direct"]["throughput_vs_reference"]["value"] > 0
+    # Each job recorded the load around it and the CPUs it pinned.
+    assert [j["mechanism"] for j in doc["jobs"]] == ["memcached", "direct"]
+    for j in doc["jobs"]:
+        assert j["status"] == "done" and j["load"]["wall_s"] > 0
+        assert j["load"]["pinned_cpus"] == sorted({by_mech[j["mechanism"]]["params"][k]
+                                                   for k in ("server_cpu", "client_cpu")})
     # The text table of the same run.
-    show = subprocess.run([sys.executable, "-m", "isobench", "show"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=60)
+    show = isobench("show", ISOBENCH_ISOB=str(ISOB))
     assert show.returncode == 0 and "isob+direct" in show.stdout and "x memcached" in show.stdout
-    assert not (_server_pids() - before), "a server or client outlived the run"
+
+
+@NEEDS_SERVERS
+def test_sigterm_stops_servers_and_client(isobench):
+    run = isobench.start("run", "kv-server", "-m", "direct", "--seconds", "30", "-q",
+                         ISOBENCH_ISOB=str(ISOB))
+    # Wait (bounded) until memcached is being measured: its job is open.
+    for _ in range(1200):
+        if isobench.db.exists() and _jobs(isobench.db):
+            break
+        time.sleep(0.05)
+    os.kill(run.pid, signal.SIGTERM)
+    report, p = run.finish()
+    assert p.returncode == 143, p.stderr
+    assert report["left"] == [], report["left"]
+    with sqlite3.connect(isobench.db) as conn:
+        assert conn.execute("SELECT status, end_reason FROM runs").fetchone() == (
+            "interrupted", "SIGTERM")
+
+
+def _jobs(db):
+    try:
+        with sqlite3.connect(db) as conn:
+            return conn.execute("SELECT id FROM jobs").fetchall()
+    except sqlite3.Error:
+        return []
 
 
 def test_kv_server_listed(isobench):

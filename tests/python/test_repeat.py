@@ -29,8 +29,18 @@ def test_each_repetition_is_a_fresh_process(isobench):
     assert sorted(set(reps)) == [1, 2, 3]
     assert len(doc["results"]) == 3 * len(MECHS) * 4  # 2 placements x 2 payloads
     assert doc["options"]["repeat"] == 3 and doc["options"]["seed"] == 5
-    order = doc["options"]["order"]
-    assert [o[2] for o in order] == [c[2] for c in calls]
+    # The jobs table records the order the jobs ran in.
+    jobs = doc["jobs"]
+    assert [j["seq"] for j in jobs] == list(range(1, 10))
+    assert [j["mechanism"] for j in jobs] == [c[2] for c in calls]
+    assert [j["repetition"] for j in jobs] == [1] * 3 + [2] * 3 + [3] * 3
+    assert all(j["status"] == "done" and j["started"] <= j["finished"] for j in jobs)
+    by_job = {j["job_id"]: j for j in jobs}
+    for r in doc["results"]:
+        job = by_job[r["job_id"]]
+        assert (job["mechanism"], job["repetition"]) == (r["mechanism"], r["repetition"])
+        # Each result was measured inside its job's time.
+        assert job["started"] <= r["started"] <= r["finished"] <= job["finished"]
 
 
 def test_order_is_seeded(isobench, tmp_path):
@@ -47,17 +57,32 @@ def test_plan_shuffles_mechanisms_per_repetition():
 
     catalog = Catalog((), (Benchmark("switch", "", True), Benchmark("pingpong", "", False)))
     mechs = [f"m{i}" for i in range(6)]
-    jobs = runner.plan(catalog, ["switch", "pingpong"], mechs, repeat=4, seed=3)
-    assert jobs == runner.plan(catalog, ["switch", "pingpong"], mechs, repeat=4, seed=3)
-    assert len(jobs) == 4 * (6 + 1)
+    plan = runner.plan(catalog, ["switch", "pingpong"], mechs, repeat=4, seed=3)
+    jobs = list(plan)
+    assert jobs == list(runner.plan(catalog, ["switch", "pingpong"], mechs, repeat=4, seed=3))
+    assert jobs == list(plan)  # iterating again gives the same jobs
+    assert len(jobs) == len(plan) == 4 * (6 + 1)
     orders = [tuple(j.mechanism for j in jobs if j.repetition == r and j.mechanism)
               for r in range(1, 5)]
     assert all(sorted(o) == mechs for o in orders)
     assert len(set(orders)) > 1  # shuffled, not sorted; a different order per repetition
     # Benchmarks keep their order within a repetition; pingpong runs once per repetition.
     assert [j.benchmark for j in jobs[:7]] == ["switch"] * 6 + ["pingpong"]
-    assert runner.plan(catalog, ["switch"], mechs, repeat=1, seed=3) == [
+    assert list(runner.plan(catalog, ["switch"], mechs, repeat=1, seed=3)) == [
         runner.Job("switch", m) for m in mechs]
+
+
+def test_the_plan_is_lazy():
+    from isobench import runner
+    from isobench.driver import Benchmark, Catalog
+
+    catalog = Catalog((), (Benchmark("switch", "", True),))
+    mechs = [f"m{i}" for i in range(10)]
+    plan = runner.plan(catalog, ["switch"], mechs, repeat=10**15, seed=1)
+    # Counted, not listed: a list of 10**16 jobs would not fit in memory.
+    assert len(plan) == 10**16
+    first = next(iter(plan))
+    assert first.repetition == 1 and first.repeat == 10**15
 
 
 def test_a_random_seed_is_recorded(isobench):

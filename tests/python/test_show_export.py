@@ -4,7 +4,7 @@ import csv
 import io
 import json
 
-from isobench import export
+from isobench import export, interchange
 
 
 def test_show_latest_equals_run(isobench):
@@ -35,6 +35,8 @@ def test_export_csv(isobench, tmp_path):
     assert list(rows[0]) == list(export.CSV_COLUMNS)
     assert len(rows) == len(doc["results"]) == 5
     assert rows[0]["placement"] == "same-cpu" and rows[0]["median"] == "105.5"
+    assert {r["schema_version"] for r in rows} == {str(interchange.SCHEMA_VERSION)}
+    assert all(r["started"] and r["finished"] for r in rows)
     assert json.loads(rows[0]["params"]) == doc["results"][0]["params"]
     assert rows[-1]["status"] == "skipped" and rows[-1]["reason"] == "CPU has no PKU"
 
@@ -43,7 +45,9 @@ def test_export_json_has_raw_samples(isobench, fake):
     doc, _ = isobench.json("run", "switch", "--json", "-m", "direct")
     out, p = isobench.json("export", "latest", "--format", "json")
     assert p.returncode == 0
-    assert out["export_version"] == export.EXPORT_VERSION
+    assert out["schema_version"] == interchange.SCHEMA_VERSION
+    assert list(out)[0] == "schema_version" and out["format"] == interchange.EXPORT_FORMAT
+    assert out["uid"] == doc["uid"]
     assert out["run_id"] == doc["run_id"]
     assert out["environment"] == doc["environment"]
     first = out["results"][0]

@@ -84,12 +84,15 @@ def test_tune_then_reset_restores_everything(metal, tmp_path):
     saved = json.loads(state.read_text())["settings"]
     assert saved["governor"] == {"/" + GOV.format(0): "powersave", "/" + GOV.format(1): "powersave"}
     assert saved["turbo"] == {"/" + NO_TURBO: "0"}
+    # Only what tune changed: ASLR was already at 2.
+    assert set(saved) == {"governor", "turbo", "nmi-watchdog"}
     assert "saved" in note
 
     outcomes, note = system.reset(metal, state)
     assert [x.name for x in outcomes] == ["aslr", "nmi-watchdog", "turbo", "governor"]
     assert by_name(outcomes)["governor"].status == "restored"
-    assert by_name(outcomes)["aslr"].status == "already"
+    assert by_name(outcomes)["aslr"].status == "absent"
+    assert "did not change it" in by_name(outcomes)["aslr"].detail
     assert (read(metal, GOV.format(1)), read(metal, NO_TURBO), read(metal, NMI)) == (
         "powersave", "0", "1")
     assert not state.exists() and "removed" in note
@@ -151,10 +154,16 @@ def test_cli_show_tune_reset(isobench, metal, tmp_path):
     assert "nothing to reset" in line
 
 
-def test_cli_default_state_file_is_beside_the_store(isobench, metal):
+def test_cli_default_state_file_is_in_a_root_folder(isobench, metal):
     p = isobench("system", "tune", ISOBENCH_SYSROOT=str(metal))
     assert p.returncode == 0, p.stderr
-    assert (isobench.db.parent / "system-state.json").exists()
+    state = metal / "run" / "isobench" / "system-state.json"
+    assert state.exists() and not (isobench.db.parent / "system-state.json").exists()
+    assert oct(state.parent.stat().st_mode & 0o777) == "0o755"
+    assert state.stat().st_mode & 0o022 == 0
+    p = isobench("system", "reset", ISOBENCH_SYSROOT=str(metal))
+    assert p.returncode == 0, p.stderr
+    assert read(metal, GOV.format(0)) == "powersave" and not state.exists()
 
 
 def test_cli_unwritable_state_changes_nothing(isobench, metal, tmp_path):
