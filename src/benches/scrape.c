@@ -132,19 +132,20 @@ static int write_full(int fd, const void *buf, size_t len)
     return 0;
 }
 
-/* In the holder: an ordinary unprivileged process of the target's uid. */
+/* In the holder: an ordinary process of the target's uid, dumpable as a
+ * user's program is (a uid change, or a non-dumpable isob, would leave it
+ * otherwise). */
 static int become_target_uid(char *why, size_t len)
 {
-    if (geteuid() != 0)
-        return 0;
-    gid_t g = ISOB_SCRAPE_TARGET_UID;
-    uid_t u = ISOB_SCRAPE_TARGET_UID;
-    if (setgroups(0, NULL) != 0 || setresgid(g, g, g) != 0 || setresuid(u, u, u) != 0) {
-        int err = -errno;
-        snprintf(why, len, "cannot become uid %d: %s", ISOB_SCRAPE_TARGET_UID, isob_strerror(err));
-        return err;
+    if (geteuid() == 0) {
+        gid_t g = ISOB_SCRAPE_TARGET_UID;
+        uid_t u = ISOB_SCRAPE_TARGET_UID;
+        if (setgroups(0, NULL) != 0 || setresgid(g, g, g) != 0 || setresuid(u, u, u) != 0) {
+            int err = -errno;
+            snprintf(why, len, "cannot become uid %d: %s", ISOB_SCRAPE_TARGET_UID, isob_strerror(err));
+            return err;
+        }
     }
-    /* Changing uid made the process non-dumpable; a user's program is not. */
     if (prctl(PR_SET_DUMPABLE, 1) != 0) {
         int err = -errno;
         snprintf(why, len, "PR_SET_DUMPABLE 1: %s", isob_strerror(err));
