@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -80,8 +81,8 @@ struct holder_setup {
 
 struct holder {
     pid_t pid;
-    int cmd;                /* write end of the command pipe */
-    int rep;                /* read end of the replies */
+    int sock;               /* commands out, replies in: a socket, so that a holder that
+                             * died is an EPIPE to send(MSG_NOSIGNAL), not a SIGPIPE */
 };
 
 struct holder_state {
@@ -118,11 +119,15 @@ static int read_full(int fd, void *buf, size_t len, int timeout_ms)
     return 0;
 }
 
+/* Everything written, or an error; on a socket without SIGPIPE. */
 static int write_full(int fd, const void *buf, size_t len)
 {
+    struct stat st;
+    int sock = fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
     size_t put = 0;
     while (put < len) {
-        ssize_t n = write(fd, (const char *)buf + put, len - put);
+        ssize_t n = sock ? send(fd, (const char *)buf + put, len - put, MSG_NOSIGNAL)
+                         : write(fd, (const char *)buf + put, len - put);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -265,9 +270,9 @@ static long holder_sum(struct holder_state *st)
     return isob_call(st->c, ISOB_ENTRY_CANARY);
 }
 
-static void holder_main(struct holder_state *st, const struct isob_canary *canary, int data_fd, int cmd,
-                        int rep)
+static void holder_main(struct holder_state *st, const struct isob_canary *canary, int data_fd, int sock)
 {
+    int cmd = sock, rep = sock;
     struct holder_setup s;
     memset(&s, 0, sizeof s);
     s.rc = setup(st, canary, data_fd, &s);
@@ -301,17 +306,10 @@ static int holder_start(struct holder *h, enum target_kind kind, const struct is
                         const struct isob_canary *canary, int data_fd, int other_fd, struct holder_setup *s,
                         char *why, size_t whylen)
 {
-    int cmd[2], rep[2];
-    if (pipe2(cmd, O_CLOEXEC) != 0) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
         int err = -errno;
-        snprintf(why, whylen, "pipe: %s", isob_strerror(err));
-        return err;
-    }
-    if (pipe2(rep, O_CLOEXEC) != 0) {
-        int err = -errno;
-        close(cmd[0]);
-        close(cmd[1]);
-        snprintf(why, whylen, "pipe: %s", isob_strerror(err));
+        snprintf(why, whylen, "socketpair: %s", isob_strerror(err));
         return err;
     }
     pid_t parent = getpid();
@@ -320,30 +318,25 @@ static int holder_start(struct holder *h, enum target_kind kind, const struct is
     if (pid < 0) {
         int err = -errno;
         snprintf(why, whylen, "fork: %s", isob_strerror(err));
-        close(cmd[0]);
-        close(cmd[1]);
-        close(rep[0]);
-        close(rep[1]);
+        close(sv[0]);
+        close(sv[1]);
         return err;
     }
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(1);
-        close(cmd[1]);
-        close(rep[0]);
+        close(sv[0]);
         if (other_fd >= 0)
             close(other_fd);
         struct holder_state st = {kind, m, NULL, NULL};
-        holder_main(&st, canary, data_fd, cmd[0], rep[1]);
+        holder_main(&st, canary, data_fd, sv[1]);
         _exit(0);
     }
-    close(cmd[0]);
-    close(rep[1]);
+    close(sv[1]);
     h->pid = pid;
-    h->cmd = cmd[1];
-    h->rep = rep[0];
-    int rc = read_full(h->rep, s, sizeof *s, HOLDER_TIMEOUT_MS);
+    h->sock = sv[0];
+    int rc = read_full(h->sock, s, sizeof *s, HOLDER_TIMEOUT_MS);
     if (rc) {
         snprintf(why, whylen, "the target process %s", rc == -ETIMEDOUT ? "did not set up in time"
                                                                           : "died while setting up");
@@ -358,10 +351,10 @@ static long holder_ask(struct holder *h, unsigned char c)
 {
     if (h->pid <= 0)
         return -ESRCH;
-    if (write_full(h->cmd, &c, 1) != 0)
+    if (write_full(h->sock, &c, 1) != 0)
         return -EPIPE;
     long reply;
-    int rc = read_full(h->rep, &reply, sizeof reply, HOLDER_TIMEOUT_MS);
+    int rc = read_full(h->sock, &reply, sizeof reply, HOLDER_TIMEOUT_MS);
     return rc ? rc : reply;
 }
 
@@ -370,10 +363,9 @@ static void holder_stop(struct holder *h)
     if (h->pid <= 0)
         return;
     unsigned char q = CMD_QUIT;
-    if (write_full(h->cmd, &q, 1) != 0)
-        kill(h->pid, SIGKILL);
-    close(h->cmd);
-    close(h->rep);
+    /* A holder whose set-up failed has quit already: EPIPE is no news. */
+    write_full(h->sock, &q, 1);
+    close(h->sock);
     /* A holder that does not quit (a compartment that hangs on destroy)
      * is killed; the PDEATHSIG of its servers takes them with it. */
     for (int waited = 0; waited < HOLDER_TIMEOUT_MS; waited += 10) {
@@ -561,7 +553,7 @@ int isob_scrape_run(const char *target, const struct isob_scrape_opts *o, struct
         return 0;
     }
     /* Every target process exists before the first reader is forked. */
-    struct holder hs[2] = {{0, -1, -1}, {0, -1, -1}};
+    struct holder hs[2] = {{0, -1}, {0, -1}};
     struct holder_setup setups[2];
     struct holder *tgt = &hs[0];
     struct holder_setup *ts = &setups[0];
@@ -612,6 +604,16 @@ int isob_scrape_run(const char *target, const struct isob_scrape_opts *o, struct
             for (int id = 0; id < ISOB_SCR__COUNT; id++)
                 read_as(rep, (enum isob_scrape_id)id, &canary, tgt);
             rep->status = "ok";
+            /* A target that can no longer say its checksum has died (or
+             * its compartment has): its cells say nothing reliable. */
+            for (int id = 0; id < ISOB_SCR__COUNT; id++)
+                if (rep->cells[id].available && rep->cells[id].intact_after < 0) {
+                    rep->status = "failed";
+                    snprintf(rep->reason, sizeof rep->reason,
+                             "the target stopped answering while %s read it",
+                             isob_scrape_id_name((enum isob_scrape_id)id));
+                    break;
+                }
         }
     }
     holder_stop(&hs[0]);
@@ -682,7 +684,8 @@ void isob_scrape_emit(FILE *f, const struct isob_scrape_report *rep)
     isob_jw_int(&w, "canary_len", ISOB_CANARY_LEN);
     isob_jw_int(&w, "budget", (long long)rep->budget);
     isob_jw_int(&w, "ptrace_pages", rep->ptrace_pages);
-    if (strcmp(rep->status, "ok") != 0) {
+    if (!rep->holder) {
+        /* Never set up: nothing was read. */
         isob_jw_raw(&w, "cells", "[]");
         isob_jw_end(&w);
         return;

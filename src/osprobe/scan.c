@@ -346,7 +346,7 @@ static void search(const unsigned char *buf, size_t len, uintptr_t base, const s
 
 static int is_denial(int err)
 {
-    return err == EPERM || err == EACCES || err == ESRCH;
+    return err == EPERM || err == EACCES;
 }
 
 void isob_scan_ranges(const struct isob_scan_plan *plan, isob_scan_read_fn rd, void *ctx,
@@ -371,6 +371,18 @@ void isob_scan_ranges(const struct isob_scan_plan *plan, isob_scan_read_fn rd, v
         while (addr < range->end) {
             size_t want = range->end - addr < ISOB_SCAN_CHUNK ? (size_t)(range->end - addr) : ISOB_SCAN_CHUNK;
             ssize_t n = rd(ctx, addr, buf + carry, want);
+            if (n == -ESRCH) {
+                /* The target is gone (or, for ptrace, no longer stopped):
+                 * nothing the kernel decided about access. */
+                if (r->outcome != ISOB_OSP_GRANTED) {
+                    r->outcome = ISOB_OSP_UNTESTED;
+                    r->err = ESRCH;
+                }
+                snprintf(r->note, sizeof r->note, "the target went away after %llu bytes",
+                         (unsigned long long)r->bytes);
+                free(buf);
+                return;
+            }
             if (n < 0 && is_denial((int)-n)) {
                 if (r->outcome != ISOB_OSP_GRANTED) {
                     r->outcome = ISOB_OSP_DENIED;
@@ -482,6 +494,9 @@ int isob_scan(enum isob_scan_method m, pid_t pid, const struct isob_scan_plan *p
             if (r->err == ENOENT && access("/proc/self/mem", F_OK) != 0) {
                 r->outcome = ISOB_OSP_UNTESTED;
                 snprintf(r->note, sizeof r->note, "/proc is not mounted");
+            } else if (r->err == ENOENT || r->err == ESRCH) {
+                r->outcome = ISOB_OSP_UNTESTED;
+                snprintf(r->note, sizeof r->note, "the target is gone");
             } else if (!is_denial(r->err)) {
                 r->outcome = ISOB_OSP_UNTESTED;
                 snprintf(r->note, sizeof r->note, "open %s: %s", path, strerror(r->err));
@@ -512,6 +527,8 @@ int isob_scan(enum isob_scan_method m, pid_t pid, const struct isob_scan_plan *p
         if (rc < 0) {
             r->outcome = is_denial(-rc) ? ISOB_OSP_DENIED : ISOB_OSP_UNTESTED;
             r->err = -rc;
+            if (rc == -ESRCH)
+                snprintf(r->note, sizeof r->note, "the target is gone");
         } else if (rc > 0) {
             r->outcome = ISOB_OSP_GRANTED;
         } else {
