@@ -10,6 +10,7 @@ Exit codes (every command):
     2    bad usage: unknown benchmark or mechanism, malformed option, unusable
          store path, unknown run, unwritable report folder; always exactly
          one line on stderr
+    3    `scrape` only: some cells differ from the expected table (listed)
     130  interrupted (Ctrl-C); results stored so far are kept
 """
 
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import (__version__, analysis, attackers, checks, compare, export, kvserver, reference,
-               report, runner, serve, stats, sysinfo, system, table)
+               report, runner, scrape, serve, stats, sysinfo, system, table)
 from .driver import ISOLATION_TIMEOUT, Catalog, Driver, Isolation, find_isob, repo_root
 from .errors import DriverError, UsageError
 from .store import Store
@@ -141,6 +142,7 @@ def build_parser() -> Parser:
     _add_system(sub)
     _add_reference(sub)
     serve.add_parser(sub)
+    scrape.add_parser(sub)
     return p
 
 
