@@ -78,7 +78,7 @@ METHOD_HOW = {
     "ptrace": "ptrace PEEKDATA",
 }
 
-CONDITIONS = ("root", "user", "unavailable", "no-identity")
+CONDITIONS = ("root", "user", "unavailable", "no-identity", "no-cap-ptrace")
 _YAMA = re.compile(r"yama(>=|<=|=)([0-3])")
 
 
@@ -120,6 +120,8 @@ def _holds(when: str, facts: Mapping) -> bool:
             ok = facts.get("euid") != 0
         elif cond == "unavailable":
             ok = bool(facts.get("unavailable"))
+        elif cond == "no-cap-ptrace":
+            ok = bool(facts.get("no_cap_ptrace"))
         else:  # no-identity
             ok = bool(facts.get("no_identity"))
         if not ok:
@@ -166,7 +168,7 @@ def load_expected(path: Path) -> list[Rule]:
         bad = [c for c in (c.strip() for c in when.split(";")) if c and not _condition_ok(c)]
         if bad:
             raise UsageError(f"{where}: unknown condition {bad[0]!r} (root, user, yama>=N, "
-                             "yama<=N, yama=N, unavailable, no-identity)")
+                             "yama<=N, yama=N, unavailable, no-identity, no-cap-ptrace)")
         if not why:
             raise UsageError(f"{where}: every rule says why")
         rules.append(Rule(lineno, target, identity, method, expect, when, why))
@@ -276,10 +278,13 @@ class Cell:
 
 
 def facts_of(line: Mapping, identity: str, euid: int, yama: int | None) -> dict:
-    cell = next((c for c in line.get("cells") or () if c.get("identity") == identity), None)
+    cells = {c.get("identity"): c for c in line.get("cells") or ()}
+    cell, root = cells.get(identity), cells.get("root") or {}
     return {"euid": line.get("euid", euid), "yama": line.get("yama_ptrace_scope", yama),
             "unavailable": line.get("status") == "skipped",
-            "no_identity": cell is not None and not cell.get("available")}
+            "no_identity": cell is not None and not cell.get("available"),
+            # isob runs as root without CAP_SYS_PTRACE (a container that drops it).
+            "no_cap_ptrace": bool(root.get("available")) and root.get("cap_sys_ptrace") is False}
 
 
 def judge(lines: Sequence[Mapping], rules: Sequence[Rule], euid: int,
@@ -314,7 +319,9 @@ def broken_promises(lines: Iterable[Mapping]) -> list[str]:
 def context_of(lines: Sequence[Mapping]) -> dict:
     ok = next((l for l in lines if l.get("status") == "ok"), None) or {}
     first = next((l for l in lines if "euid" in l), None) or {}
+    root = next((c for c in ok.get("cells") or () if c.get("identity") == "root"), {})
     return {"euid": first.get("euid", os.geteuid()),
+            "root_cap_sys_ptrace": root.get("cap_sys_ptrace") if root.get("available") else None,
             "yama_ptrace_scope": first.get("yama_ptrace_scope"),
             "target_uid": ok.get("target_uid"), "budget": first.get("budget"),
             "ptrace_pages": first.get("ptrace_pages"), "canary_len": first.get("canary_len")}
@@ -328,7 +335,9 @@ def render(lines: Sequence[Mapping], cells: Sequence[Cell], expected: Path,
     out = [
         f"Outside readers against a {ctx['canary_len'] or 32}-byte random canary "
         "(measured here; `isobench scrape --json` has every detail)",
-        f"isob ran as {'root' if ctx['euid'] == 0 else 'uid ' + str(ctx['euid'])}; targets run "
+        f"isob ran as {'root' if ctx['euid'] == 0 else 'uid ' + str(ctx['euid'])}"
+        f"{' WITHOUT CAP_SYS_PTRACE (so is its root reader)' if ctx['root_cap_sys_ptrace'] is False else ''}"
+        "; targets run "
         f"as uid {ctx['target_uid'] if ctx['target_uid'] is not None else '?'}; Yama "
         f"ptrace_scope: {'absent' if yama is None else yama}",
         *textwrap.wrap(

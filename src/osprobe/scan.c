@@ -99,14 +99,17 @@ static void parse_field(const char *line, struct isob_map *m)
     else if (sscanf(line, "Swap: %ld kB", &kb) == 1)
         m->swap_kb = kb;
     else if (starts_with(line, "VmFlags:")) {
-        /* Two-letter flags separated by spaces. */
-        for (const char *p = line + 8; *p && *p != '\n'; p++) {
-            if (p[0] != ' ' && (p[-1] == ' ' || p[-1] == ':') && p[1] && p[1] != ' ' && p[1] != '\n') {
-                if (p[0] == 'i' && p[1] == 'o')
-                    m->vm_io = 1;
-                if (p[0] == 'p' && p[1] == 'f')
-                    m->vm_pfnmap = 1;
-            }
+        /* Two-letter flags, each followed by a space. */
+        const char *p = line + strlen("VmFlags:");
+        while (*p && *p != '\n') {
+            while (*p == ' ')
+                p++;
+            size_t len = strcspn(p, " \n");
+            if (len == 2 && strncmp(p, "io", 2) == 0)
+                m->vm_io = 1;
+            if (len == 2 && strncmp(p, "pf", 2) == 0)
+                m->vm_pfnmap = 1;
+            p += len;
         }
     }
 }

@@ -251,3 +251,15 @@ def test_a_driver_that_cannot_scrape_fails_the_target(isobench):
     assert doc["failed_targets"] == ["plain"]
     assert "exit status 2" in doc["targets"][0]["reason"]
     assert {c["observed"] for c in doc["cells"]} == {"failed"}
+
+
+def test_root_without_cap_sys_ptrace_expects_denied():
+    """isob as root in a container that drops CAP_SYS_PTRACE: its root
+    reader is refused, and the table expects it."""
+    line = _line(cell=lambda m: _method(m, "denied", errno="EPERM"))
+    for c in line["cells"]:
+        c["cap_sys_ptrace"] = False
+    cell = _expect(line, "root")
+    assert (cell.expected, cell.observed, cell.matches) == ("denied", "denied", True)
+    line["cells"][0]["cap_sys_ptrace"] = True
+    assert _expect(line, "root").expected == "found"
