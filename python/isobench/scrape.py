@@ -266,6 +266,8 @@ class Cell:
     expected: str | None
     rule: int | None
     why: str | None
+    when: str = ""          # the deciding rule's conditions: the cell depends on the machine
+
 
     @property
     def matches(self) -> bool:
@@ -274,7 +276,8 @@ class Cell:
     def as_dict(self) -> dict:
         return {"target": self.target, "identity": self.identity, "method": self.method,
                 "observed": self.observed, "detail": self.detail, "expected": self.expected,
-                "rule": self.rule, "why": self.why, "matches": self.matches}
+                "rule": self.rule, "why": self.why, "when": self.when or None,
+                "matches": self.matches}
 
 
 def facts_of(line: Mapping, identity: str, euid: int, yama: int | None) -> dict:
@@ -299,7 +302,7 @@ def judge(lines: Sequence[Mapping], rules: Sequence[Rule], euid: int,
                              if r.matches(line["target"], identity, method, facts)), None)
                 cells.append(Cell(line["target"], identity, method, word, short, detail,
                                   rule.expect if rule else None, rule.line if rule else None,
-                                  rule.why if rule else None))
+                                  rule.why if rule else None, rule.when if rule else ""))
     return cells
 
 
@@ -356,7 +359,7 @@ def render(lines: Sequence[Mapping], cells: Sequence[Cell], expected: Path,
             row = [t]
             for m in METHODS:
                 c = by[(t, identity, m)]
-                text = f"{c.observed} {c.short}".strip()
+                text = f"{c.observed}{'*' if c.when else ''} {c.short}".strip()
                 if not c.matches:
                     text += f" !{c.expected or 'no rule'}"
                 row.append(text)
@@ -365,7 +368,9 @@ def render(lines: Sequence[Mapping], cells: Sequence[Cell], expected: Path,
     out += ["", *textwrap.wrap(
         "words: found = read the target and found the canary (bytes read); missed = read it, no "
         "canary; denied = the kernel refused (errno); untested = could not be tried here; "
-        "skipped = the target cannot run here; failed = the target broke; !X = expected X",
+        "skipped = the target cannot run here; failed = the target broke; !X = expected X; "
+        "X* = what this cell should be depends on the machine (root or not, Yama, "
+        "CAP_SYS_PTRACE, user namespaces, the CPU: the rule's `when`)",
         100, subsequent_indent="  ")]
     notes = []
     for l in lines:
@@ -384,7 +389,8 @@ def render(lines: Sequence[Mapping], cells: Sequence[Cell], expected: Path,
     if differ:
         out.append(f"{len(differ)} cell{'s' if len(differ) != 1 else ''} differ from {expected}:")
         for c in differ:
-            rule = (f"expected {c.expected} (rule of line {c.rule}: {c.why})" if c.expected
+            rule = (f"expected {c.expected} (rule of line {c.rule}"
+                    f"{', when ' + c.when if c.when else ''}: {c.why})" if c.expected
                     else "no rule of the table covers it")
             out.append(f"  {c.target} / {c.identity} / {c.method}: observed {c.observed} "
                        f"({c.detail}); {rule}")

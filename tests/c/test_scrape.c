@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "isobench/osprobe.h"
@@ -549,6 +551,25 @@ static void t_nothing_is_written(void)
     }
 }
 
+/* Every process a scrape starts is gone when it returns: holders, readers,
+ * and the compartments' servers, which this case collects as a subreaper
+ * if they outlive their holder. */
+static void t_nothing_is_left_running(void)
+{
+    CHECK(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+    static const char *const targets[] = {"pipe-writer", "process-futex", "seccomp"};
+    for (int t = 0; t < 3; t++) {
+        struct isob_scrape_report rep;
+        CHECK_EQ_LONG(isob_scrape_run(targets[t], NULL, &rep), 0);
+        CHECK(strcmp(rep.status, "ok") == 0);
+        isob_scrape_report_free(&rep);
+        int st;
+        errno = 0;
+        CHECK_EQ_LONG(waitpid(-1, &st, WNOHANG), -1);
+        CHECK_EQ_LONG(errno, ECHILD);
+    }
+}
+
 static void t_unknown_target(void)
 {
     struct isob_scrape_report rep;
@@ -576,6 +597,7 @@ int main(void)
     TAP_CASE(t_identities_that_need_root_are_untested);
     TAP_CASE(t_root_with_and_without_ptrace);
     TAP_CASE(t_nothing_is_written);
+    TAP_CASE(t_nothing_is_left_running);
     TAP_CASE(t_unknown_target);
     return tap_done();
 }
