@@ -71,7 +71,8 @@ enum {
 };
 
 struct holder_setup {
-    int rc;                 /* 0, or a negative errno (-ENOTSUP: the mechanism cannot run here) */
+    int rc;                 /* 0, or a negative errno */
+    int skipped;            /* the mechanism's probe says it cannot run here */
     char why[200];
     long pid;               /* the process that holds the canary */
     uint64_t addr;          /* the canary's address there */
@@ -175,6 +176,7 @@ static int setup_mech(struct holder_state *st, const struct isob_canary *canary,
     char why[256] = "";
     if (st->m->probe(why, sizeof why) != 0) {
         snprintf(s->why, sizeof s->why, "%s", why);
+        s->skipped = 1;
         return -ENOTSUP;
     }
     struct isob_comp_spec spec;
@@ -579,7 +581,7 @@ int isob_scrape_run(const char *target, const struct isob_scrape_opts *o, struct
         rc = holder_start(&hs[0], (enum target_kind)kind, m, &canary, -1, -1, &setups[0], rep->reason,
                           sizeof rep->reason);
     }
-    if (rc == -ENOTSUP) {
+    if (rc && ts->skipped) {
         rep->status = "skipped";
     } else if (rc == 0) {
         rep->pid = ts->pid;
