@@ -15,6 +15,7 @@
 #include "isobench/bench.h"
 #include "isobench/confine.h"
 #include "isobench/isolation.h"
+#include "isobench/scrape.h"
 #include "isobench/serve.h"
 
 #define EXIT_USAGE 2
@@ -26,6 +27,8 @@ static void usage(FILE *f)
         "usage: isob BENCH [-m MECH] [options]    measure; JSON lines on stdout\n"
         "       isob list [--json]                mechanisms and benchmarks\n"
         "       isob isolation -m MECH            the isolation matrix of one mechanism (JSON)\n"
+        "       isob scrape --target T            outside readers against a canary in T (JSON;\n"
+        "                                         T: plain, pipe-writer, pipe-reader or a mechanism)\n"
         "       isob serve -m MECH [options]      memcached text-protocol server over MECH\n"
         "       isob --version [--json]           version, compiler and flags\n"
         "       isob --limits --json              the bounds of every numeric option\n"
@@ -52,9 +55,13 @@ static void usage(FILE *f)
         "  --sizes LIST        kv only: data sizes, e.g. 4K,1M,256M (multiples of 64 B)\n"
         "                      [4K to 256M by 4; --quick: to 16M]\n"
         "  --iterations N      kv only: measured passes per size [enough for --n gets, at least 3]\n"
-        "  --seed S            kv only: seed of keys, values and read orders [%d]\n",
+        "  --seed S            kv only: seed of keys, values and read orders [%d]\n"
+        "  --max-bytes B       scrape only: bytes each reader may read of the target, with\n"
+        "                      an optional K, M or G suffix [1G]\n"
+        "  --ptrace-pages N    scrape only: pages PEEKDATA reads at the start of each\n"
+        "                      mapping, besides the canary's page [%u]\n",
         ISOB_DEFAULT_N, ISOB_DEFAULT_WARMUP, ISOB_DEFAULT_BATCH_K, ISOB_DEFAULT_BATCH_REPS,
-        ISOB_DEFAULT_EMPTY_N, ISOB_QUICK_DIVISOR, ISOB_DEFAULT_SEED);
+        ISOB_DEFAULT_EMPTY_N, ISOB_QUICK_DIVISOR, ISOB_DEFAULT_SEED, ISOB_SCAN_DEFAULT_PTRACE_PAGES);
 }
 
 static void die_usage(const char *fmt, const char *arg)
@@ -137,6 +144,28 @@ static size_t parse_sizes(const char *s, size_t *out)
     if (!n)
         die_usage("--sizes needs at least one size%s", "");
     return n;
+}
+
+/* --max-bytes: a byte count with an optional K, M or G suffix (powers of
+ * 1024), from one page to 64 GiB. */
+static uint64_t parse_bytes(const char *opt, const char *s)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned shift = 0;
+    if (*end == 'K' || *end == 'k')
+        shift = 10, end++;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20, end++;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30, end++;
+    if (errno || end == s || *end || s[0] == '-' || v == 0 || v > (64ull << 30) >> shift ||
+        (v << shift) < ISOB_SCAN_PAGE) {
+        fprintf(stderr, "isob: error: %s: '%s' is not a byte count from 4K to 64G\n", opt, s);
+        exit(EXIT_USAGE);
+    }
+    return (uint64_t)v << shift;
 }
 
 static unsigned parse_placements(const char *s)
@@ -293,6 +322,23 @@ static int cmd_limits(void)
     return 0;
 }
 
+static int cmd_scrape(const char *target, const struct isob_scrape_opts *o)
+{
+    struct isob_scrape_report rep;
+    if (isob_scrape_run(target, o, &rep) != 0)
+        die_usage("unknown scrape target '%s' (plain, pipe-writer, pipe-reader, or a mechanism of "
+                  "isob list)", target);
+    isob_scrape_emit(stdout, &rep);
+    isob_scrape_report_free(&rep);
+    if (strcmp(rep.status, "skipped") == 0)
+        return EXIT_SKIP;
+    if (strcmp(rep.status, "ok") != 0) {
+        fprintf(stderr, "isob: scrape %s: %s\n", target, rep.reason);
+        return 1;
+    }
+    return 0;
+}
+
 static int cmd_version(int json)
 {
     if (json) {
@@ -315,7 +361,8 @@ static void emit_skip(struct isob_bench_ctx *ctx, const char *bench, const char 
 
 enum { OPT_N = 256, OPT_WARMUP, OPT_BATCH_K, OPT_BATCH_REPS, OPT_EMPTY_N, OPT_QUICK,
        OPT_PLACEMENT, OPT_CPU, OPT_COUNTER, OPT_SCOPE, OPT_PRIMITIVE, OPT_JSON, OPT_VERSION,
-       OPT_SIZES, OPT_ITERATIONS, OPT_SEED, OPT_CONFINE, OPT_LIMITS };
+       OPT_SIZES, OPT_ITERATIONS, OPT_SEED, OPT_CONFINE, OPT_LIMITS, OPT_TARGET, OPT_MAX_BYTES,
+       OPT_PTRACE_PAGES };
 
 int main(int argc, char **argv)
 {
@@ -332,8 +379,9 @@ int main(int argc, char **argv)
         {"version", no_argument, 0, OPT_VERSION}, {"help", no_argument, 0, 'h'},
         {"sizes", required_argument, 0, OPT_SIZES}, {"iterations", required_argument, 0, OPT_ITERATIONS},
         {"seed", required_argument, 0, OPT_SEED}, {"confine", required_argument, 0, OPT_CONFINE},
-        {"limits", no_argument, 0, OPT_LIMITS},
-        {0, 0, 0, 0},
+        {"limits", no_argument, 0, OPT_LIMITS}, {"target", required_argument, 0, OPT_TARGET},
+        {"max-bytes", required_argument, 0, OPT_MAX_BYTES},
+        {"ptrace-pages", required_argument, 0, OPT_PTRACE_PAGES}, {0, 0, 0, 0},
     };
     struct isob_bench_opts o = {
         .n = ISOB_DEFAULT_N, .warmup = ISOB_DEFAULT_WARMUP, .batch_k = ISOB_DEFAULT_BATCH_K,
@@ -342,7 +390,8 @@ int main(int argc, char **argv)
         .client_cpu = -2, .seed = ISOB_DEFAULT_SEED,
     };
     struct isob_counter_opts copts = {.force = NULL, .scope = ISOB_SCOPE_THREAD, .cpu = -1};
-    const char *mech_name = NULL;
+    const char *mech_name = NULL, *target = NULL;
+    struct isob_scrape_opts sopts = {0, 0};
     int json = 0, version = 0, limits = 0, opt;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "m:h", longopts, NULL)) != -1) {
@@ -397,6 +446,13 @@ int main(int argc, char **argv)
                 die_usage("--seed: '%s' is not a number from 0 to 2^64-1", optarg);
             break;
         }
+        case OPT_TARGET:
+            if (target)
+                die_usage("--target given twice: one target per run%s", "");
+            target = optarg;
+            break;
+        case OPT_MAX_BYTES: sopts.budget = parse_bytes("--max-bytes", optarg); break;
+        case OPT_PTRACE_PAGES: sopts.ptrace_pages = (unsigned)parse_count("--ptrace-pages", optarg); break;
         case OPT_JSON: json = 1; break;
         case OPT_VERSION: version = 1; break;
         case OPT_LIMITS: limits = 1; break;
@@ -421,6 +477,15 @@ int main(int argc, char **argv)
     const char *what = argv[optind];
     if (strcmp(what, "list") == 0)
         return cmd_list(json);
+    if (strcmp(what, "scrape") == 0) {
+        if (mech_name)
+            die_usage("scrape takes --target, not -m ('%s')", mech_name);
+        if (!target)
+            die_usage("scrape needs --target T (plain, pipe-writer, pipe-reader or a mechanism)%s", "");
+        return cmd_scrape(target, &sopts);
+    }
+    if (target || sopts.budget || sopts.ptrace_pages)
+        die_usage("--target, --max-bytes and --ptrace-pages are options of scrape only%s", "");
 
     const struct isob_mechanism *m = NULL;
     if (mech_name) {

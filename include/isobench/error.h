@@ -6,5 +6,8 @@
 #include <errno.h>
 
 const char *isob_strerror(long err);
+/* The errno's name ("EPERM"), which says more in a verdict than its text;
+ * "errno N" where the C library has no name for it.  Sign ignored. */
+const char *isob_errno_name(long err);
 
 #endif

@@ -11,7 +11,13 @@
  * without capabilities, another uid, or root.  Nothing here knows about
  * mechanisms: the isolation matrix (isolation.h) points the probes at a
  * compartment, and any other target (a pid, an address, a value) works the
- * same way. */
+ * same way.
+ *
+ * The second half is the outside reader of `isob scrape` (scrape.h): a
+ * plan of what to read, made from the target's own /proc/PID/smaps
+ * (isob_scan_plan_*), and three readers that read it through
+ * /proc/PID/mem, process_vm_readv or ptrace PEEKDATA and look for a
+ * canary (isob_scan).  They only read, and only inside the plan. */
 #ifndef ISOBENCH_OSPROBE_H
 #define ISOBENCH_OSPROBE_H
 
@@ -69,6 +75,7 @@ struct isob_identity_info {
     char how[96];       /* how the identity was made ("a thread of the caller, capabilities dropped") */
     long uid, gid;      /* the prober's real uid and gid */
     int cap_sys_ptrace; /* it held CAP_SYS_PTRACE in its effective set */
+    int userns;         /* it ran in a user namespace of its own (its capabilities count there only) */
 };
 
 const char *isob_osprobe_name(enum isob_osprobe p);
@@ -95,7 +102,174 @@ int isob_osprobe_as(enum isob_identity id, const struct isob_osprobe_target *t,
 int isob_osprobe_helper(long uid, void (*fn)(void *arg, void *out), void *arg, void *out, size_t len,
                         char *why, size_t whylen);
 
+/* What a helper becomes before it runs fn, in this order. */
+enum {
+    ISOB_CRED_DROP_ALL_CAPS = 1u << 0,   /* no capability in any set, the bounding set
+                                          * included: an unprivileged process */
+    ISOB_CRED_DROP_SYS_PTRACE = 1u << 1, /* CAP_SYS_PTRACE out of every set (bounding,
+                                          * permitted, effective, inheritable, ambient);
+                                          * the other capabilities stay */
+    ISOB_CRED_NEW_USERNS = 1u << 2,      /* last, unshare(CLONE_NEWUSER): every capability,
+                                          * but in a user namespace of its own only */
+};
+
+/* How long a helper may take to report when timeout_ms is 0. */
+#define ISOB_HELPER_TIMEOUT_MS 10000
+
+struct isob_cred {
+    long uid;          /* become this uid and gid, no groups, dumpable (root only); -1: keep */
+    unsigned flags;    /* ISOB_CRED_* */
+    int timeout_ms;    /* how long the helper may take to report; 0: ISOB_HELPER_TIMEOUT_MS */
+};
+
+/* isob_osprobe_helper with the credentials of cred.  A change that fails
+ * (unshare refused, capabilities that will not go) is the helper's error:
+ * fn does not run, and why says what failed. */
+int isob_osprobe_helper_cred(const struct isob_cred *cred, void (*fn)(void *arg, void *out), void *arg,
+                             void *out, size_t len, char *why, size_t whylen);
+
+/* Who the calling thread is: uid, gid and CAP_SYS_PTRACE (available = 1). */
+void isob_identity_self(struct isob_identity_info *info);
+
 /* Yama's ptrace_scope (0-3), or -1 when Yama is absent. */
 int isob_yama_ptrace_scope(void);
+
+/* ---- The outside reader: scanning a process's memory for a canary ----
+ *
+ * What is read comes from the target's own /proc/PID/smaps (or maps): every
+ * mapping but those a reader must not or need not touch (enum
+ * isob_map_class), in address order, up to a budget of bytes.  Reading a
+ * device's registers can hang or crash a machine (the Morello study
+ * crashed its OS that way), so I/O and PFN mappings, device files and the
+ * kernel's [vvar] and [vsyscall] are never read. */
+
+/* Bytes each reader may read of one target, in total. */
+#define ISOB_SCAN_DEFAULT_BUDGET (1ull << 30)
+/* PEEKDATA reads 8 bytes per system call, so the ptrace reader reads only
+ * the first pages of each planned range, and the canary's page. */
+#define ISOB_SCAN_DEFAULT_PTRACE_PAGES 4u
+/* Bytes asked for by one read. */
+#define ISOB_SCAN_CHUNK (64u * 1024u)
+#define ISOB_SCAN_PAGE 4096u
+
+/* Why a mapping is, or is not, read. */
+enum isob_map_class {
+    ISOB_MAP_READ = 0,     /* planned */
+    ISOB_MAP_SPECIAL,      /* [vvar], [vvar_vclock], [vsyscall]: the kernel's pages */
+    ISOB_MAP_IO,           /* VmFlags io or pf (VM_IO, VM_PFNMAP): device memory */
+    ISOB_MAP_DEVICE,       /* a file under /dev/ (but /dev/zero and /dev/shm/) */
+    ISOB_MAP_EMPTY,        /* private, nothing resident or swapped: only zeroes or the file */
+    ISOB_MAP_BUDGET,       /* beyond the budget */
+    ISOB_MAP__COUNT
+};
+
+/* One mapping as /proc/PID/smaps (or maps) describes it. */
+struct isob_map {
+    uintptr_t start, end;
+    char perms[5];
+    char path[256];
+    long rss_kb, swap_kb;  /* -1: unknown (a maps file has no Rss or Swap) */
+    int vm_io, vm_pfnmap;  /* VmFlags io, pf (0 when the file has no VmFlags) */
+};
+
+struct isob_scan_range {
+    uintptr_t start, end;
+};
+
+/* What a reader reads of one target. */
+struct isob_scan_plan {
+    struct isob_scan_range *ranges;  /* in address order, page-aligned, within the maps */
+    size_t n, cap;
+    uint64_t bytes;                  /* their total, at most budget */
+    uint64_t budget;
+    size_t mappings;                 /* mappings in the maps text */
+    size_t skipped[ISOB_MAP__COUNT]; /* mappings left out, by class (skipped[0] unused) */
+    int truncated;                   /* the budget left out part of a mapping, or more */
+};
+
+const char *isob_map_class_name(enum isob_map_class c);
+
+/* The class of one mapping, budget aside. */
+enum isob_map_class isob_map_classify(const struct isob_map *m);
+
+/* Plan from the text of a smaps or maps file.  0, -EINVAL for text that is
+ * not one (the line in why), -ENOMEM.  isob_scan_plan_free releases it. */
+int isob_scan_plan_parse(const char *text, uint64_t budget, struct isob_scan_plan *plan, char *why,
+                         size_t whylen);
+
+/* Plan from /proc/PID/smaps, read by the calling thread.  0 or a negative
+ * errno (EACCES: the caller may not read it) with why. */
+int isob_scan_plan_pid(pid_t pid, uint64_t budget, struct isob_scan_plan *plan, char *why, size_t whylen);
+
+/* Add [start, end) to a plan (page-aligned outward); 0 or -ENOMEM.  For a
+ * plan made by hand, when the maps cannot be read. */
+int isob_scan_plan_add(struct isob_scan_plan *plan, uintptr_t start, uintptr_t end);
+
+/* 1 when addr lies in one of the plan's ranges. */
+int isob_scan_plan_covers(const struct isob_scan_plan *plan, uintptr_t addr);
+
+void isob_scan_plan_free(struct isob_scan_plan *plan);
+
+/* A canary kept only in two halves that XOR to it, so that the process
+ * that looks for it never holds it whole: a reader that scanned its own
+ * process, or a process forked from it, would otherwise find the needle
+ * rather than the target's copy. */
+struct isob_canary {
+    unsigned char masked[32];   /* canary ^ mask */
+    unsigned char mask[32];
+};
+
+/* A fresh random canary (getrandom); 0 or a negative errno. */
+int isob_canary_new(struct isob_canary *c);
+
+/* Write the canary into dst (32 bytes), straight from its halves. */
+void isob_canary_put(const struct isob_canary *c, volatile unsigned char *dst);
+
+enum isob_scan_method {
+    ISOB_SCAN_MEM,       /* pread of /proc/PID/mem over the plan */
+    ISOB_SCAN_VM_READV,  /* process_vm_readv over the plan */
+    ISOB_SCAN_PTRACE,    /* PTRACE_SEIZE, INTERRUPT, PEEKDATA over the first pages of each
+                          * range and the canary's page, DETACH */
+    ISOB_SCAN__COUNT
+};
+
+const char *isob_scan_method_name(enum isob_scan_method m);  /* "mem", "vm_readv", "ptrace" */
+const char *isob_scan_method_how(enum isob_scan_method m);   /* "/proc/PID/mem", ... */
+
+struct isob_scan_result {
+    int outcome;            /* enum isob_osprobe_outcome */
+    int err;                /* the denial's errno, or what kept it untested */
+    uint64_t bytes;         /* bytes read */
+    uint64_t planned;       /* bytes this reader set out to read */
+    uint32_t ranges;        /* ranges tried */
+    uint32_t pages_failed;  /* pages a read failed on (PROT_NONE to process_vm_readv: EFAULT) */
+    int fail_err;           /* the errno of the first such page */
+    uint32_t found;         /* places the canary was found */
+    int at_canary;          /* one of them is the planted canary's address */
+    uintptr_t first_found;  /* the first place */
+    char note[96];
+};
+
+/* The reading primitive of isob_scan_ranges: read len bytes at addr of
+ * the target into buf; the count read (short at an unreadable page), or a
+ * negative errno. */
+typedef ssize_t (*isob_scan_read_fn)(void *ctx, uintptr_t addr, void *buf, size_t len);
+
+/* Read every range of plan with rd, chunk by chunk, and look for the
+ * canary, also across the edges of chunks.  A page that fails to read is
+ * counted and skipped; EPERM, EACCES or ESRCH end the scan (a denial when
+ * nothing was read before it).  Reads nothing outside the plan. */
+void isob_scan_ranges(const struct isob_scan_plan *plan, isob_scan_read_fn rd, void *ctx,
+                      const struct isob_canary *c, uintptr_t canary_addr, struct isob_scan_result *r);
+
+/* The plan of the ptrace reader: the first `pages` pages of each range of
+ * plan, and the page of canary_addr where plan covers it.  0 or -ENOMEM. */
+int isob_scan_plan_ptrace(const struct isob_scan_plan *plan, unsigned pages, uintptr_t canary_addr,
+                          struct isob_scan_plan *out);
+
+/* Read process pid with method m as the calling thread is, and look for
+ * the canary.  Always fills r; returns 0. */
+int isob_scan(enum isob_scan_method m, pid_t pid, const struct isob_scan_plan *plan, unsigned ptrace_pages,
+              const struct isob_canary *c, uintptr_t canary_addr, struct isob_scan_result *r);
 
 #endif

@@ -33,8 +33,27 @@ enum isob_entry {
     ISOB_ENTRY_KV_TOUCH = 16,
     ISOB_ENTRY_KV_GAT = 17,
     ISOB_ENTRY_KV_CLOCK = 18,
+    ISOB_ENTRY_CANARY = 19,      /* the outside reader's canary (isob scrape): layout below */
     ISOB_ENTRY__COUNT
 };
+
+/* The canary of `isob scrape` (include/isobench/scrape.h): 32 random bytes
+ * in the trusted heap, in the middle of a guard region of a known pattern,
+ * so that a reader that wrote anywhere near it would be seen.
+ *
+ *   CANARY  arg[0] = ISOB_CANARY_PLANT: len >= ISOB_CANARY_LEN, data = the
+ *           canary.  Fills the guard region with its pattern, copies the
+ *           canary into its middle and zeroes the message's copy (so that
+ *           the canary is left in the heap only, not in the shared
+ *           buffer); returns 0 with arg[1] = the canary's address.
+ *           arg[0] = ISOB_CANARY_SUM: returns isob_checksum() of the whole
+ *           region (guard and canary), for the caller to compare before
+ *           and after the readers.  Anything else: -EINVAL. */
+#define ISOB_CANARY_LEN 32u
+#define ISOB_CANARY_REGION 2048u /* the guard region, canary included */
+#define ISOB_CANARY_AT 1024u     /* the canary's offset in the region */
+#define ISOB_CANARY_PLANT 1
+#define ISOB_CANARY_SUM 2
 
 /* The key-value store's messages.  Lengths travel in the arguments, bytes
  * in data; errors are the usual negative errno values.  Times are seconds
@@ -120,5 +139,10 @@ long isob_trusted_call(struct isob_trusted *t, unsigned entry, struct isob_msg *
 
 /* The checksum ISOB_ENTRY_SINK computes, for the caller to verify. */
 uint32_t isob_checksum(const unsigned char *p, size_t n);
+
+/* Fill a canary region (ISOB_CANARY_REGION bytes) with the guard pattern,
+ * the canary's place included; the trusted side and the plain target
+ * processes of `isob scrape` lay out their canary the same way. */
+void isob_canary_guard(unsigned char *region);
 
 #endif

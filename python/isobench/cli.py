@@ -12,6 +12,7 @@ Exit codes (every command):
     2    bad usage: unknown benchmark or mechanism, malformed option, unusable
          store path, unknown run, unwritable report folder, a file `import`
          cannot read; always exactly one line on stderr
+    3    `scrape` only: some cells differ from the expected table (listed)
     128+N  stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP); the
          run is marked interrupted and the results stored so far are kept
 """
@@ -29,8 +30,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import (__version__, analysis, attackers, checks, compare, export, interchange, kvserver,
-               lifecycle, reference, report, runner, serve, stats, summary, sysinfo, system, table,
-               validate)
+               lifecycle, reference, report, runner, scrape, serve, stats, summary, sysinfo, system,
+               table, validate)
 from .driver import ISOLATION_TIMEOUT, Catalog, Driver, Isolation, find_isob, repo_root
 from .errors import DriverError, UsageError
 from .store import Store
@@ -112,6 +113,7 @@ def build_parser() -> Parser:
     _add_system(sub)
     _add_reference(sub)
     serve.add_parser(sub)
+    scrape.add_parser(sub)
     return p
 
 

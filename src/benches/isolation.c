@@ -57,17 +57,9 @@ const char *isob_segv_code_name(int code)
     }
 }
 
-/* The errno's name (EPERM), which says more in a verdict than its text. */
 static const char *errno_name(int err)
 {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
-    const char *n = strerrorname_np(err);
-    if (n)
-        return n;
-#endif
-    static __thread char num[24];
-    snprintf(num, sizeof num, "errno %d", err);
-    return num;
+    return isob_errno_name(err);
 }
 
 /* Append to a fixed buffer, cutting what does not fit. */

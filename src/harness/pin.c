@@ -125,3 +125,17 @@ const char *isob_strerror(long err)
         err = -err;
     return strerror((int)err);
 }
+
+const char *isob_errno_name(long err)
+{
+    if (err < 0)
+        err = -err;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+    const char *n = strerrorname_np((int)err);
+    if (n)
+        return n;
+#endif
+    static __thread char num[32];
+    snprintf(num, sizeof num, "errno %ld", err);
+    return num;
+}

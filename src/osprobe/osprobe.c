@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -20,11 +21,10 @@
 
 #include "isobench/error.h"
 #include "isobench/osprobe.h"
+#include "osprobe_internal.h"
 
 /* How long a ptrace'd target may take to stop after PTRACE_INTERRUPT. */
 #define OSP_STOP_TIMEOUT_MS 2000
-/* How long a helper process may take to run every probe and report. */
-#define OSP_HELPER_TIMEOUT_MS 10000
 
 static const char *const probe_names[ISOB_OSP__COUNT] = {
     [ISOB_OSP_VM_READV] = "process_vm_readv",
@@ -146,40 +146,51 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-static void probe_ptrace(const struct isob_osprobe_target *t, struct isob_osprobe_result *r)
+int isob_ptrace_stop(pid_t pid, int *status, char *note, size_t notelen)
 {
-    if (ptrace(PTRACE_SEIZE, t->pid, 0, 0) != 0) {
-        failed(r, errno);
-        if (t->pid == getpid())
-            snprintf(r->note, sizeof r->note, "the prober runs in the target process, which cannot trace itself");
-        return;
-    }
-    r->outcome = ISOB_OSP_GRANTED;
-    int stopped = 0, status = 0;
-    if (ptrace(PTRACE_INTERRUPT, t->pid, 0, 0) == 0) {
+    if (ptrace(PTRACE_SEIZE, pid, 0, 0) != 0)
+        return -errno;
+    *status = 0;
+    if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) == 0) {
         for (int waited = 0; waited < OSP_STOP_TIMEOUT_MS; waited++) {
-            pid_t w = waitpid(t->pid, &status, __WALL | WNOHANG);
-            if (w == t->pid && WIFSTOPPED(status)) {
-                stopped = 1;
-                break;
-            }
+            pid_t w = waitpid(pid, status, __WALL | WNOHANG);
+            if (w == pid && WIFSTOPPED(*status))
+                return 0;
             if (w < 0 && errno != EINTR)
                 break;
             sleep_ms(1);
         }
     }
-    if (!stopped) {
-        /* Leaving the prober (thread or helper) detaches the target. */
-        snprintf(r->note, sizeof r->note, "attached, but the target did not stop for PEEKDATA");
-        return;
-    }
-    errno = 0;
-    long word = ptrace(PTRACE_PEEKDATA, t->pid, (void *)t->addr, 0);
-    int err = errno;
+    /* Leaving the prober (thread or helper) detaches the target. */
+    snprintf(note, notelen, "attached, but the target did not stop");
+    return 1;
+}
+
+void isob_ptrace_release(pid_t pid, int status)
+{
     /* A signal that arrived while attaching is handed back on detaching;
      * the interrupt's own stop carries none. */
     int sig = (status >> 16) == 0 && WSTOPSIG(status) != SIGTRAP ? WSTOPSIG(status) : 0;
-    ptrace(PTRACE_DETACH, t->pid, 0, (void *)(long)sig);
+    ptrace(PTRACE_DETACH, pid, 0, (void *)(long)sig);
+}
+
+static void probe_ptrace(const struct isob_osprobe_target *t, struct isob_osprobe_result *r)
+{
+    int status;
+    int rc = isob_ptrace_stop(t->pid, &status, r->note, sizeof r->note);
+    if (rc < 0) {
+        failed(r, -rc);
+        if (t->pid == getpid())
+            snprintf(r->note, sizeof r->note, "the prober runs in the target process, which cannot trace itself");
+        return;
+    }
+    r->outcome = ISOB_OSP_GRANTED;
+    if (rc > 0)
+        return;
+    errno = 0;
+    long word = ptrace(PTRACE_PEEKDATA, t->pid, (void *)t->addr, 0);
+    int err = errno;
+    isob_ptrace_release(t->pid, status);
     if (err) {
         r->err = err;
         snprintf(r->note, sizeof r->note, "attached, then PEEKDATA failed: %s", isob_strerror(err));
@@ -273,6 +284,46 @@ static void fill_who(struct isob_identity_info *info)
     info->available = 1;
 }
 
+void isob_identity_self(struct isob_identity_info *info)
+{
+    fill_who(info);
+}
+
+/* CAP_SYS_PTRACE out of every set of the calling thread; the others stay. */
+static int drop_sys_ptrace(void)
+{
+    if (prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0) != 0 && errno != EINVAL)
+        return -errno;
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, CAP_SYS_PTRACE, 0, 0);
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+    memset(data, 0, sizeof data);
+    if (syscall(SYS_capget, &hdr, data) != 0)
+        return -errno;
+    unsigned w = CAP_SYS_PTRACE / 32, bit = 1u << (CAP_SYS_PTRACE % 32);
+    data[w].effective &= ~bit;
+    data[w].permitted &= ~bit;
+    data[w].inheritable &= ~bit;
+    if (syscall(SYS_capset, &hdr, data) != 0)
+        return -errno;
+    return cap_effective(CAP_SYS_PTRACE) ? -EPERM : 0;
+}
+
+/* Every capability out of every set, the bounding set included. */
+static int drop_all_caps(void)
+{
+    for (int cap = 0; cap <= 63; cap++)
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL && errno != EPERM)
+            return -errno;
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3];
+    memset(none, 0, sizeof none);
+    if (syscall(SYS_capset, &hdr, none) != 0)
+        return -errno;
+    return caps_none() ? 0 : -EPERM;
+}
+
 static void run_all(const struct isob_osprobe_target *t, struct isob_osprobe_result *res)
 {
     for (int p = 0; p < ISOB_OSP__COUNT; p++)
@@ -328,14 +379,69 @@ static int as_same_uid(const struct isob_osprobe_target *t, struct isob_osprobe_
 int isob_osprobe_helper(long uid, void (*fn)(void *arg, void *out), void *arg, void *out, size_t len,
                         char *why, size_t whylen)
 {
+    struct isob_cred cred = {uid, 0, 0};
+    return isob_osprobe_helper_cred(&cred, fn, arg, out, len, why, whylen);
+}
+
+/* The helper's report starts with the result of its change of credentials. */
+struct helper_hdr {
+    int rc;
+    char why[160];
+};
+
+/* In the helper: become what cred says, in the order of osprobe.h. */
+static void become(const struct isob_cred *cred, struct helper_hdr *hdr)
+{
+    long uid = cred->uid;
+    if (uid >= 0) {
+        if (setgroups(0, NULL) != 0 || setresgid((gid_t)uid, (gid_t)uid, (gid_t)uid) != 0 ||
+            setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) != 0) {
+            hdr->rc = -errno;
+            snprintf(hdr->why, sizeof hdr->why, "cannot switch to uid %ld: %s", uid, isob_strerror(hdr->rc));
+            return;
+        }
+        if (!caps_none()) {
+            hdr->rc = -EPERM;
+            snprintf(hdr->why, sizeof hdr->why, "uid %ld still holds capabilities: not unprivileged", uid);
+            return;
+        }
+        if (prctl(PR_SET_DUMPABLE, 1) != 0) {
+            /* Changing uid made the helper non-dumpable; an ordinary
+             * process of that uid is not, and the helper stands for one. */
+            hdr->rc = -errno;
+            snprintf(hdr->why, sizeof hdr->why, "PR_SET_DUMPABLE 1: %s", isob_strerror(hdr->rc));
+            return;
+        }
+    }
+    if ((cred->flags & ISOB_CRED_DROP_ALL_CAPS) && (hdr->rc = drop_all_caps()) != 0) {
+        snprintf(hdr->why, sizeof hdr->why, "cannot drop every capability: %s", isob_strerror(hdr->rc));
+        return;
+    }
+    if ((cred->flags & ISOB_CRED_DROP_SYS_PTRACE) && (hdr->rc = drop_sys_ptrace()) != 0) {
+        snprintf(hdr->why, sizeof hdr->why, "cannot drop CAP_SYS_PTRACE: %s", isob_strerror(hdr->rc));
+        return;
+    }
+    if ((cred->flags & ISOB_CRED_NEW_USERNS) && unshare(CLONE_NEWUSER) != 0) {
+        hdr->rc = -errno;
+        snprintf(hdr->why, sizeof hdr->why,
+                 "unshare(CLONE_NEWUSER) as uid %ld: %s (user namespaces disabled or restricted here)",
+                 (long)getuid(), isob_strerror(hdr->rc));
+    }
+}
+
+int isob_osprobe_helper_cred(const struct isob_cred *cred, void (*fn)(void *arg, void *out), void *arg,
+                             void *out, size_t len, char *why, size_t whylen)
+{
     if (len > PIPE_BUF) {
         snprintf(why, whylen, "a helper's report must fit in PIPE_BUF");
         return -EINVAL;
     }
-    if (uid >= 0 && geteuid() != 0) {
-        snprintf(why, whylen, "switching to uid %ld needs root (running as uid %ld)", uid, (long)geteuid());
+    if (cred->uid >= 0 && geteuid() != 0) {
+        snprintf(why, whylen, "switching to uid %ld needs root (running as uid %ld)", cred->uid,
+                 (long)geteuid());
         return -EPERM;
     }
+    int timeout_ms = cred->timeout_ms > 0 ? cred->timeout_ms : ISOB_HELPER_TIMEOUT_MS;
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) != 0) {
         int err = -errno;
@@ -358,23 +464,8 @@ int isob_osprobe_helper(long uid, void (*fn)(void *arg, void *out), void *arg, v
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(1);
-        /* The report starts with the uid switch's own result. */
-        struct { int rc; char why[160]; } hdr = {0, ""};
-        if (uid >= 0) {
-            if (setgroups(0, NULL) != 0 || setresgid((gid_t)uid, (gid_t)uid, (gid_t)uid) != 0 ||
-                setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) != 0) {
-                hdr.rc = -errno;
-                snprintf(hdr.why, sizeof hdr.why, "cannot switch to uid %ld: %s", uid, isob_strerror(hdr.rc));
-            } else if (!caps_none()) {
-                hdr.rc = -EPERM;
-                snprintf(hdr.why, sizeof hdr.why, "uid %ld still holds capabilities: not unprivileged", uid);
-            } else if (prctl(PR_SET_DUMPABLE, 1) != 0) {
-                /* Changing uid made the helper non-dumpable; an ordinary
-                 * process of that uid is not, and the helper stands for one. */
-                hdr.rc = -errno;
-                snprintf(hdr.why, sizeof hdr.why, "PR_SET_DUMPABLE 1: %s", isob_strerror(hdr.rc));
-            }
-        }
+        struct helper_hdr hdr = {0, ""};
+        become(cred, &hdr);
         if (write(pfd[1], &hdr, sizeof hdr) != (ssize_t)sizeof hdr)
             _exit(1);
         if (hdr.rc == 0) {
@@ -386,7 +477,7 @@ int isob_osprobe_helper(long uid, void (*fn)(void *arg, void *out), void *arg, v
         _exit(0);
     }
     close(pfd[1]);
-    struct { int rc; char why[160]; } hdr = {0, ""};
+    struct helper_hdr hdr = {0, ""};
     int rc = 0;
     size_t want[2] = {sizeof hdr, len};
     void *into[2] = {&hdr, out};
@@ -394,11 +485,11 @@ int isob_osprobe_helper(long uid, void (*fn)(void *arg, void *out), void *arg, v
         struct pollfd p = {pfd[0], POLLIN, 0};
         int ready;
         do
-            ready = poll(&p, 1, OSP_HELPER_TIMEOUT_MS);
+            ready = poll(&p, 1, timeout_ms);
         while (ready < 0 && errno == EINTR);
         ssize_t n = ready > 0 ? read(pfd[0], into[part], want[part]) : -1;
         if (ready <= 0) {
-            snprintf(why, whylen, "the helper gave no report within %d ms", OSP_HELPER_TIMEOUT_MS);
+            snprintf(why, whylen, "the helper gave no report within %d ms", timeout_ms);
             rc = -ETIMEDOUT;
         } else if (n != (ssize_t)want[part]) {
             snprintf(why, whylen, "the helper ended without a report");

@@ -9,10 +9,13 @@
 /* Where the planted secret lives: far enough into the heap that it is not
  * on the same page as the state header. */
 #define SECRET_OFFSET 4096u
+/* The canary's region shares the secret's page, which nothing else uses
+ * (the key-value store starts at ISOB_KV_OFFSET, the next page). */
+#define CANARY_REGION_OFFSET (SECRET_OFFSET + 1024u)
 
 struct isob_trusted *isob_trusted_init(void *heap, size_t size)
 {
-    if (size < SECRET_OFFSET + sizeof(uint64_t) || size < sizeof(struct isob_trusted))
+    if (size < CANARY_REGION_OFFSET + ISOB_CANARY_REGION || size < sizeof(struct isob_trusted))
         return 0;
     struct isob_trusted *t = (struct isob_trusted *)heap;
     t->calls = 0;
@@ -36,6 +39,39 @@ uint32_t isob_checksum(const unsigned char *p, size_t n)
         sum += p[i];
     sum = (sum >> 31) ^ (sum & 0x7fffffffu) ^ (sum >> 62);
     return (uint32_t)(sum & 0x7fffffffu);
+}
+
+void isob_canary_guard(unsigned char *region)
+{
+    /* A pattern that no run of zeroes, and no 8-byte value a probe could
+     * write, matches by chance over the whole region. */
+    for (uint32_t i = 0; i < ISOB_CANARY_REGION; i++)
+        region[i] = (unsigned char)(0xa5u ^ (i * 31u) ^ (i >> 8));
+}
+
+static long canary(struct isob_trusted *t, struct isob_msg *msg, size_t cap)
+{
+    unsigned char *region = t->heap + CANARY_REGION_OFFSET;
+    int64_t op = ISOB_MSG_ONCE(msg->arg[0]);
+    if (op == ISOB_CANARY_SUM)
+        return (long)isob_checksum(region, ISOB_CANARY_REGION);
+    if (op != ISOB_CANARY_PLANT)
+        return -22; /* EINVAL */
+    uint32_t len = ISOB_MSG_ONCE(msg->len);
+    if (len < ISOB_CANARY_LEN || cap < ISOB_CANARY_LEN)
+        return -22;
+    isob_canary_guard(region);
+    volatile unsigned char *slot = region + ISOB_CANARY_AT;
+    /* Byte by byte through volatile pointers: the canary goes from the
+     * message to the heap and nowhere else (no copy in a buffer of the
+     * compiler's), and the message's copy is really cleared. */
+    volatile unsigned char *data = msg->data;
+    for (uint32_t i = 0; i < ISOB_CANARY_LEN; i++) {
+        slot[i] = data[i];
+        data[i] = 0;
+    }
+    msg->arg[1] = (int64_t)(uintptr_t)slot;
+    return 0;
 }
 
 long isob_trusted_call(struct isob_trusted *t, unsigned entry, struct isob_msg *msg, size_t cap)
@@ -97,6 +133,8 @@ long isob_trusted_call(struct isob_trusted *t, unsigned entry, struct isob_msg *
         return kv_flush(t);
     case ISOB_ENTRY_KV_STATS:
         return kv_stats(t, msg, cap);
+    case ISOB_ENTRY_CANARY:
+        return canary(t, msg, cap);
     default:
         return -38; /* ENOSYS: no such entry */
     }

@@ -10,7 +10,9 @@
  *    on the test-only legacy gate (mpk_legacy.c), which must lose them;
  *  - `isob switch` on both, from a static isob copied into the guest as
  *    /isob, whose medians are printed as evidence that the benchmark runs
- *    there, never as timings: under TCG they mean nothing.
+ *    there, never as timings: under TCG they mean nothing;
+ *  - the outside reader (isob scrape) against both: OS-level readers do
+ *    not consult PKRU, so root finds the canary in the key's heap.
  *
  * As PID 1 it sets up what the checks need (console, /proc), prints one
  * TAP-like line per check to the console, a summary line that run-mpk.sh
@@ -36,6 +38,7 @@
 
 #include "isobench/arch_x86.h"
 #include "isobench/isolation.h"
+#include "isobench/scrape.h"
 #include "mpk_vm.h"
 
 /* Seconds a single check may take under TCG before it counts as hung. */
@@ -411,6 +414,52 @@ static void c_isob_switch(void *arg)
     EXPECT_EQ(ok_payloads, 3);
 }
 
+/* ---- isob scrape ------------------------------------------------------ */
+
+/* The outside reader against a compartment whose heap a protection key
+ * closes: every reader of root finds the canary, process_vm_readv
+ * included (unlike mprotect's PROT_NONE), because remote accesses do not
+ * consult PKRU; the same uid does as well where Yama lets it attach; a
+ * non-dumpable target and another uid refuse; nothing is written. */
+static void c_scrape(void *arg)
+{
+    const char *mech = arg;
+    struct isob_scrape_report rep;
+    EXPECT_EQ(isob_scrape_run(mech, NULL, &rep), 0);
+    printf("# scrape %s: %s%s%s; euid %ld, Yama %d, %zu ranges, %llu bytes planned\n", mech,
+           rep.status, rep.reason[0] ? ": " : "", rep.reason, rep.euid, rep.yama, rep.plan.n,
+           (unsigned long long)rep.plan.bytes);
+    EXPECT(strcmp(rep.status, "ok") == 0);
+    for (int id = 0; id < ISOB_SCR__COUNT; id++) {
+        const struct isob_scrape_cell *cell = &rep.cells[id];
+        for (int m = 0; cell->available && m < ISOB_SCAN__COUNT; m++)
+            printf("# scrape %s %s %s: outcome %d%s%s, %llu bytes, found %u%s\n", mech,
+                   isob_scrape_id_name((enum isob_scrape_id)id),
+                   isob_scan_method_name((enum isob_scan_method)m), cell->res[m].outcome,
+                   cell->res[m].err ? ", " : "", cell->res[m].err ? strerror(cell->res[m].err) : "",
+                   (unsigned long long)cell->res[m].bytes, cell->res[m].found,
+                   cell->res[m].at_canary ? " at the canary" : "");
+        if (cell->available)
+            EXPECT_EQ(cell->intact_after, 1);
+    }
+    const struct isob_scrape_cell *root = &rep.cells[ISOB_SCR_ROOT];
+    if (root->available && root->who.cap_sys_ptrace && rep.yama < 3)
+        for (int m = 0; m < ISOB_SCAN__COUNT; m++)
+            EXPECT(root->res[m].found >= 1 && root->res[m].at_canary);
+    const struct isob_scrape_cell *same = &rep.cells[ISOB_SCR_SAME_UID];
+    EXPECT(same->available);
+    for (int m = 0; m < ISOB_SCAN__COUNT; m++) {
+        if (rep.yama <= 0)
+            EXPECT(same->res[m].found >= 1 && same->res[m].at_canary);
+        else
+            EXPECT_EQ(same->res[m].outcome, ISOB_OSP_DENIED);
+        EXPECT_EQ(rep.cells[ISOB_SCR_SAME_UID_NONDUMPABLE].res[m].outcome, ISOB_OSP_DENIED);
+        if (rep.cells[ISOB_SCR_OTHER_UID].available)
+            EXPECT_EQ(rep.cells[ISOB_SCR_OTHER_UID].res[m].outcome, ISOB_OSP_DENIED);
+    }
+    isob_scrape_report_free(&rep);
+}
+
 /* ---- The guest -------------------------------------------------------- */
 
 /* PID 1 starts with whatever the kernel gave it: make sure there is a
@@ -450,6 +499,7 @@ static void run_mechanism(const char *name)
     vm_check("errors propagate", c_errors_propagate, NULL, VM_PASS);
     vm_check("create/destroy repeatable", c_create_destroy_repeatable, NULL, VM_PASS);
     vm_check("isolation enforced by PKU", c_isolation, NULL, VM_PASS);
+    vm_check("outside readers ignore the key (scrape)", c_scrape, (void *)name, VM_PASS);
     vm_attacks(cur, 0);
 }
 
