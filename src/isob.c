@@ -36,7 +36,7 @@ static void usage(FILE *f)
         "  --quick             divide n, warm-up, K and empty-n by %d\n"
         "  --placement LIST    same-cpu,cross-cpu,unpinned [same-cpu,cross-cpu]\n"
         "  --cpu C             CPU of the untrusted side [first allowed CPU]\n"
-        "  --counter B         perf, tsc or clock [best available]\n"
+        "  --counter B         perf, " ISOB_TIMER_NAME " or clock [best available]\n"
         "  --scope S           perf counting scope: thread or cpu [thread]\n"
         "  --primitive P       pingpong only: futex, pipe or socket [all]\n"
         "  --sizes LIST        kv only: data sizes, e.g. 4K,1M,256M (multiples of 64 B)\n"
@@ -277,8 +277,8 @@ int main(int argc, char **argv)
             break;
         }
         case OPT_COUNTER:
-            if (strcmp(optarg, "perf") && strcmp(optarg, "tsc") && strcmp(optarg, "clock"))
-                die_usage("--counter: unknown backend '%s' (perf, tsc, clock)", optarg);
+            if (strcmp(optarg, "perf") && strcmp(optarg, ISOB_TIMER_NAME) && strcmp(optarg, "clock"))
+                die_usage("--counter: unknown backend '%s' (perf, " ISOB_TIMER_NAME ", clock)", optarg);
             copts.force = optarg;
             break;
         case OPT_SCOPE:

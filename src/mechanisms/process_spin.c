@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "isobench/arch_x86.h"
+#include "isobench/arch.h"
 #include "isobench/futex.h"
 #include "isobench/mechanism.h"
 #include "isobench/server.h"
