@@ -4,10 +4,11 @@
 PYTHON ?= python3
 VENV := .venv
 BUILD := build
+BUILD_ARM64 := build-arm64
 STAMP_SYS := $(BUILD)/.system-ok
 ISOBENCH := $(VENV)/bin/isobench
 
-.PHONY: all run test build setup clean test-c test-python
+.PHONY: all run test build setup clean test-c test-python test-arm64
 
 all: build
 
@@ -36,7 +37,7 @@ run: build
 	$(ISOBENCH) run --quick
 	$(ISOBENCH) report latest -o results/report
 
-test: build test-c test-python
+test: build test-c test-arm64 test-python
 
 test-c: build
 	meson test -C $(BUILD) --print-errorlogs
@@ -44,5 +45,10 @@ test-c: build
 test-python: build
 	$(VENV)/bin/pytest -q tests/python
 
+# The native core cross-built for arm64, its C tests under qemu-user; SKIP
+# with the reason where the cross compiler or qemu-user is missing.
+test-arm64: $(STAMP_SYS)
+	bash scripts/test-arm64.sh $(BUILD_ARM64)
+
 clean:
-	rm -rf $(BUILD) $(VENV)
+	rm -rf $(BUILD) $(BUILD_ARM64) $(VENV)

@@ -101,7 +101,7 @@ static const char *open_hint(int err, enum isob_scope scope)
                    ? " (a whole CPU needs kernel.perf_event_paranoid <= 0 or CAP_PERFMON)"
                    : " (user+kernel counting needs kernel.perf_event_paranoid <= 1 or CAP_PERFMON)";
     case ENOSYS:
-        return " (kernel built without perf events)";
+        return " (kernel built without perf events, or qemu-user, which has none)";
     default:
         return "";
     }
