@@ -89,13 +89,18 @@ def config_key(benchmark: str, mechanism: str, params: Mapping) -> tuple[str, st
     return benchmark, mechanism, json.dumps(identity(params), sort_keys=True)
 
 
+# Units of a fixed-rate timer whose frequency the header's tsc_hz holds:
+# the TSC on x86-64, the generic timer (CNTVCT_EL0) on arm64.
+TIMER_UNITS = ("tsc_ticks", "cntvct_ticks")
+
+
 def to_ns(value: float | None, unit: str | None, tsc_hz: float | None) -> float | None:
     """value in nanoseconds where the unit allows it (core cycles never do)."""
     if value is None:
         return None
     if unit == "ns":
         return float(value)
-    if unit == "tsc_ticks" and tsc_hz:
+    if unit in TIMER_UNITS and tsc_hz:
         return value * 1e9 / tsc_hz
     return None
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .analysis import OUTPUT_PARAMS
+from .analysis import OUTPUT_PARAMS, TIMER_UNITS
 
 # Params with a column of their own; any other param is appended to the
 # variant column as key=value so that no configuration is hidden.
@@ -119,7 +119,7 @@ def _ns(r: Mapping) -> str:
         return "-"
     if r.get("unit") == "ns":
         return fmt_num(v)
-    if r.get("unit") == "tsc_ticks" and hz:
+    if r.get("unit") in TIMER_UNITS and hz:
         return fmt_num(v * 1e9 / hz)
     return "-"
 

@@ -33,3 +33,14 @@ def test_notes_say_which_configuration():
     text = table.run_report({"run_id": 1, "started": "t", "status": "ok"}, rs, "/db")
     assert "skipped: kv -m mprotect (same-cpu, 4 MiB): slow 4194304" in text
     assert "skipped: kv -m mprotect (same-cpu, 16 MiB): slow 16777216" in text
+
+
+def test_timer_ticks_convert_to_ns_on_both_architectures():
+    # The TSC (x86-64) and the generic timer (arm64) both count at the
+    # header's tsc_hz; core cycles have no fixed rate and never convert.
+    def ns(unit, hz, value):
+        return table.result_row({"benchmark": "switch", "mechanism": "direct", "status": "ok",
+                                 "params": {}, "median": value, "batched": value, "unit": unit,
+                                 "header": {"tsc_hz": hz}})[-2]
+    assert ns("tsc_ticks", 2.5e9, 1250.0) == ns("cntvct_ticks", 25e6, 12.5) == "500.0"
+    assert ns("cycles", 2.5e9, 1250.0) == "-"
