@@ -13,10 +13,11 @@ SAN_SETUP := -Db_sanitize=address,undefined -Dbuildtype=debugoptimized \
 	-Dc_args=-fno-sanitize-recover=all
 SAN_ENV := ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+BUILD_ARM64 := build-arm64
 STAMP_SYS := $(BUILD)/.system-ok
 ISOBENCH := $(VENV)/bin/isobench
 
-.PHONY: all run test build setup clean test-c test-python test-san
+.PHONY: all run test build setup clean test-c test-python test-san test-arm64
 
 all: build
 
@@ -45,7 +46,7 @@ run: build
 	$(ISOBENCH) run --quick
 	$(ISOBENCH) report latest -o results/report
 
-test: build test-c test-python test-san
+test: build test-c test-san test-arm64 test-python
 
 test-c: build
 	meson test -C $(BUILD) --print-errorlogs
@@ -60,5 +61,10 @@ test-san: $(BUILD_SAN)/build.ninja
 	ninja -C $(BUILD_SAN)
 	$(SAN_ENV) meson test -C $(BUILD_SAN) --print-errorlogs
 
+# The native core cross-built for arm64, its C tests under qemu-user; SKIP
+# with the reason where the cross compiler or qemu-user is missing.
+test-arm64: $(STAMP_SYS)
+	bash scripts/test-arm64.sh $(BUILD_ARM64)
+
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN) $(VENV)
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_ARM64) $(VENV)

@@ -23,6 +23,19 @@ declare -A NEED=(
   [cpio]=cpio                                 # MPK tests: the initramfs
 )
 
+# The arm64 build (make test-arm64) is cross-compiled on x86-64 hosts and
+# its C tests run under qemu-user; its arm64 libraries come from Debian
+# multiarch (dpkg --add-architecture arm64, done below when needed).
+if [ "$(uname -m)" = x86_64 ]; then
+  NEED+=(
+    [aarch64-linux-gnu-gcc]=gcc-aarch64-linux-gnu                 # arm64 build: the cross compiler
+    [/usr/aarch64-linux-gnu/lib/crt1.o]=libc6-dev-arm64-cross     # arm64 build: the C library to link with (a Recommends of the compiler)
+    [qemu-aarch64]=qemu-user                                      # arm64 tests: the user-mode emulator
+    [/lib/ld-linux-aarch64.so.1]=libc6:arm64                      # arm64 tests: the C library the emulated programs load
+    [/usr/lib/aarch64-linux-gnu/libseccomp.a]=libseccomp-dev:arm64  # arm64 build: the seccomp mechanism, linked statically
+  )
+fi
+
 missing=()
 for need in "${!NEED[@]}"; do
   if [[ "$need" == /* ]]; then
@@ -42,6 +55,11 @@ if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+for pkg in "${missing[@]}"; do
+  if [[ "$pkg" == *:arm64 ]] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    dpkg --add-architecture arm64
+  fi
+done
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "setup: installed ${missing[*]}"

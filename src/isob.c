@@ -47,7 +47,7 @@ static void usage(FILE *f)
         "  --cpu C             CPU of the untrusted side, one this process may use\n"
         "                      (its affinity mask) [first allowed CPU]; cross-cpu puts\n"
         "                      the server on the next allowed CPU\n"
-        "  --counter B         perf, tsc or clock [best available]\n"
+        "  --counter B         perf, " ISOB_TIMER_NAME " or clock [best available]\n"
         "  --scope S           perf counting scope: thread or cpu [thread]\n"
         "  --primitive P       pingpong: futex, pipe or socket; oslat: a list of primitives\n"
         "                      or families (see isob list) [all]\n"
@@ -422,8 +422,8 @@ int main(int argc, char **argv)
             break;
         }
         case OPT_COUNTER:
-            if (strcmp(optarg, "perf") && strcmp(optarg, "tsc") && strcmp(optarg, "clock"))
-                die_usage("--counter: unknown backend '%s' (perf, tsc, clock)", optarg);
+            if (strcmp(optarg, "perf") && strcmp(optarg, ISOB_TIMER_NAME) && strcmp(optarg, "clock"))
+                die_usage("--counter: unknown backend '%s' (perf, " ISOB_TIMER_NAME ", clock)", optarg);
             copts.force = optarg;
             break;
         case OPT_SCOPE:

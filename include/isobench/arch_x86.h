@@ -1,12 +1,23 @@
 /* x86-64 primitives used by the harness and the mechanisms.
  *
- * Everything architecture-specific lives here so that a port (arm64, CHERI)
- * adds a sibling header instead of scattering ifdefs. */
+ * Everything architecture-specific lives here or in a sibling header
+ * (arch_arm64.h) with the same set of functions; arch.h chooses one, so
+ * that a port adds a header instead of scattering ifdefs. */
 #ifndef ISOBENCH_ARCH_X86_H
 #define ISOBENCH_ARCH_X86_H
 
 #include <stdint.h>
 #include <ucontext.h>
+
+/* The timer backend is the TSC; the names are those of every result
+ * isobench has produced on x86-64. */
+#define ISOB_TIMER_NAME "tsc"
+#define ISOB_TIMER_UNIT "tsc_ticks"
+#define ISOB_TIMER_LABEL "TSC"
+#define ISOB_TIMER_HOW "constant and nonstop, read with lfence;rdtsc;lfence"
+
+/* rdpmc reads the perf counters from user space where the kernel allows it. */
+#define ISOB_ARCH_USER_PMC 1
 
 /* Read the TSC after all earlier instructions have retired, then fence so
  * that later instructions cannot start before the read.  *aux receives
@@ -33,6 +44,9 @@ static inline uint64_t isob_rdtsc_fenced(void)
     return ((uint64_t)hi << 32) | lo;
 }
 
+/* The timer reading at the edges of a measured region. */
+static inline uint64_t isob_timer_read(void) { return isob_rdtsc_fenced(); }
+
 /* Read performance counter `idx` (the mmap page's index minus one). */
 static inline uint64_t isob_rdpmc(uint32_t idx)
 {
@@ -41,9 +55,24 @@ static inline uint64_t isob_rdpmc(uint32_t idx)
     return ((uint64_t)hi << 32) | lo;
 }
 
+/* The CPU a perf reading is taken on.  rdtscp waits for all earlier
+ * instructions to execute and its lfence keeps the rdpmcs after it from
+ * starting early, so the reading cannot drift into the code before it.
+ * Linux keeps the CPU number in the low 12 bits of TSC_AUX. */
+static inline uint32_t isob_pmc_cpu(void)
+{
+    uint32_t aux;
+    (void)isob_rdtscp(&aux);
+    return aux & 0xfff;
+}
+
 static inline void isob_cpu_relax(void) { __asm__ __volatile__("pause" ::: "memory"); }
 
 static inline void isob_lfence(void) { __asm__ __volatile__("lfence" ::: "memory"); }
+
+/* rdpmc is not ordered with later instructions; the fence keeps a measured
+ * body from starting before the last counter was read. */
+static inline void isob_pmc_fence(void) { isob_lfence(); }
 
 /* PKRU access (only valid where CPUID reports OSPKE). */
 static inline uint32_t isob_rdpkru(void)
@@ -91,10 +120,5 @@ static inline __attribute__((noreturn)) void isob_raw_exit(int code)
     __asm__ __volatile__("syscall" : : "a"(231 /* exit_group */), "D"(code) : "rcx", "r11", "memory");
     __builtin_unreachable();
 }
-
-/* Keep the compiler from moving memory accesses across this point, and from
- * deleting computations whose results are only "used" here. */
-#define isob_clobber() __asm__ __volatile__("" ::: "memory")
-#define isob_keep(v) __asm__ __volatile__("" : : "r,m"(v) : "memory")
 
 #endif

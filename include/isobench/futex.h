@@ -110,6 +110,11 @@ struct isob_phs {
  * no robust mutexes, does not need.) */
 int isob_phs_serve_init(struct isob_phs *h, uint32_t *tid);
 
+/* The probe of a mechanism whose handoff is this word: 0 where the kernel
+ * keeps robust futex lists, else -ENOTSUP with the reason (qemu-user does
+ * not emulate them, and without them a dead server goes unnoticed). */
+int isob_phs_probe(char *why, size_t len);
+
 /* Caller side: the word's idle value, read once the server reported ready
  * and before the first request. */
 static inline uint32_t isob_phs_tid(struct isob_phs *h) { return isob_load(&h->word); }

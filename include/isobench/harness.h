@@ -3,7 +3,7 @@
  *
  * One measurement, in pseudo-code:
  *
- *     pick backend (perf group > TSC > CLOCK_MONOTONIC_RAW), record why
+ *     pick backend (perf group > timer > CLOCK_MONOTONIC_RAW), record why
  *     pin to the client CPU (placement decides the server CPU)
  *     empty = median over N of (read; read)          -- reported, never hidden
  *     warm-up: W calls, not recorded
@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "isobench/arch_x86.h"
+#include "isobench/arch.h"
 #include "isobench/error.h"
 #include "isobench/snap.h"
 #include "isobench/perf.h"
@@ -33,7 +33,7 @@
 
 enum isob_backend {
     ISOB_BACKEND_PERF = 1,  /* perf_event group; unit "cycles" */
-    ISOB_BACKEND_TSC = 2,   /* lfence;rdtsc;lfence; unit "tsc_ticks" */
+    ISOB_BACKEND_TIMER = 2, /* the arch's fixed-rate timer (TSC, CNTVCT_EL0); arch.h */
     ISOB_BACKEND_CLOCK = 3, /* clock_gettime(CLOCK_MONOTONIC_RAW); unit "ns" */
     ISOB_BACKEND_FAKE = 4,  /* tests only: a software clock of known cost */
 };
@@ -47,17 +47,17 @@ struct isob_fake_clock {
 
 /* Options for choosing a backend. */
 struct isob_counter_opts {
-    const char *force;             /* NULL (best available), "perf", "tsc", "clock" */
+    const char *force;             /* NULL (best available), "perf", ISOB_TIMER_NAME, "clock" */
     enum isob_scope scope;         /* perf counting scope */
     int cpu;                       /* CPU for ISOB_SCOPE_CPU */
 };
 
 struct isob_counter {
     enum isob_backend backend;
-    const char *name;              /* "perf", "tsc", "clock", "fake" */
-    const char *unit;              /* "cycles", "tsc_ticks", "ns" */
+    const char *name;              /* "perf", ISOB_TIMER_NAME, "clock", "fake" */
+    const char *unit;              /* "cycles", ISOB_TIMER_UNIT, "ns" */
     char why[512];                 /* why this backend: what the better ones said */
-    double tsc_hz;                 /* TSC frequency, 0 if unknown */
+    double tsc_hz;                 /* the timer's frequency (TSC, CNTVCT_EL0), 0 if unknown */
     const char *tsc_hz_source;     /* "tsc_known_freq", "calibrated", NULL */
     unsigned nev;                  /* events per reading (1 but for perf) */
     const char *event_names[ISOB_MAX_EVENTS];
@@ -75,10 +75,11 @@ void isob_counter_close(struct isob_counter *c);
  * group counts the thread that opened it, never a child).  0 or -errno. */
 int isob_counter_reopen(struct isob_counter *c);
 
-/* TSC facts: whether it is usable as a clock (constant and nonstop), and its
- * frequency.  Return 0 or a negative errno with the reason in why. */
-int isob_tsc_usable(char *why, size_t len);
-int isob_tsc_hz(double *hz, const char **source);
+/* Timer facts (src/harness/timer_<arch>.c): whether the timer is usable as
+ * a clock (it counts at a fixed rate), and its frequency.  Return 0 or a
+ * negative errno with the reason in why. */
+int isob_timer_usable(char *why, size_t len);
+int isob_timer_hz(double *hz, const char **source);
 
 static inline uint64_t isob_clock_ns(void)
 {
@@ -97,9 +98,9 @@ __attribute__((always_inline)) static inline void isob_read_as(enum isob_backend
     case ISOB_BACKEND_PERF:
         isob_perf_snap(&c->perf, s);
         return;
-    case ISOB_BACKEND_TSC:
-        s->v[0] = isob_rdtsc_fenced();
-        s->cpu = UINT32_MAX; /* not needed: TSC samples are never dropped */
+    case ISOB_BACKEND_TIMER:
+        s->v[0] = isob_timer_read();
+        s->cpu = UINT32_MAX; /* not needed: timer samples are never dropped */
         s->sig = 0;
         s->ok = 1;
         return;
@@ -132,7 +133,7 @@ static inline void isob_read(struct isob_counter *c, struct isob_snap *s)
     do {                                                                             \
         switch ((C)->backend) {                                                      \
         case ISOB_BACKEND_PERF: { const enum isob_backend B = ISOB_BACKEND_PERF; STMT; } break; \
-        case ISOB_BACKEND_TSC: { const enum isob_backend B = ISOB_BACKEND_TSC; STMT; } break;   \
+        case ISOB_BACKEND_TIMER: { const enum isob_backend B = ISOB_BACKEND_TIMER; STMT; } break; \
         case ISOB_BACKEND_FAKE: { const enum isob_backend B = ISOB_BACKEND_FAKE; STMT; } break; \
         default: { const enum isob_backend B = ISOB_BACKEND_CLOCK; STMT; } break;              \
         }                                                                            \
@@ -140,7 +141,7 @@ static inline void isob_read(struct isob_counter *c, struct isob_snap *s)
 
 /* a and b bracket one region: 1 if the sample is comparable (same CPU where
  * the backend knows it, same signature, both readings valid, not multiplexed
- * in between: isob_perf_pair_valid). Only the perf backend ever rejects; TSC
+ * in between: isob_perf_pair_valid). Only the perf backend ever rejects; the timer
  * is synchronised across CPUs on the machines where it is used at all. */
 __attribute__((always_inline)) static inline int isob_sample_valid_as(enum isob_backend be,
                                                                       const struct isob_snap *a,

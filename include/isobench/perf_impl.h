@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "isobench/arch_x86.h"
+#include "isobench/arch.h"
 
 /* The signature is an FNV-1a hash of the counter indices: one xor and one
  * multiply per event, and a changed index changes it. */
@@ -37,16 +37,14 @@ ISOB_PERF_INLINE void isob_perf_snap(struct isob_perf *p, struct isob_snap *s)
         return;
     }
 
-    const int real = p->real_sys;
+    /* Where the architecture has no user-space reading, use_rdpmc is only
+     * ever set with a fake interface (perf.c), and this folds to 0. */
+    const int real = ISOB_ARCH_USER_PMC && p->real_sys;
     uint32_t cpu;
     if (real) {
-        /* rdtscp waits for all earlier instructions to execute and its
-         * lfence keeps the rdpmcs below from starting early, so the reading
-         * cannot drift into the code before it.  Linux keeps the CPU number
-         * in the low 12 bits of TSC_AUX. */
-        uint32_t aux;
-        (void)isob_rdtscp(&aux);
-        cpu = aux & 0xfff;
+        /* Ordered after the code before it, so the reading cannot drift
+         * into that code (arch.h). */
+        cpu = isob_pmc_cpu();
     } else {
         cpu = p->sys->getcpu();
     }
@@ -95,7 +93,7 @@ ISOB_PERF_INLINE void isob_perf_snap(struct isob_perf *p, struct isob_snap *s)
     /* rdpmc is not ordered with later instructions; the fence keeps the
      * measured body from starting before the last counter was read. */
     if (real)
-        isob_lfence();
+        isob_pmc_fence();
 
     s->cpu = cpu;
     s->sig = sig;

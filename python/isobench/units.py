@@ -16,7 +16,10 @@ from typing import Sequence
 
 # Units that are time or a fixed-rate clock, and so convert to ns.  Core
 # cycles never do: the core's frequency is not known (and changes).
-TIME_UNITS = ("ns", "tsc_ticks")
+# Units of a fixed-rate timer whose frequency the header's tsc_hz holds: the
+# TSC on x86-64, the generic timer (CNTVCT_EL0) on arm64.
+TIMER_UNITS = ("tsc_ticks", "cntvct_ticks")
+TIME_UNITS = ("ns", *TIMER_UNITS)
 
 
 def ratio(x: float, baseline: float) -> float:
@@ -33,10 +36,10 @@ def overhead(x: float, baseline: float) -> float:
 
 def ns_factor(unit: str | None, tsc_hz: float | None) -> float | None:
     """Nanoseconds per unit, or None where the unit does not convert
-    (cycles; TSC ticks without a known TSC frequency)."""
+    (cycles; timer ticks without a known timer frequency)."""
     if unit == "ns":
         return 1.0
-    if unit == "tsc_ticks" and tsc_hz:
+    if unit in TIMER_UNITS and tsc_hz:
         return 1e9 / tsc_hz
     return None
 

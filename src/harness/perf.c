@@ -8,7 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "isobench/arch_x86.h"
+#include "isobench/arch.h"
 #include "isobench/perf.h"
 
 /* ---- The kernel's system interface ------------------------------------- */
@@ -101,7 +101,7 @@ static const char *open_hint(int err, enum isob_scope scope)
                    ? " (a whole CPU needs kernel.perf_event_paranoid <= 0 or CAP_PERFMON)"
                    : " (user+kernel counting needs kernel.perf_event_paranoid <= 1 or CAP_PERFMON)";
     case ENOSYS:
-        return " (kernel built without perf events)";
+        return " (kernel built without perf events, or qemu-user, which has none)";
     default:
         return "";
     }
@@ -185,8 +185,10 @@ int isob_perf_open(struct isob_perf *p, const struct isob_perf_sys *sys, enum is
     }
 
     /* rdpmc needs every page mapped (the kernel only enables it for mms that
-     * map an event) and every event on a counter; otherwise read(2). */
-    int rdpmc = 1;
+     * map an event) and every event on a counter; otherwise read(2).  An
+     * architecture without a user-space reading always uses read(2) with
+     * the kernel (a fake interface still exercises the inline path). */
+    int rdpmc = ISOB_ARCH_USER_PMC || !p->real_sys;
     for (unsigned e = 0; e < p->nev; e++) {
         p->page[e] = sys->mmap(p->fd[e], p->page_len);
         rdpmc &= page_allows_rdpmc(p->page[e]);

@@ -279,6 +279,19 @@ int isob_server_stop(struct isob_server *s, int timeout_ms)
  * variable), as the kernel reads it when the server ends. */
 static struct robust_list_head phs_head;
 
+int isob_phs_probe(char *why, size_t len)
+{
+    struct robust_list_head *head;
+    size_t hlen;
+    if (syscall(SYS_get_robust_list, 0, &head, &hlen) != 0) {
+        snprintf(why, len, "get_robust_list: %s (no robust futex lists here, e.g. under "
+                 "qemu-user; the handoff learns from them that its server died)",
+                 isob_strerror(-errno));
+        return -ENOTSUP;
+    }
+    return 0;
+}
+
 int isob_phs_serve_init(struct isob_phs *h, uint32_t *tid)
 {
     phs_head.list.next = &h->node;

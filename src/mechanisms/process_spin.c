@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "isobench/arch_x86.h"
+#include "isobench/arch.h"
 #include "isobench/futex.h"
 #include "isobench/mechanism.h"
 #include "isobench/server.h"
@@ -158,7 +158,7 @@ const struct isob_mechanism isob_mech_process_spin = {
     .name = "process-spin",
     .summary = "forked server process, shared memory, both sides spin (for cross-cpu placement)",
     .props = ISOB_ISOLATES_MEMORY | ISOB_SEPARATE_AS | ISOB_TWO_CONTEXTS,
-    .probe = isob_probe_always,
+    .probe = isob_phs_probe,
     .create = ps_create,
     .call = ps_call,
     .shared = ps_shared_msg,

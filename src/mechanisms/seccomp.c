@@ -108,8 +108,12 @@ static void sc_serve(struct sc_shared *sh, uint32_t tid, size_t cap, struct isob
 
 static int sc_probe(char *why, size_t len)
 {
+    int rc = isob_phs_probe(why, len);
+    if (rc)
+        return rc;
     if (prctl(PR_GET_SECCOMP) < 0) {
-        snprintf(why, len, "prctl(PR_GET_SECCOMP): %s (kernel without seccomp)", isob_strerror(-errno));
+        snprintf(why, len, "prctl(PR_GET_SECCOMP): %s (kernel without seccomp, or qemu-user, which refuses it)",
+                 isob_strerror(-errno));
         return -ENOTSUP;
     }
     uint32_t action = SECCOMP_RET_KILL_PROCESS;

@@ -1,5 +1,5 @@
 /* uthread: the compartment runs on its own stack and is entered with a
- * hand-written context switch (uthread_x86.S) that saves only the
+ * hand-written context switch (uthread_<arch>.S) that saves only the
  * callee-saved registers and the stack pointer, with no system call.  It is
  * the floor for user-level switching, beside glibc's swapcontext
  * (ucontext), which also saves the signal mask.  It isolates nothing. */

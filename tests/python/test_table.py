@@ -1,6 +1,6 @@
 """Table formatting: numbers, extra params, notes for failures."""
 
-from isobench import table
+from isobench import table, units
 
 
 def test_fmt_num():
@@ -64,3 +64,10 @@ def test_notes_say_which_configuration():
     text = table.run_report(_doc(rs))
     assert "skipped: kv -m mprotect (same-cpu, 4 MiB): slow 4194304 (2 repetitions)" in text
     assert "skipped: kv -m mprotect (same-cpu, 16 MiB): slow 16777216 (2 repetitions)" in text
+
+
+def test_timer_ticks_convert_to_ns_on_both_architectures():
+    # The TSC (x86-64) and the generic timer (arm64) both count at the
+    # header's tsc_hz; core cycles have no fixed rate and never convert.
+    assert units.to_ns(1250.0, "tsc_ticks", 2.5e9) == units.to_ns(12.5, "cntvct_ticks", 25e6) == 500.0
+    assert units.to_ns(1250.0, "cycles", 2.5e9) is None

@@ -2,7 +2,7 @@
  * dynamic loader, one system call.  What fork+execve costs beyond fork is
  * then the kernel's loading of an executable, not a program's start-up.
  * It exits with OSLAT_TINY_STATUS so that the parent can tell that it ran. */
-#include "isobench/arch_x86.h"
+#include "isobench/arch.h"
 #include "oslat.h"
 
 void _start(void);
