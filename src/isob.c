@@ -39,8 +39,10 @@ static void usage(FILE *f)
         "  --counter B         perf, tsc or clock [best available]\n"
         "  --scope S           perf counting scope: thread or cpu [thread]\n"
         "  --primitive P       pingpong only: futex, pipe or socket [all]\n"
-        "  --sizes LIST        kv only: data sizes, e.g. 4K,1M,256M (multiples of 64 B)\n"
-        "                      [4K to 256M by 4; --quick: to 16M]\n"
+        "  --sizes LIST        kv and memops: data or block sizes, e.g. 4K,1M,256M (multiples\n"
+        "                      of 64 B) [kv: 4K to 256M by 4, --quick: to 16M;\n"
+        "                      memops: 100M to 1000M by 100M, --quick: 64M,256M]\n"
+        "  --limit N           scale only: most compartments to create [1000]\n"
         "  --iterations N      kv only: measured passes per size [enough for --n gets, at least 3]\n"
         "  --seed S            kv only: seed of keys, values and read orders [%d]\n",
         ISOB_DEFAULT_N, ISOB_DEFAULT_WARMUP, ISOB_DEFAULT_BATCH_K, ISOB_DEFAULT_BATCH_REPS,
@@ -231,7 +233,7 @@ static void emit_skip(struct isob_bench_ctx *ctx, const char *bench, const char 
 
 enum { OPT_N = 256, OPT_WARMUP, OPT_BATCH_K, OPT_BATCH_REPS, OPT_EMPTY_N, OPT_QUICK,
        OPT_PLACEMENT, OPT_CPU, OPT_COUNTER, OPT_SCOPE, OPT_PRIMITIVE, OPT_JSON, OPT_VERSION,
-       OPT_SIZES, OPT_ITERATIONS, OPT_SEED };
+       OPT_SIZES, OPT_ITERATIONS, OPT_SEED, OPT_LIMIT };
 
 int main(int argc, char **argv)
 {
@@ -247,7 +249,8 @@ int main(int argc, char **argv)
         {"primitive", required_argument, 0, OPT_PRIMITIVE}, {"json", no_argument, 0, OPT_JSON},
         {"version", no_argument, 0, OPT_VERSION}, {"help", no_argument, 0, 'h'},
         {"sizes", required_argument, 0, OPT_SIZES}, {"iterations", required_argument, 0, OPT_ITERATIONS},
-        {"seed", required_argument, 0, OPT_SEED}, {0, 0, 0, 0},
+        {"seed", required_argument, 0, OPT_SEED}, {"limit", required_argument, 0, OPT_LIMIT},
+        {0, 0, 0, 0},
     };
     struct isob_bench_opts o = {
         .n = ISOB_DEFAULT_N, .warmup = ISOB_DEFAULT_WARMUP, .batch_k = ISOB_DEFAULT_BATCH_K,
@@ -292,6 +295,7 @@ int main(int argc, char **argv)
         case OPT_PRIMITIVE: o.param = optarg; break;
         case OPT_SIZES: o.nsizes = parse_sizes(optarg, o.sizes); break;
         case OPT_ITERATIONS: o.iterations = parse_count("--iterations", optarg); break;
+        case OPT_LIMIT: o.limit = parse_count("--limit", optarg); break;
         case OPT_SEED: {
             char *end;
             errno = 0;
@@ -343,6 +347,13 @@ int main(int argc, char **argv)
         o.warmup /= ISOB_QUICK_DIVISOR;
         o.batch_k = o.batch_k / ISOB_QUICK_DIVISOR ? o.batch_k / ISOB_QUICK_DIVISOR : 1;
         o.empty_n = o.empty_n / ISOB_QUICK_DIVISOR ? o.empty_n / ISOB_QUICK_DIVISOR : 1;
+    }
+    if (b->check) {
+        char why[256] = "";
+        if (b->check(&o, why, sizeof why) != 0) {
+            fprintf(stderr, "isob: error: %s: %s\n", b->name, why);
+            return EXIT_USAGE;
+        }
     }
     if (o.client_cpu == -2)
         o.client_cpu = first_allowed_cpu();

@@ -27,6 +27,7 @@ struct isob_bench_opts {
     size_t nsizes;
     size_t iterations;         /* --iterations: measured passes per data size; 0 means derived from n */
     uint64_t seed;             /* --seed: keys, values and read orders */
+    size_t limit;              /* --limit: scale's most compartments; 0 means its default */
 };
 
 struct isob_bench_ctx {
@@ -49,6 +50,9 @@ struct isob_bench {
     /* Emits result lines; returns 0, or a negative errno for a failure that
      * stopped the benchmark (individual failed results set ctx->failed). */
     int (*run)(struct isob_bench_ctx *ctx);
+    /* Optional: refuses options this benchmark cannot honour here, before
+     * anything is measured (isob then exits 2 with why); 0 or -errno. */
+    int (*check)(const struct isob_bench_opts *opts, char *why, size_t len);
 };
 
 extern const struct isob_bench *const isob_benches[];

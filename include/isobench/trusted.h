@@ -27,6 +27,28 @@ enum isob_entry {
     ISOB_ENTRY_KV_DELETE = 10,
     ISOB_ENTRY_KV_FLUSH = 11,
     ISOB_ENTRY_KV_STATS = 12,
+    /* The workloads' entries; layouts in isobench/work.h. */
+    ISOB_ENTRY_WORK = 13,        /* worksweep: k iterations of the integer kernel */
+    ISOB_ENTRY_CPU_INT = 14,     /* cpuwork: Morello's kernels, a whole trial each */
+    ISOB_ENTRY_CPU_FLOAT = 15,
+    ISOB_ENTRY_CPU_MATHS = 16,
+    ISOB_ENTRY_CPU_ARRAY = 17,
+    ISOB_ENTRY_MATH_SIN = 18,    /* cpuwork lib-in-compartment: one routine a call */
+    ISOB_ENTRY_MATH_COS = 19,
+    ISOB_ENTRY_MATH_TAN = 20,
+    ISOB_ENTRY_MATH_SQRT = 21,
+    ISOB_ENTRY_MATH_LOG = 22,
+    ISOB_ENTRY_MEM_ALLOC = 23,   /* memops: a block in the compartment's heap */
+    ISOB_ENTRY_MEM_WRITE = 24,
+    ISOB_ENTRY_MEM_FILL = 25,
+    ISOB_ENTRY_MEM_READ = 26,
+    ISOB_ENTRY_MEM_FREE = 27,
+    ISOB_ENTRY_HOST_FAULTS = 28, /* minor faults where the compartment runs */
+    ISOB_ENTRY_IO_FILL = 29,     /* pipeio: the compartment does the I/O */
+    ISOB_ENTRY_IO_WRITE = 30,
+    ISOB_ENTRY_IO_READ = 31,
+    ISOB_ENTRY_IO_ROUNDTRIP = 32,
+    ISOB_ENTRY_IO_STREAM = 33,
     ISOB_ENTRY__COUNT
 };
 
