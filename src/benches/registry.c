@@ -10,6 +10,7 @@ extern const struct isob_bench isob_bench_worksweep;
 extern const struct isob_bench isob_bench_cpuwork;
 extern const struct isob_bench isob_bench_memops;
 extern const struct isob_bench isob_bench_pipeio;
+extern const struct isob_bench isob_bench_scale;
 
 const struct isob_bench *const isob_benches[] = {
     &isob_bench_switch,
@@ -19,6 +20,7 @@ const struct isob_bench *const isob_benches[] = {
     &isob_bench_cpuwork,
     &isob_bench_memops,
     &isob_bench_pipeio,
+    &isob_bench_scale,
     NULL,
 };
 
