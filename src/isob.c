@@ -43,7 +43,8 @@ static void usage(FILE *f)
         "                      of 64 B) [kv: 4K to 256M by 4, --quick: to 16M;\n"
         "                      memops: 100M to 1000M by 100M, --quick: 64M,256M]\n"
         "  --limit N           scale only: most compartments to create [1000]\n"
-        "  --iterations N      kv only: measured passes per size [enough for --n gets, at least 3]\n"
+        "  --iterations N      kv: measured passes per size [enough for --n gets, at least 3];\n"
+        "                      cpuwork: iterations per trial [1e8, Morello's; --quick: 1e6]\n"
         "  --seed S            kv only: seed of keys, values and read orders [%d]\n",
         ISOB_DEFAULT_N, ISOB_DEFAULT_WARMUP, ISOB_DEFAULT_BATCH_K, ISOB_DEFAULT_BATCH_REPS,
         ISOB_DEFAULT_EMPTY_N, ISOB_QUICK_DIVISOR, ISOB_DEFAULT_SEED);

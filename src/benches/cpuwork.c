@@ -164,7 +164,9 @@ static void cw_emit(struct cw_run *r, int kernel, int where, struct cw_result *r
         isob_jw_str(&p.jw, "kernel", cw_kernels[kernel].name);
         isob_jw_int(&p.jw, "iterations", res->n);
         isob_jw_int(&p.jw, "iterations_morello", CW_ITERATIONS);
-        if (ctx->opts.quick)
+        if (ctx->opts.iterations)
+            isob_jw_str(&p.jw, "scaled", "--iterations: out and in run the count asked for");
+        else if (ctx->opts.quick)
             isob_jw_str(&p.jw, "scaled", "--quick: out and in run Morello's count / 100");
         if (where == W_LIB)
             isob_jw_str(&p.jw, "scaled_lib", "iterations chosen for a trial of about the target time; "
@@ -312,8 +314,9 @@ static void cw_kernel(struct cw_run *r, int kernel)
 static void cw_placement(struct wl *w, const char *placement, int server_cpu, void *arg)
 {
     const struct isob_bench_ctx *ctx = &w->wctx;
-    struct cw_run r = {.w = w, .k = arg, .placement = placement,
-                       .n = ctx->opts.quick ? CW_ITERATIONS / CW_QUICK_DIVISOR : CW_ITERATIONS,
+    size_t n = ctx->opts.iterations ? ctx->opts.iterations
+               : ctx->opts.quick ? CW_ITERATIONS / CW_QUICK_DIVISOR : CW_ITERATIONS;
+    struct cw_run r = {.w = w, .k = arg, .placement = placement, .n = (uint32_t)n,
                        .is_wasm = strncmp(ctx->mech->name, "wasm", 4) == 0};
     size_t array_bytes = (size_t)r.n * sizeof(uint32_t);
     uint64_t avail = 0;

@@ -69,6 +69,7 @@ struct mo_run {
     size_t bytes;
     struct mo_step st[2][S_N];
     const char *in_skip;       /* why `in` does not run, or NULL */
+    const char *out_skip;      /* why `out` does not run, or NULL */
     char in_why[256];
 };
 
@@ -97,6 +98,8 @@ static uint64_t mo_comp_faults(struct isob_comp *c)
 static void mo_record(struct mo_run *r, int where, int step, uint64_t ticks, uint64_t f0, uint64_t f1)
 {
     struct mo_step *st = &r->st[where][step];
+    if (st->s.n == st->s.cap)
+        return;
     size_t i = st->s.n++;
     st->s.v[i * st->s.nev] = ticks;
     st->faults[i] = f0 == UINT64_MAX || f1 == UINT64_MAX ? UINT64_MAX : f1 - f0;
@@ -327,16 +330,17 @@ static void mo_size(struct mo_run *r, int server_cpu)
              * other's freed memory. */
             for (int k = 0; k < 2; k++) {
                 int where = (k + t) % 2 ? MO_OUT : MO_IN;
-                if (where == MO_OUT)
+                if (where == MO_OUT && !r->out_skip)
                     mo_trial_out(r, t, seed);
-                else if (r->c)
+                else if (where == MO_IN && r->c)
                     mo_trial_in(r, t, seed);
             }
         }
     }
     for (int where = 0; where < 2; where++) {
-        if (where == MO_IN && r->in_skip) {
-            mo_skip(r, MO_IN, r->in_skip);
+        const char *skip = where == MO_IN ? r->in_skip : r->out_skip;
+        if (skip) {
+            mo_skip(r, where, skip);
             continue;
         }
         for (int step = 0; step < S_N; step++) {
@@ -381,6 +385,11 @@ static void mo_placement(struct wl *w, const char *placement, int server_cpu, vo
     size_t sizes[ISOB_MAX_SIZES], n = mo_sizes(&w->wctx.opts, sizes);
     uint64_t avail = 0;
     wl_mem_available("/proc/meminfo", &avail);
+    /* glibc's MALLOC_PERTURB_ fills every block inside malloc, so out's
+     * write would no longer be the first touch: out is then not Morello's
+     * measurement and is not run. */
+    const char *perturb = getenv("MALLOC_PERTURB_");
+    int out_ok = !perturb || !*perturb || strcmp(perturb, "0") == 0;
     struct mo_run *r = calloc(1, sizeof *r);
     if (!r) {
         struct wl_params p;
@@ -392,6 +401,8 @@ static void mo_placement(struct wl *w, const char *placement, int server_cpu, vo
     r->w = w;
     r->k = ma->k;
     r->placement = placement;
+    r->out_skip = out_ok ? NULL : "MALLOC_PERTURB_ is set: malloc fills each block itself, so the "
+                                  "write would not be its first touch";
     for (size_t i = 0; i < n; i++) {
         r->bytes = sizes[i];
         if (sizes[i] > avail / MO_AVAIL_DIVISOR) {
