@@ -310,6 +310,29 @@ static void cw_kernel(struct cw_run *r, int kernel)
         isob_samples_free(&res[i].s);
 }
 
+/* A compartment for one kernel: the array kernel's heap holds its array;
+ * the others get the default heap, so that a mechanism whose crossing
+ * cost grows with the heap (mprotect changes the protection of all of it)
+ * is not charged for an array they never touch.  0 or -errno. */
+static int cw_create(struct cw_run *r, int server_cpu, size_t heap, char *why, size_t len)
+{
+    const struct isob_mechanism *m = r->w->wctx.mech;
+    struct isob_comp_spec spec;
+    isob_spec_defaults(&spec);
+    spec.server_cpu = server_cpu;
+    if (heap)
+        spec.heap_size = heap;
+    int rc = isob_comp_create(m, &spec, &r->c);
+    if (rc) {
+        snprintf(why, len, "create (heap of %zu bytes): %s", spec.heap_size, isob_strerror(rc));
+        r->c = NULL;
+        return rc;
+    }
+    /* No data travels with these entries. */
+    r->c->mech->shared(r->c)->len = 0;
+    return 0;
+}
+
 static void cw_placement(struct wl *w, const char *placement, int server_cpu, void *arg)
 {
     const struct isob_bench_ctx *ctx = &w->wctx;
@@ -320,41 +343,41 @@ static void cw_placement(struct wl *w, const char *placement, int server_cpu, vo
     size_t array_bytes = (size_t)r.n * sizeof(uint32_t);
     uint64_t avail = 0;
     int array_ok = wl_mem_available("/proc/meminfo", &avail) == 0 && 2 * array_bytes <= avail / 2;
-    struct isob_comp_spec spec;
-    isob_spec_defaults(&spec);
-    spec.server_cpu = server_cpu;
-    if (array_ok)
-        spec.heap_size = isob_work_heap_size(array_bytes);
-    r.array = array_ok ? isob_map(array_bytes, 0) : NULL;
-    int rc = isob_comp_create(ctx->mech, &spec, &r.c);
-    if (rc == 0) /* no data travels with these entries */
-        r.c->mech->shared(r.c)->len = 0;
-    if (rc) {
-        char why[200];
-        snprintf(why, sizeof why, "create (heap of %zu bytes): %s", spec.heap_size, isob_strerror(rc));
-        for (int k = 0; k < CW_NKERNELS; k++) {
-            struct wl_params p;
-            if (wl_params_begin(&p, placement) == 0)
-                isob_jw_str(&p.jw, "kernel", cw_kernels[k].name);
-            wl_emit(w, wl_params_end(&p, ctx->mech), NULL, -1, 0, "failed", why);
-            wl_params_free(&p);
-        }
-        isob_unmap(r.array, array_bytes);
-        return;
-    }
     for (int k = 0; k < CW_NKERNELS; k++) {
-        if (k == CW_ARRAY && !r.array) {
-            char why[200];
+        char why[200];
+        if (k == CW_ARRAY && !array_ok) {
             snprintf(why, sizeof why, "the array needs %zu MiB twice (out and in); MemAvailable is %llu MiB, "
                      "of which at most half is used", array_bytes >> 20, (unsigned long long)(avail >> 20));
             for (int i = 0; i < W_LIB; i++)
                 cw_skip(&r, k, cw_where[i], why);
             continue;
         }
-        cw_kernel(&r, k);
+        if (k == CW_ARRAY)
+            r.array = isob_map(array_bytes, 0);
+        int rc = k == CW_ARRAY && !r.array ? -ENOMEM
+                 : cw_create(&r, server_cpu, k == CW_ARRAY ? isob_work_heap_size(array_bytes) : 0, why, sizeof why);
+        if (rc == -ENOMEM && !r.array && k == CW_ARRAY)
+            snprintf(why, sizeof why, "out of memory for out's array of %zu bytes", array_bytes);
+        if (rc) {
+            for (int i = 0; i < (k == CW_MATHS ? W_NWHERE : W_LIB); i++) {
+                struct wl_params p;
+                if (wl_params_begin(&p, placement) == 0) {
+                    isob_jw_str(&p.jw, "where", cw_where[i]);
+                    isob_jw_str(&p.jw, "kernel", cw_kernels[k].name);
+                }
+                wl_emit(w, wl_params_end(&p, ctx->mech), NULL, -1, 0, "failed", why);
+                wl_params_free(&p);
+            }
+        } else {
+            cw_kernel(&r, k);
+            isob_comp_destroy(r.c);
+            r.c = NULL;
+        }
+        if (k == CW_ARRAY) {
+            isob_unmap(r.array, array_bytes);
+            r.array = NULL;
+        }
     }
-    isob_comp_destroy(r.c);
-    isob_unmap(r.array, array_bytes);
 }
 
 int isob_cpuwork_run_with(struct isob_bench_ctx *ctx, const struct isob_cpuwork_kernels *k)
