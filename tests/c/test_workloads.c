@@ -19,6 +19,7 @@
 #include "isobench/bench.h"
 #include "isobench/host.h"
 #include "isobench/work.h"
+#include "isob_wasm.h"
 #include "../../src/benches/workload.h"
 #include "tap.h"
 
@@ -199,6 +200,32 @@ static void check_io_entries(const struct isob_mechanism *m, int wasm)
     }
     CHECK_EQ_LONG(call2(c, ISOB_ENTRY_IO_READ, p[0], 60), isob_checksum(want, 60));
     CHECK_EQ_LONG(call2(c, ISOB_ENTRY_IO_WRITE, p[1], ISOB_WORK_IO_MAX + 1), -EINVAL);
+    isob_comp_destroy(c);
+    close(p[0]);
+    close(p[1]);
+}
+
+/* The wasm host call checks what the guest hands it: a buffer must lie in
+ * linear memory, a discard must be page-aligned, an unknown call is
+ * refused.  Called as the guest's import would call it. */
+uint64_t Z_isobZ_host_call(void *env, uint32_t op, uint64_t a0, uint64_t a1, uint64_t a2);
+static void t_wasm_host_call_checks_the_guest(void)
+{
+    struct isob_comp *c = make(&isob_mech_wasm, 0);
+    struct isob_wasm_linear lin;
+    CHECK_EQ_LONG(isob_wasm_linear(c, &lin), 0);
+    int p[2];
+    CHECK(pipe(p) == 0);
+    CHECK_EQ_LONG(isob_host_grant_fd(c, p[1]), 0);
+    uint64_t size = lin.size;
+    CHECK_EQ_LONG((int64_t)Z_isobZ_host_call(c, ISOB_HOST_WRITE, (uint64_t)p[1], size - 8, 8), 8);
+    CHECK_EQ_LONG((int64_t)Z_isobZ_host_call(c, ISOB_HOST_WRITE, (uint64_t)p[1], size - 8, 9), -EFAULT);
+    CHECK_EQ_LONG((int64_t)Z_isobZ_host_call(c, ISOB_HOST_WRITE, (uint64_t)p[1], size + 4096, 1), -EFAULT);
+    CHECK_EQ_LONG((int64_t)Z_isobZ_host_call(c, ISOB_HOST_WRITE, (uint64_t)p[1], 8, UINT64_MAX - 4), -EFAULT);
+    CHECK_EQ_LONG((int64_t)Z_isobZ_host_call(c, ISOB_HOST_READ, (uint64_t)p[0], 0, 8), -EBADF);
+    CHECK_EQ_LONG((int64_t)Z_isobZ_host_call(c, ISOB_HOST_DISCARD, 0, 100, 4096), -EINVAL);
+    CHECK_EQ_LONG((int64_t)Z_isobZ_host_call(c, ISOB_HOST_DISCARD, 0, size, 4096), -EFAULT);
+    CHECK_EQ_LONG((int64_t)Z_isobZ_host_call(c, 99, 0, 0, 0), -ENOSYS);
     isob_comp_destroy(c);
     close(p[0]);
     close(p[1]);
@@ -698,6 +725,7 @@ int main(void)
     TAP_CASE(t_io_entries_direct);
     TAP_CASE(t_io_entries_process);
     TAP_CASE(t_io_entries_wasm);
+    TAP_CASE(t_wasm_host_call_checks_the_guest);
     TAP_CASE(t_short_reads_are_looped);
     TAP_CASE(t_memops_ok);
     TAP_CASE(t_memops_catches_a_zero_trip_write);
