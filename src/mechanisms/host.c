@@ -2,15 +2,13 @@
  * in whatever process runs the trusted code: the caller's for in-process
  * mechanisms, the server for process mechanisms, so the system call is
  * made where the compartment lives, as a library inside it would make it.
- * wasm guests reach their own implementation in wasm.c instead. */
+ * wasm guests reach their own implementation in wasm.c instead.  What the
+ * untrusted side grants host calls is in host_grant.c. */
 #include <errno.h>
-#include <stdio.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "isob_wasm.h"
-#include "isobench/host.h"
 #include "isobench/work.h"
 
 int64_t isob_host_call(uint32_t op, int64_t a0, int64_t a1, int64_t a2)
@@ -37,23 +35,4 @@ int64_t isob_host_call(uint32_t op, int64_t a0, int64_t a1, int64_t a2)
     default:
         return -ENOSYS;
     }
-}
-
-extern const struct isob_mechanism isob_mech_wasm, isob_mech_wasm_bounds;
-
-int isob_host_grant_fd(struct isob_comp *c, int fd)
-{
-    if (c->mech == &isob_mech_wasm || c->mech == &isob_mech_wasm_bounds)
-        return isob_wasm_grant_fd(c, fd);
-    return fd < 0 ? -EBADF : 0;
-}
-
-int isob_host_calls_ok(const struct isob_mechanism *m, char *why, size_t len)
-{
-    if (m->props & ISOB_FILTERS_SYSCALLS) {
-        snprintf(why, len, "%s filters the compartment's system calls: its trusted code cannot "
-                 "make the host calls (read, write, madvise, getrusage) this placement needs", m->name);
-        return 0;
-    }
-    return 1;
 }

@@ -37,7 +37,8 @@ if ! "$CLANG" -fsanitize=fuzzer,address,undefined "$probe" -o "$OUT/probe" 2>"$O
 fi
 
 # The code under test, compiled here with the sanitizers: the parser, the
-# executor, the direct mechanism and the trusted component it calls.
+# executor, the direct mechanism and the trusted component it calls (with
+# the work entries and the native host calls they make).
 cat >"$OUT/isob_config.h" <<'H'
 #define ISOB_VERSION "fuzz"
 #define ISOB_CC "clang"
@@ -49,7 +50,8 @@ H
   "$HERE/fuzz_proto.c" \
   "$ROOT/src/serve/proto.c" "$ROOT/src/serve/exec.c" \
   "$ROOT/src/mechanisms/direct.c" "$ROOT/src/mechanisms/common.c" \
-  "$ROOT/src/harness/pin.c" "$ROOT/src/trusted/trusted.c" \
+  "$ROOT/src/harness/pin.c" "$ROOT/src/trusted/trusted.c" "$ROOT/src/trusted/work.c" \
+  "$ROOT/src/mechanisms/host.c" \
   -o "$OUT/fuzz_proto"
 
 # Seeds: one of each command and each error, so the run starts deep.
