@@ -162,6 +162,9 @@ static void cw_emit(struct cw_run *r, int kernel, int where, struct cw_result *r
     if (wl_params_begin(&p, r->placement) == 0) {
         isob_jw_str(&p.jw, "where", cw_where[where]);
         isob_jw_str(&p.jw, "kernel", cw_kernels[kernel].name);
+        /* trial_iterations says what was asked (it identifies the result);
+         * iterations is what this placement ran (fewer for lib). */
+        isob_jw_int(&p.jw, "trial_iterations", r->n);
         isob_jw_int(&p.jw, "iterations", res->n);
         isob_jw_int(&p.jw, "iterations_morello", CW_ITERATIONS);
         if (ctx->opts.iterations)
@@ -174,8 +177,9 @@ static void cw_emit(struct cw_run *r, int kernel, int where, struct cw_result *r
         isob_jw_int(&p.jw, "trials", CW_TRIALS);
         isob_jw_int(&p.jw, "warmup_iterations", where == W_LIB ? res->n / CW_WARM_DIVISOR + 1 : warm_n);
         isob_jw_int(&p.jw, "crossings_per_trial", where == W_OUT ? 0 : where == W_IN ? 1 : 5ll * res->n);
-        isob_jw_str(&p.jw, "abi", where == W_OUT ? "native" : r->is_wasm ? "wasm32 (clang, wasm2c, then the native compiler)"
-                                                                         : "native: the same object code as out");
+        /* Only where the code inside is not out's object code. */
+        if (where != W_OUT && r->is_wasm)
+            isob_jw_str(&p.jw, "abi", "wasm32 (clang, wasm2c, then the native compiler): not out's object code");
         isob_jw_str(&p.jw, "compiler", ISOB_CC);
         isob_jw_str(&p.jw, "cflags", ISOB_CFLAGS);
         isob_jw_arr(&p.jw, "values");

@@ -269,9 +269,9 @@ static void mo_emit(struct mo_run *r, int where, int step)
                     ? "malloc (glibc, mmap threshold pinned at 128 KiB)"
                     : "the compartment's heap; pages handed back with MADV_DONTNEED through a host call");
         isob_jw_str(&p.jw, "thp", wl_thp_mode(thp, sizeof thp));
-        if (step == S_MEMSET)
-            isob_jw_str(&p.jw, "memset", where == MO_IN && strncmp(m->name, "wasm", 4) == 0
-                        ? "the wasm guest's byte loop (guest.c)" : "the C library's");
+        /* memset is the C library's, but in a wasm guest. */
+        if (step == S_MEMSET && where == MO_IN && strncmp(m->name, "wasm", 4) == 0)
+            isob_jw_str(&p.jw, "memset", "the wasm guest's byte loop (guest.c), not the C library's");
     }
     int bad = st->why[0] || st->s.n == 0;
     wl_emit(w, wl_params_end(&p, m), bad ? NULL : &st->s, -1, 0, bad ? "failed" : "ok",

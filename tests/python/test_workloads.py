@@ -95,3 +95,18 @@ def test_scale_limit_is_an_option():
     p = subprocess.run([str(ISOB), "scale", "-m", "direct", "--limit", "0"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+
+
+def test_workload_outputs_do_not_split_configs():
+    """What a workload result measured (faults, rates, counts, where it ran)
+    is output, so repetitions pool and a mechanism finds its `direct`."""
+    from isobench import analysis
+    ws = {"placement": "same-cpu", "variant": "entry", "k": 1000, "kernel": "lcg-xorshift64",
+          "seed": 1, "value": 2, "calls_checked": 5000, "ns_per_iteration": 2.5, "batch_k": 250}
+    assert analysis.identity(ws) == {"placement": "same-cpu", "variant": "entry", "k": 1000,
+                                     "kernel": "lcg-xorshift64", "seed": 1, "value": 2}
+    mo = {"where": "in", "step": "write", "size_bytes": 1 << 26, "minor_faults": [16384],
+          "fault_site": "the compartment's server process", "gbps": 1.2}
+    assert analysis.identity(mo) == {"where": "in", "step": "write", "size_bytes": 1 << 26}
+    for name in WORKLOADS:
+        assert analysis.kind(name) != analysis.UNKNOWN_KIND, name
