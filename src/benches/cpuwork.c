@@ -292,7 +292,7 @@ static void cw_kernel(struct cw_run *r, int kernel)
         res[W_LIB].s.v[t * nev] = b - a;
         res[W_LIB].ns[t] = wl_ns(w, (double)(b - a)) / res[W_LIB].n;
         if (bad)
-            cw_fail(&res[W_LIB], "trial %d: %s entries failed", t, "some");
+            cw_fail(&res[W_LIB], "trial %d: %s", t, "a maths entry returned an error");
         else if (res[W_LIB].value[t] != cw_out(r, kernel, res[W_LIB].n, seed))
             cw_fail(&res[W_LIB], "trial %d: lib-in-compartment's value differs from out's%s", t, "");
     }

@@ -421,8 +421,11 @@ static void pio_placement(struct wl *w, const char *placement, int server_cpu, v
      * the compartment is created. */
     if (!r.obuf || !r.ibuf || !r.scratch || pipe(r.a) != 0 || pipe(r.b) != 0) {
         snprintf(why, sizeof why, "set-up: %s", isob_strerror(r.obuf && r.ibuf && r.scratch ? -errno : -ENOMEM));
-        for (int v = 0; v < V_N; v++)
-            pio_skip(&r, v, P_OUT, 0, why);
+        struct wl_params p;
+        if (wl_params_begin(&p, placement) == 0)
+            isob_jw_str(&p.jw, "where", pio_where[P_OUT]);
+        wl_emit(w, wl_params_end(&p, m), NULL, -1, 0, "failed", why);
+        wl_params_free(&p);
         goto out;
     }
     fcntl(r.a[1], F_SETPIPE_SZ, PIO_PIPE_BYTES);

@@ -127,7 +127,7 @@ static long long sc_cgroup_pids_free(void)
 }
 
 /* The caps this machine sets before anything is created. */
-static void sc_caps(const struct isob_mechanism *m, size_t asked, uint64_t avail, struct sc_cap *cap)
+static void sc_caps(const struct isob_mechanism *m, size_t asked, struct sc_cap *cap)
 {
     cap->n = asked;
     snprintf(cap->cause, sizeof cap->cause, "the limit asked for (--limit, default %d)", SC_DEFAULT_LIMIT);
@@ -161,7 +161,6 @@ static void sc_caps(const struct isob_mechanism *m, size_t asked, uint64_t avail
                  (unsigned long long)(as >> 30), (unsigned long long)(ISOB_WASM_GUARD_RESERVATION >> 20));
         sc_cap_lower(cap, (size_t)(as / ISOB_WASM_GUARD_RESERVATION), why);
     }
-    (void)avail;
 }
 
 /* This process's children, read from /proc (no children file on every
@@ -348,7 +347,7 @@ static void sc_placement(struct wl *w, const char *placement, int server_cpu, vo
     wl_mem_available("/proc/meminfo", &avail0);
     uint64_t mem_cap = avail0 / SC_MEM_DIVISOR;
     struct sc_cap cap;
-    sc_caps(m, asked, avail0, &cap);
+    sc_caps(m, asked, &cap);
     struct sc_run r = {.w = w, .placement = placement, .server_cpu = server_cpu,
                        .separate = (m->props & ISOB_SEPARATE_AS) != 0};
     r.comps = calloc(cap.n ? cap.n : 1, sizeof *r.comps);
