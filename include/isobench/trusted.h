@@ -49,6 +49,7 @@ enum isob_entry {
     ISOB_ENTRY_IO_READ = 31,
     ISOB_ENTRY_IO_ROUNDTRIP = 32,
     ISOB_ENTRY_IO_STREAM = 33,
+    ISOB_ENTRY_IO_SUM = 34,      /* the checksum of what the last read brought in */
     ISOB_ENTRY__COUNT
 };
 

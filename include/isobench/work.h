@@ -6,7 +6,7 @@
  * The kernels are freestanding C like the rest of src/trusted/, and they
  * are compiled once for the native build: the benchmarks' `out` placement
  * calls the very same functions (same object code, same flags) that the
- * ISOB_ENTRY_WORK..PIPE_STREAM entries run inside a compartment.  The wasm
+ * ISOB_ENTRY_WORK..IO_SUM entries run inside a compartment.  The wasm
  * mechanisms compile the same source to wasm32, which is another ABI; the
  * benchmarks label it so.
  *
@@ -39,11 +39,14 @@
  *                buffer, looping over short writes; returns bytes written;
  *                arg[3] = write calls made
  *   IO_READ      arg[0] = fd, arg[1] = bytes: reads exactly that many into
- *                the input buffer, looping over short reads; returns their
- *                checksum (isob_checksum); arg[3] = short reads
+ *                the input buffer, looping over short reads; returns bytes
+ *                read; arg[3] = short reads
  *   IO_ROUNDTRIP arg[0] = write fd, arg[1] = read fd, arg[2] = bytes: write
- *                then read back as many; returns the reply's checksum;
- *                arg[3] = short reads
+ *                then read back as many; returns bytes read; arg[3] = short
+ *                reads
+ *   IO_SUM       arg[0] = bytes: returns the checksum (isob_checksum) of the
+ *                input buffer's first bytes, so the caller can verify a read
+ *                without the check inside the timed call
  *   IO_STREAM    arg[0] = fd, arg[1] = chunk bytes, arg[2] = chunks: writes
  *                the output buffer's first chunk bytes that many times;
  *                returns 0; arg[3] = write calls made

@@ -404,7 +404,7 @@ static long io_entry(struct isob_trusted *t, unsigned entry, struct isob_msg *ms
             return -W_EINVAL;
         r = isob_work_io_read((int)msg->arg[0], in, (size_t)msg->arg[1], &count);
         msg->arg[3] = (int64_t)count;
-        return r < 0 ? (long)r : (long)isob_checksum(in, (size_t)msg->arg[1]);
+        return (long)r;
     case ISOB_ENTRY_IO_ROUNDTRIP: {
         if (!fd_ok(msg->arg[0]) || !fd_ok(msg->arg[1]) || (uint64_t)msg->arg[2] > ISOB_WORK_IO_MAX)
             return -W_EINVAL;
@@ -414,8 +414,12 @@ static long io_entry(struct isob_trusted *t, unsigned entry, struct isob_msg *ms
         if (r >= 0)
             r = isob_work_io_read((int)msg->arg[1], in, len, &count);
         msg->arg[3] = (int64_t)count;
-        return r < 0 ? (long)r : (long)isob_checksum(in, len);
+        return (long)r;
     }
+    case ISOB_ENTRY_IO_SUM:
+        if ((uint64_t)msg->arg[0] > ISOB_WORK_IO_MAX)
+            return -W_EINVAL;
+        return (long)isob_checksum(in, (size_t)msg->arg[0]);
     case ISOB_ENTRY_IO_STREAM: {
         if (!fd_ok(msg->arg[0]) || msg->arg[1] <= 0 || (uint64_t)msg->arg[1] > ISOB_WORK_IO_MAX ||
             msg->arg[2] < 0)

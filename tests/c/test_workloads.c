@@ -198,7 +198,8 @@ static void check_io_entries(const struct isob_mechanism *m, int wasm)
         CHECK_EQ_LONG(call2(c, ISOB_ENTRY_IO_READ, p[0], 60), -EBADF);
         CHECK_EQ_LONG(isob_host_grant_fd(c, p[0]), 0);
     }
-    CHECK_EQ_LONG(call2(c, ISOB_ENTRY_IO_READ, p[0], 60), isob_checksum(want, 60));
+    CHECK_EQ_LONG(call2(c, ISOB_ENTRY_IO_READ, p[0], 60), 60);
+    CHECK_EQ_LONG(call2(c, ISOB_ENTRY_IO_SUM, 60, 0), isob_checksum(want, 60));
     CHECK_EQ_LONG(call2(c, ISOB_ENTRY_IO_WRITE, p[1], ISOB_WORK_IO_MAX + 1), -EINVAL);
     isob_comp_destroy(c);
     close(p[0]);
