@@ -52,9 +52,12 @@ static void usage(FILE *f)
         "  --primitive P       pingpong: futex, pipe or socket; oslat: a list of primitives\n"
         "                      or families (see isob list) [all]\n"
         "  --confine C         oslat only: confinement C or C:VARIANT (see isob list) [none]\n"
-        "  --sizes LIST        kv only: data sizes, e.g. 4K,1M,256M (multiples of 64 B)\n"
-        "                      [4K to 256M by 4; --quick: to 16M]\n"
-        "  --iterations N      kv only: measured passes per size [enough for --n gets, at least 3]\n"
+        "  --sizes LIST        kv and memops: data or block sizes, e.g. 4K,1M,256M (multiples\n"
+        "                      of 64 B) [kv: 4K to 256M by 4, --quick: to 16M;\n"
+        "                      memops: 100M to 1000M by 100M, --quick: 64M,256M]\n"
+        "  --limit N           scale only: most compartments to create [1000]\n"
+        "  --iterations N      kv: measured passes per size [enough for --n gets, at least 3];\n"
+        "                      cpuwork: iterations per trial [1e8, Morello's; --quick: 1e6]\n"
         "  --seed S            kv only: seed of keys, values and read orders [%d]\n"
         "  --max-bytes B       scrape only: bytes each reader may read of the target, with\n"
         "                      an optional K, M or G suffix [1G]\n"
@@ -362,7 +365,7 @@ static void emit_skip(struct isob_bench_ctx *ctx, const char *bench, const char 
 enum { OPT_N = 256, OPT_WARMUP, OPT_BATCH_K, OPT_BATCH_REPS, OPT_EMPTY_N, OPT_QUICK,
        OPT_PLACEMENT, OPT_CPU, OPT_COUNTER, OPT_SCOPE, OPT_PRIMITIVE, OPT_JSON, OPT_VERSION,
        OPT_SIZES, OPT_ITERATIONS, OPT_SEED, OPT_CONFINE, OPT_LIMITS, OPT_TARGET, OPT_MAX_BYTES,
-       OPT_PTRACE_PAGES };
+       OPT_PTRACE_PAGES, OPT_LIMIT };
 
 int main(int argc, char **argv)
 {
@@ -381,7 +384,8 @@ int main(int argc, char **argv)
         {"seed", required_argument, 0, OPT_SEED}, {"confine", required_argument, 0, OPT_CONFINE},
         {"limits", no_argument, 0, OPT_LIMITS}, {"target", required_argument, 0, OPT_TARGET},
         {"max-bytes", required_argument, 0, OPT_MAX_BYTES},
-        {"ptrace-pages", required_argument, 0, OPT_PTRACE_PAGES}, {0, 0, 0, 0},
+        {"ptrace-pages", required_argument, 0, OPT_PTRACE_PAGES},
+        {"limit", required_argument, 0, OPT_LIMIT}, {0, 0, 0, 0},
     };
     struct isob_bench_opts o = {
         .n = ISOB_DEFAULT_N, .warmup = ISOB_DEFAULT_WARMUP, .batch_k = ISOB_DEFAULT_BATCH_K,
@@ -438,6 +442,7 @@ int main(int argc, char **argv)
         case OPT_CONFINE: o.confine = optarg; break;
         case OPT_SIZES: o.nsizes = parse_sizes(optarg, o.sizes); break;
         case OPT_ITERATIONS: o.iterations = parse_count("--iterations", optarg); break;
+        case OPT_LIMIT: o.limit = parse_count("--limit", optarg); break;
         case OPT_SEED: {
             char *end;
             errno = 0;
@@ -520,6 +525,13 @@ int main(int argc, char **argv)
         o.warmup /= ISOB_QUICK_DIVISOR;
         o.batch_k = o.batch_k / ISOB_QUICK_DIVISOR ? o.batch_k / ISOB_QUICK_DIVISOR : 1;
         o.empty_n = o.empty_n / ISOB_QUICK_DIVISOR ? o.empty_n / ISOB_QUICK_DIVISOR : 1;
+    }
+    if (b->check) {
+        char why[256] = "";
+        if (b->check(&o, why, sizeof why) != 0) {
+            fprintf(stderr, "isob: error: %s: %s\n", b->name, why);
+            return EXIT_USAGE;
+        }
     }
     if (o.client_cpu == -2)
         o.client_cpu = isob_first_cpu();

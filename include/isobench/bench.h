@@ -28,6 +28,7 @@ struct isob_bench_opts {
     size_t iterations;         /* --iterations: measured passes per data size; 0 means derived from n */
     uint64_t seed;             /* --seed: keys, values and read orders */
     const char *confine;       /* --confine: oslat's confinement (NAME or NAME:VARIANT), or NULL */
+    size_t limit;              /* --limit: scale's most compartments; 0 means its default */
 };
 
 struct isob_bench_ctx {

@@ -27,10 +27,18 @@ enum {
 #define ISOB_DEFAULT_SHARED_SIZE (64u * 1024u)  /* shared buffer bytes, header included */
 #define ISOB_DEFAULT_HEAP_SIZE (1u << 20)       /* trusted heap bytes */
 
+/* Descriptors a compartment's host calls may use (isobench/host.h), at most. */
+#define ISOB_SPEC_HOST_FDS 4
+
 struct isob_comp_spec {
     size_t shared_size;  /* bytes of the shared buffer, header included */
     size_t heap_size;    /* bytes of the trusted heap */
     int server_cpu;      /* CPU of the second context, -1 for unpinned */
+    /* Descriptors the compartment's host calls work on, open before it is
+     * created: a forked server keeps these (and closes every other one it
+     * inherited), so that the same numbers name the same files there. */
+    int host_fds[ISOB_SPEC_HOST_FDS];
+    unsigned n_host_fds;
 };
 
 /* Liveness.  A compartment whose second context is a process can die

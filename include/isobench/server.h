@@ -52,6 +52,10 @@ struct isob_server_spec {
      * inherited is closed, so a server holds no other compartment's
      * channel, no listening socket and no client connection. */
     int keep_fd[2];
+    /* More descriptors it keeps: the compartment's host calls' (see
+     * struct isob_comp_spec), n_host_fds of them. */
+    const int *host_fds;
+    unsigned n_host_fds;
 };
 
 /* In the freshly forked server: die with the caller (PR_SET_PDEATHSIG, then

@@ -34,6 +34,29 @@ enum isob_entry {
     ISOB_ENTRY_KV_GAT = 17,
     ISOB_ENTRY_KV_CLOCK = 18,
     ISOB_ENTRY_CANARY = 19,      /* the outside reader's canary (isob scrape): layout below */
+    /* The workloads' entries; layouts in isobench/work.h. */
+    ISOB_ENTRY_WORK = 20,        /* worksweep: k iterations of the integer kernel */
+    ISOB_ENTRY_CPU_INT = 21,     /* cpuwork: Morello's kernels, a whole trial each */
+    ISOB_ENTRY_CPU_FLOAT = 22,
+    ISOB_ENTRY_CPU_MATHS = 23,
+    ISOB_ENTRY_CPU_ARRAY = 24,
+    ISOB_ENTRY_MATH_SIN = 25,    /* cpuwork lib-in-compartment: one routine a call */
+    ISOB_ENTRY_MATH_COS = 26,
+    ISOB_ENTRY_MATH_TAN = 27,
+    ISOB_ENTRY_MATH_SQRT = 28,
+    ISOB_ENTRY_MATH_LOG = 29,
+    ISOB_ENTRY_MEM_ALLOC = 30,   /* memops: a block in the compartment's heap */
+    ISOB_ENTRY_MEM_WRITE = 31,
+    ISOB_ENTRY_MEM_FILL = 32,
+    ISOB_ENTRY_MEM_READ = 33,
+    ISOB_ENTRY_MEM_FREE = 34,
+    ISOB_ENTRY_HOST_FAULTS = 35, /* minor faults where the compartment runs */
+    ISOB_ENTRY_IO_FILL = 36,     /* pipeio: the compartment does the I/O */
+    ISOB_ENTRY_IO_WRITE = 37,
+    ISOB_ENTRY_IO_READ = 38,
+    ISOB_ENTRY_IO_ROUNDTRIP = 39,
+    ISOB_ENTRY_IO_STREAM = 40,
+    ISOB_ENTRY_IO_SUM = 41,      /* the checksum of what the last read brought in */
     ISOB_ENTRY__COUNT
 };
 

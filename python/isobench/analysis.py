@@ -42,7 +42,11 @@ MICRO, MACRO, UNKNOWN_KIND = "micro", "macro", "unknown"
 # Microbenchmarks isolate one cost (a switch, an OS primitive); macrobenchmarks
 # run a workload with its data inside the compartment.  A paper needs both:
 # a switch cost alone says little about what an application pays.
-BENCHMARK_KINDS = {"switch": MICRO, "pingpong": MICRO, "oslat": MICRO, "kv": MACRO, "kv-server": MACRO}
+BENCHMARK_KINDS = {"switch": MICRO, "pingpong": MICRO, "oslat": MICRO, "kv": MACRO, "kv-server": MACRO,
+                   # docs/workloads.md: work per crossing and compartment count are
+                   # micro; the kernels, memory and I/O run with their data inside.
+                   "worksweep": MICRO, "scale": MICRO,
+                   "cpuwork": MACRO, "memops": MACRO, "pipeio": MACRO}
 
 # Result params that report what happened rather than select what was
 # measured (the kv benchmark prints its own mean, request counts, store
@@ -61,6 +65,13 @@ OUTPUT_PARAMS = frozenset({
     "latency_p99_hi_ns",
     # oslat: the confinement's evidence and what each primitive did and checked.
     "work", "confine_evidence", "confine_events", "confine_threat", "budget_ms",
+    # The workloads (docs/workloads.md): what each result measured or where
+    # it happened, beside the params that select it.
+    "calls_checked", "ns_per_iteration", "batch_k", "values", "warmup_iterations",
+    "crossings_per_trial", "minor_faults", "fault_site", "gbps", "operations", "cold",
+    "write_calls", "short_reads", "io_by", "pss_kb", "pss_kb_before", "pss_kb_per_compartment",
+    "processes", "calls_verified", "limit_cap", "created", "cause", "errno", "errno_name", "dead",
+    "shared_bytes", "mem_available_mib", "destroyed", "processes_left",
 })
 
 # How a result finds its baseline among the `direct` results of the same run

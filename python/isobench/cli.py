@@ -188,12 +188,15 @@ def _add_run(sub) -> None:
                    help=f"comma-separated placements: {', '.join(runner.PLACEMENTS)} "
                         "(default: each benchmark's own)")
     p.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
-                   help=f"time-out of each isob process (default: {runner.DEFAULT_TIMEOUT:g}; "
+                   help=f"time-out of each isob process (default: {runner.DEFAULT_TIMEOUT:g}, "
+                        f"cpuwork and memops {runner.LONG_TIMEOUTS['cpuwork']:g}; "
                         f"--quick: {runner.QUICK_TIMEOUT:g})")
     p.add_argument("--sizes", type=size_list, metavar="LIST",
                    help="kv: data sizes, e.g. 4K,1M,256M (multiples of 64 B; default: 4K to "
                         "256M by factors of 4, --quick: to 16M).  Sizes asked for by name run "
-                        "even when predicted to take long; raise --timeout to match")
+                        "even when predicted to take long; raise --timeout to match.  memops: "
+                        "block sizes, 1M or more (default: 100M to 1000M by 100M, --quick: "
+                        "64M,256M); a block above half of MemAvailable is refused")
     p.add_argument("--seconds", type=validate.seconds(validate.MAX_CLIENT_SECONDS), metavar="S",
                    help=f"kv-server: how long the client loads each server, whole seconds "
                         f"(default: {kvserver.SECONDS:g}; --quick: {kvserver.QUICK_SECONDS:g})")
@@ -449,7 +452,8 @@ def _add_reference(sub) -> None:
 def _run_options(args: argparse.Namespace) -> runner.Options:
     timeout = args.timeout or (runner.QUICK_TIMEOUT if args.quick else runner.DEFAULT_TIMEOUT)
     return runner.Options(quick=args.quick, n=args.n, placement=args.placement, timeout=timeout,
-                          seconds=args.seconds, sizes=args.sizes)
+                          seconds=args.seconds, sizes=args.sizes,
+                          timeout_given=args.timeout is not None)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -7,12 +7,22 @@ extern const struct isob_bench isob_bench_switch;
 extern const struct isob_bench isob_bench_pingpong;
 extern const struct isob_bench isob_bench_kv;
 extern const struct isob_bench isob_bench_oslat;
+extern const struct isob_bench isob_bench_worksweep;
+extern const struct isob_bench isob_bench_cpuwork;
+extern const struct isob_bench isob_bench_memops;
+extern const struct isob_bench isob_bench_pipeio;
+extern const struct isob_bench isob_bench_scale;
 
 const struct isob_bench *const isob_benches[] = {
     &isob_bench_switch,
     &isob_bench_pingpong,
     &isob_bench_kv,
     &isob_bench_oslat,
+    &isob_bench_worksweep,
+    &isob_bench_cpuwork,
+    &isob_bench_memops,
+    &isob_bench_pipeio,
+    &isob_bench_scale,
     NULL,
 };
 

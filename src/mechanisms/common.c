@@ -15,6 +15,7 @@ void isob_spec_defaults(struct isob_comp_spec *spec)
     spec->shared_size = ISOB_DEFAULT_SHARED_SIZE;
     spec->heap_size = ISOB_DEFAULT_HEAP_SIZE;
     spec->server_cpu = -1;
+    spec->n_host_fds = 0;
 }
 
 void *isob_map(size_t len, int shared)
@@ -139,11 +140,14 @@ static void __attribute__((noreturn)) server_exit(int status)
 static void __attribute__((noreturn)) server_main(pid_t parent, const struct isob_server_spec *spec,
                                                   int report_fd)
 {
-    int keep[3] = {report_fd, spec->keep_fd[0], spec->keep_fd[1]};
+    int keep[3 + ISOB_SPEC_HOST_FDS] = {report_fd};
     int n = 1;
     for (int i = 0; i < 2; i++)
         if (spec->keep_fd[i] >= 0)
             keep[n++] = spec->keep_fd[i];
+    for (unsigned i = 0; i < spec->n_host_fds && i < ISOB_SPEC_HOST_FDS; i++)
+        if (spec->host_fds[i] >= 0)
+            keep[n++] = spec->host_fds[i];
     keep_only(keep, n);
     default_signals();
     struct isob_trusted *t = NULL;

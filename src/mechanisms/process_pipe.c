@@ -101,6 +101,7 @@ static int pipe_create(const struct isob_comp_spec *spec, struct isob_comp **out
         goto fail;
     }
     struct isob_server_spec ss = {.cpu = spec->server_cpu, .heap_size = spec->heap_size,
+                                  .host_fds = spec->host_fds, .n_host_fds = spec->n_host_fds,
                                   .serve = pipe_child, .arg = p,
                                   .keep_fd = {p->req[0], p->rep[1]}};
     err = isob_server_start(&p->server, &ss);

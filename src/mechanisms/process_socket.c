@@ -91,6 +91,7 @@ static int sock_create(const struct isob_comp_spec *spec, struct isob_comp **out
         goto fail;
     }
     struct isob_server_spec ss = {.cpu = spec->server_cpu, .heap_size = spec->heap_size,
+                                  .host_fds = spec->host_fds, .n_host_fds = spec->n_host_fds,
                                   .serve = sock_child, .arg = s, .keep_fd = {s->sv[1], -1}};
     err = isob_server_start(&s->server, &ss);
     if (err != 0)

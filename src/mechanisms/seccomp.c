@@ -199,6 +199,7 @@ static int sc_create(const struct isob_comp_spec *spec, struct isob_comp **out)
     }
     p->base.data_cap = p->shared_size - sizeof(struct sc_shared);
     struct isob_server_spec ss = {.cpu = spec->server_cpu, .heap_size = spec->heap_size,
+                                  .host_fds = spec->host_fds, .n_host_fds = spec->n_host_fds,
                                   .setup = sc_setup, .serve = sc_child, .arg = p,
                                   .keep_fd = {-1, -1}};
     int rc = isob_server_start(&p->server, &ss);

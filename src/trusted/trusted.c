@@ -4,6 +4,7 @@
  * the same source compiles to wasm32 for the WebAssembly mechanism and its
  * state lives only in the heap the mechanism gives it. */
 #include "isobench/trusted.h"
+#include "isobench/work.h"
 #include "kv.h"
 
 /* Where the planted secret lives: far enough into the heap that it is not
@@ -136,6 +137,8 @@ long isob_trusted_call(struct isob_trusted *t, unsigned entry, struct isob_msg *
     case ISOB_ENTRY_CANARY:
         return canary(t, msg, cap);
     default:
+        if (entry >= ISOB_ENTRY_WORK && entry < ISOB_ENTRY__COUNT)
+            return isob_work_call(t, entry, msg, cap);
         return -38; /* ENOSYS: no such entry */
     }
 }

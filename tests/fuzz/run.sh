@@ -38,7 +38,8 @@ fi
 
 # The code under test, compiled here with the sanitizers: the connection
 # state machine, the parser, the executor, the direct mechanism and the
-# trusted component it calls.
+# trusted component it calls (with the work entries and the native host
+# calls they make).
 cat >"$OUT/isob_config.h" <<'H'
 #define ISOB_VERSION "fuzz"
 #define ISOB_CC "clang"
@@ -51,7 +52,8 @@ H
   "$ROOT/src/serve/proto.c" "$ROOT/src/serve/exec.c" "$ROOT/src/serve/conn.c" \
   "$ROOT/src/mechanisms/direct.c" "$ROOT/src/mechanisms/common.c" \
   "$ROOT/src/mechanisms/server_close.c" \
-  "$ROOT/src/harness/pin.c" "$ROOT/src/trusted/trusted.c" \
+  "$ROOT/src/harness/pin.c" "$ROOT/src/trusted/trusted.c" "$ROOT/src/trusted/work.c" \
+  "$ROOT/src/mechanisms/host.c" \
   -o "$OUT/fuzz_proto"
 
 # Seeds: the checked-in corpus (one input per command and error, and the

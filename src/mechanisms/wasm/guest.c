@@ -7,8 +7,12 @@
  * pointer: it copies the message into the guest's message buffer, calls
  * isob_guest_call, and copies the message back out.
  *
- * Freestanding like trusted.c: no libc, no imports, so the module can do
- * nothing but compute on its own linear memory. */
+ * Freestanding like trusted.c: no libc, and one import, ("isob",
+ * "host_call"), through which the work entries ask the host for the
+ * system calls of the workloads (include/isobench/work.h); the host checks
+ * every buffer against linear memory and allows only the descriptors
+ * granted to the compartment.  Otherwise the module can do nothing but
+ * compute on its own linear memory. */
 #include "isobench/trusted.h"
 
 /* Defined by wasm-ld: the first byte after the data and the shadow stack. */

@@ -33,4 +33,10 @@ int isob_wasm_peek(struct isob_comp *c, uint32_t offset, uint64_t *value);
 /* Guest code writes value at offset. */
 int isob_wasm_poke(struct isob_comp *c, uint32_t offset, uint64_t value);
 
+/* Descriptors one compartment's host calls may use, at most. */
+#define ISOB_WASM_MAX_FDS 8
+/* Let the guest's host calls read and write fd (isob_host_grant_fd);
+ * -ENOSPC when ISOB_WASM_MAX_FDS are granted already. */
+int isob_wasm_grant_fd(struct isob_comp *c, int fd);
+
 #endif

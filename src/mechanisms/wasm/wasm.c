@@ -34,6 +34,7 @@
 #include "isob_wasm.h"
 #include "isobench/isolation.h"
 #include "isobench/mechanism.h"
+#include "isobench/work.h"
 
 extern const struct isob_mechanism isob_mech_wasm, isob_mech_wasm_bounds;
 
@@ -41,6 +42,8 @@ extern const struct isob_mechanism isob_mech_wasm, isob_mech_wasm_bounds;
 #include <pthread.h>
 #include <setjmp.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "isob_wasm_bounds.h"
 #include "isob_wasm_guard.h"
@@ -82,10 +85,11 @@ struct wasm_variant {
         wasm_rt_init();                                                                \
         Z_isob_wasm_##V##_init_module();                                               \
     }                                                                                  \
-    static uint64_t V##_instantiate(void *i, uint32_t a, uint64_t b)                   \
+    static uint64_t V##_instantiate(void *i, uint32_t a, uint64_t env)                 \
     {                                                                                  \
-        (void)a, (void)b;                                                              \
-        Z_isob_wasm_##V##_instantiate((V##_inst *)i);                                  \
+        (void)a;                                                                       \
+        Z_isob_wasm_##V##_instantiate((V##_inst *)i,                                   \
+                                      (struct Z_isob_instance_t *)(uintptr_t)env);     \
         return 0;                                                                      \
     }                                                                                  \
     static void V##_free(void *i) { Z_isob_wasm_##V##_free((V##_inst *)i); }           \
@@ -146,6 +150,8 @@ struct wasm_comp {
     struct isob_msg *msg;       /* the host's message buffer */
     size_t shared_size;
     int last_trap;              /* the wasm-rt trap code of the last trapped guest call */
+    int fds[ISOB_WASM_MAX_FDS]; /* descriptors its host calls may use */
+    unsigned nfds;
 };
 
 /* What a trap becomes for the caller. */
@@ -270,7 +276,9 @@ static int wasm_create_variant(const struct wasm_variant *v, const struct isob_c
         return -ENOMEM;
     }
     uint64_t off;
-    rc = (int)guarded(w, v->instantiate, 0, 0, &off);
+    /* The instance of the "isob" module the guest imports host_call from
+     * is the compartment itself (Z_isobZ_host_call below). */
+    rc = (int)guarded(w, v->instantiate, 0, (uint64_t)(uintptr_t)w, &off);
     if (rc == 0) {
         w->mem = v->memory(w->inst);
         w->guard_base = v->guard_pages ? w->mem->data : NULL;
@@ -321,6 +329,65 @@ static struct wasm_comp *as_wasm(struct isob_comp *c)
     if (!c || (c->mech != &isob_mech_wasm && c->mech != &isob_mech_wasm_bounds))
         return NULL;
     return (struct wasm_comp *)c;
+}
+
+/* The guest's host calls (isobench/work.h), as WASI gives a module its
+ * system calls: the guest names buffers by linear-memory offset, and each
+ * is checked to lie inside the memory; it may use only the descriptors
+ * granted to its compartment.  Runs on the thread inside guarded(), so a
+ * fault here would be the host's own and is not caught as a trap. */
+u64 Z_isobZ_host_call(struct Z_isob_instance_t *env, u32 op, u64 a0, u64 a1, u64 a2)
+{
+    struct wasm_comp *w = (struct wasm_comp *)env;
+    uint64_t size = w->mem->size;
+    int64_t r;
+    if (op == ISOB_HOST_MINFLT) {
+        struct rusage ru;
+        r = getrusage(RUSAGE_SELF, &ru) == 0 ? (int64_t)ru.ru_minflt : -errno;
+        return (u64)r;
+    }
+    if (a1 > size || a2 > size - a1)
+        return (u64)(int64_t)-EFAULT;
+    unsigned char *buf = w->mem->data + a1;
+    switch (op) {
+    case ISOB_HOST_WRITE:
+    case ISOB_HOST_READ: {
+        unsigned i = 0;
+        while (i < w->nfds && (u64)(int64_t)w->fds[i] != a0)
+            i++;
+        if (i == w->nfds)
+            return (u64)(int64_t)-EBADF;
+        ssize_t n = op == ISOB_HOST_WRITE ? write(w->fds[i], buf, (size_t)a2)
+                                          : read(w->fds[i], buf, (size_t)a2);
+        r = n < 0 ? -errno : (int64_t)n;
+        break;
+    }
+    case ISOB_HOST_DISCARD:
+        /* Linear memory starts on a page, so offsets on pages are
+         * addresses on pages. */
+        if (a1 % ISOB_WORK_PAGE || a2 % ISOB_WORK_PAGE)
+            r = -EINVAL;
+        else
+            r = madvise(buf, (size_t)a2, MADV_DONTNEED) == 0 ? 0 : -errno;
+        break;
+    default:
+        r = -ENOSYS;
+        break;
+    }
+    return (u64)r;
+}
+
+int isob_wasm_grant_fd(struct isob_comp *c, int fd)
+{
+    struct wasm_comp *w = as_wasm(c);
+    if (!w)
+        return -EINVAL;
+    if (fd < 0)
+        return -EBADF;
+    if (w->nfds == ISOB_WASM_MAX_FDS)
+        return -ENOSPC;
+    w->fds[w->nfds++] = fd;
+    return 0;
 }
 
 int isob_wasm_linear(struct isob_comp *c, struct isob_wasm_linear *out)
@@ -548,6 +615,21 @@ int isob_wasm_poke(struct isob_comp *c, uint32_t offset, uint64_t value)
     (void)offset;
     (void)value;
     return -ENOTSUP;
+}
+
+int isob_wasm_grant_fd(struct isob_comp *c, int fd)
+{
+    (void)c;
+    (void)fd;
+    return -ENOTSUP;
+}
+
+/* The guest's import, which tests call directly; without a guest there is
+ * nothing to serve. */
+uint64_t Z_isobZ_host_call(void *env, uint32_t op, uint64_t a0, uint64_t a1, uint64_t a2)
+{
+    (void)env, (void)op, (void)a0, (void)a1, (void)a2;
+    return (uint64_t)(int64_t)-ENOTSUP;
 }
 #endif
 
