@@ -23,3 +23,11 @@ const struct isob_bench *isob_bench_find(const char *name)
             return *b;
     return NULL;
 }
+
+int isob_bench_takes(const struct isob_bench *b, const char *name)
+{
+    for (const struct isob_bench_option *o = b->options; o && o->name; o++)
+        if (strcmp(o->name, name) == 0)
+            return 1;
+    return 0;
+}
