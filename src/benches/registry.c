@@ -8,6 +8,7 @@ extern const struct isob_bench isob_bench_pingpong;
 extern const struct isob_bench isob_bench_kv;
 extern const struct isob_bench isob_bench_oslat;
 extern const struct isob_bench isob_bench_delegate;
+extern const struct isob_bench isob_bench_sched;
 
 const struct isob_bench *const isob_benches[] = {
     &isob_bench_switch,
@@ -15,6 +16,7 @@ const struct isob_bench *const isob_benches[] = {
     &isob_bench_kv,
     &isob_bench_oslat,
     &isob_bench_delegate,
+    &isob_bench_sched,
     NULL,
 };
 
