@@ -42,7 +42,8 @@ MICRO, MACRO, UNKNOWN_KIND = "micro", "macro", "unknown"
 # Microbenchmarks isolate one cost (a switch, an OS primitive); macrobenchmarks
 # run a workload with its data inside the compartment.  A paper needs both:
 # a switch cost alone says little about what an application pays.
-BENCHMARK_KINDS = {"switch": MICRO, "pingpong": MICRO, "oslat": MICRO, "kv": MACRO, "kv-server": MACRO}
+BENCHMARK_KINDS = {"switch": MICRO, "pingpong": MICRO, "oslat": MICRO, "delegate": MICRO,
+                   "sched": MICRO, "kv": MACRO, "kv-server": MACRO}
 
 # Result params that report what happened rather than select what was
 # measured (the kv benchmark prints its own mean, request counts, store
@@ -61,6 +62,9 @@ OUTPUT_PARAMS = frozenset({
     "latency_p99_hi_ns",
     # oslat: the confinement's evidence and what each primitive did and checked.
     "work", "confine_evidence", "confine_events", "confine_threat", "budget_ms",
+    # pingpong, delegate, sched (docs/microkernel.md): the protection's evidence,
+    # percentiles and the delta against none computed in the same run.
+    "protect_evidence", "protect_threat", "spread", "delta_vs_none",
 })
 
 # How a result finds its baseline among the `direct` results of the same run
