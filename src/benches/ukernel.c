@@ -4,6 +4,7 @@
 #include <cpuid.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,37 +131,74 @@ static long tasks_now(void)
     return total;
 }
 
+/* Threads of every process whose real uid is uid: what RLIMIT_NPROC counts. */
+static long tasks_of(uid_t uid)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return -1;
+    long n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        char path[300], line[256];
+        snprintf(path, sizeof path, "/proc/%s/status", e->d_name);
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        long ruid = -1, threads = 0;
+        while (fgets(line, sizeof line, f)) {
+            if (strncmp(line, "Uid:", 4) == 0)
+                ruid = strtol(line + 4, NULL, 10);
+            else if (strncmp(line, "Threads:", 8) == 0)
+                threads = strtol(line + 8, NULL, 10);
+        }
+        fclose(f);
+        if (ruid == (long)uid)
+            n += threads;
+    }
+    closedir(d);
+    return n;
+}
+
 int uk_check_tasks(const char *what, uint64_t need, char *why, size_t len)
 {
+    /* Room under each limit: kernel.pid_max and kernel.threads-max count
+     * every task on the machine, RLIMIT_NPROC this user's (root is not
+     * held to it).  The smallest room is the limit. */
+    struct {
+        const char *name;
+        long limit, used;
+    } lim[3] = {
+        {"kernel.pid_max", read_long("/proc/sys/kernel/pid_max"), tasks_now()},
+        {"kernel.threads-max", read_long("/proc/sys/kernel/threads-max"), tasks_now()},
+        {"RLIMIT_NPROC", -1, 0},
+    };
     struct rlimit rl;
-    long pid_max = read_long("/proc/sys/kernel/pid_max");
-    long threads_max = read_long("/proc/sys/kernel/threads-max");
-    unsigned long long limit = ~0ull;
-    const char *which = "none known";
-    char text[64] = "";
     if (getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && geteuid() != 0) {
-        /* Root is not held to RLIMIT_NPROC by the kernel. */
-        limit = rl.rlim_cur;
-        which = "RLIMIT_NPROC";
+        lim[2].limit = rl.rlim_cur > (rlim_t)LONG_MAX ? LONG_MAX : (long)rl.rlim_cur;
+        lim[2].used = tasks_of(getuid());
     }
-    if (pid_max > 0 && (unsigned long long)pid_max < limit) {
-        limit = (unsigned long long)pid_max;
-        which = "kernel.pid_max";
+    int tightest = -1;
+    long room = LONG_MAX;
+    for (int i = 0; i < 3; i++) {
+        if (lim[i].limit <= 0)
+            continue;
+        long used = lim[i].used > 0 ? lim[i].used : 0;
+        long r = lim[i].limit - used - UK_TASK_HEADROOM;
+        if (r < 0)
+            r = 0;
+        if (r < room) {
+            room = r;
+            tightest = i;
+        }
     }
-    if (threads_max > 0 && (unsigned long long)threads_max < limit) {
-        limit = (unsigned long long)threads_max;
-        which = "kernel.threads-max";
-    }
-    long used = tasks_now();
-    if (used < 0)
-        used = 0;
-    unsigned long long room = limit > (unsigned long long)used + UK_TASK_HEADROOM
-                                  ? limit - (unsigned long long)used - UK_TASK_HEADROOM : 0;
-    if (limit != ~0ull && need > room) {
-        snprintf(text, sizeof text, "%llu", limit);
-        snprintf(why, len, "%s needs %llu processes or threads at once; the limit here is %llu "
-                 "(%s %s, %ld tasks running, %d kept free)", what, (unsigned long long)need, room,
-                 which, text, used, UK_TASK_HEADROOM);
+    if (tightest >= 0 && need > (uint64_t)room) {
+        snprintf(why, len, "%s needs %llu processes or threads at once; the limit here is %ld "
+                 "(%s %ld, %ld tasks counted against it, %d kept free)", what,
+                 (unsigned long long)need, room, lim[tightest].name, lim[tightest].limit,
+                 lim[tightest].used, UK_TASK_HEADROOM);
         return -EAGAIN;
     }
     return 0;
