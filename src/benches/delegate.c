@@ -66,6 +66,8 @@ static const uint64_t dg_default_depths[] = {1, 2, 4, 8, 16, 32};
 /* How long a measuring process may take before the parent ends it. */
 #define DG_CHILD_TIMEOUT_S 900
 #define DG_CHILD_TIMEOUT_S_QUICK 170
+/* Chains up to this depth list each hop's medians in their results. */
+#define DG_PER_HOP_MAX 64
 /* How long the owner looks for the hop that died once the chain broke. */
 #define DG_DEATH_WAIT_MS 2000
 /* The one protection delegate runs under: its measuring process is only
@@ -766,7 +768,7 @@ static void dg_emit(struct dg_chain *c, struct isob_bench_ctx *ctx, struct dg_ou
             isob_jw_int(w, "bytes_verified_per_repetition", (long long)o->bytes_per_rep);
             isob_jw_int(w, "shares_halved_per_repetition", (long long)o->halvings);
         }
-        if (strcmp(metric, "hop") == 0 && o->reps_done) {
+        if (strcmp(metric, "hop") == 0 && o->reps_done && c->d <= DG_PER_HOP_MAX) {
             static const char *const part[3] = {"transfer_median_ns", "map_median_ns", "verify_median_ns"};
             uint64_t *arr[3] = {o->transfer, o->map, o->verify};
             for (int p = 0; p < 3; p++) {
