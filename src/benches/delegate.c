@@ -812,7 +812,7 @@ static void dg_fail(struct dg_out *o, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Check and keep one repetition's records; 0, or -1 with o->fail set. */
+/* Check and keep one repetition's records; 0, or -EBADMSG with o->fail set. */
 static int dg_collect(struct dg_chain *c, struct dg_out *o)
 {
     const unsigned d = c->d;
@@ -843,7 +843,7 @@ static int dg_collect(struct dg_chain *c, struct dg_out *o)
             dg_fail(o, "checksum mismatch at %u of %u hops; first hop %u, share [%llu, +%llu): "
                     "sum 0x%llx, the owner's 0x%llx", bad, d, first, (unsigned long long)r->off,
                     (unsigned long long)r->len, (unsigned long long)r->sum, (unsigned long long)r->want);
-        return -1;
+        return -EBADMSG;
     }
     o->checksums_ok += d;
     o->bytes_per_rep = bytes;
@@ -915,8 +915,8 @@ void dg_config_run(const struct dg_config *cfg, struct isob_bench_ctx *ctx, enum
         }
         unsigned dead = 0;
         rc = dg_delegate(&c, &dead);
-        if (rc == 0 && dg_collect(&c, &o) != 0)
-            rc = -EBADMSG;
+        if (rc == 0)
+            rc = dg_collect(&c, &o);
         if (rc == 0 && v == DG_PROCESSES) {
             int truncate_it = rep % 2 == 0, expect;
             uint64_t ns = 0;

@@ -127,7 +127,7 @@ static inline __attribute__((always_inline)) int pp_write_all(int fd, const unsi
         if (k <= 0) {
             if (k < 0 && errno == EINTR)
                 continue;
-            return -1;
+            return -EPIPE;
         }
         p += k;
         n -= (size_t)k;
@@ -142,7 +142,7 @@ static inline __attribute__((always_inline)) int pp_read_all(int fd, unsigned ch
         if (k <= 0) {
             if (k < 0 && errno == EINTR)
                 continue;
-            return -1;
+            return -EPIPE;
         }
         p += k;
         n -= (size_t)k;
@@ -157,7 +157,7 @@ static inline __attribute__((always_inline)) int pp_send_all(int fd, const unsig
         if (k <= 0) {
             if (k < 0 && errno == EINTR)
                 continue;
-            return -1;
+            return -EPIPE;
         }
         p += k;
         n -= (size_t)k;
@@ -172,7 +172,7 @@ static inline __attribute__((always_inline)) int pp_recv_all(int fd, unsigned ch
         if (k <= 0) {
             if (k < 0 && errno == EINTR)
                 continue;
-            return -1;
+            return -EPIPE;
         }
         p += k;
         n -= (size_t)k;
@@ -199,12 +199,12 @@ static inline __attribute__((always_inline)) int pp_send_fd(int sock, const unsi
     while ((k = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
         ;
     if (k <= 0)
-        return -1;
+        return -EPIPE;
     return (size_t)k == n ? 0 : pp_send_all(sock, p + k, n - (size_t)k);
 }
 
 /* Receive n bytes and the descriptor attached to them: *fd is the
- * descriptor, or -1 when none came.  0, or -1 when the peer is gone. */
+ * descriptor, or -1 when none came.  0, or -EPIPE when the peer is gone. */
 static inline __attribute__((always_inline)) int pp_recv_fd(int sock, unsigned char *p, size_t n, int *fd)
 {
     union {
@@ -219,7 +219,7 @@ static inline __attribute__((always_inline)) int pp_recv_fd(int sock, unsigned c
     while ((k = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
         ;
     if (k <= 0)
-        return -1;
+        return -EPIPE;
     struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
     if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
         c->cmsg_len == CMSG_LEN(sizeof(int)))
@@ -450,7 +450,7 @@ static void pp_stop(struct pp *p)
 }
 
 /* ---- one round trip, per primitive ----
- * Each returns 0, or -1 when the server is gone.  They are inlined into
+ * Each returns 0, or -EOWNERDEAD when the server is gone.  They are inlined into
  * the measured regions, so that nothing but the round trip sits there. */
 
 #define PP_TRIP static inline __attribute__((always_inline)) int
@@ -459,7 +459,7 @@ PP_TRIP pp_trip_futex(struct pp *p, const unsigned char *msg, unsigned char *rep
 {
     memcpy(p->req, msg, p->len);
     if (isob_phs_request(&p->sh->hs.word, p->tid))
-        return -1;
+        return -EOWNERDEAD;
     memcpy(reply, p->rep, p->len);
     return 0;
 }
@@ -469,12 +469,12 @@ PP_TRIP pp_trip_spin(struct pp *p, const unsigned char *msg, unsigned char *repl
     uint32_t *w = &p->sh->hs.word, tid = p->tid, v;
     memcpy(p->req, msg, p->len);
     if (isob_phs_post(w, tid))
-        return -1;
+        return -EOWNERDEAD;
     unsigned spins = 0;
     while ((v = isob_load(w)) == (tid | ISOB_PHS_REQ))
         pp_backoff(&spins);
     if (v != tid)
-        return -1;
+        return -EOWNERDEAD;
     memcpy(reply, p->rep, p->len);
     return 0;
 }
@@ -484,31 +484,31 @@ PP_TRIP pp_trip_eventfd(struct pp *p, const unsigned char *msg, unsigned char *r
     uint64_t v = 1;
     memcpy(p->req, msg, p->len);
     if (write(p->a[0], &v, sizeof v) != (ssize_t)sizeof v)
-        return -1;
+        return -EOWNERDEAD;
     ssize_t k;
     while ((k = read(p->b[0], &v, sizeof v)) < 0 && errno == EINTR)
         ;
     if (k != (ssize_t)sizeof v || v != 1)
-        return -1;
+        return -EOWNERDEAD;
     memcpy(reply, p->rep, p->len);
     return 0;
 }
 
 PP_TRIP pp_trip_pipe(struct pp *p, const unsigned char *msg, unsigned char *reply)
 {
-    return pp_write_all(p->a[1], msg, p->len) || pp_read_all(p->b[0], reply, p->len) ? -1 : 0;
+    return pp_write_all(p->a[1], msg, p->len) || pp_read_all(p->b[0], reply, p->len) ? -EOWNERDEAD : 0;
 }
 
 PP_TRIP pp_trip_socket(struct pp *p, const unsigned char *msg, unsigned char *reply)
 {
-    return pp_send_all(p->a[0], msg, p->len) || pp_recv_all(p->a[0], reply, p->len) ? -1 : 0;
+    return pp_send_all(p->a[0], msg, p->len) || pp_recv_all(p->a[0], reply, p->len) ? -EOWNERDEAD : 0;
 }
 
 PP_TRIP pp_trip_socket_fd(struct pp *p, const unsigned char *msg, unsigned char *reply)
 {
     int fd;
     if (pp_send_fd(p->a[0], msg, p->len, p->file) || pp_recv_fd(p->a[0], reply, p->len, &fd))
-        return -1;
+        return -EOWNERDEAD;
     if (pp_same_file(fd, p->sh->dev, p->sh->ino))
         p->fds_ok++;
     else

@@ -136,6 +136,8 @@ struct sc_page {
     struct sc_slot slot[];
 };
 
+struct sc_thread_arg;
+
 struct sc_cell {
     const struct sc_config *cfg;
     enum sc_kind kind;
@@ -148,6 +150,7 @@ struct sc_cell {
     int *cpu;                  /* worker i's CPU */
     pid_t *pid;
     pthread_t *th;
+    struct sc_thread_arg *args; /* the threads' arguments, freed once they are joined */
     unsigned started;
 };
 
@@ -280,7 +283,7 @@ static int sc_start(struct sc_cell *c, char *why, size_t len)
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setstacksize(&attr, SC_THREAD_STACK);
-        struct sc_thread_arg *args = calloc(c->n, sizeof *args);
+        struct sc_thread_arg *args = c->args = calloc(c->n, sizeof *args);
         if (!args) {
             pthread_attr_destroy(&attr);
             return -ENOMEM;
@@ -295,14 +298,11 @@ static int sc_start(struct sc_cell *c, char *why, size_t len)
             if (rc) {
                 snprintf(why, len, "thread %u of %u: %s", i + 1, c->n, isob_strerror(-rc));
                 pthread_attr_destroy(&attr);
-                /* The arguments stay: the started threads use them until joined. */
                 return -rc;
             }
             c->started = i + 1;
         }
         pthread_attr_destroy(&attr);
-        /* The arguments of the threads live until sc_stop joined them. */
-        c->th[c->n] = (pthread_t)(uintptr_t)args;
         return 0;
     }
     for (unsigned i = 0; i < c->n; i++) {
@@ -328,8 +328,8 @@ static void sc_stop(struct sc_cell *c)
     if (c->kind == SC_THREADS) {
         for (unsigned i = 0; i < c->started; i++)
             pthread_join(c->th[i], NULL);
-        if (c->started == c->n)
-            free((void *)(uintptr_t)c->th[c->n]);
+        free(c->args);
+        c->args = NULL;
     } else {
         for (unsigned i = 0; i < c->started; i++)
             if (c->pid[i] > 0)
@@ -378,7 +378,7 @@ void sc_config_run(const struct sc_config *cfg, struct isob_bench_ctx *ctx, stru
     c.pg = isob_map(c.pg_bytes, 1);
     c.cpu = calloc(workers, sizeof *c.cpu);
     c.pid = calloc(workers, sizeof *c.pid);
-    c.th = calloc(workers + 1, sizeof *c.th);
+    c.th = calloc(workers, sizeof *c.th);
     double *overhead = calloc(cfg->reps, sizeof *overhead);
     double *per_switch = calloc(cfg->reps, sizeof *per_switch);
     long long vol = 0, invol = 0, child_vol = 0, child_invol = 0;

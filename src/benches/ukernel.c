@@ -353,8 +353,8 @@ static int measuring_process(struct isob_bench_ctx *ctx, const char *bench,
     return ctx->failed ? 1 : ctx->skipped ? 4 : 0;
 }
 
-/* The measuring process's exit status, or -1 with why when it was killed
- * or outlived timeout_s (it is killed then). */
+/* The measuring process's exit status, or -EOWNERDEAD with why when it was
+ * killed or outlived timeout_s (it is killed then). */
 static int wait_child(pid_t pid, int timeout_s, char *why, size_t len)
 {
     struct timespec t0, now;
@@ -367,11 +367,11 @@ static int wait_child(pid_t pid, int timeout_s, char *why, size_t len)
                 return WEXITSTATUS(status);
             snprintf(why, len, "the measuring process was killed by signal %d (%s)", WTERMSIG(status),
                      strsignal(WTERMSIG(status)));
-            return -1;
+            return -EOWNERDEAD;
         }
         if (r < 0 && errno != EINTR) {
             snprintf(why, len, "waitpid: %s", isob_strerror(-errno));
-            return -1;
+            return -EOWNERDEAD;
         }
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (now.tv_sec - t0.tv_sec >= timeout_s) {
@@ -380,7 +380,7 @@ static int wait_child(pid_t pid, int timeout_s, char *why, size_t len)
             kill(pid, SIGKILL);
             waitpid(pid, NULL, 0);
             snprintf(why, len, "the measuring process took longer than %d s and was killed", timeout_s);
-            return -1;
+            return -EOWNERDEAD;
         }
         struct timespec tick = {0, UK_WAIT_POLL_NS};
         nanosleep(&tick, NULL);
@@ -396,18 +396,20 @@ int uk_run_confined(struct isob_bench_ctx *ctx, const char *bench, const struct 
     char params[160];
     snprintf(params, sizeof params, "{\"protect\":\"%s\"}", prot->name);
     if (!mkdtemp(dir)) {
-        snprintf(why, sizeof why, "test directory %s: %s", dir, isob_strerror(-errno));
+        int err = -errno;
+        snprintf(why, sizeof why, "test directory %s: %s", dir, isob_strerror(err));
         isob_emit_result(ctx, bench, params, NULL, -1, "failed", why, NULL);
-        return -1;
+        return err;
     }
     fflush(NULL);
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
-        snprintf(why, sizeof why, "fork: %s", isob_strerror(-errno));
+        int err = -errno;
+        snprintf(why, sizeof why, "fork: %s", isob_strerror(err));
         rm_dir(dir);
         isob_emit_result(ctx, bench, params, NULL, -1, "failed", why, NULL);
-        return -1;
+        return err;
     }
     if (pid == 0) {
         /* A group of its own, so that a time-out ends its helpers too; and
@@ -422,12 +424,12 @@ int uk_run_confined(struct isob_bench_ctx *ctx, const char *bench, const struct 
     rm_dir(dir);
     if (rc < 0) {
         isob_emit_result(ctx, bench, params, NULL, -1, "failed", why, NULL);
-        return -1;
+        return rc;
     }
     if (rc != 0 && rc != 1 && rc != 4) {
         snprintf(why, sizeof why, "the measuring process exited with status %d", rc);
         isob_emit_result(ctx, bench, params, NULL, -1, "failed", why, NULL);
-        return -1;
+        return -EOWNERDEAD;
     }
     ctx->failed |= rc == 1;
     return rc;

@@ -141,7 +141,9 @@ typedef void (*uk_measure_fn)(struct uk_confined *u, void *arg);
  * The parent stays unconfined: a measuring process that dies or outlives
  * timeout_s becomes one failed result with params {"protect":...}.
  * Returns the process's exit status (0, 1 a result failed, 4 all
- * skipped), or -1 when it died or timed out (already reported). */
+ * skipped), or a negative errno when it could not start (-errno of
+ * mkdtemp or fork) or died or timed out (-EOWNERDEAD); each of those is
+ * already reported as a failed result. */
 int uk_run_confined(struct isob_bench_ctx *ctx, const char *bench, const struct uk_protect *prot,
                     const struct isob_confine_req *req, int timeout_s, uk_measure_fn fn, void *arg);
 
