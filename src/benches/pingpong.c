@@ -843,6 +843,10 @@ int pp_parse(const struct isob_bench_opts *o, struct pp_config *cfg, unsigned *p
              struct uk_protect *prot, int *nprot, char *why, size_t len)
 {
     memset(cfg, 0, sizeof *cfg);
+    if (o->nsizes) {
+        snprintf(why, len, "pingpong: --sizes does not apply (message sizes are --payload)");
+        return -EINVAL;
+    }
     *prims = (1u << PP__COUNT) - 1;
     if (o->param && uk_list_names("pingpong: --primitive", o->param, pp_prim_names, prims, why, len))
         return -EINVAL;

@@ -565,6 +565,12 @@ emit:;
 int sc_parse(const struct isob_bench_opts *o, struct sc_config *cfg, char *why, size_t len)
 {
     memset(cfg, 0, sizeof *cfg);
+    /* Where workers run is --cpus; a placement would be silently ignored. */
+    if (o->placement_given || o->nsizes) {
+        snprintf(why, len, "sched: %s does not apply (workers are placed with --cpus one,all)",
+                 o->placement_given ? "--placement" : "--sizes");
+        return -EINVAL;
+    }
     cfg->kinds = (1u << SC__KINDS) - 1;
     cfg->modes = (1u << SC__MODES) - 1;
     cfg->cpus = (1u << SC__CPUS) - 1;

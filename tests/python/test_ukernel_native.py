@@ -68,6 +68,8 @@ def test_list_names_the_benchmarks_and_their_options():
     ("sched", "--workers", "0"),
     ("sched", "--slice", "300"),
     ("sched", "--mode", "cooperative"),
+    ("sched", "--placement", "cross-cpu"),
+    ("pingpong", "--sizes", "4K"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args):
     p = isob(*args)
