@@ -223,7 +223,7 @@ static int cmd_list(int json)
     printf("benchmarks:\n");
     for (const struct isob_bench *const *b = isob_benches; *b; b++)
         printf("  %-16s %s\n", (*b)->name, (*b)->summary);
-    printf("confinements (oslat --confine):\n");
+    printf("confinements (oslat --confine; pingpong --protect takes none, seccomp, userns, landlock):\n");
     for (const struct isob_confinement *const *c = isob_confinements; *c; c++) {
         char why[256] = "", variants[128] = "";
         int rc = (*c)->probe(why, sizeof why);
