@@ -49,12 +49,24 @@ static void usage(FILE *f)
         "                      the server on the next allowed CPU\n"
         "  --counter B         perf, " ISOB_TIMER_NAME " or clock [best available]\n"
         "  --scope S           perf counting scope: thread or cpu [thread]\n"
-        "  --primitive P       pingpong: futex, pipe or socket; oslat: a list of primitives\n"
-        "                      or families (see isob list) [all]\n"
-        "  --confine C         oslat only: confinement C or C:VARIANT (see isob list) [none]\n"
+        "  --primitive P       pingpong: a list of futex, pipe, socket, socket-fd, eventfd,\n"
+        "                      spin; oslat: a list of primitives or families (see isob list) [all]\n"
+        "  --confine C         oslat only: confinements C or C:VARIANT, comma-separated\n"
+        "                      (see isob list) [none]\n"
         "  --sizes LIST        kv and memops: data or block sizes, e.g. 4K,1M,256M (multiples\n"
         "                      of 64 B) [kv: 4K to 256M by 4, --quick: to 16M;\n"
-        "                      memops: 100M to 1000M by 100M, --quick: 64M,256M]\n"
+        "                      memops: 100M to 1000M by 100M, --quick: 64M,256M];\n"
+        "                      delegate: region sizes [4K,1M,64M]\n"
+        "  --protect LIST      pingpong: none, seccomp, userns, landlock (or seccomp-allow:V)\n"
+        "                      confining both endpoints; none always runs first [none]\n"
+        "  --payload LIST      pingpong: message payloads in bytes, 0 to 65536 [0,64,4096]\n"
+        "  --depth LIST        delegate: chain depths [1,2,4,8,16,32]\n"
+        "  --variant LIST      delegate: threads, processes, copies [all];\n"
+        "                      sched: threads, processes, seccomp, userns [all]\n"
+        "  --workers LIST      sched: worker counts [1,2,4,16,64,256]\n"
+        "  --slice LIST        sched: slice lengths in microseconds [10,100]\n"
+        "  --mode LIST         sched: yield (after each slice), preempt [yield,preempt]\n"
+        "  --cpus LIST         sched: one (every worker on one CPU), all [one,all]\n"
         "  --limit N           scale only: most compartments to create [1000]\n"
         "  --iterations N      kv: measured passes per size [enough for --n gets, at least 3];\n"
         "                      cpuwork: iterations per trial [1e8, Morello's; --quick: 1e6]\n"
@@ -230,6 +242,18 @@ static int cmd_list(int json)
             isob_jw_bool(&w, "takes_confine", (*b)->takes_confine);
             if ((*b)->describe)
                 (*b)->describe(&w);
+            if ((*b)->options) {
+                isob_jw_arr(&w, "options");
+                for (const struct isob_bench_option *op = (*b)->options; op->name; op++) {
+                    isob_jw_obj(&w, NULL);
+                    isob_jw_str(&w, "name", op->name);
+                    isob_jw_str(&w, "values", op->values);
+                    isob_jw_str(&w, "default", op->dflt);
+                    isob_jw_str(&w, "summary", op->summary);
+                    isob_jw_close(&w, '}');
+                }
+                isob_jw_close(&w, ']');
+            }
             isob_jw_close(&w, '}');
         }
         isob_jw_close(&w, ']');
@@ -267,7 +291,7 @@ static int cmd_list(int json)
     printf("benchmarks:\n");
     for (const struct isob_bench *const *b = isob_benches; *b; b++)
         printf("  %-16s %s\n", (*b)->name, (*b)->summary);
-    printf("confinements (oslat --confine):\n");
+    printf("confinements (oslat --confine; pingpong --protect takes none, seccomp, userns, landlock):\n");
     for (const struct isob_confinement *const *c = isob_confinements; *c; c++) {
         char why[256] = "", variants[128] = "";
         int rc = (*c)->probe(why, sizeof why);
@@ -365,7 +389,8 @@ static void emit_skip(struct isob_bench_ctx *ctx, const char *bench, const char 
 enum { OPT_N = 256, OPT_WARMUP, OPT_BATCH_K, OPT_BATCH_REPS, OPT_EMPTY_N, OPT_QUICK,
        OPT_PLACEMENT, OPT_CPU, OPT_COUNTER, OPT_SCOPE, OPT_PRIMITIVE, OPT_JSON, OPT_VERSION,
        OPT_SIZES, OPT_ITERATIONS, OPT_SEED, OPT_CONFINE, OPT_LIMITS, OPT_TARGET, OPT_MAX_BYTES,
-       OPT_PTRACE_PAGES, OPT_LIMIT };
+       OPT_PTRACE_PAGES, OPT_LIMIT, OPT_PROTECT, OPT_PAYLOAD, OPT_DEPTH, OPT_VARIANT, OPT_WORKERS,
+       OPT_SLICE, OPT_MODE, OPT_CPUS };
 
 int main(int argc, char **argv)
 {
@@ -385,7 +410,12 @@ int main(int argc, char **argv)
         {"limits", no_argument, 0, OPT_LIMITS}, {"target", required_argument, 0, OPT_TARGET},
         {"max-bytes", required_argument, 0, OPT_MAX_BYTES},
         {"ptrace-pages", required_argument, 0, OPT_PTRACE_PAGES},
-        {"limit", required_argument, 0, OPT_LIMIT}, {0, 0, 0, 0},
+        {"limit", required_argument, 0, OPT_LIMIT},
+        {"protect", required_argument, 0, OPT_PROTECT}, {"payload", required_argument, 0, OPT_PAYLOAD},
+        {"depth", required_argument, 0, OPT_DEPTH}, {"variant", required_argument, 0, OPT_VARIANT},
+        {"workers", required_argument, 0, OPT_WORKERS}, {"slice", required_argument, 0, OPT_SLICE},
+        {"mode", required_argument, 0, OPT_MODE}, {"cpus", required_argument, 0, OPT_CPUS},
+        {0, 0, 0, 0},
     };
     struct isob_bench_opts o = {
         .n = ISOB_DEFAULT_N, .warmup = ISOB_DEFAULT_WARMUP, .batch_k = ISOB_DEFAULT_BATCH_K,
@@ -440,6 +470,14 @@ int main(int argc, char **argv)
             break;
         case OPT_PRIMITIVE: o.param = optarg; break;
         case OPT_CONFINE: o.confine = optarg; break;
+        case OPT_PROTECT: o.protect = optarg; break;
+        case OPT_PAYLOAD: o.payloads = optarg; break;
+        case OPT_DEPTH: o.depths = optarg; break;
+        case OPT_VARIANT: o.variants = optarg; break;
+        case OPT_WORKERS: o.workers = optarg; break;
+        case OPT_SLICE: o.slices = optarg; break;
+        case OPT_MODE: o.modes = optarg; break;
+        case OPT_CPUS: o.cpus = optarg; break;
         case OPT_SIZES: o.nsizes = parse_sizes(optarg, o.sizes); break;
         case OPT_ITERATIONS: o.iterations = parse_count("--iterations", optarg); break;
         case OPT_LIMIT: o.limit = parse_count("--limit", optarg); break;
@@ -512,6 +550,19 @@ int main(int argc, char **argv)
         die_usage("benchmark '%s' takes no mechanism", what);
     if (o.confine && !b->takes_confine)
         die_usage("benchmark '%s' takes no --confine", what);
+    /* The microkernel benchmarks' options, each refused where it means nothing. */
+    const struct { const char *name, *value; } own[] = {
+        {"--protect", o.protect}, {"--payload", o.payloads}, {"--depth", o.depths},
+        {"--variant", o.variants}, {"--workers", o.workers}, {"--slice", o.slices},
+        {"--mode", o.modes}, {"--cpus", o.cpus},
+    };
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
+        if (own[i].value && !isob_bench_takes(b, own[i].name)) {
+            fprintf(stderr, "isob: error: benchmark '%s' takes no %s (see isob --help)\n", what,
+                    own[i].name);
+            return EXIT_USAGE;
+        }
+    }
     if (b->check) {
         char why[256] = "";
         if (b->check(&o, why, sizeof why) != 0) {

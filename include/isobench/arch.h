@@ -15,6 +15,7 @@
  *                         a store of known encoding, and stepping over it
  *                         in a SIGSEGV handler (oslat's protection fault)
  *   isob_raw_exit(code)   exit_group without a C library (oslat's tiny binary)
+ *   isob_hypervisor_bit() 1/0 where the CPU says whether a hypervisor runs it, else -1
  *
  * The timer's frequency and whether it is usable are functions of
  * src/harness/timer_<arch>.c (harness.h declares them).  Generic code

@@ -97,4 +97,8 @@ static inline __attribute__((noreturn)) void isob_raw_exit(int code)
     __builtin_unreachable();
 }
 
+/* Whether a hypervisor is there: arm64 has no architectural bit that says
+ * so to user space, so it cannot tell (-1). */
+static inline int isob_hypervisor_bit(void) { return -1; }
+
 #endif

@@ -6,6 +6,7 @@
 #ifndef ISOBENCH_ARCH_X86_H
 #define ISOBENCH_ARCH_X86_H
 
+#include <cpuid.h>
 #include <stdint.h>
 #include <ucontext.h>
 
@@ -119,6 +120,16 @@ static inline __attribute__((noreturn)) void isob_raw_exit(int code)
 {
     __asm__ __volatile__("syscall" : : "a"(231 /* exit_group */), "D"(code) : "rcx", "r11", "memory");
     __builtin_unreachable();
+}
+
+/* 1 when a hypervisor says it is there (CPUID.1:ECX bit 31, reserved for
+ * hypervisors to set), 0 when not, -1 when the CPU cannot tell. */
+static inline int isob_hypervisor_bit(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return -1;
+    return (int)((c >> 31) & 1);
 }
 
 #endif

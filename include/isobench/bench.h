@@ -29,6 +29,26 @@ struct isob_bench_opts {
     uint64_t seed;             /* --seed: keys, values and read orders */
     const char *confine;       /* --confine: oslat's confinement (NAME or NAME:VARIANT), or NULL */
     size_t limit;              /* --limit: scale's most compartments; 0 means its default */
+    /* Options of the microkernel benchmarks (docs/microkernel.md), as
+     * given: comma-separated lists that each benchmark's check() parses.
+     * NULL: the benchmark's default. */
+    const char *protect;       /* --protect: pingpong's protections of both endpoints */
+    const char *payloads;      /* --payload: pingpong's message sizes in bytes */
+    const char *depths;        /* --depth: delegate's chain depths */
+    const char *variants;      /* --variant: delegate's and sched's variants */
+    const char *workers;       /* --workers: sched's worker counts */
+    const char *slices;        /* --slice: sched's slice lengths in microseconds */
+    const char *modes;         /* --mode: sched's yield or preempt */
+    const char *cpus;          /* --cpus: sched's one CPU or all CPUs */
+};
+
+/* An option only some benchmarks take: isob refuses it for the others,
+ * and `isob list --json` lists it under each benchmark that takes it. */
+struct isob_bench_option {
+    const char *name;          /* "--protect" */
+    const char *values;        /* what it takes, in words: "none,seccomp,userns,landlock" */
+    const char *dflt;          /* the default, as it would be written */
+    const char *summary;
 };
 
 struct isob_bench_ctx {
@@ -61,7 +81,13 @@ struct isob_bench {
     int (*check)(const struct isob_bench_opts *opts, char *why, size_t len);
     /* Optional: more members of its `isob list --json` entry. */
     void (*describe)(struct isob_jw *w);
+    /* Optional: the options of struct isob_bench_opts' microkernel group
+     * it takes, ended by an entry without a name. */
+    const struct isob_bench_option *options;
 };
+
+/* 1 when b lists the option `name` ("--protect") among its own. */
+int isob_bench_takes(const struct isob_bench *b, const char *name);
 
 extern const struct isob_bench *const isob_benches[];
 const struct isob_bench *isob_bench_find(const char *name);

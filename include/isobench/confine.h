@@ -30,6 +30,29 @@
 
 #include "isobench/error.h"
 
+/* System calls by number, for the confinements' filters and the lists of
+ * calls a measurement makes.  Architectures that never had the old calls (arm64 has no open,
+ * creat, unlink, stat, poll or select) make the newer forms instead, which
+ * the lists name too; there the old names stand for them. */
+#ifndef SYS_open
+#define SYS_open SYS_openat
+#endif
+#ifndef SYS_creat
+#define SYS_creat SYS_openat
+#endif
+#ifndef SYS_unlink
+#define SYS_unlink SYS_unlinkat
+#endif
+#ifndef SYS_stat
+#define SYS_stat SYS_newfstatat
+#endif
+#ifndef SYS_poll
+#define SYS_poll SYS_ppoll
+#endif
+#ifndef SYS_select
+#define SYS_select SYS_pselect6
+#endif
+
 /* Bytes of a confinement's evidence: JSON object members, no braces. */
 #define ISOB_CONFINE_EVIDENCE_MAX 1536
 

@@ -46,7 +46,9 @@ BENCHMARK_KINDS = {"switch": MICRO, "pingpong": MICRO, "oslat": MICRO, "kv": MAC
                    # docs/workloads.md: work per crossing and compartment count are
                    # micro; the kernels, memory and I/O run with their data inside.
                    "worksweep": MICRO, "scale": MICRO,
-                   "cpuwork": MACRO, "memops": MACRO, "pipeio": MACRO}
+                   "cpuwork": MACRO, "memops": MACRO, "pipeio": MACRO,
+                   # docs/microkernel.md
+                   "delegate": MICRO, "sched": MICRO}
 
 # Result params that report what happened rather than select what was
 # measured (the kv benchmark prints its own mean, request counts, store
@@ -72,6 +74,9 @@ OUTPUT_PARAMS = frozenset({
     "write_calls", "short_reads", "io_by", "pss_kb", "pss_kb_before", "pss_kb_per_compartment",
     "processes", "calls_verified", "limit_cap", "created", "cause", "errno", "errno_name", "dead",
     "shared_bytes", "mem_available_mib", "destroyed", "processes_left",
+    # pingpong, delegate, sched (docs/microkernel.md): the protection's evidence,
+    # percentiles and the delta against none computed in the same run.
+    "protect_evidence", "protect_threat", "spread", "delta_vs_none",
 })
 
 # How a result finds its baseline among the `direct` results of the same run

@@ -12,6 +12,8 @@ extern const struct isob_bench isob_bench_cpuwork;
 extern const struct isob_bench isob_bench_memops;
 extern const struct isob_bench isob_bench_pipeio;
 extern const struct isob_bench isob_bench_scale;
+extern const struct isob_bench isob_bench_delegate;
+extern const struct isob_bench isob_bench_sched;
 
 const struct isob_bench *const isob_benches[] = {
     &isob_bench_switch,
@@ -23,6 +25,8 @@ const struct isob_bench *const isob_benches[] = {
     &isob_bench_memops,
     &isob_bench_pipeio,
     &isob_bench_scale,
+    &isob_bench_delegate,
+    &isob_bench_sched,
     NULL,
 };
 
@@ -32,4 +36,12 @@ const struct isob_bench *isob_bench_find(const char *name)
         if (strcmp((*b)->name, name) == 0)
             return *b;
     return NULL;
+}
+
+int isob_bench_takes(const struct isob_bench *b, const char *name)
+{
+    for (const struct isob_bench_option *o = b->options; o && o->name; o++)
+        if (strcmp(o->name, name) == 0)
+            return 1;
+    return 0;
 }

@@ -1,6 +1,6 @@
 /* oslat: LMbench's OS latencies (SEIMI's Tables III to VI), each measured
- * under one confinement.  `isob oslat --confine C[:VARIANT]` runs every
- * variant of C (or the one named) in a measuring process of its own:
+ * under one confinement.  `isob oslat --confine C[:VARIANT],...` runs every
+ * variant of each C (or the one named) in a measuring process of its own:
  *
  *     parent (unconfined):  test directory; fork; wait with a time-out;
  *                           a child that died becomes a failed result;
@@ -89,11 +89,22 @@ static int oslat_check(const struct isob_bench_opts *opts, char *why, size_t len
     int rc = oslat_select(opts->param, &mask, why, len);
     if (rc)
         return rc;
-    const struct isob_confinement *c;
-    int variant;
-    char cwhy[200];
-    if (isob_confine_parse(opts->confine ? opts->confine : "none", &c, &variant, cwhy, sizeof cwhy)) {
-        snprintf(why, len, "oslat: %s", cwhy);
+    /* --confine is a list: the mode-switch measurement (docs/microkernel.md)
+     * runs none and each confinement in one isob. */
+    char list[512];
+    snprintf(list, sizeof list, "%s", opts->confine ? opts->confine : "none");
+    int n = 0;
+    for (char *save, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save), n++) {
+        const struct isob_confinement *c;
+        int variant;
+        char cwhy[200];
+        if (isob_confine_parse(tok, &c, &variant, cwhy, sizeof cwhy)) {
+            snprintf(why, len, "oslat: %s", cwhy);
+            return -EINVAL;
+        }
+    }
+    if (!n) {
+        snprintf(why, len, "oslat: --confine needs at least one confinement");
         return -EINVAL;
     }
     return 0;
@@ -477,38 +488,25 @@ static int oslat_wait(pid_t pid, int timeout_s, char *why, size_t len)
     }
 }
 
-static int oslat_run(struct isob_bench_ctx *ctx)
+/* Every variant of conf asked for (only: one index, -1 all), each in a
+ * measuring process of its own; counts what was measured and skipped. */
+static int oslat_conf(struct isob_bench_ctx *ctx, const struct isob_confinement *conf, int only,
+                      const char *tiny, uint64_t mask, int *measured, int *skipped)
 {
     char why[512];
-    uint64_t mask;
-    if (oslat_select(ctx->opts.param, &mask, why, sizeof why) != 0)
-        return -EINVAL;
-    const struct isob_confinement *conf;
-    int only;
-    if (isob_confine_parse(ctx->opts.confine ? ctx->opts.confine : "none", &conf, &only, why, sizeof why))
-        return -EINVAL;
-    /* Two-context primitives share one CPU unless asked otherwise: the
-     * driver's default of both placements is the switch benchmark's. */
-    if (!ctx->opts.placement_given)
-        ctx->opts.placements = 1u << ISOB_PLACE_SAME_CPU;
-    char *tiny = oslat_find_tiny();
     const char *tmp = getenv("TMPDIR");
-    int measured = 0, skipped = 0;
     for (unsigned v = 0; conf->variants[v]; v++) {
         if (only >= 0 && (int)v != only)
             continue;
         char dir[4096];
         snprintf(dir, sizeof dir, "%s/isob-oslat-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(dir)) {
-            free(tiny);
+        if (!mkdtemp(dir))
             return -errno;
-        }
         fflush(NULL);
         pid_t pid = fork();
         if (pid < 0) {
             int rc = -errno;
             oslat_rmtree(dir, 0);
-            free(tiny);
             return rc;
         }
         if (pid == 0) {
@@ -519,10 +517,10 @@ static int oslat_run(struct isob_bench_ctx *ctx)
                             why, sizeof why);
         oslat_rmtree(dir, 0);
         if (rc == 0 || rc == 1) {
-            measured++;
+            (*measured)++;
             ctx->failed |= rc == 1;
         } else if (rc == 4) {
-            skipped++;
+            (*skipped)++;
         } else {
             char params[256];
             snprintf(params, sizeof params, "{\"confine\":\"%s\",\"confine_variant\":\"%s\"}",
@@ -532,7 +530,34 @@ static int oslat_run(struct isob_bench_ctx *ctx)
             isob_emit_result(ctx, "oslat", params, NULL, NULL, "failed", why, NULL);
         }
     }
+    return 0;
+}
+
+static int oslat_run(struct isob_bench_ctx *ctx)
+{
+    char why[512];
+    uint64_t mask;
+    if (oslat_select(ctx->opts.param, &mask, why, sizeof why) != 0)
+        return -EINVAL;
+    /* Two-context primitives share one CPU unless asked otherwise: the
+     * driver's default of both placements is the switch benchmark's. */
+    if (!ctx->opts.placement_given)
+        ctx->opts.placements = 1u << ISOB_PLACE_SAME_CPU;
+    char *tiny = oslat_find_tiny();
+    int measured = 0, skipped = 0, rc = 0;
+    char list[512];
+    snprintf(list, sizeof list, "%s", ctx->opts.confine ? ctx->opts.confine : "none");
+    char *save = NULL;
+    for (char *tok = strtok_r(list, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
+        const struct isob_confinement *conf;
+        int only;
+        rc = isob_confine_parse(tok, &conf, &only, why, sizeof why);
+        if (rc == 0)
+            rc = oslat_conf(ctx, conf, only, tiny, mask, &measured, &skipped);
+    }
     free(tiny);
+    if (rc)
+        return rc;
     ctx->skipped = !measured && skipped && !ctx->failed;
     return 0;
 }

@@ -26,29 +26,6 @@
 #include "isobench/bench.h"
 #include "isobench/confine.h"
 
-/* The system calls a primitive makes, by number, for the confinements'
- * filters.  Architectures that never had the old calls (arm64 has no open,
- * creat, unlink, stat, poll or select) make the newer forms instead, which
- * the lists name too; there the old names stand for them. */
-#include <sys/syscall.h>
-#ifndef SYS_open
-#define SYS_open SYS_openat
-#endif
-#ifndef SYS_creat
-#define SYS_creat SYS_openat
-#endif
-#ifndef SYS_unlink
-#define SYS_unlink SYS_unlinkat
-#endif
-#ifndef SYS_stat
-#define SYS_stat SYS_newfstatat
-#endif
-#ifndef SYS_poll
-#define SYS_poll SYS_ppoll
-#endif
-#ifndef SYS_select
-#define SYS_select SYS_pselect6
-#endif
 
 /* Per-iteration measuring time per cell; warm-up may take a quarter more,
  * the batched estimate half more.  --quick takes the smaller one. */
