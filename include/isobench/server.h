@@ -91,4 +91,11 @@ void isob_server_describe(int status, char *buf, size_t len);
  * errno.  isob_server_enter does it before mapping the heap. */
 int isob_server_close_to_readers(void);
 
+/* End this process with exit_group itself, not _exit(): for a forked
+ * process that may be confined (a server, a measuring process).  A
+ * sanitizer hooks _exit for its leak check, whose system calls (ptrace,
+ * clone) a confined process may not make.  Output buffers are not flushed:
+ * flush them first. */
+void isob_exit_raw(int status) __attribute__((noreturn));
+
 #endif

@@ -550,7 +550,7 @@ static int dg_start(struct dg_chain *c, char *why, size_t len)
             return pid;
         }
         if (pid == 0)
-            _exit(dg_hop_main(c, k));
+            isob_exit_raw(dg_hop_main(c, k));
         c->hop[k].pid = pid;
         c->started = (int)k;
     }

@@ -313,7 +313,7 @@ static int sc_start(struct sc_cell *c, char *why, size_t len)
         }
         if (pid == 0) {
             sc_worker(c, i);
-            _exit(0);
+            isob_exit_raw(0);
         }
         c->pid[i] = pid;
         c->started = i + 1;

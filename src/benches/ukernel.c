@@ -417,7 +417,7 @@ int uk_run_confined(struct isob_bench_ctx *ctx, const char *bench, const struct 
         setpgid(0, 0);
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
             _exit(1);
-        _exit(measuring_process(ctx, bench, prot, *req, dir, fn, arg));
+        isob_exit_raw(measuring_process(ctx, bench, prot, *req, dir, fn, arg));
     }
     setpgid(pid, pid);
     int rc = wait_child(pid, timeout_s, why, sizeof why);

@@ -228,6 +228,7 @@ static void t_pingpong_confined_endpoints_verify(void)
                                 SYS_newfstatat, SYS_lseek, SYS_brk, SYS_rseq, SYS_getpid, SYS_gettid};
     struct isob_confine_req req = {.calls = calls, .ncalls = sizeof calls / sizeof calls[0], .helper_cpu = -1};
     struct isob_confine_state cs;
+    tap_mark_confined();
     int rc = uk_confine_self(&cs, &prot[1], &req, why, sizeof why);
     if (rc)
         SKIP("seccomp-allow cannot be applied here: %s", why);

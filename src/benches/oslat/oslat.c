@@ -511,7 +511,7 @@ static int oslat_conf(struct isob_bench_ctx *ctx, const struct isob_confinement 
         }
         if (pid == 0) {
             prctl(PR_SET_PDEATHSIG, SIGKILL);
-            _exit(oslat_child(ctx, conf, v, dir, tiny, mask));
+            isob_exit_raw(oslat_child(ctx, conf, v, dir, tiny, mask));
         }
         int rc = oslat_wait(pid, ctx->opts.quick ? OSLAT_CHILD_TIMEOUT_S_QUICK : OSLAT_CHILD_TIMEOUT_S,
                             why, sizeof why);
