@@ -6,11 +6,13 @@
 extern const struct isob_bench isob_bench_switch;
 extern const struct isob_bench isob_bench_pingpong;
 extern const struct isob_bench isob_bench_kv;
+extern const struct isob_bench isob_bench_lwc_switch;
 
 const struct isob_bench *const isob_benches[] = {
     &isob_bench_switch,
     &isob_bench_pingpong,
     &isob_bench_kv,
+    &isob_bench_lwc_switch,
     NULL,
 };
 
