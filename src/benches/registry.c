@@ -7,12 +7,14 @@ extern const struct isob_bench isob_bench_switch;
 extern const struct isob_bench isob_bench_pingpong;
 extern const struct isob_bench isob_bench_kv;
 extern const struct isob_bench isob_bench_lwc_switch;
+extern const struct isob_bench isob_bench_lwc_create;
 
 const struct isob_bench *const isob_benches[] = {
     &isob_bench_switch,
     &isob_bench_pingpong,
     &isob_bench_kv,
     &isob_bench_lwc_switch,
+    &isob_bench_lwc_create,
     NULL,
 };
 
