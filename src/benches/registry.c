@@ -8,6 +8,7 @@ extern const struct isob_bench isob_bench_pingpong;
 extern const struct isob_bench isob_bench_kv;
 extern const struct isob_bench isob_bench_lwc_switch;
 extern const struct isob_bench isob_bench_lwc_create;
+extern const struct isob_bench isob_bench_refmon;
 
 const struct isob_bench *const isob_benches[] = {
     &isob_bench_switch,
@@ -15,6 +16,7 @@ const struct isob_bench *const isob_benches[] = {
     &isob_bench_kv,
     &isob_bench_lwc_switch,
     &isob_bench_lwc_create,
+    &isob_bench_refmon,
     NULL,
 };
 
