@@ -9,6 +9,7 @@ extern const struct isob_bench isob_bench_kv;
 extern const struct isob_bench isob_bench_lwc_switch;
 extern const struct isob_bench isob_bench_lwc_create;
 extern const struct isob_bench isob_bench_refmon;
+extern const struct isob_bench isob_bench_lwc_sign;
 
 const struct isob_bench *const isob_benches[] = {
     &isob_bench_switch,
@@ -17,6 +18,7 @@ const struct isob_bench *const isob_benches[] = {
     &isob_bench_lwc_switch,
     &isob_bench_lwc_create,
     &isob_bench_refmon,
+    &isob_bench_lwc_sign,
     NULL,
 };
 
