@@ -16,6 +16,7 @@ declare -A NEED=(
   [/usr/lib/clang/14/lib/linux/libclang_rt.fuzzer-x86_64.a]=libclang-rt-14-dev  # protocol fuzzer: libFuzzer runtime (a Recommends of clang)
   [wasm2c]=wabt                               # wasm mechanism: wasm -> C
   [/usr/include/seccomp.h]=libseccomp-dev     # seccomp mechanism
+  [/usr/include/openssl/evp.h]=libssl-dev     # lwc-sign and the key-isolation tests: Ed25519 through libcrypto
   [memcached]=memcached                       # kv-server benchmark: the reference server
   [memcaslap]=libmemcached-tools              # kv-server benchmark: the load generator
   [qemu-system-x86_64]=qemu-system-x86        # MPK tests under TCG emulation

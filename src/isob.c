@@ -11,6 +11,7 @@
 #include "isob_config.h"
 #include "isobench/bench.h"
 #include "isobench/isolation.h"
+#include "isobench/loadgen.h"
 #include "isobench/serve.h"
 
 #define EXIT_USAGE 2
@@ -23,6 +24,7 @@ static void usage(FILE *f)
         "       isob list [--json]                mechanisms and benchmarks\n"
         "       isob isolation -m MECH            the isolation matrix of one mechanism (JSON)\n"
         "       isob serve -m MECH [options]      memcached text-protocol server over MECH\n"
+        "       isob loadgen --port P [options]   load a memcached or HTTP server (JSON)\n"
         "       isob --version [--json]           version, compiler and flags\n"
         "\n"
         "options (defaults in brackets):\n"
@@ -42,6 +44,7 @@ static void usage(FILE *f)
         "  --counter B         perf, tsc or clock [best available]\n"
         "  --scope S           perf counting scope: thread or cpu [thread]\n"
         "  --primitive P       pingpong only: futex, pipe or socket [all]\n"
+        "                      (lwc-switch: variants, e.g. lwc,process-futex [all])\n"
         "  --sizes LIST        kv only: data sizes, e.g. 4K,1M,256M (multiples of 64 B)\n"
         "                      [4K to 256M by 4; --quick: to 16M]\n"
         "  --iterations N      kv only: measured passes per size [enough for --n gets, at least 3]\n"
@@ -218,6 +221,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "serve") == 0)
         return isob_serve_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "loadgen") == 0)
+        return isob_loadgen_main(argc - 1, argv + 1);
     static const struct option longopts[] = {
         {"mechanism", required_argument, 0, 'm'}, {"n", required_argument, 0, OPT_N},
         {"warmup", required_argument, 0, OPT_WARMUP}, {"batch-k", required_argument, 0, OPT_BATCH_K},
