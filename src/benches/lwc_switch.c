@@ -56,12 +56,8 @@ enum sw_variant { SW_LWC, SW_PROCESS, SW_PROCESS_FUTEX, SW_THREAD, SW_UCONTEXT, 
 static const char *const sw_names[SW__COUNT] = {"lwc", "process", "process-futex", "thread", "ucontext",
                                                 "uthread"};
 static const char *const sw_primitive[SW__COUNT] = {
-    "lwc_switch: robust futex word in a shared page",
-    "POSIX semaphores in shared memory (sem_post, sem_wait)",
-    "robust futex word in a shared page (futex.h)",
-    "POSIX semaphores (sem_post, sem_wait)",
-    "glibc swapcontext (saves the signal mask: one rt_sigprocmask)",
-    "callee-saved registers and stack pointer (uthread_x86.S), no system call",
+    "lwc_switch (robust futex)", "POSIX semaphores, shared memory", "robust futex (futex.h)",
+    "POSIX semaphores", "swapcontext (one rt_sigprocmask)", "register switch, no system call",
 };
 
 /* What B does when switched to. */

@@ -1,6 +1,7 @@
 /* isob loadgen (include/isobench/loadgen.h): one thread, epoll, C
  * connections in sessions of L requests. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -554,8 +555,8 @@ static double pct(const uint32_t *v, size_t n, double p)
     return (double)v[i] / 1000.0;
 }
 
-/* utime and stime of pid, in seconds; 0 or -1. */
-static int proc_cpu(long pid, double *user, double *sys)
+/* utime and stime of one process, in clock ticks, and its parent; 0 or -1. */
+static int stat_of(long pid, long *ppid, unsigned long *ut, unsigned long *st)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
@@ -566,19 +567,70 @@ static int proc_cpu(long pid, double *user, double *sys)
     fclose(f);
     buf[n] = 0;
     char *q = strrchr(buf, ')');
-    unsigned long ut, st;
-    if (!q || sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+    if (!q || sscanf(q + 2, "%*c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", ppid, ut, st) != 3)
         return -1;
+    return 0;
+}
+
+/* CPU seconds of pid and every live process below it (a server's
+ * compartments run in processes of their own), and how many there were;
+ * 0 or -1 when pid is gone. */
+static int proc_cpu(long pid, double *user, double *sys, long *nproc)
+{
+    long pp;
+    unsigned long ut, st;
+    if (stat_of(pid, &pp, &ut, &st) != 0)
+        return -1;
+    /* Processes and parents, read once; then the tree, level by level. */
+    long cap = 4096, n = 0;
+    long (*all)[2] = malloc((size_t)cap * sizeof *all);
+    unsigned long (*t)[2] = malloc((size_t)cap * sizeof *t);
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (all && t && d && (e = readdir(d)) && n < cap) {
+        long q = atol(e->d_name);
+        if (q > 0 && q != pid && stat_of(q, &all[n][1], &t[n][0], &t[n][1]) == 0) {
+            all[n][0] = q;
+            n++;
+        }
+    }
+    if (d)
+        closedir(d);
     double hz = (double)sysconf(_SC_CLK_TCK);
-    *user = (double)ut / hz;
-    *sys = (double)st / hz;
+    unsigned long su = ut, ss = st;
+    long count = 1;
+    char *in = calloc((size_t)(n ? n : 1), 1);
+    for (int grew = 1; grew && in && all && t;) {
+        grew = 0;
+        for (long i = 0; i < n; i++) {
+            if (in[i])
+                continue;
+            int below = all[i][1] == pid;
+            for (long j = 0; j < n && !below; j++)
+                below = in[j] && all[j][0] == all[i][1];
+            if (below) {
+                in[i] = 1;
+                su += t[i][0];
+                ss += t[i][1];
+                count++;
+                grew = 1;
+            }
+        }
+    }
+    free(in);
+    free(all);
+    free(t);
+    *user = (double)su / hz;
+    *sys = (double)ss / hz;
+    if (nproc)
+        *nproc = count;
     return 0;
 }
 
 static double tv_s(struct timeval t) { return (double)t.tv_sec + (double)t.tv_usec / 1e6; }
 
 static void lg_report(struct lg *g, double wall, struct rusage *r0, struct rusage *r1, int have_srv,
-                      double su0, double ss0, double su1, double ss1)
+                      double su0, double ss0, double su1, double ss1, long nproc)
 {
     qsort(g->lat, g->nlat, sizeof *g->lat, cmp_u32);
     struct isob_jw w;
@@ -625,6 +677,7 @@ static void lg_report(struct lg *g, double wall, struct rusage *r0, struct rusag
     if (have_srv) {
         isob_jw_obj(&w, "server_cpu");
         isob_jw_int(&w, "pid", g->o.server_pid);
+        isob_jw_int(&w, "processes", nproc);
         isob_jw_double(&w, "user_s", su1 - su0);
         isob_jw_double(&w, "sys_s", ss1 - ss0);
         isob_jw_double(&w, "busy", wall > 0 ? (su1 - su0 + ss1 - ss0) / wall : 0);
@@ -652,7 +705,8 @@ static int lg_run(struct lg *g)
         }
     }
     double su0 = 0, ss0 = 0, su1 = 0, ss1 = 0;
-    int have_srv = g->o.server_pid > 0 && proc_cpu(g->o.server_pid, &su0, &ss0) == 0;
+    long nproc = 0;
+    int have_srv = g->o.server_pid > 0 && proc_cpu(g->o.server_pid, &su0, &ss0, NULL) == 0;
     struct rusage r0, r1;
     getrusage(RUSAGE_SELF, &r0);
     uint64_t t0 = now_ns(), end = t0 + (uint64_t)(g->o.duration * 1e9), drain_end = 0;
@@ -718,9 +772,9 @@ static int lg_run(struct lg *g)
             lg_close(g, &g->c[i], 1);
         }
     getrusage(RUSAGE_SELF, &r1);
-    if (have_srv && proc_cpu(g->o.server_pid, &su1, &ss1) != 0)
+    if (have_srv && proc_cpu(g->o.server_pid, &su1, &ss1, &nproc) != 0)
         have_srv = 0;
-    lg_report(g, (double)(t_end - t0) / 1e9, &r0, &r1, have_srv, su0, ss0, su1, ss1);
+    lg_report(g, (double)(t_end - t0) / 1e9, &r0, &r1, have_srv, su0, ss0, su1, ss1, nproc);
     if (g->errors)
         fprintf(stderr, "isob loadgen: %llu errors; the first: %s\n", (unsigned long long)g->errors,
                 g->error_first);
@@ -760,7 +814,8 @@ static void usage(FILE *f)
         "  --expect-body S    http: the body every reply must carry [the 45-byte\n"
         "                     document of include/isobench/loadgen.h]\n"
         "  --cpu C            pin the generator to CPU C [unpinned]\n"
-        "  --server-pid PID   also report that process's CPU time over the run\n"
+        "  --server-pid PID   also report the CPU time of that process and of the\n"
+        "                     processes below it (compartments) over the run\n"
         "  --seed S           seed of the keys asked for [1]\n"
         "\n"
         "Every reply is checked byte for byte.  Exit status 0 when all were right,\n"
@@ -923,7 +978,7 @@ int isob_loadgen_main(int argc, char **argv)
         double u, s;
         char pid[24];
         snprintf(pid, sizeof pid, "%ld", o->server_pid);
-        if (proc_cpu(o->server_pid, &u, &s) != 0)
+        if (proc_cpu(o->server_pid, &u, &s, NULL) != 0)
             return usage_error("--server-pid %s: no such process to read", pid);
     }
     if (o->cpu >= 0) {
