@@ -566,9 +566,11 @@ static int lwc_switch_run(struct isob_bench_ctx *ctx)
             for (unsigned v = 0; v < SW__COUNT; v++)
                 known |= strcmp(tok, sw_names[v]) == 0;
             if (!known) {
+                /* Bad usage, found only here: one line and exit status 2,
+                 * as isob gives for every other bad option. */
                 fprintf(stderr, "isob: error: lwc-switch: unknown variant '%s' (lwc, process, "
-                        "process-futex, thread, ucontext, uthread)\n", tok);
-                return -EINVAL;
+                        "process-futex, thread, ucontext, uthread; see isob --help)\n", tok);
+                exit(2);
             }
         }
     }
