@@ -342,8 +342,8 @@ static int child_apply(const struct lwc_spec *spec, size_t n, unsigned flags, in
     return 0;
 }
 
-/* In a context: run the library's ops its creator asks for until an
- * ordinary switch comes; wait is how this context waits for a switch. */
+/* In a context just switched to: run the library's ops its creator asks
+ * for (each answered by a switch back) until an ordinary switch comes. */
 static void child_ops(struct lwc_link *link, uint32_t tid, int systrap)
 {
     while (link->op != LWC_OP_NONE) {
