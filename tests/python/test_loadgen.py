@@ -142,13 +142,16 @@ class _HttpHandler(socketserver.BaseRequestHandler):
             close = b"connection: close" in req.lower()
             head = (f"HTTP/1.0 200 OK\r\nContent-Length: {len(srv.body)}\r\n"
                     f"Connection: {'close' if close else 'keep-alive'}\r\n\r\n").encode()
+            # Counted before the reply goes out, so that the count is
+            # complete by the time the client has read it.
+            if close:
+                with srv.lock:
+                    srv.closed_by_request.append(served)
             try:
                 self.request.sendall(head + srv.body)
             except OSError:
                 return
             if close:
-                with srv.lock:
-                    srv.closed_by_request.append(served)
                 return
 
 
@@ -172,9 +175,10 @@ def test_http_sessions_of_exactly_l(http_server):
     with http_server.lock:
         closed = list(http_server.closed_by_request)
     # Every session the client ended had exactly L requests, and loadgen
-    # counted each of them.
+    # counted each of them (but for at most one per connection whose last
+    # reply was still on its way when the run ended).
     assert closed and set(closed) == {4}
-    assert len(closed) == doc["sessions"]
+    assert doc["sessions"] <= len(closed) <= doc["sessions"] + 3
 
 
 @pytest.mark.parametrize("http_server", [DOC.replace(b"45", b"46")], indirect=True)
