@@ -79,8 +79,10 @@ def test_lwc_create_proves_dirty_pages():
         seen.add(v)
         assert r["status"] in ("ok", "skipped"), r["reason"]
         if r["status"] == "skipped":
-            # Only what the kernel may lack; the reason says what.
-            assert v in ("soft-dirty", "uffd-wp") and r["reason"]
+            # Only what the kernel may lack, or a heap the machine has no
+            # room for now; the reason says which.
+            assert (v in ("soft-dirty", "uffd-wp") or
+                    (v == "all" and "MemAvailable" in r["reason"])), r["reason"]
             continue
         assert {"dirty_pages", "heap_mib", "thp"} <= set(r["params"])
         if v in ("lwc", "fork", "soft-dirty", "uffd-wp"):
@@ -89,9 +91,10 @@ def test_lwc_create_proves_dirty_pages():
         if v == "cow-fault":
             assert r["params"]["minflt"] >= r["params"]["pages"] == len(r["samples"])
     assert {"lwc", "fork", "vfork", "posix_spawn", "pthread", "cow-fault"} <= seen
+    heaps = {1, 64} - {r["params"]["heap_mib"] for r in rs if r["params"]["variant"] == "all"}
     cells = {(r["params"]["heap_mib"], r["params"]["dirty_pages"]) for r in rs
              if r["params"]["variant"] == "lwc"}
-    assert cells == {(h, d) for h in (1, 64) for d in (0, 1, 16, 256, 4096)}
+    assert cells == {(h, d) for h in heaps for d in (0, 1, 16, 256, 4096)}
 
 
 def test_refmon_monitors_see_every_call():
