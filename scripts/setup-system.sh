@@ -17,6 +17,7 @@ declare -A NEED=(
   [wasm2c]=wabt                               # wasm mechanism: wasm -> C
   [/usr/include/seccomp.h]=libseccomp-dev     # seccomp mechanism
   [/usr/include/tirpc/rpc/rpc.h]=libtirpc-dev # oslat: ONC RPC over UDP and TCP (glibc has none)
+  [/usr/include/openssl/evp.h]=libssl-dev     # lwc-sign and the key-isolation tests: Ed25519 through libcrypto
   [memcached]=memcached                       # kv-server benchmark: the reference server
   [memcaslap]=libmemcached-tools              # kv-server benchmark: the load generator
   [qemu-system-x86_64]=qemu-system-x86        # MPK tests under TCG emulation

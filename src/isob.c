@@ -16,6 +16,7 @@
 #include "isobench/confine.h"
 #include "isobench/isolation.h"
 #include "isobench/scrape.h"
+#include "isobench/loadgen.h"
 #include "isobench/serve.h"
 
 #define EXIT_USAGE 2
@@ -30,6 +31,7 @@ static void usage(FILE *f)
         "       isob scrape --target T            outside readers against a canary in T (JSON;\n"
         "                                         T: plain, pipe-writer, pipe-reader or a mechanism)\n"
         "       isob serve -m MECH [options]      memcached text-protocol server over MECH\n"
+        "       isob loadgen --port P [options]   load a memcached or HTTP server (JSON)\n"
         "       isob --version [--json]           version, compiler and flags\n"
         "       isob --limits --json              the bounds of every numeric option\n"
         "\n"
@@ -50,7 +52,8 @@ static void usage(FILE *f)
         "  --counter B         perf, " ISOB_TIMER_NAME " or clock [best available]\n"
         "  --scope S           perf counting scope: thread or cpu [thread]\n"
         "  --primitive P       pingpong: a list of futex, pipe, socket, socket-fd, eventfd,\n"
-        "                      spin; oslat: a list of primitives or families (see isob list) [all]\n"
+        "                      spin; oslat: a list of primitives or families (see isob list);\n"
+        "                      lwc-switch: variants, e.g. lwc,process-futex [all]\n"
         "  --confine C         oslat only: confinements C or C:VARIANT, comma-separated\n"
         "                      (see isob list) [none]\n"
         "  --sizes LIST        kv and memops: data or block sizes, e.g. 4K,1M,256M (multiples\n"
@@ -396,6 +399,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "serve") == 0)
         return isob_serve_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "loadgen") == 0)
+        return isob_loadgen_main(argc - 1, argv + 1);
     static const struct option longopts[] = {
         {"mechanism", required_argument, 0, 'm'}, {"n", required_argument, 0, OPT_N},
         {"warmup", required_argument, 0, OPT_WARMUP}, {"batch-k", required_argument, 0, OPT_BATCH_K},

@@ -66,6 +66,13 @@ struct isob_server_spec {
  * -errno. */
 int isob_server_enter(pid_t parent, int cpu, size_t heap_size, struct isob_trusted **out);
 
+/* In a new server: the caller's signal handlers (e.g. serve's stop
+ * handler, which writes to the caller's own pipe) are not the server's,
+ * and signals the caller blocks must still reach the server: every
+ * handler back to its default, nothing blocked.  isob_server_start does
+ * it; a server started otherwise (the lwc mechanism) calls it itself. */
+void isob_server_default_signals(void);
+
 /* Fork a server and wait for its report.  0 once it is ready to serve; else
  * -errno: fork's, the server's own (enter's or setup's), or -EOWNERDEAD
  * when it died before reporting.  On failure no process is left. */

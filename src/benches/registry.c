@@ -14,6 +14,10 @@ extern const struct isob_bench isob_bench_pipeio;
 extern const struct isob_bench isob_bench_scale;
 extern const struct isob_bench isob_bench_delegate;
 extern const struct isob_bench isob_bench_sched;
+extern const struct isob_bench isob_bench_lwc_switch;
+extern const struct isob_bench isob_bench_lwc_create;
+extern const struct isob_bench isob_bench_refmon;
+extern const struct isob_bench isob_bench_lwc_sign;
 
 const struct isob_bench *const isob_benches[] = {
     &isob_bench_switch,
@@ -27,6 +31,10 @@ const struct isob_bench *const isob_benches[] = {
     &isob_bench_scale,
     &isob_bench_delegate,
     &isob_bench_sched,
+    &isob_bench_lwc_switch,
+    &isob_bench_lwc_create,
+    &isob_bench_refmon,
+    &isob_bench_lwc_sign,
     NULL,
 };
 

@@ -110,10 +110,8 @@ static void keep_only(int *keep, int n)
     close_fds(from, ~0u);
 }
 
-/* In a new server: the caller's signal handlers (e.g. serve's stop
- * handler, which writes to the caller's own pipe) are not the server's,
- * and signals the caller blocks must still reach the server. */
-static void default_signals(void)
+/* The caller's handlers are not the server's (server.h). */
+void isob_server_default_signals(void)
 {
     for (int sig = 1; sig < NSIG; sig++) {
         struct sigaction sa;
@@ -146,7 +144,7 @@ static void __attribute__((noreturn)) server_main(pid_t parent, const struct iso
         if (spec->host_fds[i] >= 0)
             keep[n++] = spec->host_fds[i];
     keep_only(keep, n);
-    default_signals();
+    isob_server_default_signals();
     struct isob_trusted *t = NULL;
     int rc = isob_server_enter(parent, spec->cpu, spec->heap_size, &t);
     if (rc == 0 && spec->setup)
@@ -210,7 +208,7 @@ int isob_server_start(struct isob_server *s, const struct isob_server_spec *spec
     /* Buffered output would otherwise be written twice, once by each. */
     fflush(NULL);
     /* No caller's handler may run in the child before it resets them
-     * (default_signals, which also unblocks everything there). */
+     * (isob_server_default_signals, which also unblocks everything there). */
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);

@@ -1,0 +1,49 @@
+/* `isob loadgen`: a closed-loop load generator for the memcached text
+ * protocol and a minimal HTTP/1.0 GET, with session length under control.
+ *
+ * C connections, each running sessions of L requests: connect, L requests
+ * one after another (each sent when the last reply was verified), close,
+ * connect again; for a fixed duration.  Every reply is checked byte for
+ * byte against what it must be.  The result is one JSON line: throughput,
+ * latency percentiles, the counts that prove the work, and the CPU time of
+ * the generator (and of the server, given its pid), so that a run shows
+ * which of the two was saturated.
+ *
+ * The reply checks are pure functions, so that they can be tested without
+ * sockets. */
+#ifndef ISOBENCH_LOADGEN_H
+#define ISOBENCH_LOADGEN_H
+
+#include <stddef.h>
+
+/* The document of the HTTP mode: 45 bytes, as the lwC paper's, and what a
+ * server of this project answers to GET (loadgen checks bodies against it
+ * unless told another). */
+#define ISOB_HTTP_DOC "<html><body>isobench: 45 bytes</body></html>\n"
+#define ISOB_HTTP_DOC_BYTES 45
+
+/* Results of a reply check. */
+enum {
+    ISOB_LG_INCOMPLETE = 0,  /* more bytes are needed */
+    ISOB_LG_OK = 1,          /* a whole, correct reply of *used bytes */
+    ISOB_LG_BAD = -1,        /* a reply that is not the one expected (why says how) */
+};
+
+/* memcached: the reply in buf must be exactly want (the whole expected
+ * reply text, e.g. "VALUE k 0 3\r\nabc\r\nEND\r\n").  A reply that starts
+ * differently is bad at the first differing byte. */
+int isob_lg_check_exact(const char *buf, size_t len, const char *want, size_t want_len, size_t *used,
+                        char *why, size_t why_len);
+
+/* HTTP: a status line "HTTP/1.x 200 ...", headers with Content-Length, a
+ * blank line and a body equal to body (body_len bytes).  *keep_alive is
+ * set when the reply says "Connection: keep-alive". */
+int isob_lg_check_http(const char *buf, size_t len, const char *body, size_t body_len, size_t *used,
+                       int *keep_alive, char *why, size_t why_len);
+
+/* The subcommand: argv[0] is "loadgen".  Exit status 0 (every reply
+ * verified), 1 (a reply failed its check, or a connection failed), 2
+ * (usage). */
+int isob_loadgen_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,460 @@
+/* The reference monitors of refmon (monitors.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "isobench/lwc.h"
+#include "isobench/mechanism.h"
+#include "monitors.h"
+
+/* How long stopping the broker waits for it to leave before killing it. */
+#define RM_BROKER_STOP_MS 2000
+/* Descriptors the broker keeps open for its client at once. */
+#define RM_BROKER_HANDLES 16
+/* Exit codes of a monitored child that could not be set up. */
+#define RM_EXIT_SETUP 3
+
+int rm_policy_path_ok(const struct rm_policy *p, const char *path)
+{
+    size_t n = strlen(p->dir);
+    if (path[0] != '/' || strncmp(path, p->dir, n) != 0 || path[n] != '/')
+        return 0;
+    for (const char *c = path; (c = strstr(c, "..")) != NULL; c += 2)
+        if ((c == path || c[-1] == '/') && (c[2] == '/' || c[2] == 0))
+            return 0;
+    return 1;
+}
+
+/* ---- seccomp filters ---- */
+
+struct rm_bpf {
+    struct sock_filter f[32];
+    unsigned n;
+};
+
+static void op(struct rm_bpf *b, unsigned short code, unsigned char jt, unsigned char jf, uint32_t k)
+{
+    b->f[b->n++] = (struct sock_filter){code, jt, jf, k};
+}
+
+/* Architecture check, then the call's number in the accumulator. */
+static void head(struct rm_bpf *b)
+{
+    op(b, BPF_LD | BPF_W | BPF_ABS, 0, 0, (uint32_t)offsetof(struct seccomp_data, arch));
+    op(b, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, AUDIT_ARCH_X86_64);
+    op(b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_KILL_PROCESS);
+    op(b, BPF_LD | BPF_W | BPF_ABS, 0, 0, (uint32_t)offsetof(struct seccomp_data, nr));
+}
+
+static int load(struct rm_bpf *b)
+{
+    struct sock_fprog prog = {.len = (unsigned short)b->n, .filter = b->f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return -errno;
+    return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0 ? 0 : -errno;
+}
+
+/* seccomp: pread64 and pwrite64 only on descriptors 3 to 65535 (an
+ * argument check, which the kernel's cache of constant decisions cannot
+ * short-cut), everything else allowed. */
+static int install_fd_filter(void)
+{
+    struct rm_bpf b = {.n = 0};
+    head(&b);
+    op(&b, BPF_JMP | BPF_JEQ | BPF_K, 2, 0, SYS_pread64);         /* -> load fd */
+    op(&b, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, SYS_pwrite64);        /* -> load fd */
+    op(&b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ALLOW);
+    op(&b, BPF_LD | BPF_W | BPF_ABS, 0, 0, (uint32_t)offsetof(struct seccomp_data, args[0]));
+    op(&b, BPF_JMP | BPF_JGE | BPF_K, 2, 0, 65536);              /* -> deny */
+    op(&b, BPF_JMP | BPF_JGE | BPF_K, 0, 1, 3);                  /* -> allow : deny */
+    op(&b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ALLOW);
+    op(&b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ERRNO | EPERM);
+    return load(&b);
+}
+
+/* ptrace: openat, pread64 and pwrite64 stop for the tracer. */
+static int install_trace_filter(void)
+{
+    struct rm_bpf b = {.n = 0};
+    head(&b);
+    op(&b, BPF_JMP | BPF_JEQ | BPF_K, 3, 0, SYS_openat);
+    op(&b, BPF_JMP | BPF_JEQ | BPF_K, 2, 0, SYS_pread64);
+    op(&b, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, SYS_pwrite64);
+    op(&b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ALLOW);
+    op(&b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_TRACE);
+    return load(&b);
+}
+
+/* In a forked child: die with the parent, which was `parent`. */
+static void die_with(pid_t parent)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(RM_EXIT_SETUP);
+}
+
+static int wait_child(pid_t pid, int *st)
+{
+    while (waitpid(pid, st, 0) < 0)
+        if (errno != EINTR)
+            return -errno;
+    return 0;
+}
+
+static int child_result(int st)
+{
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st) == 0 ? 0 : WEXITSTATUS(st) == RM_EXIT_SETUP ? -EPERM : -EPROTO;
+    return -EOWNERDEAD;
+}
+
+int rm_run_seccomp(rm_workload_fn fn, void *arg)
+{
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid == 0) {
+        die_with(parent);
+        if (install_fd_filter() != 0)
+            _exit(RM_EXIT_SETUP);
+        fn(arg);
+        _exit(0);
+    }
+    int st = 0, rc = wait_child(pid, &st);
+    return rc ? rc : child_result(st);
+}
+
+/* A NUL-terminated string of another process, page by page. */
+static int read_string(pid_t pid, uintptr_t addr, char *buf, size_t len)
+{
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE), got = 0;
+    while (got < len) {
+        size_t chunk = ps - (addr + got) % ps;
+        if (chunk > len - got)
+            chunk = len - got;
+        struct iovec l = {buf + got, chunk}, r = {(void *)(addr + got), chunk};
+        ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+        if (n <= 0)
+            return n < 0 ? -errno : -EFAULT;
+        if (memchr(buf + got, 0, (size_t)n))
+            return 0;
+        got += (size_t)n;
+    }
+    return -ENAMETOOLONG;
+}
+
+int rm_run_ptrace(const struct rm_policy *p, rm_workload_fn fn, void *arg, struct rm_tally *t)
+{
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid == 0) {
+        die_with(parent);
+        if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0)
+            _exit(RM_EXIT_SETUP);
+        raise(SIGSTOP);
+        if (install_trace_filter() != 0)
+            _exit(RM_EXIT_SETUP);
+        fn(arg);
+        _exit(0);
+    }
+    int st = 0, rc = wait_child(pid, &st);
+    if (rc == 0 && !(WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP))
+        rc = child_result(st) ? child_result(st) : -EPROTO;
+    if (rc == 0 && ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACESECCOMP | PTRACE_O_EXITKILL) != 0)
+        rc = -errno;
+    if (rc) {
+        kill(pid, SIGKILL);
+        wait_child(pid, &st);
+        return rc;
+    }
+    int sig = 0;
+    for (;;) {
+        if (ptrace(PTRACE_CONT, pid, 0, (void *)(long)sig) != 0 && errno != ESRCH) {
+            rc = -errno;
+            kill(pid, SIGKILL);
+        }
+        sig = 0;
+        if ((rc = wait_child(pid, &st)) != 0)
+            return rc;
+        if (WIFEXITED(st) || WIFSIGNALED(st))
+            return child_result(st);
+        if (!WIFSTOPPED(st))
+            continue;
+        if ((st >> 8) != (SIGTRAP | (PTRACE_EVENT_SECCOMP << 8))) {
+            sig = WSTOPSIG(st) == SIGTRAP ? 0 : WSTOPSIG(st);
+            continue;
+        }
+        struct user_regs_struct regs;
+        if (ptrace(PTRACE_GETREGS, pid, 0, &regs) != 0)
+            continue;
+        t->checked++;
+        int ok;
+        if ((long)regs.orig_rax == SYS_openat) {
+            /* The tracee is stopped, but another of its threads could
+             * change the path after this read: ptrace monitors live with
+             * that race (this workload has one thread). */
+            char path[RM_PATH_MAX];
+            ok = read_string(pid, (uintptr_t)regs.rsi, path, sizeof path) == 0 && rm_policy_path_ok(p, path);
+        } else {
+            ok = rm_policy_fd_ok((long)(int)regs.rdi);
+        }
+        if (!ok) {
+            /* Skip the call; it returns -EPERM. */
+            t->denied++;
+            regs.orig_rax = (unsigned long long)-1;
+            regs.rax = (unsigned long long)-EPERM;
+            ptrace(PTRACE_SETREGS, pid, 0, &regs);
+        }
+    }
+}
+
+int rm_run_lwcmon(const struct rm_policy *p, rm_workload_fn fn, void *arg, void *shared,
+                  size_t shared_len, struct rm_tally *t)
+{
+    struct lwc_spec sp[] = {
+        {.res = LWC_RES_VM, .how = LWC_SHARED, .vm = {shared, shared_len}},
+        {.res = LWC_RES_SYSCALL, .sys = {SYS_openat}},
+        {.res = LWC_RES_SYSCALL, .sys = {SYS_pread64}},
+        {.res = LWC_RES_SYSCALL, .sys = {SYS_pwrite64}},
+    };
+    int caller;
+    int h = lwc_create(sp, sizeof sp / sizeof sp[0], LWC_SYSTRAP, &caller, NULL);
+    if (h == LWC_SWITCHED) {
+        fn(arg);
+        lwc_switch(caller, NULL, NULL, NULL);
+        _exit(0);
+    }
+    if (h < 0)
+        return h;
+    int rc;
+    struct lwc_msg in;
+    char path[RM_PATH_MAX];
+    while ((rc = lwc_switch(h, NULL, NULL, &in)) == LWC_TRAPPED) {
+        t->checked++;
+        struct lwc_sysreply r = {.action = LWC_SYS_DENY, .value = EPERM};
+        if ((long)in.w[0] == SYS_openat) {
+            /* The supervisor opens its own checked copy of the path: the
+             * context cannot change it between check and use. */
+            if (lwc_trap_string(h, 1, path, sizeof path) >= 0 && rm_policy_path_ok(p, path))
+                r = (struct lwc_sysreply){.action = LWC_SYS_OPEN, .path = path, .flags = (int)in.w[3],
+                                          .mode = (mode_t)in.w[4]};
+        } else if (rm_policy_fd_ok((long)(int)in.w[1])) {
+            /* A descriptor number is a register: nothing to race. */
+            r.action = LWC_SYS_CONTINUE;
+        }
+        if (r.action == LWC_SYS_DENY)
+            t->denied++;
+        lwc_syscall(h, &r);
+    }
+    lwc_destroy(h);
+    return rc;
+}
+
+/* ---- the broker ---- */
+
+enum { RMB_OPEN_PASS = 1, RMB_OPEN_KEEP, RMB_PREAD, RMB_PWRITE };
+
+struct rmb_req {
+    int32_t op;
+    int32_t handle;
+    int32_t flags;
+    uint32_t len;
+    int64_t off;
+    char path[RM_PATH_MAX];
+};
+
+/* Send one reply, with a descriptor when fd >= 0. */
+static int rmb_reply(int sock, int64_t ret, int fd)
+{
+    struct iovec iov = {&ret, sizeof ret};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } c;
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (fd >= 0) {
+        m.msg_control = c.buf;
+        m.msg_controllen = sizeof c.buf;
+        struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(h), &fd, sizeof fd);
+    }
+    return sendmsg(sock, &m, MSG_NOSIGNAL) == (ssize_t)sizeof ret ? 0 : -errno;
+}
+
+static void rmb_serve(void *arg, struct isob_trusted *tr)
+{
+    (void)tr;
+    struct rm_broker *b = arg;
+    int fds[RM_BROKER_HANDLES];
+    for (int i = 0; i < RM_BROKER_HANDLES; i++)
+        fds[i] = -1;
+    struct rmb_req q;
+    for (;;) {
+        ssize_t n = recv(b->peer, &q, sizeof q, 0);
+        if (n != (ssize_t)sizeof q)
+            return;
+        b->tally->checked++;
+        int64_t ret;
+        int pass = -1;
+        q.path[RM_PATH_MAX - 1] = 0;
+        if (q.op == RMB_OPEN_PASS || q.op == RMB_OPEN_KEEP) {
+            if (!rm_policy_path_ok(&b->policy, q.path)) {
+                ret = -EPERM;
+            } else {
+                int fd = openat(AT_FDCWD, q.path, q.flags | O_CLOEXEC);
+                ret = fd < 0 ? -errno : 0;
+                if (fd >= 0 && q.op == RMB_OPEN_PASS) {
+                    pass = fd;
+                } else if (fd >= 0) {
+                    int k = 0;
+                    while (k < RM_BROKER_HANDLES && fds[k] >= 0)
+                        k++;
+                    if (k == RM_BROKER_HANDLES) {
+                        close(fd);
+                        ret = -EMFILE;
+                    } else {
+                        fds[k] = fd;
+                        ret = k;
+                    }
+                }
+            }
+        } else if ((q.op == RMB_PREAD || q.op == RMB_PWRITE) && q.handle >= 0 &&
+                   q.handle < RM_BROKER_HANDLES && fds[q.handle] >= 0 && q.len <= b->buf_len) {
+            ssize_t r = q.op == RMB_PREAD ? pread(fds[q.handle], b->buf, q.len, (off_t)q.off)
+                                          : pwrite(fds[q.handle], b->buf, q.len, (off_t)q.off);
+            ret = r < 0 ? -errno : r;
+        } else {
+            ret = -EBADF;
+        }
+        if (ret == -EPERM)
+            b->tally->denied++;
+        if (rmb_reply(b->peer, ret, pass) != 0)
+            return;
+        if (pass >= 0)
+            close(pass);
+    }
+}
+
+int rm_broker_start(struct rm_broker *b, const struct rm_policy *p, size_t buf_len)
+{
+    memset(b, 0, sizeof *b);
+    b->sock = b->peer = -1;
+    b->policy = *p;
+    b->buf_len = buf_len;
+    b->buf = isob_map(buf_len, 1);
+    b->tally = isob_map(sizeof *b->tally, 1);
+    int sv[2];
+    if (!b->buf || !b->tally || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+        int err = errno ? -errno : -ENOMEM;
+        rm_broker_stop(b);
+        return err;
+    }
+    b->sock = sv[0];
+    b->peer = sv[1];
+    struct isob_server_spec ss = {.cpu = -1, .heap_size = 2 * 4096, .setup = NULL, .serve = rmb_serve,
+                                  .arg = b, .keep_fd = {b->peer, -1}};
+    int rc = isob_server_start(&b->server, &ss);
+    close(b->peer);
+    b->peer = -1;
+    if (rc)
+        rm_broker_stop(b);
+    return rc;
+}
+
+void rm_broker_stop(struct rm_broker *b)
+{
+    if (b->sock >= 0)
+        close(b->sock);  /* the broker reads end of file and leaves */
+    if (b->peer >= 0)
+        close(b->peer);
+    b->sock = b->peer = -1;
+    if (b->server.pid > 0)
+        isob_server_stop(&b->server, RM_BROKER_STOP_MS);
+    isob_unmap(b->buf, b->buf_len);
+    isob_unmap(b->tally, sizeof *b->tally);
+    b->buf = NULL;
+    b->tally = NULL;
+}
+
+/* One request and its reply (and descriptor, into *fd when fd). */
+static int64_t rmb_call(struct rm_broker *b, const struct rmb_req *q, int *fd)
+{
+    if (send(b->sock, q, sizeof *q, MSG_NOSIGNAL) != (ssize_t)sizeof *q)
+        return -EPIPE;
+    int64_t ret;
+    struct iovec iov = {&ret, sizeof ret};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } c;
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof c.buf};
+    if (recvmsg(b->sock, &m, MSG_CMSG_CLOEXEC) != (ssize_t)sizeof ret)
+        return -EPIPE;
+    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+    if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
+        int got;
+        memcpy(&got, CMSG_DATA(h), sizeof got);
+        if (fd)
+            *fd = got;
+        else
+            close(got);
+    }
+    return ret;
+}
+
+static int rmb_open(struct rm_broker *b, const char *path, int flags, int op)
+{
+    struct rmb_req q = {.op = op, .flags = flags};
+    if (strlen(path) >= sizeof q.path)
+        return -ENAMETOOLONG;
+    strcpy(q.path, path);
+    int fd = -1;
+    int64_t r = rmb_call(b, &q, op == RMB_OPEN_PASS ? &fd : NULL);
+    if (op == RMB_OPEN_PASS && r == 0)
+        return fd >= 0 ? fd : -EPROTO;
+    return (int)r;
+}
+
+int rm_broker_open(struct rm_broker *b, const char *path, int flags)
+{
+    return rmb_open(b, path, flags, RMB_OPEN_PASS);
+}
+
+int rm_broker_open_kept(struct rm_broker *b, const char *path, int flags)
+{
+    return rmb_open(b, path, flags, RMB_OPEN_KEEP);
+}
+
+long rm_broker_pread(struct rm_broker *b, int handle, size_t len, off_t off)
+{
+    struct rmb_req q = {.op = RMB_PREAD, .handle = handle, .len = (uint32_t)len, .off = off};
+    return (long)rmb_call(b, &q, NULL);
+}
+
+long rm_broker_pwrite(struct rm_broker *b, int handle, size_t len, off_t off)
+{
+    struct rmb_req q = {.op = RMB_PWRITE, .handle = handle, .len = (uint32_t)len, .off = off};
+    return (long)rmb_call(b, &q, NULL);
+}

@@ -1,0 +1,89 @@
+/* Reference monitors for the refmon benchmark, each behind a few small
+ * functions so that other benchmarks can run a workload under them.
+ *
+ * The policy is the same for all (rm_policy_*): openat only of paths
+ * under one directory (no ".." component); pread64 and pwrite64 only on
+ * descriptors 3 and up.  The open check reads the path from memory; the
+ * read and write checks read registers only.  What differs is where the
+ * check runs and who makes the call:
+ *
+ *   inline    in the monitored process itself, before the call (a wrapper:
+ *             no isolation, the workload could skip it)
+ *   seccomp   a seccomp-bpf filter in the monitored process: the fd rule,
+ *             nothing for paths (a filter cannot read them); no monitor
+ *   broker    a separate process makes every call: opens (the descriptor
+ *             comes back over SCM_RIGHTS), reads and writes into a buffer
+ *             both share; requests over a socketpair
+ *   ptrace    a tracer: SECCOMP_RET_TRACE stops the monitored process at
+ *             each call, the tracer reads the registers (and the path with
+ *             process_vm_readv) and lets it run or skips it with EPERM
+ *   lwc-mon   an lwc context under LWC_SYSTRAP: its creator is the
+ *             supervisor; an allowed open is performed by the supervisor
+ *             and the descriptor injected, reads and writes continue
+ *             (their policy reads no memory) */
+#ifndef ISOBENCH_REFMON_MONITORS_H
+#define ISOBENCH_REFMON_MONITORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "isobench/server.h"
+
+#define RM_PATH_MAX 256
+
+struct rm_policy {
+    char dir[RM_PATH_MAX];  /* absolute, without a trailing slash */
+};
+
+/* 1 when path may be opened: absolute, under dir, no ".." component. */
+int rm_policy_path_ok(const struct rm_policy *p, const char *path);
+/* 1 when reads and writes on fd are allowed. */
+static inline int rm_policy_fd_ok(long fd) { return fd >= 3 && fd < 65536; }
+
+/* What a monitor saw: calls it checked and calls it refused. */
+struct rm_tally {
+    uint64_t checked, denied;
+};
+
+/* A workload: runs in the monitored process and returns when done. */
+typedef void (*rm_workload_fn)(void *arg);
+
+/* seccomp: fork, install the filter in the child, run fn there, wait.  0
+ * or -errno (the child's failure to install its filter included). */
+int rm_run_seccomp(rm_workload_fn fn, void *arg);
+
+/* ptrace: fork a tracee that runs fn under SECCOMP_RET_TRACE for openat,
+ * pread64 and pwrite64; trace it to its end.  0 or -errno. */
+int rm_run_ptrace(const struct rm_policy *p, rm_workload_fn fn, void *arg, struct rm_tally *t);
+
+/* lwc-mon: an lwc context under LWC_SYSTRAP runs fn; this process
+ * supervises it to its end.  shared/shared_len: memory of
+ * lwc_alloc_shared the workload reports into (LWC_SHARED there).  0 or
+ * -errno. */
+int rm_run_lwcmon(const struct rm_policy *p, rm_workload_fn fn, void *arg, void *shared,
+                  size_t shared_len, struct rm_tally *t);
+
+/* The broker: a separate process that makes the calls. */
+struct rm_broker {
+    struct isob_server server;
+    int sock;                /* this side of the socketpair */
+    int peer;                /* the broker's side, until it started */
+    unsigned char *buf;      /* the data buffer both share */
+    size_t buf_len;
+    struct rm_tally *tally;  /* in shared memory: the broker's count */
+    struct rm_policy policy;
+};
+
+int rm_broker_start(struct rm_broker *b, const struct rm_policy *p, size_t buf_len);
+void rm_broker_stop(struct rm_broker *b);
+/* open path and hand the descriptor over (SCM_RIGHTS): fd or -errno. */
+int rm_broker_open(struct rm_broker *b, const char *path, int flags);
+/* open path in the broker and keep it there: a handle (>= 0) or -errno. */
+int rm_broker_open_kept(struct rm_broker *b, const char *path, int flags);
+/* pread/pwrite of len bytes at off on a kept handle, through b->buf:
+ * bytes or -errno. */
+long rm_broker_pread(struct rm_broker *b, int handle, size_t len, off_t off);
+long rm_broker_pwrite(struct rm_broker *b, int handle, size_t len, off_t off);
+
+#endif

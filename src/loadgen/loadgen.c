@@ -1,0 +1,993 @@
+/* isob loadgen (include/isobench/loadgen.h): one thread, epoll, C
+ * connections in sessions of L requests. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "isobench/bench.h"
+#include "isobench/harness.h"
+#include "isobench/loadgen.h"
+
+_Static_assert(sizeof ISOB_HTTP_DOC - 1 == ISOB_HTTP_DOC_BYTES, "the HTTP document is 45 bytes");
+
+#define EXIT_USAGE 2
+
+/* Defaults, printed by --help. */
+#define LG_DEFAULT_CONNS 16        /* concurrent connections */
+#define LG_DEFAULT_SESSION 64      /* requests per connection before it is closed */
+#define LG_DEFAULT_DURATION 5.0    /* seconds of measured load */
+#define LG_DEFAULT_KEYS 1000       /* memcache: keys loaded before, and asked for */
+#define LG_DEFAULT_VALUE 45        /* memcache: bytes of each value, as the paper's documents */
+#define LG_DEFAULT_TIMEOUT 5.0     /* seconds a reply may take before the connection fails */
+/* How long in-flight requests may finish after the duration ended. */
+#define LG_DRAIN_S 1.0
+/* Limits of the options. */
+#define LG_MAX_CONNS 65536
+#define LG_MAX_VALUE (1u << 20)
+#define LG_MAX_KEYS 10000000
+/* A reply larger than this is an error whatever it says. */
+#define LG_MAX_REPLY (2u << 20)
+/* Latencies kept for the percentiles (4 bytes each); later ones are
+ * counted but not kept, and the line says so. */
+#define LG_MAX_LATENCIES (64u << 20)
+/* Keys set per batch while loading. */
+#define LG_LOAD_BATCH 256
+
+/* ---- reply checks ---- */
+
+int isob_lg_check_exact(const char *buf, size_t len, const char *want, size_t want_len, size_t *used,
+                        char *why, size_t why_len)
+{
+    size_t n = len < want_len ? len : want_len;
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] != want[i]) {
+            size_t eol = 0;
+            while (eol < len && eol < 60 && buf[eol] != '\r' && buf[eol] != '\n')
+                eol++;
+            snprintf(why, why_len, "reply differs from the expected one at byte %zu: \"%.*s\"", i,
+                     (int)eol, buf);
+            return ISOB_LG_BAD;
+        }
+    if (len < want_len)
+        return ISOB_LG_INCOMPLETE;
+    *used = want_len;
+    return ISOB_LG_OK;
+}
+
+/* The value of header name in [h, end), or NULL. */
+static const char *header(const char *h, const char *end, const char *name, size_t *vlen)
+{
+    size_t nl = strlen(name);
+    while (h < end) {
+        const char *eol = memchr(h, '\n', (size_t)(end - h));
+        if (!eol)
+            eol = end;
+        if ((size_t)(eol - h) > nl && strncasecmp(h, name, nl) == 0 && h[nl] == ':') {
+            const char *v = h + nl + 1;
+            while (v < eol && (*v == ' ' || *v == '\t'))
+                v++;
+            const char *ve = eol;
+            while (ve > v && (ve[-1] == '\r' || ve[-1] == ' '))
+                ve--;
+            *vlen = (size_t)(ve - v);
+            return v;
+        }
+        h = eol + 1;
+    }
+    return NULL;
+}
+
+int isob_lg_check_http(const char *buf, size_t len, const char *body, size_t body_len, size_t *used,
+                       int *keep_alive, char *why, size_t why_len)
+{
+    static const char proto[] = "HTTP/1.";
+    size_t pl = sizeof proto - 1;
+    if (memcmp(buf, proto, len < pl ? len : pl) != 0) {
+        snprintf(why, why_len, "not an HTTP/1.x reply: \"%.*s\"", (int)(len < 40 ? len : 40), buf);
+        return ISOB_LG_BAD;
+    }
+    const char *end = NULL;
+    for (size_t i = 0; i + 3 < len; i++)
+        if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' && buf[i + 3] == '\n') {
+            end = buf + i + 4;
+            break;
+        }
+    if (!end)
+        return len > LG_MAX_REPLY ? ISOB_LG_BAD : ISOB_LG_INCOMPLETE;
+    if (buf[pl + 1] != ' ' || strncmp(buf + pl + 2, "200", 3) != 0) {
+        size_t line = strcspn(buf, "\r\n");
+        snprintf(why, why_len, "status is not 200: \"%.*s\"", (int)(line > 60 ? 60 : line), buf);
+        return ISOB_LG_BAD;
+    }
+    const char *h = memchr(buf, '\n', (size_t)(end - buf)) + 1;
+    size_t vl;
+    const char *cl = header(h, end, "Content-Length", &vl);
+    if (!cl) {
+        snprintf(why, why_len, "no Content-Length: a reply on a kept connection needs one");
+        return ISOB_LG_BAD;
+    }
+    char num[24];
+    snprintf(num, sizeof num, "%.*s", (int)(vl < 20 ? vl : 20), cl);
+    char *e;
+    unsigned long long n = strtoull(num, &e, 10);
+    if (*e || e == num || n != body_len) {
+        snprintf(why, why_len, "Content-Length %s, expected %zu", num, body_len);
+        return ISOB_LG_BAD;
+    }
+    size_t head = (size_t)(end - buf);
+    if (len < head + body_len)
+        return ISOB_LG_INCOMPLETE;
+    if (memcmp(end, body, body_len) != 0) {
+        snprintf(why, why_len, "the body is not the expected document");
+        return ISOB_LG_BAD;
+    }
+    const char *ka = header(h, end, "Connection", &vl);
+    *keep_alive = ka && vl == 10 && strncasecmp(ka, "keep-alive", 10) == 0;
+    *used = head + body_len;
+    return ISOB_LG_OK;
+}
+
+/* ---- the generator ---- */
+
+enum lg_proto { LG_MEMCACHE, LG_HTTP };
+
+struct lg_opts {
+    enum lg_proto proto;
+    struct sockaddr_in addr;
+    const char *host;
+    unsigned port;
+    size_t conns, session, keys, value;
+    unsigned set_pct;
+    double duration, timeout;
+    const char *path;
+    const char *body;
+    size_t body_len;
+    int cpu;
+    long server_pid;
+    uint64_t seed;
+};
+
+enum lg_state { LG_IDLE, LG_CONNECTING, LG_SENDING, LG_READING };
+
+struct lg_conn {
+    int fd;
+    enum lg_state state;
+    size_t done_in_session;  /* replies verified in this session */
+    char *out;
+    size_t out_len, out_off, out_cap;
+    char *in;
+    size_t in_len, in_cap;
+    char *want;              /* memcache: the expected reply */
+    size_t want_len, want_cap;
+    uint64_t sent_ns;
+    int last;                /* the request in flight ends the session */
+};
+
+struct lg {
+    struct lg_opts o;
+    int ep;
+    struct lg_conn *c;
+    uint64_t rng;
+    /* counts */
+    uint64_t requests, errors, sessions, connects, unfinished, short_sessions;
+    char error_first[256];
+    uint32_t *lat;           /* nanoseconds, capped */
+    size_t nlat, lat_cap;
+    uint64_t lat_dropped;
+    double lat_sum;
+    int stopping;
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t rnd(struct lg *g)
+{
+    /* xorshift64*: keys only need to spread, not to be secret. */
+    g->rng ^= g->rng >> 12;
+    g->rng ^= g->rng << 25;
+    g->rng ^= g->rng >> 27;
+    return g->rng * 2685821657736338717ull;
+}
+
+static void lg_error(struct lg *g, const char *fmt, const char *a, const char *b)
+{
+    if (!g->errors++)
+        snprintf(g->error_first, sizeof g->error_first, fmt, a, b);
+}
+
+static int grow(char **p, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 256;
+    while (n < need)
+        n *= 2;
+    char *q = realloc(*p, n);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+/* memcache: the value of key k (value bytes, printable, fixed per key). */
+static void value_of(size_t k, char *v, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        v[j] = (char)('a' + (k * 31 + j * 7) % 26);
+}
+
+static int append(char **p, size_t *len, size_t *cap, const char *s, size_t n)
+{
+    if (grow(p, cap, *len + n + 1) != 0)
+        return -ENOMEM;
+    memcpy(*p + *len, s, n);
+    *len += n;
+    (*p)[*len] = 0;
+    return 0;
+}
+
+/* Build the next request of c (and, for memcache, its expected reply). */
+static int lg_request(struct lg *g, struct lg_conn *c)
+{
+    c->out_len = c->out_off = 0;
+    c->last = g->o.session && c->done_in_session + 1 >= g->o.session;
+    char head[160];
+    if (g->o.proto == LG_HTTP) {
+        int n = snprintf(head, sizeof head, "GET %s HTTP/1.0\r\nHost: %s\r\nConnection: %s\r\n\r\n",
+                         g->o.path, g->o.host, c->last ? "close" : "keep-alive");
+        return append(&c->out, &c->out_len, &c->out_cap, head, (size_t)n);
+    }
+    size_t k = (size_t)(rnd(g) % g->o.keys);
+    int set = g->o.set_pct && rnd(g) % 100 < g->o.set_pct;
+    char key[32];
+    int kl = snprintf(key, sizeof key, "key_%08zu", k);
+    c->want_len = 0;
+    if (grow(&c->want, &c->want_cap, g->o.value + 128) != 0 || grow(&c->out, &c->out_cap, g->o.value + 128) != 0)
+        return -ENOMEM;
+    if (set) {
+        int n = snprintf(head, sizeof head, "set %.*s 0 0 %zu\r\n", kl, key, g->o.value);
+        append(&c->out, &c->out_len, &c->out_cap, head, (size_t)n);
+        value_of(k, c->out + c->out_len, g->o.value);
+        c->out_len += g->o.value;
+        append(&c->out, &c->out_len, &c->out_cap, "\r\n", 2);
+        append(&c->want, &c->want_len, &c->want_cap, "STORED\r\n", 8);
+    } else {
+        int n = snprintf(head, sizeof head, "get %.*s\r\n", kl, key);
+        append(&c->out, &c->out_len, &c->out_cap, head, (size_t)n);
+        n = snprintf(head, sizeof head, "VALUE %.*s 0 %zu\r\n", kl, key, g->o.value);
+        append(&c->want, &c->want_len, &c->want_cap, head, (size_t)n);
+        value_of(k, c->want + c->want_len, g->o.value);
+        c->want_len += g->o.value;
+        append(&c->want, &c->want_len, &c->want_cap, "\r\nEND\r\n", 7);
+    }
+    return 0;
+}
+
+static void lg_close(struct lg *g, struct lg_conn *c, int abortive)
+{
+    if (c->fd < 0)
+        return;
+    if (abortive) {
+        /* The client closes first: a reset instead of a FIN leaves no
+         * TIME_WAIT here, so short sessions do not run the ephemeral
+         * ports out. */
+        struct linger l = {1, 0};
+        setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    }
+    epoll_ctl(g->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    c->fd = -1;
+    c->state = LG_IDLE;
+}
+
+static int lg_watch(struct lg *g, struct lg_conn *c, uint32_t events, int op)
+{
+    struct epoll_event ev = {.events = events, .data.ptr = c};
+    return epoll_ctl(g->ep, op, c->fd, &ev);
+}
+
+/* Open c and start its first request. */
+static int lg_connect(struct lg *g, struct lg_conn *c)
+{
+    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->fd < 0)
+        return -errno;
+    int one = 1;
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    c->done_in_session = 0;
+    c->in_len = 0;
+    g->connects++;
+    if (connect(c->fd, (struct sockaddr *)&g->o.addr, sizeof g->o.addr) != 0 && errno != EINPROGRESS) {
+        int err = -errno;
+        close(c->fd);
+        c->fd = -1;
+        return err;
+    }
+    c->state = LG_CONNECTING;
+    return lg_watch(g, c, EPOLLOUT, EPOLL_CTL_ADD) == 0 ? 0 : -errno;
+}
+
+static void lg_send_request(struct lg *g, struct lg_conn *c);
+
+/* A connection ended with an error: count it, and start another. */
+static void lg_fail(struct lg *g, struct lg_conn *c, const char *what, const char *detail)
+{
+    lg_error(g, what, detail, "");
+    lg_close(g, c, 1);
+    if (!g->stopping) {
+        int rc = lg_connect(g, c);
+        if (rc)
+            lg_error(g, "connect: %s%s", strerror(-rc), "");
+    }
+}
+
+static void lg_send_request(struct lg *g, struct lg_conn *c)
+{
+    if (lg_request(g, c) != 0) {
+        lg_fail(g, c, "%s%s", "out of memory");
+        return;
+    }
+    c->sent_ns = now_ns();
+    c->state = LG_SENDING;
+    ssize_t n = send(c->fd, c->out, c->out_len, MSG_NOSIGNAL);
+    if (n < 0 && errno != EAGAIN) {
+        lg_fail(g, c, "send: %s%s", strerror(errno));
+        return;
+    }
+    c->out_off = n > 0 ? (size_t)n : 0;
+    if (c->out_off < c->out_len) {
+        lg_watch(g, c, EPOLLOUT, EPOLL_CTL_MOD);
+        return;
+    }
+    c->state = LG_READING;
+    lg_watch(g, c, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_MOD);
+}
+
+static void lg_record(struct lg *g, uint64_t ns)
+{
+    g->requests++;
+    g->lat_sum += (double)ns;
+    if (g->nlat == g->lat_cap) {
+        size_t cap = g->lat_cap ? g->lat_cap * 2 : 65536;
+        uint32_t *p = cap <= LG_MAX_LATENCIES ? realloc(g->lat, cap * sizeof *p) : NULL;
+        if (!p) {
+            g->lat_dropped++;
+            return;
+        }
+        g->lat = p;
+        g->lat_cap = cap;
+    }
+    g->lat[g->nlat++] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+}
+
+/* Bytes arrived on c: check the reply, go on. */
+static void lg_readable(struct lg *g, struct lg_conn *c)
+{
+    int eof = 0;
+    for (;;) {
+        if (grow(&c->in, &c->in_cap, c->in_len + 65536) != 0) {
+            lg_fail(g, c, "%s%s", "out of memory");
+            return;
+        }
+        ssize_t n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
+        if (n < 0 && errno == EAGAIN)
+            break;
+        if (n < 0) {
+            lg_fail(g, c, "recv: %s%s", strerror(errno));
+            return;
+        }
+        if (n == 0) {
+            eof = 1;
+            break;
+        }
+        c->in_len += (size_t)n;
+    }
+    size_t used = 0;
+    char why[200] = "";
+    int keep = 0;
+    int r = g->o.proto == LG_HTTP
+                ? isob_lg_check_http(c->in, c->in_len, g->o.body, g->o.body_len, &used, &keep, why, sizeof why)
+                : isob_lg_check_exact(c->in, c->in_len, c->want, c->want_len, &used, why, sizeof why);
+    if (r == ISOB_LG_BAD) {
+        lg_fail(g, c, "%s%s", why);
+        return;
+    }
+    if (r == ISOB_LG_INCOMPLETE) {
+        if (eof) {
+            char at[64];
+            snprintf(at, sizeof at, "%zu of %zu", c->done_in_session, g->o.session);
+            g->short_sessions++;
+            lg_fail(g, c, "the server closed the connection after %s requests of the session%s", at);
+        } else if (c->in_len > LG_MAX_REPLY) {
+            lg_fail(g, c, "%s%s", "a reply longer than 2 MiB");
+        }
+        return;
+    }
+    if (c->in_len != used) {
+        lg_fail(g, c, "%s%s", "bytes after the reply that no request asked for");
+        return;
+    }
+    lg_record(g, now_ns() - c->sent_ns);
+    c->in_len = 0;
+    c->done_in_session++;
+    if (c->last) {
+        g->sessions++;
+        lg_close(g, c, g->o.proto != LG_HTTP);
+        if (!g->stopping) {
+            int rc = lg_connect(g, c);
+            if (rc)
+                lg_error(g, "connect: %s%s", strerror(-rc), "");
+        }
+        return;
+    }
+    if (eof) {
+        char at[64];
+        snprintf(at, sizeof at, "%zu of %zu", c->done_in_session, g->o.session);
+        g->short_sessions++;
+        lg_fail(g, c, "the server closed the connection after %s requests of the session%s", at);
+        return;
+    }
+    if (g->stopping) {
+        lg_close(g, c, 1);
+        return;
+    }
+    lg_send_request(g, c);
+}
+
+static void lg_writable(struct lg *g, struct lg_conn *c)
+{
+    if (c->state == LG_CONNECTING) {
+        int err = 0;
+        socklen_t l = sizeof err;
+        getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &l);
+        if (err) {
+            lg_error(g, "connect: %s%s", strerror(err), "");
+            lg_close(g, c, 0);
+            /* A refused connection is not retried in a loop: the run ends
+             * with the error. */
+            g->stopping = 1;
+            return;
+        }
+        lg_send_request(g, c);
+        return;
+    }
+    ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+    if (n < 0 && errno != EAGAIN) {
+        lg_fail(g, c, "send: %s%s", strerror(errno));
+        return;
+    }
+    c->out_off += n > 0 ? (size_t)n : 0;
+    if (c->out_off == c->out_len) {
+        c->state = LG_READING;
+        lg_watch(g, c, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_MOD);
+    }
+}
+
+/* memcache: set every key once, over one blocking connection, checking
+ * each STORED. */
+static int lg_load(struct lg *g)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    struct timeval tv = {(time_t)g->o.timeout, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&g->o.addr, sizeof g->o.addr) != 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    char *buf = NULL, *val = malloc(g->o.value + 1);
+    size_t len = 0, cap = 0;
+    int rc = val ? 0 : -ENOMEM;
+    for (size_t k0 = 0; k0 < g->o.keys && rc == 0; k0 += LG_LOAD_BATCH) {
+        size_t k1 = k0 + LG_LOAD_BATCH < g->o.keys ? k0 + LG_LOAD_BATCH : g->o.keys;
+        len = 0;
+        for (size_t k = k0; k < k1 && rc == 0; k++) {
+            char head[96];
+            int n = snprintf(head, sizeof head, "set key_%08zu 0 0 %zu\r\n", k, g->o.value);
+            value_of(k, val, g->o.value);
+            rc = append(&buf, &len, &cap, head, (size_t)n);
+            if (!rc)
+                rc = append(&buf, &len, &cap, val, g->o.value);
+            if (!rc)
+                rc = append(&buf, &len, &cap, "\r\n", 2);
+        }
+        for (size_t off = 0; rc == 0 && off < len;) {
+            ssize_t n = send(fd, buf + off, len - off, MSG_NOSIGNAL);
+            if (n <= 0)
+                rc = n < 0 ? -errno : -EPIPE;
+            else
+                off += (size_t)n;
+        }
+        /* One STORED per key. */
+        size_t want = (k1 - k0) * 8, got = 0;
+        char in[4096];
+        while (rc == 0 && got < want) {
+            ssize_t n = recv(fd, in, sizeof in < want - got ? sizeof in : want - got, 0);
+            if (n <= 0) {
+                rc = n < 0 ? -errno : -EPIPE;
+                break;
+            }
+            for (ssize_t i = 0; i < n; i++)
+                if (in[i] != "STORED\r\n"[(got + (size_t)i) % 8])
+                    rc = -EPROTO;
+            got += (size_t)n;
+        }
+    }
+    free(buf);
+    free(val);
+    close(fd);
+    return rc;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static double pct(const uint32_t *v, size_t n, double p)
+{
+    if (!n)
+        return 0;
+    size_t i = (size_t)(p * (double)(n - 1) + 0.5);
+    return (double)v[i] / 1000.0;
+}
+
+/* utime and stime of one process, in clock ticks, and its parent; 0 or -1. */
+static int stat_of(long pid, long *ppid, unsigned long *ut, unsigned long *st)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *q = strrchr(buf, ')');
+    if (!q || sscanf(q + 2, "%*c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", ppid, ut, st) != 3)
+        return -1;
+    return 0;
+}
+
+/* CPU seconds of pid and every live process below it (a server's
+ * compartments run in processes of their own), and how many there were;
+ * 0 or -1 when pid is gone. */
+static int proc_cpu(long pid, double *user, double *sys, long *nproc)
+{
+    long pp;
+    unsigned long ut, st;
+    if (stat_of(pid, &pp, &ut, &st) != 0)
+        return -1;
+    /* Processes and parents, read once; then the tree, level by level. */
+    long cap = 4096, n = 0;
+    long (*all)[2] = malloc((size_t)cap * sizeof *all);
+    unsigned long (*t)[2] = malloc((size_t)cap * sizeof *t);
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (all && t && d && (e = readdir(d)) && n < cap) {
+        long q = atol(e->d_name);
+        if (q > 0 && q != pid && stat_of(q, &all[n][1], &t[n][0], &t[n][1]) == 0) {
+            all[n][0] = q;
+            n++;
+        }
+    }
+    if (d)
+        closedir(d);
+    double hz = (double)sysconf(_SC_CLK_TCK);
+    unsigned long su = ut, ss = st;
+    long count = 1;
+    char *in = calloc((size_t)(n ? n : 1), 1);
+    for (int grew = 1; grew && in && all && t;) {
+        grew = 0;
+        for (long i = 0; i < n; i++) {
+            if (in[i])
+                continue;
+            int below = all[i][1] == pid;
+            for (long j = 0; j < n && !below; j++)
+                below = in[j] && all[j][0] == all[i][1];
+            if (below) {
+                in[i] = 1;
+                su += t[i][0];
+                ss += t[i][1];
+                count++;
+                grew = 1;
+            }
+        }
+    }
+    free(in);
+    free(all);
+    free(t);
+    *user = (double)su / hz;
+    *sys = (double)ss / hz;
+    if (nproc)
+        *nproc = count;
+    return 0;
+}
+
+static double tv_s(struct timeval t) { return (double)t.tv_sec + (double)t.tv_usec / 1e6; }
+
+static void lg_report(struct lg *g, double wall, struct rusage *r0, struct rusage *r1, int have_srv,
+                      double su0, double ss0, double su1, double ss1, long nproc)
+{
+    qsort(g->lat, g->nlat, sizeof *g->lat, cmp_u32);
+    struct isob_jw w;
+    isob_jw_begin(&w, stdout, "loadgen");
+    isob_jw_str(&w, "proto", g->o.proto == LG_HTTP ? "http" : "memcache");
+    isob_jw_str(&w, "host", g->o.host);
+    isob_jw_int(&w, "port", g->o.port);
+    isob_jw_int(&w, "conns", (long long)g->o.conns);
+    isob_jw_int(&w, "session", (long long)g->o.session);
+    if (g->o.proto == LG_HTTP) {
+        isob_jw_str(&w, "path", g->o.path);
+        isob_jw_int(&w, "body_bytes", (long long)g->o.body_len);
+    } else {
+        isob_jw_int(&w, "keys", (long long)g->o.keys);
+        isob_jw_int(&w, "value_bytes", (long long)g->o.value);
+        isob_jw_int(&w, "set_percent", g->o.set_pct);
+    }
+    isob_jw_double(&w, "duration_s", wall);
+    isob_jw_int(&w, "requests", (long long)g->requests);
+    isob_jw_int(&w, "verified", (long long)g->requests);
+    isob_jw_int(&w, "errors", (long long)g->errors);
+    isob_jw_str(&w, "error_first", g->errors ? g->error_first : NULL);
+    isob_jw_int(&w, "sessions", (long long)g->sessions);
+    isob_jw_int(&w, "connects", (long long)g->connects);
+    isob_jw_int(&w, "unfinished", (long long)g->unfinished);
+    isob_jw_double(&w, "throughput_rps", wall > 0 ? (double)g->requests / wall : 0);
+    isob_jw_obj(&w, "latency_us");
+    isob_jw_int(&w, "n", (long long)g->nlat);
+    isob_jw_int(&w, "not_kept", (long long)g->lat_dropped);
+    isob_jw_double(&w, "mean", g->requests ? g->lat_sum / (double)g->requests / 1000.0 : 0);
+    isob_jw_double(&w, "p50", pct(g->lat, g->nlat, 0.50));
+    isob_jw_double(&w, "p90", pct(g->lat, g->nlat, 0.90));
+    isob_jw_double(&w, "p99", pct(g->lat, g->nlat, 0.99));
+    isob_jw_double(&w, "p999", pct(g->lat, g->nlat, 0.999));
+    isob_jw_double(&w, "max", g->nlat ? (double)g->lat[g->nlat - 1] / 1000.0 : 0);
+    isob_jw_close(&w, '}');
+    double u = tv_s(r1->ru_utime) - tv_s(r0->ru_utime), s = tv_s(r1->ru_stime) - tv_s(r0->ru_stime);
+    isob_jw_obj(&w, "cpu");
+    isob_jw_double(&w, "user_s", u);
+    isob_jw_double(&w, "sys_s", s);
+    isob_jw_double(&w, "busy", wall > 0 ? (u + s) / wall : 0);
+    isob_jw_int(&w, "pinned_cpu", g->o.cpu);
+    isob_jw_close(&w, '}');
+    if (have_srv) {
+        isob_jw_obj(&w, "server_cpu");
+        isob_jw_int(&w, "pid", g->o.server_pid);
+        isob_jw_int(&w, "processes", nproc);
+        isob_jw_double(&w, "user_s", su1 - su0);
+        isob_jw_double(&w, "sys_s", ss1 - ss0);
+        isob_jw_double(&w, "busy", wall > 0 ? (su1 - su0 + ss1 - ss0) / wall : 0);
+        isob_jw_close(&w, '}');
+    } else {
+        isob_jw_raw(&w, "server_cpu", "null");
+    }
+    isob_jw_end(&w);
+}
+
+static int lg_run(struct lg *g)
+{
+    g->ep = epoll_create1(EPOLL_CLOEXEC);
+    g->c = calloc(g->o.conns, sizeof *g->c);
+    if (g->ep < 0 || !g->c) {
+        fprintf(stderr, "isob loadgen: error: %s\n", strerror(g->ep < 0 ? errno : ENOMEM));
+        return 1;
+    }
+    if (g->o.proto == LG_MEMCACHE) {
+        int rc = lg_load(g);
+        if (rc) {
+            fprintf(stderr, "isob loadgen: error: loading %zu keys into %s:%u: %s\n", g->o.keys, g->o.host,
+                    g->o.port, rc == -EPROTO ? "a set was not answered STORED" : strerror(-rc));
+            return 1;
+        }
+    }
+    double su0 = 0, ss0 = 0, su1 = 0, ss1 = 0;
+    long nproc = 0;
+    int have_srv = g->o.server_pid > 0 && proc_cpu(g->o.server_pid, &su0, &ss0, NULL) == 0;
+    struct rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
+    uint64_t t0 = now_ns(), end = t0 + (uint64_t)(g->o.duration * 1e9), drain_end = 0;
+    for (size_t i = 0; i < g->o.conns; i++) {
+        g->c[i].fd = -1;
+        int rc = lg_connect(g, &g->c[i]);
+        if (rc) {
+            lg_error(g, "connect: %s%s", strerror(-rc), "");
+            g->stopping = 1;
+            break;
+        }
+    }
+    struct epoll_event ev[256];
+    uint64_t t_end = 0;
+    for (;;) {
+        uint64_t now = now_ns();
+        if (!g->stopping && now >= end) {
+            g->stopping = 1;
+            t_end = now;
+        }
+        if (g->stopping && !drain_end)
+            drain_end = now + (uint64_t)(LG_DRAIN_S * 1e9);
+        size_t open = 0;
+        for (size_t i = 0; i < g->o.conns; i++) {
+            struct lg_conn *c = &g->c[i];
+            if (c->fd < 0)
+                continue;
+            /* A reply that takes longer than the time-out fails its
+             * connection: a stuck server is an error, not a hang. */
+            if (c->state != LG_CONNECTING && now - c->sent_ns > (uint64_t)(g->o.timeout * 1e9)) {
+                lg_fail(g, c, "%s%s", "no reply within the time-out");
+                continue;
+            }
+            if (g->stopping && c->state == LG_CONNECTING)
+                lg_close(g, c, 1);
+            else
+                open++;
+        }
+        if (g->stopping && (open == 0 || now >= drain_end))
+            break;
+        int wait_ms = 100;
+        int n = epoll_wait(g->ep, ev, (int)(sizeof ev / sizeof ev[0]), wait_ms);
+        if (n < 0 && errno != EINTR) {
+            lg_error(g, "epoll_wait: %s%s", strerror(errno), "");
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            struct lg_conn *c = ev[i].data.ptr;
+            if (c->fd < 0)
+                continue;
+            if (c->state == LG_READING && (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+                lg_readable(g, c);
+            else if (ev[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+                lg_writable(g, c);
+        }
+    }
+    if (!t_end)
+        t_end = now_ns();
+    for (size_t i = 0; i < g->o.conns; i++)
+        if (g->c[i].fd >= 0) {
+            if (g->c[i].state == LG_READING || g->c[i].state == LG_SENDING)
+                g->unfinished++;
+            lg_close(g, &g->c[i], 1);
+        }
+    getrusage(RUSAGE_SELF, &r1);
+    if (have_srv && proc_cpu(g->o.server_pid, &su1, &ss1, &nproc) != 0)
+        have_srv = 0;
+    lg_report(g, (double)(t_end - t0) / 1e9, &r0, &r1, have_srv, su0, ss0, su1, ss1, nproc);
+    if (g->errors)
+        fprintf(stderr, "isob loadgen: %llu errors; the first: %s\n", (unsigned long long)g->errors,
+                g->error_first);
+    for (size_t i = 0; i < g->o.conns; i++) {
+        free(g->c[i].in);
+        free(g->c[i].out);
+        free(g->c[i].want);
+    }
+    free(g->c);
+    free(g->lat);
+    close(g->ep);
+    return g->errors ? 1 : 0;
+}
+
+/* ---- the command line ---- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: isob loadgen --port P [options]    load a memcached or HTTP server; one JSON line\n"
+        "\n"
+        "options (defaults in brackets):\n"
+        "  --host A           IPv4 address of the server [127.0.0.1]\n"
+        "  --port P           its TCP port (required)\n"
+        "  --proto X          memcache or http [memcache]\n"
+        "  --conns C          concurrent connections [%d]\n"
+        "  --session L        requests per connection before it is closed and opened\n"
+        "                     again [%d]\n"
+        "  --duration S       seconds of load [%.0f]\n"
+        "  --timeout S        seconds a reply may take; a later one fails its\n"
+        "                     connection [%.0f]\n"
+        "  --keys K           memcache: keys set before the run and asked for [%d]\n"
+        "  --value-size B     memcache: bytes of each value [%d]\n"
+        "  --set-percent P    memcache: share of requests that are sets (of the same\n"
+        "                     value, so gets stay checkable) [0]\n"
+        "  --path P           http: the path asked for [/]\n"
+        "  --expect-body S    http: the body every reply must carry [the 45-byte\n"
+        "                     document of include/isobench/loadgen.h]\n"
+        "  --cpu C            pin the generator to CPU C [unpinned]\n"
+        "  --server-pid PID   also report the CPU time of that process and of the\n"
+        "                     processes below it (compartments) over the run\n"
+        "  --seed S           seed of the keys asked for [1]\n"
+        "\n"
+        "Every reply is checked byte for byte.  Exit status 0 when all were right,\n"
+        "1 when one was not or a connection failed (the JSON line still comes), 2\n"
+        "for bad usage.\n",
+        LG_DEFAULT_CONNS, LG_DEFAULT_SESSION, LG_DEFAULT_DURATION, LG_DEFAULT_TIMEOUT,
+        LG_DEFAULT_KEYS, LG_DEFAULT_VALUE);
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "isob loadgen: error: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see isob loadgen --help)\n");
+    return EXIT_USAGE;
+}
+
+static int parse_size(const char *s, unsigned long long lo, unsigned long long hi, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-' || s[0] == '+' || v < lo || v > hi)
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+static int parse_seconds(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+enum { OPT_HOST = 256, OPT_PORT, OPT_PROTO, OPT_CONNS, OPT_SESSION, OPT_DURATION, OPT_TIMEOUT, OPT_KEYS,
+       OPT_VALUE, OPT_SETPCT, OPT_PATH, OPT_BODY, OPT_CPU, OPT_SRVPID, OPT_SEED };
+
+int isob_loadgen_main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"host", required_argument, 0, OPT_HOST}, {"port", required_argument, 0, OPT_PORT},
+        {"proto", required_argument, 0, OPT_PROTO}, {"conns", required_argument, 0, OPT_CONNS},
+        {"session", required_argument, 0, OPT_SESSION}, {"duration", required_argument, 0, OPT_DURATION},
+        {"timeout", required_argument, 0, OPT_TIMEOUT}, {"keys", required_argument, 0, OPT_KEYS},
+        {"value-size", required_argument, 0, OPT_VALUE}, {"set-percent", required_argument, 0, OPT_SETPCT},
+        {"path", required_argument, 0, OPT_PATH}, {"expect-body", required_argument, 0, OPT_BODY},
+        {"cpu", required_argument, 0, OPT_CPU}, {"server-pid", required_argument, 0, OPT_SRVPID},
+        {"seed", required_argument, 0, OPT_SEED}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+    };
+    struct lg g;
+    memset(&g, 0, sizeof g);
+    struct lg_opts *o = &g.o;
+    o->proto = LG_MEMCACHE;
+    o->host = "127.0.0.1";
+    o->conns = LG_DEFAULT_CONNS;
+    o->session = LG_DEFAULT_SESSION;
+    o->duration = LG_DEFAULT_DURATION;
+    o->timeout = LG_DEFAULT_TIMEOUT;
+    o->keys = LG_DEFAULT_KEYS;
+    o->value = LG_DEFAULT_VALUE;
+    o->path = "/";
+    o->body = ISOB_HTTP_DOC;
+    o->body_len = ISOB_HTTP_DOC_BYTES;
+    o->cpu = -1;
+    o->seed = 1;
+    int have_port = 0, opt;
+    size_t v;
+    opterr = 0;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case OPT_HOST: o->host = optarg; break;
+        case OPT_PORT:
+            if (parse_size(optarg, 1, 65535, &v))
+                return usage_error("--port: '%s' is not a port from 1 to 65535", optarg);
+            o->port = (unsigned)v;
+            have_port = 1;
+            break;
+        case OPT_PROTO:
+            if (strcmp(optarg, "memcache") == 0)
+                o->proto = LG_MEMCACHE;
+            else if (strcmp(optarg, "http") == 0)
+                o->proto = LG_HTTP;
+            else
+                return usage_error("--proto: '%s' is neither memcache nor http", optarg);
+            break;
+        case OPT_CONNS:
+            if (parse_size(optarg, 1, LG_MAX_CONNS, &o->conns))
+                return usage_error("--conns: '%s' is not a count from 1 to 65536", optarg);
+            break;
+        case OPT_SESSION:
+            if (parse_size(optarg, 1, 1000000000, &o->session))
+                return usage_error("--session: '%s' is not a count from 1 to 1000000000", optarg);
+            break;
+        case OPT_DURATION:
+            if (parse_seconds(optarg, 0.01, 86400, &o->duration))
+                return usage_error("--duration: '%s' is not a number of seconds from 0.01 to 86400", optarg);
+            break;
+        case OPT_TIMEOUT:
+            if (parse_seconds(optarg, 0.01, 3600, &o->timeout))
+                return usage_error("--timeout: '%s' is not a number of seconds from 0.01 to 3600", optarg);
+            break;
+        case OPT_KEYS:
+            if (parse_size(optarg, 1, LG_MAX_KEYS, &o->keys))
+                return usage_error("--keys: '%s' is not a count from 1 to 10000000", optarg);
+            break;
+        case OPT_VALUE:
+            if (parse_size(optarg, 1, LG_MAX_VALUE, &o->value))
+                return usage_error("--value-size: '%s' is not a size from 1 to 1048576", optarg);
+            break;
+        case OPT_SETPCT:
+            if (parse_size(optarg, 0, 100, &v))
+                return usage_error("--set-percent: '%s' is not a percentage from 0 to 100", optarg);
+            o->set_pct = (unsigned)v;
+            break;
+        case OPT_PATH:
+            if (optarg[0] != '/' || strpbrk(optarg, " \r\n") || strlen(optarg) > 100)
+                return usage_error("--path: '%s' is not a path (starts with /, no spaces, at most 100 bytes)",
+                                   optarg);
+            o->path = optarg;
+            break;
+        case OPT_BODY:
+            o->body = optarg;
+            o->body_len = strlen(optarg);
+            break;
+        case OPT_CPU:
+            if (parse_size(optarg, 0, CPU_SETSIZE - 1, &v) || !isob_cpu_allowed((int)v))
+                return usage_error("--cpu %s: not among the CPUs this process may use", optarg);
+            o->cpu = (int)v;
+            break;
+        case OPT_SRVPID:
+            if (parse_size(optarg, 1, 4194304, &v))
+                return usage_error("--server-pid: '%s' is not a process id", optarg);
+            o->server_pid = (long)v;
+            break;
+        case OPT_SEED:
+            if (parse_size(optarg, 0, UINT64_MAX, &v))
+                return usage_error("--seed: '%s' is not a number", optarg);
+            o->seed = v;
+            break;
+        case 'h': usage(stdout); return 0;
+        case ':': return usage_error("option %s needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return usage_error("unexpected argument '%s'", argv[optind]);
+    if (!have_port)
+        return usage_error("--port is required%s", "");
+    o->addr.sin_family = AF_INET;
+    o->addr.sin_port = htons((uint16_t)o->port);
+    if (inet_pton(AF_INET, o->host, &o->addr.sin_addr) != 1 || strlen(o->host) > 40)
+        return usage_error("--host: '%s' is not an IPv4 address", o->host);
+    if (o->server_pid) {
+        double u, s;
+        char pid[24];
+        snprintf(pid, sizeof pid, "%ld", o->server_pid);
+        if (proc_cpu(o->server_pid, &u, &s, NULL) != 0)
+            return usage_error("--server-pid %s: no such process to read", pid);
+    }
+    if (o->cpu >= 0) {
+        int rc = isob_pin_self(o->cpu);
+        if (rc) {
+            fprintf(stderr, "isob loadgen: error: pin to CPU %d: %s\n", o->cpu, isob_strerror(rc));
+            return 1;
+        }
+    }
+    g.rng = o->seed * 0x9e3779b97f4a7c15ull + 1;
+    return lg_run(&g);
+}

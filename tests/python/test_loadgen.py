@@ -1,0 +1,284 @@
+"""`isob loadgen` against `isob serve -m direct` and small servers of this
+file, all on loopback on ports chosen at run time.
+
+The tests assert what the generator counted and how its results relate
+(every reply verified, sessions of exactly L requests, percentiles in
+order), that a wrong reply fails the run with the reason, and bad usage.
+Nothing asserts how fast anything was; durations are kept short and every
+wait has a bound, only so that a broken server cannot hang the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import selectors
+import signal
+import socket
+import socketserver
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ISOB = REPO / "build" / "isob"
+
+START_TIMEOUT = 30.0
+RUN_TIMEOUT = 60.0
+READY = re.compile(rb"isob serve: listening on 127\.0\.0\.1:(\d+)")
+DOC = b"<html><body>isobench: 45 bytes</body></html>\n"
+
+pytestmark = pytest.mark.skipif(not (ISOB.is_file() and os.access(ISOB, os.X_OK)),
+                                reason=f"native driver not built at {ISOB} (run `make`)")
+
+
+def loadgen(*args: str) -> tuple[subprocess.CompletedProcess, dict | None]:
+    p = subprocess.run([str(ISOB), "loadgen", *args], capture_output=True, text=True,
+                       timeout=RUN_TIMEOUT)
+    lines = [l for l in p.stdout.splitlines() if l.strip()]
+    doc = json.loads(lines[-1]) if lines else None
+    assert "Traceback" not in p.stderr
+    return p, doc
+
+
+@pytest.fixture
+def serve_direct():
+    proc = subprocess.Popen([str(ISOB), "serve", "-m", "direct", "--port", "0", "--heap-mb", "16"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stderr, selectors.EVENT_READ)
+    deadline = time.monotonic() + START_TIMEOUT
+    buf = b""
+    port = None
+    while port is None and time.monotonic() < deadline:
+        if sel.select(timeout=0.5):
+            chunk = os.read(proc.stderr.fileno(), 4096)
+            if not chunk:
+                break
+            buf += chunk
+            m = READY.search(buf)
+            if m:
+                port = int(m.group(1))
+    sel.close()
+    if port is None:
+        proc.kill()
+        proc.wait()
+        pytest.fail(f"isob serve did not start: {buf!r}")
+    yield proc, port
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def check_counts(doc: dict, session: int, conns: int) -> None:
+    assert doc["type"] == "loadgen" and doc["schema_version"] == 1
+    assert doc["errors"] == 0 and doc["error_first"] is None
+    assert doc["requests"] > 0 and doc["verified"] == doc["requests"]
+    # Each connect either completed its session of L or was still open at
+    # the end of the run.
+    assert doc["sessions"] <= doc["connects"] <= doc["sessions"] + conns
+    assert doc["sessions"] * session <= doc["requests"] <= (doc["sessions"] + conns) * session
+    lat = doc["latency_us"]
+    assert lat["n"] == doc["requests"] and lat["not_kept"] == 0
+    assert 0 < lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p999"] <= lat["max"]
+    assert doc["cpu"]["user_s"] >= 0 and doc["cpu"]["sys_s"] >= 0
+
+
+def test_memcache_against_serve_direct(serve_direct):
+    proc, port = serve_direct
+    p, doc = loadgen("--port", str(port), "--conns", "4", "--session", "8", "--duration", "0.5",
+                     "--keys", "50", "--set-percent", "10", "--server-pid", str(proc.pid))
+    assert p.returncode == 0, p.stderr
+    check_counts(doc, 8, 4)
+    assert doc["proto"] == "memcache" and doc["keys"] == 50 and doc["value_bytes"] == 45
+    assert doc["server_cpu"]["pid"] == proc.pid and doc["server_cpu"]["processes"] == 1
+    assert doc["server_cpu"]["user_s"] >= 0
+
+
+def test_memcache_session_of_one(serve_direct):
+    _, port = serve_direct
+    p, doc = loadgen("--port", str(port), "--conns", "2", "--session", "1", "--duration", "0.3",
+                     "--keys", "10")
+    assert p.returncode == 0, p.stderr
+    check_counts(doc, 1, 2)
+    assert doc["server_cpu"] is None
+
+
+class _Http(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+
+    def __init__(self, body: bytes):
+        self.body = body
+        self.lock = threading.Lock()
+        self.closed_by_request: list[int] = []  # requests on connections the client asked to close
+        super().__init__(("127.0.0.1", 0), _HttpHandler)
+
+
+class _HttpHandler(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        srv: _Http = self.server
+        self.request.settimeout(10)
+        buf, served = b"", 0
+        while True:
+            while b"\r\n\r\n" not in buf:
+                try:
+                    chunk = self.request.recv(4096)
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                buf += chunk
+            req, buf = buf.split(b"\r\n\r\n", 1)
+            served += 1
+            close = b"connection: close" in req.lower()
+            head = (f"HTTP/1.0 200 OK\r\nContent-Length: {len(srv.body)}\r\n"
+                    f"Connection: {'close' if close else 'keep-alive'}\r\n\r\n").encode()
+            # Counted before the reply goes out, so that the count is
+            # complete by the time the client has read it.
+            if close:
+                with srv.lock:
+                    srv.closed_by_request.append(served)
+            try:
+                self.request.sendall(head + srv.body)
+            except OSError:
+                return
+            if close:
+                return
+
+
+@pytest.fixture
+def http_server(request):
+    srv = _Http(getattr(request, "param", DOC))
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_http_sessions_of_exactly_l(http_server):
+    port = http_server.server_address[1]
+    p, doc = loadgen("--proto", "http", "--port", str(port), "--conns", "3", "--session", "4",
+                     "--duration", "0.5")
+    assert p.returncode == 0, p.stderr
+    check_counts(doc, 4, 3)
+    assert doc["body_bytes"] == 45
+    with http_server.lock:
+        closed = list(http_server.closed_by_request)
+    # Every session the client ended had exactly L requests, and loadgen
+    # counted each of them (but for at most one per connection whose last
+    # reply was still on its way when the run ended).
+    assert closed and set(closed) == {4}
+    assert doc["sessions"] <= len(closed) <= doc["sessions"] + 3
+
+
+@pytest.mark.parametrize("http_server", [DOC.replace(b"45", b"46")], indirect=True)
+def test_http_wrong_body_fails(http_server):
+    port = http_server.server_address[1]
+    p, doc = loadgen("--proto", "http", "--port", str(port), "--conns", "2", "--session", "2",
+                     "--duration", "0.3")
+    assert p.returncode == 1
+    assert doc["errors"] > 0 and "body" in doc["error_first"]
+    assert doc["verified"] == 0
+    assert p.stderr.count("\n") == 1 and "the first:" in p.stderr
+
+
+def _fake_memcache(wrong: bytes):
+    """A server that stores nothing and answers every get with `wrong`."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(16)
+    stop = threading.Event()
+
+    def conn(s: socket.socket) -> None:
+        s.settimeout(10)
+        buf = b""
+        try:
+            while not stop.is_set():
+                chunk = s.recv(65536)
+                if not chunk:
+                    return
+                buf += chunk
+                while b"\r\n" in buf:
+                    line, rest = buf.split(b"\r\n", 1)
+                    if line.startswith(b"set "):
+                        n = int(line.split()[4])
+                        if len(rest) < n + 2:
+                            break
+                        buf = rest[n + 2:]
+                        s.sendall(b"STORED\r\n")
+                    else:
+                        buf = rest
+                        s.sendall(wrong)
+        except OSError:
+            return
+        finally:
+            s.close()
+
+    def accept() -> None:
+        ls.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                s, _ = ls.accept()
+            except OSError:
+                continue
+            threading.Thread(target=conn, args=(s,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return ls, stop
+
+
+def test_memcache_wrong_value_fails():
+    ls, stop = _fake_memcache(b"END\r\n")
+    try:
+        p, doc = loadgen("--port", str(ls.getsockname()[1]), "--conns", "2", "--session", "4",
+                         "--duration", "0.3", "--keys", "5")
+    finally:
+        stop.set()
+        ls.close()
+    assert p.returncode == 1
+    assert doc["errors"] > 0 and "differs from the expected one at byte 0" in doc["error_first"]
+
+
+def _free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_refused_connection_is_an_error():
+    port = _free_port()
+    p, doc = loadgen("--proto", "http", "--port", str(port), "--conns", "2", "--duration", "0.3")
+    assert p.returncode == 1
+    assert doc["errors"] >= 1 and "connect" in doc["error_first"]
+    p, doc = loadgen("--port", str(port), "--duration", "0.3")
+    assert p.returncode == 1 and doc is None
+    assert p.stderr.startswith("isob loadgen: error: loading") and p.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("args,words", [
+    ([], "--port is required"),
+    (["--port", "0"], "--port"),
+    (["--port", "80", "--conns", "0"], "--conns"),
+    (["--port", "80", "--proto", "gopher"], "--proto"),
+    (["--port", "80", "--duration", "-1"], "--duration"),
+    (["--port", "80", "--host", "example.org"], "--host"),
+    (["--port", "80", "--set-percent", "101"], "--set-percent"),
+    (["--port", "80", "--bogus"], "unknown option"),
+])
+def test_bad_usage(args, words):
+    p, doc = loadgen(*args)
+    assert p.returncode == 2 and doc is None
+    assert p.stderr.startswith("isob loadgen: error:") and words in p.stderr
+    assert p.stderr.count("\n") == 1
