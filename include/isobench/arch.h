@@ -16,6 +16,8 @@
  *                         in a SIGSEGV handler (oslat's protection fault)
  *   isob_raw_exit(code)   exit_group without a C library (oslat's tiny binary)
  *   isob_hypervisor_bit() 1/0 where the CPU says whether a hypervisor runs it, else -1
+ *   ISOB_AUDIT_ARCH       the audit architecture a seccomp filter checks for
+ *   ISOB_SYSCALL_ALIAS_BIT  a bit of call numbers of a second ABI to refuse (x32), or 0
  *
  * The timer's frequency and whether it is usable are functions of
  * src/harness/timer_<arch>.c (harness.h declares them).  Generic code

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <ucontext.h>
+#include <linux/audit.h>
 
 /* The timer backend is the generic timer's virtual count, CNTVCT_EL0.  It
  * counts at the fixed frequency of CNTFRQ_EL0 (often 24 to 100 MHz, 1 GHz
@@ -16,6 +17,11 @@
 #define ISOB_TIMER_HOW                                                                   \
     "the generic timer's virtual count, fixed rate by architecture (CNTFRQ_EL0), "       \
     "read with isb;mrs;isb; a tick is not a core cycle"
+
+/* A seccomp filter checks the architecture of each call first; arm64 has
+ * no second set of call numbers under the same audit architecture. */
+#define ISOB_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#define ISOB_SYSCALL_ALIAS_BIT 0u
 
 /* Reading the PMU from user space (PMEVCNTR<n>_EL0 through the mmap page,
  * kernel.perf_user_access) is not implemented: perf counters are read with

@@ -101,7 +101,7 @@ void *isob_uthread_init(void *stack_top, void (*fn)(void *), void *arg);
 
 static inline uint64_t pg_now(const struct sw_page *pg)
 {
-    return pg->tsc ? isob_rdtsc_fenced() : isob_clock_ns();
+    return pg->tsc ? isob_timer_read() : isob_clock_ns();
 }
 
 /* B's work on each switch to it: count, and in STAMP mode take the

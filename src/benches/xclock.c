@@ -13,7 +13,7 @@ int isob_xclock_open(struct isob_xclock *x, struct isob_bench_ctx *ctx)
         x->tsc = b == ISOB_BACKEND_TIMER;
         return 0;
     }
-    struct isob_counter_opts o = {.force = "tsc", .scope = ISOB_SCOPE_THREAD, .cpu = -1};
+    struct isob_counter_opts o = {.force = ISOB_TIMER_NAME, .scope = ISOB_SCOPE_THREAD, .cpu = -1};
     if (isob_counter_init(&x->ctr, &o) != 0) {
         o.force = "clock";
         int rc = isob_counter_init(&x->ctr, &o);

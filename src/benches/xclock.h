@@ -26,10 +26,10 @@ int isob_xclock_open(struct isob_xclock *x, struct isob_bench_ctx *ctx);
 /* Close it; a failed result emitted through x->ctx fails ctx too. */
 void isob_xclock_close(struct isob_xclock *x, struct isob_bench_ctx *ctx);
 
-/* One reading (fenced TSC or nanoseconds). */
+/* One reading (the fenced timer: the TSC, or arm64's CNTVCT; or nanoseconds). */
 static inline uint64_t isob_xclock_now(const struct isob_xclock *x)
 {
-    return x->tsc ? isob_rdtsc_fenced() : isob_clock_ns();
+    return x->tsc ? isob_timer_read() : isob_clock_ns();
 }
 
 /* Ticks of x in one microsecond (0 when the TSC frequency is unknown). */

@@ -18,13 +18,13 @@
 #include <linux/audit.h>
 #include <linux/seccomp.h>
 
+#include "isobench/arch.h"
 #include "isobench/confine.h"
 #include "isobench/futex.h"
 #include "isobench/harness.h"
 
 /* The largest system call number of the native ABI; numbers above it (the
  * x32 ABI sets bit 30) are never allowed. */
-#define ISOB_X32_SYSCALL_BIT 0x40000000u
 
 int isob_status_field(const char *key, long *out)
 {
@@ -144,11 +144,13 @@ void isob_bpf_jump(struct isob_bpf *b, unsigned short code, unsigned k, unsigned
 void isob_bpf_prologue(struct isob_bpf *b)
 {
     isob_bpf_stmt(b, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
-    isob_bpf_jump(b, BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+    isob_bpf_jump(b, BPF_JMP | BPF_JEQ | BPF_K, ISOB_AUDIT_ARCH, 1, 0);
     isob_bpf_stmt(b, BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
     isob_bpf_stmt(b, BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-    isob_bpf_jump(b, BPF_JMP | BPF_JGE | BPF_K, ISOB_X32_SYSCALL_BIT, 0, 1);
+#if ISOB_SYSCALL_ALIAS_BIT
+    isob_bpf_jump(b, BPF_JMP | BPF_JGE | BPF_K, ISOB_SYSCALL_ALIAS_BIT, 0, 1);
     isob_bpf_stmt(b, BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+#endif
 }
 
 void isob_bpf_match(struct isob_bpf *b, const int *calls, size_t n, unsigned action, unsigned dflt)

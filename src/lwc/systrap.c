@@ -26,6 +26,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "isobench/arch.h"
 #include "lwc_impl.h"
 
 #ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
@@ -38,7 +39,6 @@
 #define SYS_close_range 436
 #endif
 /* The x32 ABI's system calls carry this bit; the filters refuse them. */
-#define LWC_X32_BIT 0x40000000u
 
 /* The calls the library itself makes in a trapped context, from the
  * filter's installation to every switch: trapping one would leave the
@@ -64,13 +64,28 @@ int lwc_systrap_allowed(int nr)
  * (SECCOMP_USER_NOTIF_FLAG_CONTINUE), since the context could change that
  * memory between the check and the kernel's own read. */
 static const int lwc_reads_memory[] = {
-    SYS_open, SYS_openat, SYS_openat2, SYS_creat, SYS_execve, SYS_execveat, SYS_stat, SYS_lstat,
-    SYS_newfstatat, SYS_statx, SYS_access, SYS_faccessat, SYS_faccessat2, SYS_unlink, SYS_unlinkat,
-    SYS_rename, SYS_renameat, SYS_renameat2, SYS_mkdir, SYS_mkdirat, SYS_rmdir, SYS_link,
-    SYS_linkat, SYS_symlink, SYS_symlinkat, SYS_chmod, SYS_fchmodat, SYS_chown, SYS_lchown,
-    SYS_fchownat, SYS_truncate, SYS_readlink, SYS_readlinkat, SYS_chdir, SYS_chroot, SYS_mknod,
-    SYS_mknodat, SYS_mount, SYS_umount2, SYS_connect, SYS_bind, SYS_sendto, SYS_sendmsg,
+    SYS_openat, SYS_openat2, SYS_execve, SYS_execveat, SYS_newfstatat, SYS_statx, SYS_faccessat,
+    SYS_faccessat2, SYS_unlinkat, SYS_renameat, SYS_renameat2, SYS_mkdirat, SYS_linkat,
+    SYS_symlinkat, SYS_fchmodat, SYS_fchownat, SYS_truncate, SYS_readlinkat, SYS_chdir,
+    SYS_chroot, SYS_mknodat, SYS_mount, SYS_umount2, SYS_connect, SYS_bind, SYS_sendto,
+    SYS_sendmsg,
+#ifdef SYS_open
+    /* The older forms, where the architecture still has them (x86-64; arm64
+     * never had them). */
+    SYS_open, SYS_creat, SYS_stat, SYS_lstat, SYS_access, SYS_unlink, SYS_rename, SYS_mkdir,
+    SYS_rmdir, SYS_link, SYS_symlink, SYS_chmod, SYS_chown, SYS_lchown, SYS_readlink, SYS_mknod,
+#endif
 };
+
+/* openat, or open where the architecture has it. */
+static int lwc_is_open(long nr)
+{
+#ifdef SYS_open
+    if (nr == SYS_open)
+        return 1;
+#endif
+    return nr == SYS_openat;
+}
 
 static int reads_memory(int nr)
 {
@@ -91,16 +106,18 @@ static void emit(struct bpf_prog *p, unsigned short code, unsigned char jt, unsi
     p->f[p->n++] = (struct sock_filter){code, jt, jf, k};
 }
 
-/* The common head: other architectures are killed, x32 calls fail with
- * ENOSYS, and the accumulator holds the call's number. */
+/* The common head: other architectures are killed, x32 calls (on x86-64)
+ * fail with ENOSYS, and the accumulator holds the call's number. */
 static void emit_head(struct bpf_prog *p)
 {
     emit(p, BPF_LD | BPF_W | BPF_ABS, 0, 0, (uint32_t)offsetof(struct seccomp_data, arch));
-    emit(p, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, AUDIT_ARCH_X86_64);
+    emit(p, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, ISOB_AUDIT_ARCH);
     emit(p, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_KILL_PROCESS);
     emit(p, BPF_LD | BPF_W | BPF_ABS, 0, 0, (uint32_t)offsetof(struct seccomp_data, nr));
-    emit(p, BPF_JMP | BPF_JGE | BPF_K, 0, 1, LWC_X32_BIT);
+#if ISOB_SYSCALL_ALIAS_BIT
+    emit(p, BPF_JMP | BPF_JGE | BPF_K, 0, 1, ISOB_SYSCALL_ALIAS_BIT);
     emit(p, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ERRNO | ENOSYS);
+#endif
 }
 
 static int load(struct bpf_prog *p, unsigned long flags)
@@ -119,7 +136,6 @@ static int load(struct bpf_prog *p, unsigned long flags)
 
 int lwc_systrap_install(const int *nrs, size_t n)
 {
-#if defined(__x86_64__)
     if (n > LWC_MAX_SPEC)
         return -EINVAL;
     struct bpf_prog p = {.n = 0};
@@ -135,11 +151,6 @@ int lwc_systrap_install(const int *nrs, size_t n)
      * signal cannot withdraw a held switch (older kernels: it can, and the
      * creator then sees the context as dead). */
     return load(&p, SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV);
-#else
-    (void)nrs;
-    (void)n;
-    return -ENOTSUP;
-#endif
 }
 
 void lwc_systrap_up(void)
@@ -150,7 +161,6 @@ void lwc_systrap_up(void)
 
 int lwc_restrict_self(void)
 {
-#if defined(__x86_64__)
     if (prctl(PR_SET_DUMPABLE, 0) != 0)
         return -errno;
     static const uint32_t denied[] = {SYS_process_vm_readv, SYS_process_vm_writev, SYS_ptrace,
@@ -158,7 +168,7 @@ int lwc_restrict_self(void)
     const unsigned nd = sizeof denied / sizeof denied[0];
     struct bpf_prog p = {.n = 0};
     emit_head(&p);
-    /* Indices below: head (6), the denied calls, the prctl test, allow,
+    /* Indices below: the head, the denied calls, the prctl test, allow,
      * the argument test, deny, allow. */
     unsigned deny = p.n + nd + 4;
     for (unsigned i = 0; i < nd; i++)
@@ -174,9 +184,6 @@ int lwc_restrict_self(void)
         return -EPROTO;
     int rc = load(&p, 0);
     return rc < 0 ? rc : 0;
-#else
-    return -ENOTSUP;
-#endif
 }
 
 /* The kernel's notification size, checked once against the room held. */
@@ -295,7 +302,7 @@ int lwc_syscall(int lwc, const struct lwc_sysreply *r)
         resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
         break;
     case LWC_SYS_OPEN: {
-        if ((nr != SYS_openat && nr != SYS_open) || !r->path)
+        if (!lwc_is_open(nr) || !r->path)
             return -EINVAL;
         /* The supervisor's own copy of the path, checked by its policy,
          * is what is opened: the context's memory is not read again. */

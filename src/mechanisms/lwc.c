@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "isobench/lwc.h"
+#include "isobench/futex.h"
 #include "isobench/mechanism.h"
 #include "isobench/server.h"
 
@@ -144,7 +145,7 @@ const struct isob_mechanism isob_mech_lwc = {
     .name = "lwc",
     .summary = "light-weight context: fork snapshot, lwc_switch on a robust futex (lwc.h)",
     .props = ISOB_ISOLATES_MEMORY | ISOB_SEPARATE_AS | ISOB_TWO_CONTEXTS,
-    .probe = isob_probe_always,
+    .probe = isob_phs_probe,
     .create = lwcm_create,
     .call = lwcm_call,
     .shared = lwcm_shared,

@@ -760,13 +760,17 @@ static void t_systrap_default_deny_and_death(void)
     struct lwc_spec sp = {.res = LWC_RES_SYSCALL, .sys = {SYS_getpid}};
     int caller;
     struct lwc_msg in;
+    /* A page nobody may touch, made before the context (which may make no
+     * mmap of its own once trapped). */
+    volatile int *dead = mmap(NULL, page(), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(dead != MAP_FAILED);
     int h = lwc_create(&sp, 1, LWC_SYSTRAP, &caller, &in);
     if (h == LWC_SWITCHED) {
         long r = syscall(SYS_getpid);
         struct lwc_msg out = {{(uint64_t)r, (uint64_t)(r < 0 ? errno : 0)}};
         lwc_switch(caller, &out, &caller, &in);
         /* Not raise(): it asks getpid, which is trapped here. */
-        *(volatile int *)0 = 0;
+        *dead = 0;
         _exit(0);
     }
     CHECK(h > 0);

@@ -82,7 +82,7 @@ struct rm_job {
 
 static inline uint64_t job_now(const struct rm_job *j)
 {
-    return j->tsc ? isob_rdtsc_fenced() : isob_clock_ns();
+    return j->tsc ? isob_timer_read() : isob_clock_ns();
 }
 
 /* The calls, as each configuration makes them.  In the monitored
@@ -240,6 +240,12 @@ static void rm_emit(struct isob_xclock *x, struct rm_job *j, const char *fs, int
                  k == RC_OPEN ? "openat (monitored), close" : (k == RC_READ4K || k == RC_READ128K) ? "pread64" : "pwrite64",
                  cf_isolation[j->config], j->probe_ret ? isob_strerror((int)j->probe_ret) : "allowed",
                  x->tsc ? "tsc" : "clock", mon);
+        if (rc == -ENOTSUP) {
+            isob_emit_result(&x->ctx, "refmon", params, NULL, NULL, "skipped",
+                             "this monitor is not built for this architecture (the ptrace "
+                             "monitor reads and rewrites x86-64 registers)", NULL);
+            continue;
+        }
         if (rc)
             snprintf(reason, sizeof reason, "the monitored run failed: %s", isob_strerror(rc));
         else if (!j->finished)
