@@ -29,10 +29,12 @@ import traceback
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import (__version__, analysis, attackers, checks, compare, export, interchange, kvserver,
-               lifecycle, reference, report, runner, scrape, serve, stats, summary, sysinfo, system,
-               table, validate)
-from .driver import ISOLATION_TIMEOUT, Catalog, Driver, Isolation, find_isob, repo_root
+from . import __version__
+from .analysis import attackers, checks, compare, reference, runs, stats, summary
+from .measure import kvserver, lifecycle, runner, scrape, serve, sysinfo, system, validate
+from .render import report, table
+from .store import export, interchange
+from .measure.driver import ISOLATION_TIMEOUT, Catalog, Driver, Isolation, find_isob, repo_root
 from .errors import DriverError, UsageError
 from .store import Store
 
@@ -479,7 +481,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         def finish(failed: bool) -> None:
             store.finish_run(run_id, "failed" if failed else "ok")
-            doc = summary.build(analysis.load_run(store, run_id))
+            doc = summary.build(runs.load_run(store, run_id))
             store.set_aggregates(run_id, doc["aggregates"])
             docs.append(doc)
 
@@ -554,7 +556,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     with Store.open(db_path(args), create=False) as store:
         run_id = store.resolve_run(args.run)
         report.prepare(Path(args.output))  # an unusable folder fails before any work
-        doc = summary.build(analysis.load_run(store, run_id))
+        doc = summary.build(runs.load_run(store, run_id))
         try:
             doc = report.write(doc, Path(args.output))
         except OSError as e:
@@ -577,7 +579,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     with Store.open(db_path(args), create=False) as store:
         run_id = store.resolve_run(args.run)
-        doc = summary.build(analysis.load_run(store, run_id))
+        doc = summary.build(runs.load_run(store, run_id))
     findings = doc["findings"]
     status = checks.exit_status(findings, strict=args.strict)
     if args.json:
@@ -592,7 +594,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _summary(path: Path, spec: str) -> dict:
     with Store.open(path, create=False) as store:
-        return summary.build(analysis.load_run(store, store.resolve_run(spec)))
+        return summary.build(runs.load_run(store, store.resolve_run(spec)))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -654,13 +656,13 @@ def run_document(store: Store, run_id: int, doc: dict | None = None) -> dict:
         r = dict(r)
         r.pop("header", None)  # in `export --format json`; too bulky here
         results.append(r)
-    doc = doc or summary.build(analysis.load_run(store, run_id))
+    doc = doc or summary.build(runs.load_run(store, run_id))
     return {**store.run(run_id), "db": str(store.path), "jobs": store.jobs(run_id),
             "results": results, "findings": doc["findings"], "summary": doc}
 
 
 def _print_run(store: Store, run_id: int, as_json: bool, doc: dict | None = None) -> None:
-    doc = doc or summary.build(analysis.load_run(store, run_id))
+    doc = doc or summary.build(runs.load_run(store, run_id))
     if as_json:
         _print_json(run_document(store, run_id, doc))
         return

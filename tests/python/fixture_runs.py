@@ -11,7 +11,7 @@ import copy
 import json
 from pathlib import Path
 
-from isobench import analysis
+from isobench.analysis import runs
 from isobench.store import Store
 
 from conftest import FIXTURES
@@ -27,8 +27,8 @@ def import_doc(db: Path, doc: dict) -> int:
         return s.import_run(doc)
 
 
-def load_doc(tmp_path: Path, doc: dict, name: str = "runs.sqlite") -> analysis.RunData:
+def load_doc(tmp_path: Path, doc: dict, name: str = "runs.sqlite") -> runs.RunData:
     db = tmp_path / name
     run_id = import_doc(db, doc)
     with Store.open(db, create=False) as s:
-        return analysis.load_run(s, run_id)
+        return runs.load_run(s, run_id)

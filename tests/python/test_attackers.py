@@ -3,8 +3,8 @@ matrix printed by list, show and the report (against the fake driver)."""
 
 import pytest
 
-from isobench import attackers
-from isobench.driver import _isolation_from
+from isobench.analysis import attackers
+from isobench.measure.driver import _isolation_from
 
 
 def cells(inp, same="enforced", other="enforced", root="leaks"):

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from isobench import checks, owner, summary
+from isobench.analysis import checks, summary
+from isobench.measure import owner
 
 from conftest import REPO, assert_one_error_line
 from fixture_runs import fixture, import_doc, load_doc

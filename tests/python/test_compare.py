@@ -4,7 +4,7 @@ absolute ratios across machines only when asked for."""
 
 import pytest
 
-from isobench import compare, summary
+from isobench.analysis import compare, summary
 
 from conftest import assert_one_error_line
 from fixture_runs import fixture, import_doc, load_doc

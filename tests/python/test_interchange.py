@@ -10,7 +10,8 @@ import sqlite3
 
 import pytest
 
-from isobench import interchange, store as store_mod
+from isobench import store as store_mod
+from isobench.store import interchange
 
 from conftest import FIXTURES, assert_one_error_line
 from fixture_runs import fixture, import_doc

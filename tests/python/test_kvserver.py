@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from isobench import kvserver
-from isobench.records import Result
+from isobench.measure import kvserver
+from isobench.measure.records import Result
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]

@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from isobench import owner, store as store_mod
+from isobench import store as store_mod
+from isobench.measure import owner
 from isobench.store import Store
 
 from conftest import assert_one_error_line

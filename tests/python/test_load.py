@@ -2,8 +2,9 @@
 warns when other processes used the CPUs a job was pinned to.  Readings come
 from a fake /proc (never the real one), so every number here is known."""
 
-from isobench import checks, load, summary
-from isobench.records import Result
+from isobench.analysis import checks, summary
+from isobench.measure import load
+from isobench.measure.records import Result
 
 from fixture_runs import fixture, load_doc
 

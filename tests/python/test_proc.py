@@ -6,7 +6,7 @@ import signal
 import sys
 import textwrap
 
-from isobench import proc
+from isobench.measure import proc
 
 
 def py(code):

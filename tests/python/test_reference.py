@@ -2,7 +2,7 @@
 
 import pytest
 
-from isobench import reference
+from isobench.analysis import reference
 
 
 def test_every_row_is_complete():

@@ -52,8 +52,8 @@ def test_order_is_seeded(isobench, tmp_path):
 
 
 def test_plan_shuffles_mechanisms_per_repetition():
-    from isobench import runner
-    from isobench.driver import Benchmark, Catalog
+    from isobench.measure import runner
+    from isobench.measure.driver import Benchmark, Catalog
 
     catalog = Catalog((), (Benchmark("switch", "", True), Benchmark("pingpong", "", False)))
     mechs = [f"m{i}" for i in range(6)]
@@ -73,8 +73,8 @@ def test_plan_shuffles_mechanisms_per_repetition():
 
 
 def test_the_plan_is_lazy():
-    from isobench import runner
-    from isobench.driver import Benchmark, Catalog
+    from isobench.measure import runner
+    from isobench.measure.driver import Benchmark, Catalog
 
     catalog = Catalog((), (Benchmark("switch", "", True),))
     mechs = [f"m{i}" for i in range(10)]
@@ -163,7 +163,7 @@ def test_migration_from_version_2_keeps_batched_and_adds_its_pairs(tmp_path):
 
 
 def test_default_repeat_gives_an_interval_and_quick_says_fewer(isobench):
-    from isobench import runner
+    from isobench.measure import runner
     doc, p = json_as_is(isobench, "run", "switch", "--json", "-q", "-m", "direct")
     assert p.returncode == 0, p.stderr
     assert doc["options"]["repeat"] == runner.DEFAULT_REPEAT == 5

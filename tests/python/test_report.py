@@ -33,7 +33,8 @@ def with_kv_server(doc):
 
 
 def test_kv_server_plot_names_every_server(tmp_path):
-    from isobench import plots, summary
+    from isobench.analysis import summary
+    from isobench.render import plots
     data = load_doc(tmp_path, with_kv_server(fixture("clean_run")))
     plot = plots.kv_server_plot(summary.build(data))
     axis = plot.figure.axes[0]

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import REPO, Isobench, assert_one_error_line
 
-from isobench import scrape
+from isobench.measure import scrape
 from isobench.errors import UsageError
 
 ISOB = REPO / "build" / "isob"

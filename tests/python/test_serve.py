@@ -360,7 +360,7 @@ def test_usage_errors():
 
 def _serve_module():
     sys.path.insert(0, str(REPO / "python"))
-    from isobench import serve
+    from isobench.measure import serve
     return serve
 
 
@@ -384,7 +384,7 @@ def test_wrapper_execs_isob():
     env = {**os.environ, "ISOBENCH_ISOB": str(ISOB),
            "PYTHONPATH": str(REPO / "python") + os.pathsep + os.environ.get("PYTHONPATH", "")}
     p = subprocess.run([sys.executable, "-c",
-                        "import sys; from isobench.serve import serve_main; "
+                        "import sys; from isobench.measure.serve import serve_main; "
                         "sys.exit(serve_main(['--help']))"],
                        capture_output=True, text=True, timeout=STOP_TIMEOUT, env=env,
                        stdin=subprocess.DEVNULL)

@@ -4,7 +4,7 @@ import csv
 import io
 import json
 
-from isobench import export, interchange
+from isobench.store import export, interchange
 
 
 def test_show_latest_equals_run(isobench):

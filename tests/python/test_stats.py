@@ -2,7 +2,7 @@
 
 import pytest
 
-from isobench import stats
+from isobench.analysis import stats
 
 
 def test_summary_of_known_samples():

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from isobench import stats, units
+from isobench.analysis import stats, units
 
 scipy_stats = pytest.importorskip("scipy.stats")
 

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from isobench import sysinfo, system
+from isobench.measure import sysinfo, system
 
 from conftest import FIXTURES, assert_one_error_line
 

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from isobench import system
+from isobench.measure import system
 
 from conftest import FIXTURES, assert_one_error_line
 

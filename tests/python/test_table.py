@@ -1,6 +1,7 @@
 """Table formatting: numbers, extra params, notes for failures."""
 
-from isobench import table, units
+from isobench.analysis import units
+from isobench.render import table
 
 
 def test_fmt_num():

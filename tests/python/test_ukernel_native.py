@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from conftest import REPO
-from isobench.records import Result, parse_line
+from isobench.measure.records import Result, parse_line
 
 ISOB = REPO / "build" / "isob"
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from isobench import validate
+from isobench.measure import validate
 from isobench.errors import UsageError
 
 from conftest import FAKE_ISOB, REPO, assert_one_error_line, load_fake

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from conftest import REPO, Isobench
-from isobench import runner
+from isobench.measure import runner
 
 ISOB = REPO / "build" / "isob"
 WORKLOADS = ("worksweep", "cpuwork", "memops", "pipeio", "scale")
@@ -100,13 +100,13 @@ def test_scale_limit_is_an_option():
 def test_workload_outputs_do_not_split_configs():
     """What a workload result measured (faults, rates, counts, where it ran)
     is output, so repetitions pool and a mechanism finds its `direct`."""
-    from isobench import analysis
+    from isobench.analysis import runs
     ws = {"placement": "same-cpu", "variant": "entry", "k": 1000, "kernel": "lcg-xorshift64",
           "seed": 1, "value": 2, "calls_checked": 5000, "ns_per_iteration": 2.5, "batch_k": 250}
-    assert analysis.identity(ws) == {"placement": "same-cpu", "variant": "entry", "k": 1000,
+    assert runs.identity(ws) == {"placement": "same-cpu", "variant": "entry", "k": 1000,
                                      "kernel": "lcg-xorshift64", "seed": 1, "value": 2}
     mo = {"where": "in", "step": "write", "size_bytes": 1 << 26, "minor_faults": [16384],
           "fault_site": "the compartment's server process", "gbps": 1.2}
-    assert analysis.identity(mo) == {"where": "in", "step": "write", "size_bytes": 1 << 26}
+    assert runs.identity(mo) == {"where": "in", "step": "write", "size_bytes": 1 << 26}
     for name in WORKLOADS:
-        assert analysis.kind(name) != analysis.UNKNOWN_KIND, name
+        assert runs.kind(name) != runs.UNKNOWN_KIND, name

@@ -40,13 +40,13 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from .driver import Driver, describe_exit, find_isob
-from .errors import UsageError
+from ..errors import UsageError
 
 # Version of `scrape --json`.  History:
 #   1  first version.
 SCHEMA_VERSION = 1
 
-EXPECTED = Path(__file__).resolve().parent / "data" / "scrape-expected.csv"
+EXPECTED = Path(__file__).resolve().parents[1] / "data" / "scrape-expected.csv"
 # One isob per target: six identities, three readers of up to 1 GiB each,
 # on a loaded machine.
 TIMEOUT = 300.0
@@ -332,7 +332,7 @@ def context_of(lines: Sequence[Mapping]) -> dict:
 
 def render(lines: Sequence[Mapping], cells: Sequence[Cell], expected: Path,
            broken: Sequence[str]) -> str:
-    from .table import render as table  # the one table renderer
+    from ..render.table import render as table  # the one table renderer
     ctx = context_of(lines)
     yama = ctx["yama_ptrace_scope"]
     out = [

@@ -46,9 +46,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import sysinfo, table
-from .errors import UsageError
-from .store import now
+from . import sysinfo
+from ..render import table
+from ..errors import UsageError
+from ..store import now
 
 ENV_SYSROOT = "ISOBENCH_SYSROOT"
 # State file history: 1 saved every setting before tune; 2 only those tune

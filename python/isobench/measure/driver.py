@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from . import attackers, proc, records
-from .errors import DriverError, UsageError
+from . import proc, records
+from ..analysis import attackers
+from ..errors import DriverError, UsageError
 from .validate import Limits
 
 ENV_ISOB = "ISOBENCH_ISOB"
@@ -33,8 +34,9 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SKIP = 0, 1, 2, 4
 
 
 def repo_root() -> Path:
-    # python/isobench/driver.py -> the repository root is two levels above the package.
-    return Path(__file__).resolve().parents[2]
+    # python/isobench/measure/driver.py: the repository root is two levels
+    # above the package.
+    return Path(__file__).resolve().parents[3]
 
 
 def find_isob() -> Path:

@@ -22,7 +22,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from . import stats
+from ..analysis import stats
 
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "failed", "skipped")

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from .store import now_ms
+from ..store import now_ms
 
 # /proc/stat per-CPU columns: user nice system idle iowait irq softirq steal.
 _BUSY = (0, 1, 2)

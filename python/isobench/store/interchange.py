@@ -34,9 +34,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import StoreError, UsageError
-from .records import PRIMARY_EVENT, STATUSES
-from .store import JOB_STATUSES, RUN_STATUSES, SCHEMA_VERSION as STORE_SCHEMA, Store, now
+from ..errors import StoreError, UsageError
+from ..measure.records import PRIMARY_EVENT, STATUSES
+from . import JOB_STATUSES, RUN_STATUSES, SCHEMA_VERSION as STORE_SCHEMA, Store, now
 
 SCHEMA_VERSION = 3
 READABLE = (1, 2, 3)

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from .errors import UsageError
+from ..errors import UsageError
 
 # Bounds of the options only the Python side has.
 MAX_REPEAT = 1000              # fresh processes per (benchmark, mechanism)

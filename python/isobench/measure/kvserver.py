@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import proc
-from .analysis import REFERENCES
+from ..analysis.runs import REFERENCES
 from .records import Result
 
 BENCHMARK = "kv-server"

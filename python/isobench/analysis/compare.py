@@ -18,7 +18,7 @@ Configurations without a baseline (direct itself, pingpong, memcached in
 kv-server) compare in absolute terms only within one machine, or across
 machines when asked for with --absolute (with a warning: cycles of one
 machine are not cycles of another).  Averages are geometric means within
-one population (analysis.POPULATION_PARAMS): placements, payloads and
+one population (runs.POPULATION_PARAMS): placements, payloads and
 phases are never pooled.
 """
 
@@ -27,7 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from . import analysis, stats, table, units
+from . import runs, stats, units
+from ..render import table
 from .summary import config_by_key
 
 NORMALIZED, ABSOLUTE = "vs direct", "absolute"
@@ -48,7 +49,7 @@ class Row:
 
     @property
     def population(self) -> tuple:
-        return analysis.population(self.a["benchmark"], self.a["params"])
+        return runs.population(self.a["benchmark"], self.a["params"])
 
     def as_dict(self) -> dict:
         t = self.test
@@ -181,7 +182,7 @@ def averages(rows: Sequence[Row]) -> list[dict]:
     for (basis, bench, *pop), members in groups.items():
         if len(members) < 2:
             continue
-        population = {k: v for k, v in zip(analysis.POPULATION_PARAMS, pop) if v is not None}
+        population = {k: v for k, v in zip(runs.POPULATION_PARAMS, pop) if v is not None}
         out.append({"basis": basis, "benchmark": bench, "population": population,
                     **stats.aggregate_ratios([r.ratio for r in members])})
     return out

@@ -37,7 +37,7 @@ from typing import Callable, Iterable, Iterator, Mapping, Sequence, TextIO
 from . import kvserver, proc
 from .driver import EXIT_FAILED, EXIT_OK, EXIT_SKIP, EXIT_USAGE, Catalog, Driver, describe_exit
 from .records import NO_MECHANISM, Header, ProtocolError, Result, parse_line
-from .store import now_ms
+from ..store import now_ms
 
 # The benchmarks `isobench run` runs when none are named.  Grows as
 # benchmarks are added; each must be quick enough for a default run.

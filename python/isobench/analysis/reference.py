@@ -29,9 +29,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from . import table
+from ..render import table
 
-DATA = Path(__file__).resolve().parent / "data" / "reference.csv"
+DATA = Path(__file__).resolve().parents[1] / "data" / "reference.csv"
 REQUIRED = ("id", "value", "unit", "subject", "hardware", "source", "citation")
 
 

@@ -1,7 +1,7 @@
 """Soundness checks: what makes a stored number wrong, missing or qualified.
 
 Each check looks at one run -- its stored results and environment
-(analysis.RunData) and its summary document (summary.build, for the
+(runs.RunData) and its summary document (summary.build, for the
 headline flags) -- and returns at most one Finding: an id, a severity,
 what is wrong (naming the results concerned), what to do next, the anchor
 in docs/reducing-variance.md that explains it, and the flaw of van der
@@ -33,9 +33,10 @@ import socket
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
-from . import owner, stats
-from .analysis import CLIENT_COUNTERS, MACRO, Config, RunData, needs_baseline
-from .records import NO_MECHANISM
+from . import stats
+from ..measure import owner
+from .runs import CLIENT_COUNTERS, MACRO, Config, RunData, needs_baseline
+from ..measure.records import NO_MECHANISM
 
 DOC = "docs/reducing-variance.md"
 

@@ -13,7 +13,7 @@ import io
 import json
 
 from .interchange import SCHEMA_VERSION, export_document
-from .store import Store
+from . import Store
 
 FORMATS = ("csv", "json")
 

@@ -25,8 +25,10 @@ import json
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from . import __version__, attackers, checks, plots, table
-from .errors import UsageError
+from . import plots, table
+from .. import __version__
+from ..analysis import attackers, checks
+from ..errors import UsageError
 
 METHODOLOGY = "docs/methodology.md"
 

@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 from typing import Mapping
 
-from . import __version__
+from .. import __version__
 from .records import Header
 
 # Flags that decide which mechanisms and counters can work, or how fast they

@@ -135,7 +135,7 @@ def context_line(context: Mapping | None) -> str:
 
 def format_matrix(mechanisms: Sequence[Mapping], context: Mapping | None = None) -> str:
     """The matrix as text: a table, then why each untested cell is untested."""
-    from .table import render  # the one table renderer; imported here to keep this module light
+    from ..render.table import render  # the one table renderer; imported here to keep this module light
     rows = matrix_rows(mechanisms)
     out = ["Isolation by attacker (measured here; " + context_line(context) + ")",
            render(MATRIX_HEADERS, rows)]

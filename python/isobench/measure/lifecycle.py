@@ -29,7 +29,7 @@ from typing import Callable, Iterable, Iterator
 from . import load, proc, runner, sysinfo
 from .driver import Driver
 from .records import Header, Result
-from .store import Store
+from ..store import Store
 
 # The signals that stop a run cleanly.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

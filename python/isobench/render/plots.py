@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from . import units
-from .analysis import BASELINE, server_label
+from ..analysis import units
+from ..analysis.runs import BASELINE, server_label
 
 # Vertical offsets of the payload series in the switch plot (row units).
 PAYLOAD_OFFSETS = {0: -0.22, 64: 0.0, 4096: 0.22}

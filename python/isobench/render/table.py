@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from . import units
-from .analysis import OUTPUT_PARAMS, server_label
+from ..analysis import units
+from ..analysis.runs import OUTPUT_PARAMS, server_label
 
 # Params with a column of their own; any other param is appended to the
 # variant column as key=value so that no configuration is hidden.

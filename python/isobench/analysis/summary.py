@@ -1,6 +1,6 @@
 """The summary document of a run: every number isobench shows, computed once.
 
-`build(data)` turns a loaded run (analysis.RunData) into one JSON-ready
+`build(data)` turns a loaded run (runs.RunData) into one JSON-ready
 document: per configuration its headline number with the rule that chose
 it, its interval, its ratio to the baseline, the flags that qualify it;
 the averages; the soundness findings; the published figures matched to
@@ -39,8 +39,9 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from . import __version__, analysis, checks, reference, stats, units
-from .analysis import Config, RunData
+from .. import __version__
+from . import checks, reference, runs, stats, units
+from .runs import Config, RunData
 
 SUMMARY_VERSION = 1
 
@@ -95,7 +96,7 @@ def repetition(cfg: Config, r: Mapping) -> dict:
     h = r.get("header") or {}
     step = float(h.get("counter_step") or 0)
     empty, empty_p5, empty_p95 = _empty(r)
-    xs = cfg.rep_samples.get(r["result_id"], [])  # sorted by analysis.group
+    xs = cfg.rep_samples.get(r["result_id"], [])  # sorted by runs.group
     med = stats.percentile_sorted(xs, 0.5) if xs else r.get("median")
     mi = stats.median_interval(xs, step) if xs else None
     pairs = list(r.get("batched_reps") or ())
@@ -123,7 +124,7 @@ def repetition(cfg: Config, r: Mapping) -> dict:
         "long": region is not None and region >= threshold and region > 0,
         "batched_agrees": agree, "dropped": r.get("dropped") or 0,
         "outputs": {k: v for k, v in (r.get("params") or {}).items()
-                    if k in analysis.OUTPUT_PARAMS},
+                    if k in runs.OUTPUT_PARAMS},
     }
 
 
@@ -223,20 +224,20 @@ def ratio_of(x: Mapping, base: Mapping) -> dict | None:
 
 
 def _role(cfg: Config) -> str:
-    if analysis.is_baseline(cfg):
+    if runs.is_baseline(cfg):
         return "baseline"
-    if analysis.is_reference(cfg):
+    if runs.is_reference(cfg):
         return "reference"
-    if cfg.mechanism == analysis.BASELINE:
+    if cfg.mechanism == runs.BASELINE:
         return "direct-variant"
-    if cfg.mechanism == analysis.NO_MECHANISM:
+    if cfg.mechanism == runs.NO_MECHANISM:
         return "primitive"
     return "mechanism"
 
 
 def _headline_phase(cfg: Config) -> bool:
     """Whether cfg is the phase that stands for its benchmark (kv: get)."""
-    want = analysis.HEADLINE_PHASE.get(cfg.benchmark)
+    want = runs.HEADLINE_PHASE.get(cfg.benchmark)
     return want is None or cfg.params.get("variant") == want
 
 
@@ -297,20 +298,20 @@ def _kv_server(entry: dict, ref: dict | None) -> dict:
 
 def aggregates(configs: Sequence[dict]) -> list[dict]:
     """Geometric means of ratios to the baseline, per benchmark, mechanism and
-    population (analysis.POPULATION_PARAMS), over the sweep params only (kv's
+    population (runs.POPULATION_PARAMS), over the sweep params only (kv's
     data sizes): never over placements, payloads or phases."""
     groups: dict[tuple, list[dict]] = {}
     for c in configs:
         if c["ratio"] is None or not c["headline_phase"]:
             continue
-        pop = analysis.population(c["benchmark"], c["params"])
+        pop = runs.population(c["benchmark"], c["params"])
         groups.setdefault((c["mechanism"], *pop), []).append(c)
     out = []
     for (mech, bench, *pop), members in groups.items():
         if len(members) < 2:
             continue  # an average of one number is that number
-        over = sorted({k for c in members for k in c["params"] if k in analysis.SWEEP_PARAMS})
-        population = {k: v for k, v in zip(analysis.POPULATION_PARAMS, pop) if v is not None}
+        over = sorted({k for c in members for k in c["params"] if k in runs.SWEEP_PARAMS})
+        population = {k: v for k, v in zip(runs.POPULATION_PARAMS, pop) if v is not None}
         name = " ".join([bench, mech, *(f"{k}={v}" for k, v in population.items())])
         agg = stats.aggregate_ratios([c["ratio"]["value"] for c in members])
         out.append({"name": f"{name}: ratio to direct over {', '.join(over) or 'configs'}",
@@ -412,8 +413,8 @@ def method() -> dict:
         "quantized": "an order-statistic interval spanning at most one counter step is "
                      "shown as median +- step and flagged quantized",
         "averages": "geometric means of ratios within one population "
-                    f"({', '.join(analysis.POPULATION_PARAMS)}), over "
-                    f"{', '.join(analysis.SWEEP_PARAMS)} only",
+                    f"({', '.join(runs.POPULATION_PARAMS)}), over "
+                    f"{', '.join(runs.SWEEP_PARAMS)} only",
     }
 
 

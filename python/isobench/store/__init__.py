@@ -61,10 +61,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from . import owner as owner_mod
-from . import stats
-from .errors import StoreError, UsageError
-from .records import PRIMARY_EVENT, Result, thaw
+from ..measure import owner as owner_mod
+from ..analysis import stats
+from ..errors import StoreError, UsageError
+from ..measure.records import PRIMARY_EVENT, Result, thaw
 
 SAMPLE_ENCODING = "zlib-u64le"
 

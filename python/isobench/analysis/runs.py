@@ -21,8 +21,8 @@ from functools import cached_property
 from typing import Any, Mapping, Sequence
 
 from . import stats, units
-from .records import NO_MECHANISM, PRIMARY_EVENT
-from .store import Store
+from ..measure.records import NO_MECHANISM, PRIMARY_EVENT
+from ..store import Store
 
 BASELINE = "direct"
 
