@@ -40,7 +40,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from .. import __version__
-from . import checks, reference, runs, stats, units
+from . import checks, reference, runs, sections, stats, units
 from .runs import Config, RunData
 
 SUMMARY_VERSION = 1
@@ -389,6 +389,7 @@ def build(data: RunData) -> dict:
         "aggregates": aggregates(entries),
         "published": published(data, by_key),
     }
+    doc["sections"] = sections.build(data, doc)
     doc["findings"] = [f.as_dict() for f in checks.run_checks(data, doc)]
     return doc
 

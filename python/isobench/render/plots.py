@@ -386,7 +386,11 @@ PLOTS = (switch_plot, payload_plot, kv_plot, kv_overhead_plot, kv_server_plot)
 
 
 def draw(doc: Mapping) -> list[Plot]:
-    return [p(doc) for p in PLOTS]
+    """Every plot of the report: the sections' first ones (render/sections.py),
+    the run's own, then the sections' others."""
+    from . import sections
+    return [*sections.plots(doc, first=True), *(p(doc) for p in PLOTS),
+            *sections.plots(doc, first=False)]
 
 
 def save(plot: Plot, out_dir) -> list[str]:

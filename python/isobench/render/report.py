@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from . import plots, table
+from . import plots, sections, table
 from .. import __version__
 from ..analysis import attackers, checks
 from ..errors import UsageError
@@ -229,6 +229,7 @@ def render_html(doc: Mapping, plot_list, out_dir) -> str:
         "<h2>Results</h2>",
         f"<p>{_e(results_note(doc))}</p>",
         html_table(RESULT_HEADERS, [result_cells(c) for c in doc["configs"]]),
+        *sections.html_blocks(doc),
         "<h2>Averages</h2>",
         html_table(("average", "value", "as overhead", "results", "method"),
                    _aggregate_rows(aggs)) if aggs else "<p class=\"note\">No ratios to average "
@@ -325,6 +326,8 @@ def render_md(doc: Mapping, plot_list) -> str:
         out += ["", "## Key-value store, time per get", "",
                 md_table(("mechanism", "placement", "data", "value", "from", "ns",
                           "ratio to direct [95%]"), kv)]
+    for block in sections.markdown_blocks(doc):
+        out += ["", block]
     if doc["aggregates"]:
         out += ["", "## Averages (geometric means of ratios)", "",
                 md_table(("average", "value", "as overhead", "results", "method"),

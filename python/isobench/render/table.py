@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from ..analysis import units
 from ..analysis.runs import OUTPUT_PARAMS, server_label
+from . import sections
 
 # Params with a column of their own; any other param is appended to the
 # variant column as key=value so that no configuration is hidden.
@@ -300,6 +301,8 @@ def run_report(doc: Mapping, extra: Sequence[str] = ()) -> str:
     kvs = kv_server_table(doc)
     if kvs:
         out += ["", kvs]
+    for block in sections.text_blocks(doc):
+        out += ["", block]
     # One line per distinct note, with how many repetitions it came from.
     counted: dict[str, int] = {}
     for r in doc["results"]:

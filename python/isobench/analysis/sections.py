@@ -1,0 +1,32 @@
+"""Sections of the summary document, for benchmark families whose results
+need more than the per-configuration summary: a fit (lwc-create's cost per
+dirty page), tables laid out as a paper lays them out (SEIMI's, Morello's),
+derived points (worksweep's break-even work per crossing).
+
+A family adds one entry to SECTIONS: its name and a function of the loaded
+run and the summary document built so far (configs, ratios) that returns
+the section, a JSON-able dict, or None when the run holds nothing for it.
+The sections are computed here, with the statistics; render/sections.py
+says how each is shown, and nothing there computes."""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from .runs import RunData
+
+Builder = Callable[[RunData, Mapping], "dict | None"]
+
+# (name, builder), in the order the sections are shown.  Empty until a
+# family registers.
+SECTIONS: tuple[tuple[str, Builder], ...] = ()
+
+
+def build(data: RunData, doc: Mapping) -> dict:
+    """Every section the run has something for, by name."""
+    out = {}
+    for name, fn in SECTIONS:
+        section = fn(data, doc)
+        if section is not None:
+            out[name] = section
+    return out
