@@ -441,6 +441,8 @@ def _reason(e: Mapping) -> str:
         parts.append(f"exit status {e['rc']}")
     msg = (e.get("msg") or "").strip()
     stderr = (e.get("stderr") or "").strip()
+    # ansible-core 2.19 opens every message with "Task failed: ".
+    msg = re.sub(r"^Task failed:\s*", "", msg).rstrip(":").strip()
     if msg and msg != "non-zero return code":
         parts.append(" ".join(msg.split()))
     if stderr:

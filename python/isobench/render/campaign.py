@@ -144,8 +144,7 @@ def _heatmap(name: str, title: str, hosts: Sequence[str],
     finite = [abs(x) for row in logs for x in row if not math.isnan(x)]
     span = max(finite + [0.1])
     fig, ax = plt.subplots(figsize=(2.0 + 1.6 * len(hosts), 1.2 + 0.38 * len(rows)))
-    cmap = plt.get_cmap("RdYlBu_r").copy()
-    cmap.set_bad("#dddddd")
+    cmap = plt.get_cmap("RdYlBu_r").with_extremes(bad="#dddddd")
     import numpy as np
     im = ax.imshow(np.ma.masked_invalid(np.array(logs, dtype=float)), cmap=cmap,
                    norm=colors.Normalize(vmin=-span, vmax=span), aspect="auto")
