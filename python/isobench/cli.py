@@ -1,5 +1,5 @@
 """The `isobench` command: list, run, show, export, import, report, check,
-compare, system, reference.
+compare, system, reference, campaign (and serve, scrape).
 
 Exit codes (every command):
     0    everything ran (skipped mechanisms are not failures)

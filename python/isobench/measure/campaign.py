@@ -564,7 +564,7 @@ def extra_vars(c: Campaign, bundle: Path | None, bundle_id: str | None,
 def host_tags(c: Campaign, host: str) -> dict:
     """What an imported run's origin says of where it came from."""
     return {"campaign": c.id, "host": host,
-            "campaign_source": (c.source or {}).get("id")}
+            "campaign_source": c.hosts.get(host, {}).get("source")}
 
 
 def event_line(c: Campaign, e: Mapping) -> str | None:
