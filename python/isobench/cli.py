@@ -855,6 +855,8 @@ def cmd_campaign_run(args: argparse.Namespace) -> int:
     measure_campaign.ansible_tool("ansible-playbook")
     hosts = measure_campaign.load_inventory(inventory)
     source = Path(args.source) if args.source else repo_root()
+    if any(h.prebuilt is None for h in hosts):
+        measure_campaign.check_source(source)  # before any host is touched
     path = db_path(args)
     say = (lambda _t: None) if args.quiet else (lambda t: print(t, file=sys.stderr, flush=True))
     with lifecycle.stop_signals(), Store.open(path, create=True) as store:

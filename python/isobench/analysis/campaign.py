@@ -171,8 +171,12 @@ def build(store: Store, campaign_id: str, state: Mapping | None = None,
           absolute: bool = False) -> dict:
     """The campaign document of campaign_id (state: the campaign's state, for
     the hosts that have no run because they failed)."""
-    docs = [(host, summary.build(runs.load_run(store, run_id)))
-            for host, run_id in campaign_runs(store, campaign_id)]
+    found = campaign_runs(store, campaign_id)
+    # The inventory's order where the campaign's state is known, else the
+    # order the runs were imported in.
+    order = list(((state or {}).get("hosts") or {}))
+    found.sort(key=lambda hr: (order.index(hr[0]) if hr[0] in order else len(order), hr[1]))
+    docs = [(host, summary.build(runs.load_run(store, run_id))) for host, run_id in found]
     headers = [host_header(h, d) for h, d in docs]
     have = {h for h, _ in docs}
     missing = []

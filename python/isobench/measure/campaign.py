@@ -393,14 +393,20 @@ def source_files(src: Path) -> list[str]:
     return sorted(out)
 
 
-def make_bundle(src: Path, folder: Path) -> tuple[Path, str]:
-    """A gzip'd tar of the checkout at src in folder; (its path, an id from
-    its content).  The id names the folder it is unpacked into on each host,
-    so a host that has it already does not unpack it again."""
+def check_source(src: Path) -> Path:
+    """src, when it is a checkout the hosts can build; else UsageError."""
     src = Path(src)
     if not (src / "Makefile").is_file() or not (src / "meson.build").is_file():
         raise UsageError(f"{src} is not an isobench checkout (no Makefile and meson.build): "
                          "give --source DIR")
+    return src
+
+
+def make_bundle(src: Path, folder: Path) -> tuple[Path, str]:
+    """A gzip'd tar of the checkout at src in folder; (its path, an id from
+    its content).  The id names the folder it is unpacked into on each host,
+    so a host that has it already does not unpack it again."""
+    src = check_source(src)
     files = source_files(src)
     digest = hashlib.sha256()
     for name in files:
