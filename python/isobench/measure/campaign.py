@@ -187,9 +187,11 @@ def load_inventory(path: Path) -> list[Host]:
     itself (`ansible-inventory --list`); UsageError naming the file when it
     does not parse or names no host."""
     path = Path(path)
-    if not path.is_file():
-        raise UsageError(f"inventory {path}: no such file" if not path.exists()
-                         else f"inventory {path} is not a regular file")
+    if not path.exists():
+        raise UsageError(f"inventory {path}: no such file")
+    if not (path.is_file() or path.is_dir()):
+        # A FIFO would block ansible-inventory for ever.
+        raise UsageError(f"inventory {path} is neither a regular file nor a folder of them")
     tool = ansible_tool("ansible-inventory")
     try:
         p = subprocess.run([str(tool), "-i", str(path), "--list"], capture_output=True,
