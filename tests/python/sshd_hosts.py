@@ -221,8 +221,12 @@ class Hosts:
         return path
 
     def close(self) -> None:
+        """Stop every sshd, then remove what was made for them: the keys
+        (the client's private key among them), the configurations and the
+        hosts' work folders."""
         for h in self.hosts.values():
             h.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
         if self.made_privsep:
             try:
                 PRIVSEP_DIR.rmdir()
