@@ -22,6 +22,8 @@ declare -A NEED=(
   [memcaslap]=libmemcached-tools              # kv-server benchmark: the load generator
   [qemu-system-x86_64]=qemu-system-x86        # MPK tests under TCG emulation
   [cpio]=cpio                                 # MPK tests: the initramfs
+  [ssh]=openssh-client                        # campaigns: Ansible reaches hosts over SSH
+  [/usr/sbin/sshd]=openssh-server             # campaign tests: two real SSH hosts on loopback
 )
 
 # The arm64 build (make test-arm64) is cross-compiled on x86-64 hosts and

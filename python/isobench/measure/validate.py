@@ -155,3 +155,74 @@ def mechanisms(asked: Sequence[str]) -> list[str]:
             raise UsageError(f"-m {text!r} names no mechanism (see `isobench list`)")
         names += these
     return names
+
+
+# ---- campaigns (measure/campaign.py, measure/slurm.py) ----
+# Names that become folder names, Ansible host patterns or words of a shell
+# script are held to plain ASCII patterns, so that none can climb out of its
+# folder, split a --limit or start another command.
+
+CAMPAIGN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,252}")
+NAME_TOKEN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+CPU_LIST = re.compile(r"[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*")
+SLURM_WORD = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+SLURM_CONSTRAINT = re.compile(r"[A-Za-z0-9_.&|!()\[\]*,:-]{1,256}")
+REMOTE_PATH = re.compile(r"(?:/|~/|~$)[\x21-\x7e]*")
+MAX_HOST_TIMEOUT = 7 * 24 * 3600  # seconds: a week of measuring on one host
+
+
+def _matches(pattern: re.Pattern, text: str) -> bool:
+    return text.isascii() and pattern.fullmatch(text) is not None
+
+
+def campaign_id(text: str) -> str:
+    """A campaign id: letters, digits, '.', '_', '-', at most 64 (it names a folder)."""
+    if not _matches(CAMPAIGN_ID, text) or ".." in text:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a campaign id (letters, digits, '.', '_', '-'; at most 64)")
+    return text
+
+
+def host_name(text: str, where: str) -> str:
+    """An inventory host name that can name a folder and stand in a --limit."""
+    if not _matches(HOST_NAME, text) or ".." in text:
+        raise UsageError(f"{where}: host name {text!r} is not one isobench can use (letters, "
+                         "digits, '.', '_', '-')")
+    return text
+
+
+def name_tokens(names: Sequence[str], kind: str) -> list[str]:
+    """Benchmark or mechanism names checked for their form only (a campaign
+    may run where no native driver is built to ask)."""
+    for n in names:
+        if not _matches(NAME_TOKEN, n):
+            raise UsageError(f"{n!r} is not a {kind} name (see `isobench list`)")
+    return list(dict.fromkeys(names))
+
+
+def cpu_list(text: str, where: str) -> str:
+    """A CPU list as taskset -c takes it: 0-3,6."""
+    if not _matches(CPU_LIST, text):
+        raise UsageError(f"{where}: isobench_cpus {text!r} is not a CPU list such as 0-3,6")
+    return text
+
+
+def remote_path(text: str, where: str, what: str) -> str:
+    """An absolute path (or one under ~) on a host, printable ASCII without spaces."""
+    if not _matches(REMOTE_PATH, text) or "/../" in text + "/":
+        raise UsageError(f"{where}: {what} {text!r} is not an absolute path (or ~/...) of "
+                         "printable ASCII without spaces or '..'")
+    return text
+
+
+def node_type(text: str) -> tuple[str, str, str | None]:
+    """NAME:PARTITION[:CONSTRAINT] of `campaign slurm --node-type`."""
+    name, _, rest = text.partition(":")
+    partition, _, constraint = rest.partition(":")
+    if not (_matches(HOST_NAME, name) and _matches(SLURM_WORD, partition)
+            and (not constraint or _matches(SLURM_CONSTRAINT, constraint))):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not NAME:PARTITION[:CONSTRAINT] (e.g. icelake:compute:icx)")
+    return name, partition, constraint or None
+SLURM_TIME = re.compile(r"(?:[0-9]{1,3}-)?[0-9]{1,3}(?::[0-9]{2}){0,2}")
