@@ -107,13 +107,13 @@ def test_lwc_create_renders_its_tables_and_plot(tmp_path):
     assert (tmp_path / "lwc-create.png").exists()
 
 
-def switch_results() -> list[dict]:
+def switch_results(places=("same-cpu",)) -> list[dict]:
     out = []
-    for rep in (1, 2, 3):
+    for rep, place in ((r, p) for r in (1, 2, 3) for p in places):
         f = rep_factor(rep)
         for variant, one_way in (("lwc", 1400.0), ("process", 1500.0),
                                  ("process-futex", 1300.0), ("uthread", 40.0)):
-            base = {"placement": "same-cpu", "variant": variant, "primitive": "x",
+            base = {"placement": place, "variant": variant, "primitive": "x",
                     "timebase": "clock", "round_trips": 1000, "b_ran": 1000}
             out.append(result("lwc-switch", "-", {**base, "per": "one-way",
                                                   "method": "timestamps handed across",
@@ -151,6 +151,12 @@ def test_lwc_switch_keeps_one_way_and_round_trip_apart(tmp_path):
     assert "ONE-WAY" in one_way
     drawn = [p for p in plots.draw(doc) if p.name == "lwc-switch"]
     assert drawn and drawn[0].figure is not None
+
+
+def test_lwc_switch_targets_list_same_cpu_first(tmp_path):
+    s = summary_of(tmp_path, switch_results(("cross-cpu", "same-cpu")))["sections"]["lwc-switch"]
+    assert [t["placement"] for t in s["targets"]] == ["same-cpu", "cross-cpu"]
+    assert [r["placement"] for r in s["one_way"]][:4] == ["same-cpu"] * 4
 
 
 def test_published_lwc_switch_figures_match_one_way_results_only():

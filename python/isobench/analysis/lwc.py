@@ -219,7 +219,7 @@ def lwc_switch(data: RunData, doc: Mapping) -> dict | None:
             base = refs.get(base_id)
             p["over_lwc"] = units.ratio(p["value"], base["value"]) if base else None
     targets = []
-    for place in sorted({k[1] for k in by}):
+    for place in sorted({k[1] for k in by}, key=lambda p: (p != "same-cpu", p)):
         lwc, pf = by.get(("one-way", place, "lwc")), by.get(("one-way", place, "process-futex"))
         if lwc is None or pf is None:
             continue
