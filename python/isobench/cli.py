@@ -207,7 +207,9 @@ def _add_run(sub) -> None:
                         "mechanisms in a shuffled order each time; the repetitions are what "
                         f"intervals and tests rest on (default: {runner.DEFAULT_REPEAT}; "
                         f"--quick: {runner.QUICK_REPEAT}, enough for an interval but not for "
-                        f"a significance test; at most {validate.MAX_REPEAT})")
+                        f"a significance test; without either, "
+                        + ", ".join(f"{b}: {n}" for b, n in runner.BENCHMARK_REPEAT.items())
+                        + f", as its experiment asks; at most {validate.MAX_REPEAT})")
     p.add_argument("--seed", type=validate.bounded_whole(0, validate.MAX_SEED), metavar="S",
                    help="seed of the shuffled order (default: a random one; either way it is "
                         "recorded with the run)")
