@@ -211,7 +211,9 @@ def _add_run(sub) -> None:
                         "mechanisms in a shuffled order each time; the repetitions are what "
                         f"intervals and tests rest on (default: {runner.DEFAULT_REPEAT}; "
                         f"--quick: {runner.QUICK_REPEAT}, enough for an interval but not for "
-                        f"a significance test; at most {validate.MAX_REPEAT})")
+                        f"a significance test; without either, "
+                        + ", ".join(f"{b}: {n}" for b, n in runner.BENCHMARK_REPEAT.items())
+                        + f", as its experiment asks; at most {validate.MAX_REPEAT})")
     p.add_argument("--seed", type=validate.bounded_whole(0, validate.MAX_SEED), metavar="S",
                    help="seed of the shuffled order (default: a random one; either way it is "
                         "recorded with the run)")
@@ -473,10 +475,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     path = db_path(args)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
     repeat = args.repeat or (runner.QUICK_REPEAT if args.quick else runner.DEFAULT_REPEAT)
+    own_repeat = ({} if args.repeat or args.quick else
+                  {b: n for b, n in runner.BENCHMARK_REPEAT.items() if b in benches})
     per_bench = ({kvserver.BENCHMARK: _kvserver_mechanisms(args, catalog)}
                  if kvserver.BENCHMARK in benches else None)
     jobs = runner.plan(catalog, benches, mechs, repeat=repeat, seed=seed,
-                       per_benchmark=per_bench)
+                       per_benchmark=per_bench, repeat_by_benchmark=own_repeat)
     with lifecycle.stop_signals() as guard, Store.open(path, create=True) as store:
         env = sysinfo.collect(driver_version=driver.version(), repo=repo_root())
         # The checks need to know which mechanisms run a second context.
@@ -497,7 +501,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 env["isolation"] = attackers.for_environment(*isolation_entries(
                     driver, [catalog.mechanism(m) for m in mechs], ISOLATION_TIMEOUT))
             run_id = store.begin_run(args.argv, env)
-            store.set_options(run_id, {"repeat": repeat, "seed": seed})
+            store.set_options(run_id, {"repeat": repeat, "seed": seed,
+                                       **({"repeat_by_benchmark": own_repeat} if own_repeat else {})})
             failed = lifecycle.record(store, driver, run_id, env, jobs, opts,
                                       runner.Progress(len(jobs), quiet=args.quiet), guard, finish)
         except lifecycle.Interrupted as sig:

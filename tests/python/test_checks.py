@@ -231,6 +231,16 @@ def test_each_check_alone(tmp_path, mutate, expected):
     assert ids(load_doc(tmp_path, doc)) == expected
 
 
+def test_no_significance_names_a_benchmarks_own_repetitions(tmp_path):
+    # A benchmark with its own default (runner.BENCHMARK_REPEAT) is told the
+    # number it asked for, not the run's.
+    doc = fixture("clean_run")
+    m_one_repetition(doc)
+    doc["options"] = {"repeat": 1, "seed": 11, "repeat_by_benchmark": {"switch": 10}}
+    by = {f["id"]: f for f in findings(load_doc(tmp_path, doc))}
+    assert "asked for 10 repetitions" in by["no-significance"]["next"]
+
+
 def test_run_in_progress_and_a_dead_owner(tmp_path):
     # The store records the owning process of a run (where it does); a live
     # owner means the run is still going, a dead one that it was cut short.

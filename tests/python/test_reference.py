@@ -13,7 +13,7 @@ def test_every_row_is_complete():
         for field in ("source", "citation", "hardware", "unit", "subject"):
             assert getattr(r, field).strip(), (r.id, field)
         assert r.value > 0, r.id
-        assert r.unit in ("cycles", "us", "cpi"), r.id
+        assert r.unit in ("cycles", "us", "ms", "s", "cpi"), r.id
 
 
 @pytest.mark.parametrize("rid, value, unit, hardware", [
@@ -39,6 +39,21 @@ def test_every_row_is_complete():
     ("cheri-ukernel-ipc-caplookup-cap", 280, "cycles", "Morello"),
     ("cheri-ukernel-ipc-cpi-nocap", 0.73, "cpi", "Morello"),
     ("cheri-ukernel-ipc-cpi-cap", 1.04, "cpi", "Morello"),
+    ("konrad-lwc-switch-us", 3.80, "us", "i5-4210U"),
+    ("konrad-process-switch-us", 7.55, "us", "i5-4210U"),
+    ("konrad-uthread-switch-us", 3.32, "us", "i5-4210U"),
+    ("konrad-kthread-switch-us", 7.64, "us", "i5-4210U"),
+    ("lwc-tls-native", 99.7, "s", "X5650"),
+    ("lwc-tls-key-in-lwc", 100.4, "s", "X5650"),
+    ("morello-cpu-maths-normal", 46759, "ms", "Morello"),
+    ("morello-cpu-maths-secure", 70780, "ms", "Morello"),
+    ("morello-cpu-maths-benchmark", 52901, "ms", "Morello"),
+    ("morello-cpu-int-secure", 993, "ms", "Morello"),
+    ("morello-cpu-float-benchmark", 621, "ms", "Morello"),
+    ("morello-cpu-array-benchmark", 101, "ms", "Morello"),
+    ("morello-pipe-write-in", 0.003, "ms", "Morello"),
+    ("morello-pipe-read-in", 0.079, "ms", "Morello"),
+    ("morello-pipe-read-cold-out", 0.059, "ms", "Morello"),
 ])
 def test_known_values(rid, value, unit, hardware):
     r = {x.id: x for x in reference.load()}[rid]
@@ -59,8 +74,38 @@ def test_seimi_tables_are_complete_and_paired():
 
 def test_local_match_params_parse():
     r = {x.id: x for x in reference.load()}["lwc-switch-process"]
-    assert (r.local_benchmark, r.local_mechanism) == ("switch", "process-futex")
-    assert r.local_params == {"placement": "same-cpu", "variant": "entry", "payload": 0}
+    # lwC's figures are one switch: they stand beside lwc-switch's one-way
+    # results, never beside switch's round trips.
+    assert (r.local_benchmark, r.local_mechanism) == ("lwc-switch", "-")
+    assert r.local_params == {"variant": "process", "per": "one-way", "placement": "same-cpu"}
+
+
+def test_no_one_way_figure_stands_beside_a_round_trip():
+    for r in reference.load():
+        if "one way" in r.metric:
+            assert r.local_benchmark in (None, "lwc-switch"), r.id
+            if r.local_benchmark:
+                assert r.local_params.get("per") == "one-way", r.id
+    lwc = [r for r in reference.load() if r.id.startswith(("lwc-switch-", "konrad-"))
+           and "switch" in r.id and "cmp" not in r.id]
+    assert len(lwc) == 12 and all(r.local_benchmark == "lwc-switch" for r in lwc)
+
+
+def test_morello_tables_are_complete():
+    refs = {r.id: r for r in reference.load()}
+    # Table 5 (purecap) and 6 (purecap-benchmark) against the plain build, and
+    # the pipe's Tables 6 (in) and 7 (out): warm and first call.
+    for k in ("maths", "int", "float", "array"):
+        for build in ("normal", "secure", "benchmark"):
+            assert refs[f"morello-cpu-{k}-{build}"].unit == "ms"
+    for op in ("write", "read"):
+        for cold in ("", "-cold"):
+            for where in ("out", "in"):
+                assert f"morello-pipe-{op}{cold}-{where}" in refs
+    # The maths overhead the text states for Table 5 (51.33%, from its unrounded means).
+    assert refs["morello-cpu-maths-secure"].value / refs["morello-cpu-maths-normal"].value == \
+        pytest.approx(1.5133, abs=1e-3)
+    assert "another ABI" in refs["morello-cpu-int-secure"].note
 
 
 def test_reference_command(isobench):

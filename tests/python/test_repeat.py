@@ -177,3 +177,22 @@ def json_as_is(isobench, *args):
     import json
     p = isobench.as_is(*args)
     return json.loads(p.stdout), p
+
+
+def test_a_benchmark_may_have_its_own_number_of_repetitions():
+    from isobench.measure import runner
+    from isobench.measure.driver import Benchmark, Catalog
+
+    catalog = Catalog((), (Benchmark("switch", "", True), Benchmark("refmon", "", False)))
+    assert runner.BENCHMARK_REPEAT["refmon"] == 10  # lwC's figure: 10 repetitions
+    plan = runner.plan(catalog, ["switch", "refmon"], ["a", "b"], repeat=3, seed=1,
+                       repeat_by_benchmark={"refmon": 10})
+    jobs = list(plan)
+    assert len(jobs) == len(plan) == 3 * 2 + 10
+    refmon = [j for j in jobs if j.benchmark == "refmon"]
+    assert [j.repetition for j in refmon] == list(range(1, 11))
+    assert all(j.repeat == 10 and j.mechanism is None for j in refmon)
+    switch = [j for j in jobs if j.benchmark == "switch"]
+    assert sorted({j.repetition for j in switch}) == [1, 2, 3]
+    assert all(j.repeat == 3 for j in switch)
+    assert plan.repeat_of("refmon") == 10 and plan.repeat_of("switch") == 3

@@ -292,7 +292,10 @@ def check_no_significance(data: RunData, doc: Mapping) -> Fired | None:
            and c["headline"]["reps"] < stats.MIN_REPS_FOR_INTERVAL]
     if not hit:
         return None
-    asked = ((doc.get("run") or {}).get("options") or {}).get("repeat") or 1
+    opts = (doc.get("run") or {}).get("options") or {}
+    # A benchmark may have asked for its own number (runner.BENCHMARK_REPEAT).
+    own = opts.get("repeat_by_benchmark") or {}
+    asked = max(own.get(c["benchmark"], opts.get("repeat") or 1) for c in hit)
     fix = ("repeat in fresh processes: `isobench run --repeat 5`" if asked < 2 else
            f"the run asked for {asked} repetitions: the others of these were skipped or failed "
            "(the notes under `isobench show` say why); run them again, or read these as one "

@@ -48,7 +48,11 @@ BENCHMARK_KINDS = {"switch": MICRO, "pingpong": MICRO, "oslat": MICRO, "kv": MAC
                    "worksweep": MICRO, "scale": MICRO,
                    "cpuwork": MACRO, "memops": MACRO, "pipeio": MACRO,
                    # docs/microkernel.md
-                   "delegate": MICRO, "sched": MICRO}
+                   "delegate": MICRO, "sched": MICRO,
+                   # docs/lwc.md: creation, switch and monitored calls are micro;
+                   # signing with the key in a context is the use case itself.
+                   "lwc-create": MICRO, "lwc-switch": MICRO, "refmon": MICRO,
+                   "lwc-sign": MACRO}
 
 # Result params that report what happened rather than select what was
 # measured (the kv benchmark prints its own mean, request counts, store
@@ -77,6 +81,11 @@ OUTPUT_PARAMS = frozenset({
     # pingpong, delegate, sched (docs/microkernel.md): the protection's evidence,
     # percentiles and the delta against none computed in the same run.
     "protect_evidence", "protect_threat", "spread", "delta_vs_none",
+    # lwC's experiments (docs/lwc.md): faults counted where the pages were
+    # written, switches checked on the other side, calls the monitor saw.
+    "reps", "minflt_min", "minflt_median", "minflt_max", "minflt", "pages", "pages_saved",
+    "scanned_pages", "round_trips", "b_ran", "median_a_to_b", "median_b_to_a",
+    "monitored_calls", "monitored_expected", "denied", "probe",
 })
 
 # How a result finds its baseline among the `direct` results of the same run

@@ -13,13 +13,25 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
+from . import lwc, workloads
 from .runs import RunData
 
 Builder = Callable[[RunData, Mapping], "dict | None"]
 
-# (name, builder), in the order the sections are shown.  Empty until a
-# family registers.
-SECTIONS: tuple[tuple[str, Builder], ...] = ()
+# (name, builder), in the order the sections are shown.
+SECTIONS: tuple[tuple[str, Builder], ...] = (
+    # The workloads (docs/workloads.md): Morello's tables and the work per crossing.
+    ("worksweep", workloads.worksweep),
+    ("cpuwork", workloads.cpuwork),
+    ("memops", workloads.memops),
+    ("pipeio", workloads.pipeio),
+    ("scale", workloads.scale),
+    # lwC's experiments (docs/lwc.md).
+    ("lwc-create", lwc.lwc_create),
+    ("lwc-switch", lwc.lwc_switch),
+    ("refmon", lwc.refmon),
+    ("lwc-sign", lwc.lwc_sign),
+)
 
 
 def build(data: RunData, doc: Mapping) -> dict:

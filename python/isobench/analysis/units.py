@@ -57,8 +57,10 @@ def scale(values: Sequence[float | None], factor: float | None) -> list[float | 
 
 # Units a published figure may be drawn in beside local results: times on a
 # ns axis, cycles on a cycles axis (TSC ticks match neither).
-_SCALES = {"ns": {"ns": 1.0, "us": 1000.0, "ms": 1e6},
-           "us": {"ns": 1e-3, "us": 1.0, "ms": 1000.0},
+_SCALES = {"ns": {"ns": 1.0, "us": 1000.0, "ms": 1e6, "s": 1e9},
+           "us": {"ns": 1e-3, "us": 1.0, "ms": 1000.0, "s": 1e6},
+           "ms": {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1000.0},
+           "s": {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0},
            "cycles": {"cycles": 1.0}}
 
 
@@ -67,3 +69,17 @@ def convert(value: float | None, unit: str, to: str) -> float | None:
     (None where they are not, or for no value)."""
     f = _SCALES.get(to, {}).get(unit)
     return None if f is None or value is None else value * f
+
+
+def gb_per_s(nbytes: float | None, ns: float | None) -> float | None:
+    """A rate in GB/s (10^9 bytes per second: bytes per ns) of nbytes moved in ns."""
+    if nbytes is None or not ns or ns <= 0:
+        return None
+    return nbytes / ns
+
+
+def per_second(ns: float | None) -> float | None:
+    """How many operations of ns each fit in a second."""
+    if not ns or ns <= 0:
+        return None
+    return 1e9 / ns

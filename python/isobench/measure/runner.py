@@ -54,6 +54,12 @@ PLACEMENTS = ("same-cpu", "cross-cpu", "unpinned")
 DEFAULT_REPEAT = 5
 QUICK_REPEAT = 3
 
+# Benchmarks whose experiment asks for more repetitions than DEFAULT_REPEAT:
+# they get this many when --repeat is not given (and --quick is not: a quick
+# run keeps QUICK_REPEAT).  refmon: lwC's reference-monitor figure gives
+# seconds per 10,000 calls over 10 repetitions.
+BENCHMARK_REPEAT = {"refmon": 10}
+
 # Time-out of one isob child (seconds): generous, since a full switch run
 # over all placements takes about a minute on slow machines; --quick runs
 # a quarter of the iterations.
@@ -114,10 +120,12 @@ class Plan:
 
     def __init__(self, catalog: Catalog, benchmarks: Sequence[str], mechanisms: Sequence[str],
                  repeat: int = 1, seed: int = 0,
-                 per_benchmark: Mapping[str, Sequence[str]] | None = None):
+                 per_benchmark: Mapping[str, Sequence[str]] | None = None,
+                 repeat_by_benchmark: Mapping[str, int] | None = None):
         self.benchmarks = tuple(benchmarks)
         self.repeat = repeat
         self.seed = seed
+        self._repeats = {b: (repeat_by_benchmark or {}).get(b, repeat) for b in self.benchmarks}
         # Per benchmark: None when it takes no mechanism, else its mechanisms.
         self._mechs: list[tuple[str, tuple[str, ...] | None]] = []
         for name in self.benchmarks:
@@ -127,33 +135,42 @@ class Plan:
             else:
                 self._mechs.append((name, tuple((per_benchmark or {}).get(name, mechanisms))))
 
+    def repeat_of(self, benchmark: str) -> int:
+        return self._repeats.get(benchmark, self.repeat)
+
     def __len__(self) -> int:
-        return self.repeat * sum(1 if m is None else len(m) for _, m in self._mechs)
+        return sum(self.repeat_of(name) * (1 if m is None else len(m)) for name, m in self._mechs)
 
     def __iter__(self) -> Iterator[Job]:
         rng = random.Random(self.seed)
-        for rep in range(1, self.repeat + 1):
+        for rep in range(1, max(self._repeats.values(), default=self.repeat) + 1):
             for name, mechs in self._mechs:
+                repeat = self.repeat_of(name)
+                if rep > repeat:
+                    continue
                 if mechs is None:
-                    yield Job(name, None, rep, self.repeat)
+                    yield Job(name, None, rep, repeat)
                     continue
                 order = list(mechs)
-                if self.repeat > 1:
+                if repeat > 1:
                     rng.shuffle(order)
                 for m in order:
-                    yield Job(name, m, rep, self.repeat)
+                    yield Job(name, m, rep, repeat)
 
 
 def plan(catalog: Catalog, benchmarks: Sequence[str], mechanisms: Sequence[str],
          repeat: int = 1, seed: int = 0,
-         per_benchmark: Mapping[str, Sequence[str]] | None = None) -> Plan:
+         per_benchmark: Mapping[str, Sequence[str]] | None = None,
+         repeat_by_benchmark: Mapping[str, int] | None = None) -> Plan:
     """The jobs of a run: repetition-major, then benchmark in the order given,
     then mechanism (in the order given for one repetition, else shuffled per
     repetition and benchmark with random.Random(seed)).  per_benchmark gives
     some benchmarks their own mechanism list (kv-server: memcached first,
-    then its default set unless -m named some).  Iterating twice gives the
-    same jobs."""
-    return Plan(catalog, benchmarks, mechanisms, repeat, seed, per_benchmark)
+    then its default set unless -m named some); repeat_by_benchmark gives
+    some benchmarks their own number of repetitions (BENCHMARK_REPEAT).
+    Iterating twice gives the same jobs."""
+    return Plan(catalog, benchmarks, mechanisms, repeat, seed, per_benchmark,
+                repeat_by_benchmark)
 
 
 def isob_args(job: Job, opts: Options) -> list[str]:

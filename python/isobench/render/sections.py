@@ -23,8 +23,23 @@ class Renderer:
     first: bool = False
 
 
-# Section name -> its renderer.  Empty until a family registers.
-RENDERERS: dict[str, Renderer] = {}
+from . import lwc, workloads  # noqa: E402  (the families' renderers, in modules of their own)
+
+# Section name -> its renderer.
+RENDERERS: dict[str, Renderer] = {
+    # The worksweep curves open the report: the most useful number for someone
+    # choosing a mechanism is how much work a crossing needs to be affordable.
+    "worksweep": Renderer(workloads.worksweep_text, workloads.worksweep_md,
+                          plots=workloads.worksweep_plots, first=True),
+    "cpuwork": Renderer(workloads.cpuwork_text, workloads.cpuwork_md),
+    "memops": Renderer(workloads.memops_text, workloads.memops_md),
+    "pipeio": Renderer(workloads.pipeio_text, workloads.pipeio_md),
+    "scale": Renderer(workloads.scale_text, workloads.scale_md, plots=workloads.scale_plots),
+    "lwc-create": Renderer(lwc.create_text, lwc.create_md, plots=lwc.create_plots),
+    "lwc-switch": Renderer(lwc.switch_text, lwc.switch_md, plots=lwc.switch_plots),
+    "refmon": Renderer(lwc.refmon_text, lwc.refmon_md, plots=lwc.refmon_plots),
+    "lwc-sign": Renderer(lwc.sign_text, lwc.sign_md),
+}
 
 
 def _each(doc: Mapping):

@@ -167,8 +167,10 @@ def _kv_mean(c: Mapping) -> float | None:
     return vals[len(vals) // 2] if vals else rep_middle(c, "mean")
 
 
-def _asked(doc: Mapping) -> int | None:
-    return (doc["run"].get("options") or {}).get("repeat")
+def _asked(doc: Mapping, benchmark: str | None = None) -> int | None:
+    """The repetitions the run asked for (of one benchmark, where it had its own)."""
+    opts = doc["run"].get("options") or {}
+    return (opts.get("repeat_by_benchmark") or {}).get(benchmark, opts.get("repeat"))
 
 
 def results_tables(doc: Mapping) -> list[str]:
@@ -181,7 +183,8 @@ def results_tables(doc: Mapping) -> list[str]:
     asked = _asked(doc)
     out = []
     if other:
-        out.append(render(RESULT_HEADERS, [config_row(c, asked) for c in other], RIGHT_ALIGNED))
+        out.append(render(RESULT_HEADERS, [config_row(c, _asked(doc, c["benchmark"]))
+                                           for c in other], RIGHT_ALIGNED))
     if kv:
         out.append("kv: time per get request, per data size (set and warm-up phases are "
                    "stored too: `isobench export`)")

@@ -1,0 +1,220 @@
+"""The lwC sections (analysis/lwc.py, render/lwc.py) on synthetic stored
+runs: the creation fit per repetition and its interval (against scipy), the
+slope over the COW fault, one-way and round trip kept apart with the
+published one-way figures beside the one-way table only, refmon's seconds
+per 10,000 calls, and signatures per second."""
+
+from __future__ import annotations
+
+import pytest
+
+from isobench.analysis import fit, reference
+from isobench.render import plots, sections as render_sections, table
+
+from synthetic_runs import rep_factor, result, summary_of
+
+scipy_stats = pytest.importorskip("scipy.stats")
+
+DS = (0, 1, 16, 256, 4096)
+# Per repetition: (intercept us, slope us per page) of the lwc, and the COW
+# fault's cost per page in us.
+LINES = {1: (300.0, 3.0), 2: (310.0, 3.1), 3: (290.0, 2.9)}
+COW_US = 2.5
+
+
+def create_results(reps=(1, 2, 3), heaps=(1, 64)) -> list[dict]:
+    out = []
+    for rep in reps:
+        a, b = LINES[rep]
+        for h in heaps:
+            base = {"heap_mib": h, "page_bytes": 4096, "thp": "madvise",
+                    "thp_advice": "MADV_NOHUGEPAGE", "timebase": "clock"}
+            for d in DS:
+                for v, (va, vb) in (("lwc", (a, b)), ("fork", (a / 2, b))):
+                    p = {**base, "variant": v, "dirty_pages": d, "faults_counted": "in the child",
+                         "reps": 8, "minflt_min": d, "minflt_median": d, "minflt_max": d}
+                    out.append(result("lwc-create", "-", p, (va + vb * d) * 1000, rep))
+            out.append(result("lwc-create", "-", {**base, "variant": "cow-fault",
+                                                  "dirty_pages": 4096, "per": "page",
+                                                  "pages": 4096, "minflt": 4105},
+                              COW_US * 1000 * rep_factor(rep), rep))
+            out.append(result("lwc-create", "-", {**base, "variant": "vfork", "dirty_pages": 0,
+                                                  "reps": 8}, 15000 * rep_factor(rep), rep))
+            out.append(result("lwc-create", "-", {**base, "variant": "soft-dirty",
+                                                  "dirty_pages": 0}, status="skipped",
+                              reason="the kernel lacks CONFIG_MEM_SOFT_DIRTY"))
+    return out
+
+
+def test_lwc_create_fits_each_repetition_and_takes_the_interval_over_them(tmp_path):
+    doc = summary_of(tmp_path, create_results())
+    s = doc["sections"]["lwc-create"]
+    assert s["heaps"] == [1, 64] and s["unit"] == "us"
+    lwc = next(f for f in s["fits"] if f["variant"] == "lwc" and f["heap_mib"] == 64)
+    slopes = [b for _, b in LINES.values()]
+    intercepts = [a for a, _ in LINES.values()]
+    assert lwc["slope"]["value"] == pytest.approx(3.0, rel=1e-3)
+    assert lwc["intercept"]["value"] == pytest.approx(300.0, rel=1e-2)
+    lo, hi = scipy_stats.t.interval(0.95, 2, loc=3.0, scale=scipy_stats.sem(slopes))
+    assert lwc["slope"]["interval"] == pytest.approx([lo, hi], rel=1e-3)
+    lo, hi = scipy_stats.t.interval(0.95, 2, loc=300.0, scale=scipy_stats.sem(intercepts))
+    assert lwc["intercept"]["interval"] == pytest.approx([lo, hi], rel=2e-2)
+    assert lwc["method"] == fit.OVER_REPETITIONS and lwc["reps"] == 3
+    assert lwc["faults_proved"] is True
+    # The slope over the kernel's own COW fault, paired by repetition.
+    per = [b / (COW_US * rep_factor(r)) for r, (_, b) in LINES.items()]
+    assert lwc["over_cow"]["value"] == pytest.approx(
+        scipy_stats.gmean(per), rel=1e-3)
+    # About 1.2 with an interval well below 1.5: within the target.
+    assert lwc["target"] == 1.5 and lwc["over_cow"]["interval"][1] < 1.5
+    assert lwc["verdict"] == "within"
+    fork = next(f for f in s["fits"] if f["variant"] == "fork" and f["heap_mib"] == 64)
+    assert fork["intercept"]["value"] == pytest.approx(150.0, rel=1e-2)
+    assert fork["verdict"] is None
+    assert [f["variant"] for f in s["fixed"]] == ["vfork", "vfork"]
+    assert {p["id"] for p in s["published"]} == {"lwc-create", "lwc-create-per-dirty-page"}
+    (skip,) = s["not_ok"]
+    assert skip["params"]["variant"] == "soft-dirty" and skip["cells"] == 2
+
+
+def test_lwc_create_with_one_repetition_uses_the_regression_interval(tmp_path):
+    doc = summary_of(tmp_path, create_results(reps=(2,), heaps=(1,)), repeat=1)
+    lwc = next(f for f in doc["sections"]["lwc-create"]["fits"] if f["variant"] == "lwc")
+    assert lwc["method"] == fit.REGRESSION and lwc["slope"]["between"] == "one process"
+    # The medians lie exactly on 310 + 3.1 D (to the sample's rounding): the
+    # regression interval is scipy's over the same points.
+    ys = [(310.0 + 3.1 * d) for d in DS]
+    ref = scipy_stats.linregress(DS, ys)
+    t = scipy_stats.t.ppf(0.975, len(DS) - 2)
+    assert lwc["slope"]["value"] == pytest.approx(ref.slope, rel=1e-4)
+    half = lwc["slope"]["interval"][1] - lwc["slope"]["value"]
+    assert half == pytest.approx(t * ref.stderr, abs=1e-3)
+    assert lwc["over_cow"]["between"] == "one process"
+    text = render_sections.text_blocks(doc)[0]
+    assert " 1p" in text and "regression interval within one process" in text
+
+
+def test_lwc_create_renders_its_tables_and_plot(tmp_path):
+    doc = summary_of(tmp_path, create_results())
+    text = table.run_report(doc)
+    assert "lwc-create: create + switch + destroy = intercept + slope x dirty pages" in text
+    assert "PUBLISHED lwC" in text and "87.7" in text and "3.40" in text
+    assert "lwc-create: the baselines" in text and "vfork" in text
+    assert "SKIPPED dirty_pages=0 variant=soft-dirty: the kernel lacks" in text
+    drawn = [p for p in plots.draw(doc) if p.name == "lwc-create"]
+    assert drawn and drawn[0].figure is not None
+    plots.save(drawn[0], tmp_path)
+    assert (tmp_path / "lwc-create.png").exists()
+
+
+def switch_results(places=("same-cpu",)) -> list[dict]:
+    out = []
+    for rep, place in ((r, p) for r in (1, 2, 3) for p in places):
+        f = rep_factor(rep)
+        for variant, one_way in (("lwc", 1400.0), ("process", 1500.0),
+                                 ("process-futex", 1300.0), ("uthread", 40.0)):
+            base = {"placement": place, "variant": variant, "primitive": "x",
+                    "timebase": "clock", "round_trips": 1000, "b_ran": 1000}
+            out.append(result("lwc-switch", "-", {**base, "per": "one-way",
+                                                  "method": "timestamps handed across",
+                                                  "median_a_to_b": one_way,
+                                                  "median_b_to_a": one_way},
+                              one_way * f, rep))
+            out.append(result("lwc-switch", "-", {**base, "per": "round-trip"},
+                              2 * one_way * f, rep))
+    return out
+
+
+def test_lwc_switch_keeps_one_way_and_round_trip_apart(tmp_path):
+    doc = summary_of(tmp_path, switch_results())
+    s = doc["sections"]["lwc-switch"]
+    one = {r["variant"]: r for r in s["one_way"]}
+    rt = {r["variant"]: r for r in s["round_trip"]}
+    assert one["lwc"]["time"]["value"] == pytest.approx(1.4, rel=1e-3)
+    assert rt["lwc"]["time"]["value"] == pytest.approx(2.8, rel=1e-3)
+    # Published figures are one-way: beside the one-way rows only.
+    assert [p["id"] for p in one["lwc"]["published"]] == [
+        "lwc-switch-lwc", "konrad-lwc-switch-us", "konrad-lwc-switch-cycles"]
+    assert [p["id"] for p in one["process"]["published"]][0] == "lwc-switch-process"
+    assert one["process"]["published"][0]["over_lwc"] == pytest.approx(4.25 / 2.01)
+    assert one["process-futex"]["published"] == [] and one["uthread"]["published"] == []
+    assert all("published" not in r for r in s["round_trip"])
+    assert one["process"]["over_lwc"]["value"] == pytest.approx(1500 / 1400, rel=1e-3)
+    assert one["lwc"]["a_to_b_us"] == pytest.approx(1.4)
+    assert all(r["checked"] for r in s["one_way"] + s["round_trip"])
+    (target,) = s["targets"]
+    assert target["lwc_over_process_futex"]["value"] == pytest.approx(1400 / 1300, rel=1e-3)
+    assert target["target"] == 1.2 and target["verdict"] == "within"
+    text = render_sections.text_blocks(doc)[0]
+    one_way, round_trip = text.split("lwc-switch: ROUND TRIP")
+    assert "2.01 us" in one_way and "2.01" not in round_trip
+    assert "ONE-WAY" in one_way
+    drawn = [p for p in plots.draw(doc) if p.name == "lwc-switch"]
+    assert drawn and drawn[0].figure is not None
+
+
+def test_lwc_switch_targets_list_same_cpu_first(tmp_path):
+    s = summary_of(tmp_path, switch_results(("cross-cpu", "same-cpu")))["sections"]["lwc-switch"]
+    assert [t["placement"] for t in s["targets"]] == ["same-cpu", "cross-cpu"]
+    assert [r["placement"] for r in s["one_way"]][:4] == ["same-cpu"] * 4
+
+
+def test_published_lwc_switch_figures_match_one_way_results_only():
+    refs = {r.id: r for r in reference.load()}
+    for rid in ("lwc-switch-lwc", "lwc-switch-process", "lwc-switch-kthread",
+                "lwc-switch-uthread", "konrad-lwc-switch-cycles", "konrad-process-switch-us"):
+        r = refs[rid]
+        assert (r.local_benchmark, r.local_mechanism) == ("lwc-switch", "-")
+        assert r.local_params["per"] == "one-way" and "one way" in r.metric
+
+
+def refmon_results() -> list[dict]:
+    out = []
+    for rep in (1, 2, 3):
+        for cfg, us in (("native", 1.0), ("broker", 8.0), ("lwc-mon", 4.0)):
+            for call in ("open+close", "read-4k"):
+                p = {"config": cfg, "call": call, "calls": 10000, "bytes_per_call": 0,
+                     "fs": "tmpfs", "isolation": f"{cfg} isolation", "probe": "denied",
+                     "timebase": "clock"}
+                if cfg != "native":
+                    p.update(monitored_calls=20002, monitored_expected=20002, denied=1)
+                out.append(result("refmon", "-", p, us * 10000 * 1000 * rep_factor(rep), rep,
+                                  samples=None))
+    return out
+
+
+def test_refmon_gives_seconds_per_10000_calls(tmp_path):
+    doc = summary_of(tmp_path, refmon_results())
+    s = doc["sections"]["refmon"]
+    assert s["calls"] == ["open+close", "read-4k"]
+    assert s["configs"] == ["native", "broker", "lwc-mon"]
+    row = s["rows"][0]
+    assert row["cells"]["broker"]["seconds"]["value"] == pytest.approx(0.08, rel=1e-3)
+    assert row["cells"]["broker"]["seconds"]["interval"] is not None
+    assert row["cells"]["lwc-mon"]["us_per_call"]["value"] == pytest.approx(4.0, rel=1e-3)
+    assert row["cells"]["lwc-mon"]["over_native"]["value"] == pytest.approx(4.0, rel=1e-3)
+    assert row["cells"]["broker"]["all_monitored"] is True
+    assert row["broker_over_lwc_mon"]["value"] == pytest.approx(2.0, rel=1e-3)
+    assert s["isolation"]["broker"] == "broker isolation"
+    text = render_sections.text_blocks(doc)[0]
+    assert "seconds per 10,000 calls" in text and "0.080" in text
+
+
+def test_lwc_sign_gives_signatures_per_second(tmp_path):
+    out = []
+    for rep in (1, 2, 3):
+        for v, us in (("in-process", 50.0), ("lwc", 60.0)):
+            out.append(result("lwc-sign", "-", {"variant": v, "algorithm": "Ed25519",
+                                                "signatures": 10000, "verified": 10000,
+                                                "key_in": v}, us * 1000 * rep_factor(rep), rep))
+    doc = summary_of(tmp_path, out)
+    s = doc["sections"]["lwc-sign"]
+    rows = {r["variant"]: r for r in s["rows"]}
+    assert rows["in-process"]["per_second"]["value"] == pytest.approx(20000, rel=1e-3)
+    lo, hi = rows["in-process"]["per_second"]["interval"]
+    assert lo < 20000 < hi
+    assert rows["lwc"]["verified"] == 30000
+    assert s["lwc_over_in_process"]["value"] == pytest.approx(1.2, rel=1e-3)
+    assert s["published_ratio"] == pytest.approx(100.4 / 99.7)
+    text = render_sections.text_blocks(doc)[0]
+    assert "signatures/s" in text and "TLS handshakes" in text
