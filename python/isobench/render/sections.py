@@ -11,6 +11,8 @@ import html
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from . import oslat
+
 Block = Callable[[Mapping, Mapping], str]  # (section, doc) -> text
 
 
@@ -23,8 +25,10 @@ class Renderer:
     first: bool = False
 
 
-# Section name -> its renderer.  Empty until a family registers.
-RENDERERS: dict[str, Renderer] = {}
+# Section name -> its renderer.
+RENDERERS: dict[str, Renderer] = {
+    "oslat": Renderer(text=oslat.text, markdown=oslat.markdown, plots=oslat.plots),
+}
 
 
 def _each(doc: Mapping):
