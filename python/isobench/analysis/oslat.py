@@ -38,14 +38,15 @@ from .runs import RunData
 BENCHMARK = "oslat"
 BASELINE = "none"
 
-# SEIMI's tables, in the order the paper prints them, and their subjects.
-TABLES = (("IV", "context switch (LMbench lat_ctx)"),
-          ("V", "file and VM operations (LMbench lat_fs, lat_mmap, lat_sig prot, "
-                "lat_pagefault, lat_select)"),
-          ("VI", "local communication, round trips (LMbench lat_pipe, lat_unix, lat_udp, "
-                 "lat_tcp, lat_rpc, lat_connect)"),
-          ("III", "process operations (LMbench lat_syscall, lat_sig, lat_proc)"))
-TABLE_ORDER = [t for t, _ in TABLES]
+# SEIMI's tables, in the order the paper prints them: what each measures,
+# and the LMbench programs behind it.
+TABLES = (("IV", "context switch", "lat_ctx"),
+          ("V", "file and VM operations", "lat_fs, lat_mmap, lat_sig prot, lat_pagefault, "
+                                          "lat_select"),
+          ("VI", "local communication, round trips", "lat_pipe, lat_unix, lat_udp, lat_tcp, "
+                                                     "lat_rpc, lat_connect"),
+          ("III", "process operations", "lat_syscall, lat_sig, lat_proc"))
+TABLE_ORDER = [t[0] for t in TABLES]
 
 # The rows that stand for SEIMI's columns, by table: (primitive, cell).
 # Table IV's raw hops (not the overhead cells), Table V's eight columns with
@@ -262,7 +263,7 @@ def _new_row(key: tuple[str, str, str, str], published: Mapping) -> dict:
 
 def _table(tab: str, place: str, rows: list[dict], columns: Sequence[str],
            printed: Mapping | None) -> dict:
-    subject = dict(TABLES).get(tab, "")
+    subject, programs = next(((t[1], t[2]) for t in TABLES if t[0] == tab), ("", ""))
     order = {k: i for i, k in enumerate(AVERAGED.get(tab, ()))}
     # SEIMI's columns first, in the paper's order; the rest as measured.
     rows = sorted(rows, key=lambda r: (not r["averaged"], order.get((r["primitive"], r["cell"]), 0)))
@@ -294,7 +295,7 @@ def _table(tab: str, place: str, rows: list[dict], columns: Sequence[str],
         pub_avg = {"n": len(ratios), "geomean_ratio": {"value": g, "overhead_pct": 100 * (g - 1)},
                    "seimi_method_pct": v, "seimi_method_undefined": why,
                    "printed": dict(printed) if printed else None}
-    return {"table": tab, "subject": subject, "placement": place, "title":
-            f"Table {tab}: {subject}", "columns": present, "rows": rows,
+    return {"table": tab, "subject": subject, "lmbench": programs, "placement": place,
+            "title": f"Table {tab}: {subject}", "columns": present, "rows": rows,
             "averages": averages, "published_average": pub_avg,
             "has_published": any(r["published"] for r in rows)}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from . import oslat
+from . import microkernel, oslat
 from .runs import RunData
 
 Builder = Callable[[RunData, Mapping], "dict | None"]
@@ -21,6 +21,9 @@ Builder = Callable[[RunData, Mapping], "dict | None"]
 # (name, builder), in the order the sections are shown.
 SECTIONS: tuple[tuple[str, Builder], ...] = (
     ("oslat", oslat.build),
+    ("microkernel-ipc", microkernel.build_ipc),
+    ("microkernel-delegate", microkernel.build_delegate),
+    ("microkernel-sched", microkernel.build_sched),
 )
 
 

@@ -102,9 +102,13 @@ def average_rows(t: Mapping) -> list[list[str]]:
     return out
 
 
+def _place(t: Mapping) -> str:
+    return f", {t['placement']}" if t["placement"] not in ("same-cpu", "None") else ""
+
+
 def _title(t: Mapping) -> str:
-    place = f", {t['placement']}" if t["placement"] not in ("same-cpu", "None") else ""
-    return f"oslat: SEIMI {t['title']}{place} [us per operation]"
+    return (f"oslat: SEIMI {t['title']}{_place(t)} (LMbench {t['lmbench']}) "
+            "[us per operation]")
 
 
 def _notes(section: Mapping) -> list[str]:
@@ -185,7 +189,7 @@ def table_plot(section: Mapping, doc: Mapping, t: Mapping):
     from .plots import Plot, _pyplot
     name = f"oslat-table-{t['table'].lower()}" + (
         f"-{t['placement']}" if t["placement"] not in ("same-cpu", "None") else "")
-    title = f"oslat, SEIMI {t['title']}: slowdown per primitive"
+    title = f"SEIMI {t['title']}{_place(t)}: slowdown under each confinement"
     cols = [c for c in t["columns"] if c != "none"]
     rows = [r for r in t["rows"] if any((r["cells"].get(c) or {}).get("slowdown") for c in cols)]
     if not rows:
@@ -213,14 +217,19 @@ def table_plot(section: Mapping, doc: Mapping, t: Mapping):
                 label="published: SEIMI / native (other hardware)")
     ax.axhline(1.0, color="black", lw=1)
     ax.set_yscale("log")
+    # The axis follows the markers: with few repetitions an interval can
+    # span decades, and would flatten every marker onto the line at 1.
+    marks = [s["value"] for r in rows for c in cols
+             if (s := (r["cells"].get(c) or {}).get("slowdown"))] + [v for _, v in pub]
+    ax.set_ylim(min(min(marks), 1.0) / 2.5, max(max(marks), 1.0) * 2.5)
     ax.set_xticks(xs)
     ax.set_xticklabels([("* " if r["averaged"] else "") + r["label"] for r in rows],
                        rotation=40, ha="right", fontsize=8)
     ax.set_ylabel("slowdown: headline / none's headline (log scale)")
     ax.grid(True, axis="y", which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title(f"{title} (run {doc['run']['run_id']})\n1 = no cost; bars: 95% interval over "
-                 "repetitions; * SEIMI's columns", fontsize=10)
+    ax.set_title(f"{title} (run {doc['run']['run_id']})\n1 = as fast as none; bars: 95% "
+                 "interval over repetitions (cut at the axis); * SEIMI's columns", fontsize=10)
     fig.tight_layout()
     return Plot(name, title, fig, "", "Each marker is one confinement's headline over none's "
                 "headline for the same cell in the same run; hollow diamonds are SEIMI's "
@@ -246,20 +255,22 @@ def heatmap(section: Mapping, doc: Mapping):
     # A log scale symmetric about 1, so that twice as slow and twice as fast
     # are equally far from white.
     span = max(max(present, default=2.0), 1.0 / min(present, default=0.5), 1.1)
-    fig, ax = plt.subplots(figsize=(2.2 + 1.25 * len(cols), 1.6 + 0.28 * len(rows)))
+    fig, ax = plt.subplots(figsize=(4.5 + 1.3 * len(cols), 1.8 + 0.28 * len(rows)))
     cmap = plt.get_cmap("RdBu_r").copy()
     cmap.set_bad("#dddddd")
     im = ax.imshow(grid, aspect="auto", cmap=cmap, norm=LogNorm(1.0 / span, span))
     for i, (_, r) in enumerate(rows):
         for j, c in enumerate(cols):
             s = (r["cells"].get(c) or {}).get("slowdown")
+            # White on the darkest cells, black elsewhere.
+            dark = bool(s) and (s["value"] > span ** 0.6 or s["value"] < span ** -0.6)
             ax.text(j, i, table.fmt_ratio(s["value"]) if s else "-", ha="center",
-                    va="center", fontsize=7)
+                    va="center", fontsize=7, color="white" if dark else "black")
     ax.set_xticks(range(len(cols)))
     ax.set_xticklabels(cols, rotation=30, ha="right", fontsize=8)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"{t['table']}: {r['label']}" for t, r in rows], fontsize=7)
-    bar = fig.colorbar(im, ax=ax)
+    bar = fig.colorbar(im, ax=ax, fraction=0.06, pad=0.03)
     bar.set_label("slowdown (log scale); 1 = as fast as none")
     ax.set_title(f"{title} (run {doc['run']['run_id']})\ncell text: headline / none's headline; "
                  "grey: not measured", fontsize=10)

@@ -11,7 +11,7 @@ import html
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from . import oslat
+from . import microkernel, oslat
 
 Block = Callable[[Mapping, Mapping], str]  # (section, doc) -> text
 
@@ -28,6 +28,13 @@ class Renderer:
 # Section name -> its renderer.
 RENDERERS: dict[str, Renderer] = {
     "oslat": Renderer(text=oslat.text, markdown=oslat.markdown, plots=oslat.plots),
+    "microkernel-ipc": Renderer(text=microkernel.ipc_text, markdown=microkernel.ipc_markdown),
+    "microkernel-delegate": Renderer(text=microkernel.delegate_text,
+                                     markdown=microkernel.delegate_markdown,
+                                     plots=microkernel.delegate_plots),
+    "microkernel-sched": Renderer(text=microkernel.sched_text,
+                                  markdown=microkernel.sched_markdown,
+                                  plots=microkernel.sched_plots),
 }
 
 
