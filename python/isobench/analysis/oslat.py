@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from . import reference, stats, summary, units
+from . import reference, stats, units
 from .runs import RunData
 
 BENCHMARK = "oslat"
@@ -105,6 +105,13 @@ def column_of(params: Mapping) -> tuple[str, str]:
 def _row_key(params: Mapping) -> tuple[str, str, str, str]:
     return (str(params.get("table")), str(params.get("primitive")), str(params.get("cell")),
             str(params.get("placement")))
+
+
+def _ratio_of(x, base):
+    # summary builds the sections (summary -> sections -> this module), so
+    # its ratio rule is reached at call time.
+    from .summary import ratio_of
+    return ratio_of(x, base)
 
 
 def _us(value_ns: float | None) -> float | None:
@@ -219,7 +226,7 @@ def build(data: RunData, doc: Mapping) -> dict | None:
         for col, e in row["_entries"].items():
             cell = _entry(e)
             if col != BASELINE:
-                cell["slowdown"] = summary.ratio_of(e, base) if base else None
+                cell["slowdown"] = _ratio_of(e, base) if base else None
             if row["primitive"] == "ctx" and not row["cell"].endswith("overhead"):
                 cell["switch_us"] = _switch_us(e)
             row["cells"][col] = cell
@@ -232,7 +239,8 @@ def build(data: RunData, doc: Mapping) -> dict | None:
     tables = []
     for (tab, place), trows in sorted(by_table.items(), key=lambda kv: (
             TABLE_ORDER.index(kv[0][0]) if kv[0][0] in TABLE_ORDER else 99, kv[0][1])):
-        tables.append(_table(tab, place, trows, [labels[c] for c in cols], printed.get(tab)))
+        tables.append(_table(tab, place, trows, [labels[c] for c in cols], printed.get(tab),
+                             published))
     return {
         "columns": [{"label": labels[c], "confine": c[0], "variant": c[1],
                      "threat": _threat(entries, c)} for c in cols],
@@ -262,7 +270,7 @@ def _new_row(key: tuple[str, str, str, str], published: Mapping) -> dict:
 
 
 def _table(tab: str, place: str, rows: list[dict], columns: Sequence[str],
-           printed: Mapping | None) -> dict:
+           printed: Mapping | None, published: Mapping) -> dict:
     subject, programs = next(((t[1], t[2]) for t in TABLES if t[0] == tab), ("", ""))
     order = {k: i for i, k in enumerate(AVERAGED.get(tab, ()))}
     # SEIMI's columns first, in the paper's order; the rest as measured.
@@ -285,8 +293,9 @@ def _table(tab: str, place: str, rows: list[dict], columns: Sequence[str],
             v, why = geomean_of_percentages(ratios)
             avg["seimi_method"] = {"value_pct": v, "undefined": why}
         averages[col] = avg
-    pub = [r["published"] for r in rows if r["averaged"] and r["published"]
-           and r["published"].get("slowdown")]
+    # SEIMI's own average, recomputed from all its columns of the table (not
+    # only those this run measured), beside the figure it printed.
+    pub = [published[k] for k in AVERAGED.get(tab, ()) if (published.get(k) or {}).get("slowdown")]
     pub_avg = None
     if pub:
         ratios = [p["slowdown"] for p in pub]

@@ -256,8 +256,7 @@ def heatmap(section: Mapping, doc: Mapping):
     # are equally far from white.
     span = max(max(present, default=2.0), 1.0 / min(present, default=0.5), 1.1)
     fig, ax = plt.subplots(figsize=(4.5 + 1.3 * len(cols), 1.8 + 0.28 * len(rows)))
-    cmap = plt.get_cmap("RdBu_r").copy()
-    cmap.set_bad("#dddddd")
+    cmap = plt.get_cmap("RdBu_r").with_extremes(bad="#dddddd")
     im = ax.imshow(grid, aspect="auto", cmap=cmap, norm=LogNorm(1.0 / span, span))
     for i, (_, r) in enumerate(rows):
         for j, c in enumerate(cols):
