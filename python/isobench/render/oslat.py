@@ -41,27 +41,33 @@ def _cell_text(cell: Mapping | None) -> str:
     return f"{table.fmt_num(cell['value'])} {cell['unit']}"
 
 
-def headers(t: Mapping) -> list[str]:
+# The console shows at most this many confinement columns side by side;
+# more go into further blocks of the same table (Markdown keeps one table).
+TEXT_COLUMNS = 4
+
+
+def headers(t: Mapping, cols: Sequence[str] | None = None, published: bool = True) -> list[str]:
     out = ["row"]
-    for col in t["columns"]:
+    for col in t["columns"] if cols is None else cols:
         out.append(f"{col} us")
         if col != "none":
             out.append("x none")
-    if t["has_published"]:
+    if published and t["has_published"]:
         out += PUBLISHED_HEADERS
     return out
 
 
-def rows(t: Mapping, with_interval: bool = False) -> list[list[str]]:
+def rows(t: Mapping, with_interval: bool = False, cols: Sequence[str] | None = None,
+         published: bool = True) -> list[list[str]]:
     out = []
     for r in t["rows"]:
         line = [("* " if r["averaged"] else "  ") + r["label"]]
-        for col in t["columns"]:
+        for col in t["columns"] if cols is None else cols:
             cell = r["cells"].get(col)
             line.append(_cell_text(cell))
             if col != "none":
                 line.append(_x((cell or {}).get("slowdown"), with_interval))
-        if t["has_published"]:
+        if published and t["has_published"]:
             p = r["published"] or {}
             line += [_us(p.get("native")), _us(p.get("seimi")), _x(
                 {"value": p["slowdown"]} if p.get("slowdown") else None)]
@@ -69,13 +75,14 @@ def rows(t: Mapping, with_interval: bool = False) -> list[list[str]]:
     return out
 
 
-def average_rows(t: Mapping) -> list[list[str]]:
+def average_rows(t: Mapping, cols: Sequence[str] | None = None,
+                 published: bool = True) -> list[list[str]]:
     """Two lines under a table: the geometric mean of ratios, and SEIMI's
     method (where SEIMI printed such an average), ours and published."""
-    width = len(headers(t))
+    width = len(headers(t, cols, published))
     ours = ["average: geomean of ratios"]
     theirs = ["SEIMI's method: geomean of % overheads"]
-    for col in t["columns"]:
+    for col in t["columns"] if cols is None else cols:
         ours.append("")
         theirs.append("")
         if col == "none":
@@ -88,7 +95,7 @@ def average_rows(t: Mapping) -> list[list[str]]:
         theirs.append("-" if s is None else ("undefined" if s["value_pct"] is None
                                              else f"{s['value_pct']:.1f}%"))
     pub = t.get("published_average")
-    if t["has_published"]:
+    if published and t["has_published"]:
         ours += ["", "", table.fmt_ratio(pub["geomean_ratio"]["value"]) if pub else "-"]
         text = "-"
         if pub and pub["seimi_method_pct"] is not None:
@@ -100,6 +107,15 @@ def average_rows(t: Mapping) -> list[list[str]]:
     if any(c not in ("", "-") for c in theirs[1:]):
         out.append(theirs[:width])
     return out
+
+
+def _blocks(t: Mapping) -> list[tuple[list[str], bool]]:
+    """The console's blocks of one table: none and up to TEXT_COLUMNS
+    confinements each, the published columns with the first."""
+    others = [c for c in t["columns"] if c != "none"]
+    chunks = [others[i:i + TEXT_COLUMNS] for i in range(0, len(others), TEXT_COLUMNS)] or [[]]
+    base = ["none"] if "none" in t["columns"] else []
+    return [(base + chunk, i == 0) for i, chunk in enumerate(chunks)]
 
 
 def _place(t: Mapping) -> str:
@@ -139,9 +155,11 @@ def text(section: Mapping, doc: Mapping) -> str:
     out = []
     for t in section["tables"]:
         out.append(_title(t))
-        out.append(table.render(headers(t), rows(t) + average_rows(t),
-                                set(headers(t)) - {"row"}))
-        out.append("")
+        for cols, pub in _blocks(t):
+            hs = headers(t, cols, pub)
+            out.append(table.render(hs, rows(t, False, cols, pub) + average_rows(t, cols, pub),
+                                    set(hs) - {"row"}))
+            out.append("")
     out.append(METHOD_NOTE.format(ours=section["our_method"], theirs=section["seimi_method"],
                                   note=section["published_note"]))
     out.append("95% intervals of every slowdown: `isobench report` (summary.md) and stats.json.")
