@@ -273,7 +273,10 @@ def heatmap(section: Mapping, doc: Mapping):
     # A log scale symmetric about 1, so that twice as slow and twice as fast
     # are equally far from white.
     span = max(max(present, default=2.0), 1.0 / min(present, default=0.5), 1.1)
-    fig, ax = plt.subplots(figsize=(4.5 + 1.3 * len(cols), 1.8 + 0.28 * len(rows)))
+    # Constrained layout makes room for the long row labels, which
+    # tight_layout cuts at the left edge beside a colour bar.
+    fig, ax = plt.subplots(figsize=(5.5 + 1.3 * len(cols), 1.8 + 0.28 * len(rows)),
+                           layout="constrained")
     cmap = plt.get_cmap("RdBu_r").with_extremes(bad="#dddddd")
     im = ax.imshow(grid, aspect="auto", cmap=cmap, norm=LogNorm(1.0 / span, span))
     for i, (_, r) in enumerate(rows):
@@ -291,7 +294,6 @@ def heatmap(section: Mapping, doc: Mapping):
     bar.set_label("slowdown (log scale); 1 = as fast as none")
     ax.set_title(f"{title} (run {doc['run']['run_id']})\ncell text: headline / none's headline; "
                  "grey: not measured", fontsize=10)
-    fig.tight_layout()
     return Plot("oslat-heatmap", title, fig, "", "SEIMI's columns and Table III's operations, "
                 "each confinement's slowdown against none in the same run.")
 
