@@ -233,7 +233,9 @@ def delegate_plot(section: Mapping, doc: Mapping):
         ax.set_ylabel(f"{what} [us], headline, log scale")
         ax.set_title(what, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    # Long legend lines, so that the line style of each region shows
+    # around the marker.
+    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), handlelength=4)
     fig.suptitle(f"{title} (run {doc['run']['run_id']}); colour: variant, line: region size",
                  fontsize=11)
     fig.tight_layout(rect=(0, 0, 1, 0.95))
@@ -279,7 +281,7 @@ def sched_plot(section: Mapping, doc: Mapping):
         ax.grid(True, which="both", alpha=0.3)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
-    axes.flat[0].legend(fontsize=7)
+    axes.flat[0].legend(fontsize=7, handlelength=4)
     fig.suptitle(f"{title} (run {doc['run']['run_id']}): 0 = N*W spread perfectly over the "
                  "CPUs used", fontsize=11)
     fig.tight_layout(rect=(0, 0, 1, 0.95))
