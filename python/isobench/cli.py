@@ -20,6 +20,7 @@ Exit codes (every command):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import secrets
@@ -176,6 +177,10 @@ def _add_run(sub) -> None:
                "  isobench run pingpong                      benchmarks of OS primitives take no -m\n"
                "  isobench run switch kv --repeat 5          5 fresh processes each, shuffled\n"
                "  isobench run kv-server --quick             isob serve beside memcached\n"
+               "  isobench run oslat --quick --confine none,seccomp-allow,ptrace\n"
+               "                                             OS latencies under confinements\n"
+               "  isobench run pingpong --protect none,seccomp   IPC with both endpoints confined\n"
+               "  isobench run delegate sched --quick        memory delegation, scheduling\n"
                "  isobench run --json > run.json\n\n"
                "SIGINT, SIGTERM and SIGHUP stop the run cleanly: every process it started is "
                "killed,\nwhat finished stays stored, and the run is marked interrupted.\n\n"
@@ -203,6 +208,7 @@ def _add_run(sub) -> None:
                         "even when predicted to take long; raise --timeout to match.  memops: "
                         "block sizes, 1M or more (default: 100M to 1000M by 100M, --quick: "
                         "64M,256M); a block above half of MemAvailable is refused")
+    _add_bench_options(p)
     p.add_argument("--seconds", type=validate.seconds(validate.MAX_CLIENT_SECONDS), metavar="S",
                    help=f"kv-server: how long the client loads each server, whole seconds "
                         f"(default: {kvserver.SECONDS:g}; --quick: {kvserver.QUICK_SECONDS:g})")
@@ -221,6 +227,63 @@ def _add_run(sub) -> None:
     _add_json(p, "the run")
     _add_db(p)
     p.set_defaults(func=cmd_run)
+
+
+# Options only some benchmarks take, passed to those that take them (isob
+# list --json says which): (flag, argparse type, metavar, help).
+BENCH_OPTIONS = (
+    ("--primitive", validate.name_list, "LIST",
+     "oslat: primitives or families (ctx, fs, ipc, proc); pingpong: futex, pipe, socket, "
+     "socket-fd, eventfd, spin (default: all)"),
+    ("--confine", validate.name_list, "LIST",
+     "oslat: confinements C or C:VARIANT, one job each per repetition in a shuffled order, "
+     "`none` always among them; `all`: every one isob lists (default: every one available "
+     "here, named on stderr)"),
+    ("--protect", validate.name_list, "LIST",
+     "pingpong: none, seccomp, userns, landlock or seccomp-allow:VARIANT, confining both "
+     "endpoints (isob measures none first, for the delta; default: none)"),
+    ("--payload", validate.number_list, "LIST", "pingpong: payloads in bytes (default 0,64,4096)"),
+    ("--depth", validate.number_list, "LIST", "delegate: chain depths (default 1,2,4,8,16,32)"),
+    ("--variant", validate.name_list, "LIST",
+     "delegate: threads, processes, copies; sched: threads, processes, seccomp, userns "
+     "(default: all)"),
+    ("--workers", validate.number_list, "LIST", "sched: worker counts (default 1,2,4,16,64,256)"),
+    ("--slice", validate.number_list, "LIST", "sched: slice lengths in us (default 10,100)"),
+    ("--mode", validate.name_list, "LIST", "sched: yield, preempt (default: both)"),
+    ("--cpus", validate.name_list, "LIST", "sched: one, all (default: both)"),
+)
+
+
+def _add_bench_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "options of some benchmarks only",
+        "Checked against what `isob list --json` lists for each benchmark asked for, and by "
+        "`isob BENCH --check`,\nbefore anything runs; an option none of them takes is refused.")
+    for flag, kind, metavar, text in BENCH_OPTIONS:
+        g.add_argument(flag, type=kind, metavar=metavar, help=text,
+                       dest="bench_" + flag[2:].replace("-", "_"))
+
+
+def _bench_option_values(args: argparse.Namespace, catalog: Catalog, benches: Sequence[str]
+                         ) -> tuple[dict[str, tuple[str, ...]], str | None]:
+    """The options of BENCH_OPTIONS given, with oslat's confinements resolved
+    (validate.confinements), and the line that names them when they were not
+    asked for."""
+    given = {flag: getattr(args, "bench_" + flag[2:].replace("-", "_"))
+             for flag, *_ in BENCH_OPTIONS}
+    given = {k: v for k, v in given.items() if v is not None}
+    asked = given.get("--confine")
+    note = None
+    if asked is not None or any(b.takes_confine for b in map(catalog.benchmark, benches)
+                                if b is not None):
+        items, how = validate.confinements(asked, catalog)
+        given["--confine"] = tuple(items)
+        if asked is None:
+            missing = [f"{c.name} ({c.reason or 'not available'})"
+                       for c in catalog.confinements if not c.available]
+            note = (f"oslat: confinements {', '.join(items)} ({how})"
+                    + (f"; not available here: {'; '.join(missing)}" if missing else ""))
+    return given, note
 
 
 def _add_show(sub) -> None:
@@ -464,6 +527,10 @@ def _run_options(args: argparse.Namespace) -> runner.Options:
                           timeout_given=args.timeout is not None)
 
 
+def _with_bench_args(opts: runner.Options, bench_args) -> runner.Options:
+    return dataclasses.replace(opts, bench_args=bench_args)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     driver = Driver(find_isob())
     catalog = driver.catalog()
@@ -471,7 +538,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     benches, mechs = _selection(args, catalog)
     limits.count("n", args.n)
     limits.sizes(args.sizes)
-    opts = _run_options(args)
+    given, note = _bench_option_values(args, catalog, benches)
+    own = validate.bench_options(catalog, benches, given)
+    bench_args, splits, orders = runner.pass_through(own)
+    opts = _with_bench_args(_run_options(args), bench_args)
+    runner.check_options(driver, catalog, benches, mechs, opts, splits, orders)
+    if note and not args.quiet:
+        print(note, file=sys.stderr)
     path = db_path(args)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
     repeat = args.repeat or (runner.QUICK_REPEAT if args.quick else runner.DEFAULT_REPEAT)
@@ -480,7 +553,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     per_bench = ({kvserver.BENCHMARK: _kvserver_mechanisms(args, catalog)}
                  if kvserver.BENCHMARK in benches else None)
     jobs = runner.plan(catalog, benches, mechs, repeat=repeat, seed=seed,
-                       per_benchmark=per_bench, repeat_by_benchmark=own_repeat)
+                       per_benchmark=per_bench, repeat_by_benchmark=own_repeat,
+                       splits=splits, orders=orders)
     with lifecycle.stop_signals() as guard, Store.open(path, create=True) as store:
         env = sysinfo.collect(driver_version=driver.version(), repo=repo_root())
         # The checks need to know which mechanisms run a second context.
@@ -502,7 +576,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                     driver, [catalog.mechanism(m) for m in mechs], ISOLATION_TIMEOUT))
             run_id = store.begin_run(args.argv, env)
             store.set_options(run_id, {"repeat": repeat, "seed": seed,
-                                       **({"repeat_by_benchmark": own_repeat} if own_repeat else {})})
+                                       **({"repeat_by_benchmark": own_repeat} if own_repeat else {}),
+                                       **({"benchmark_options": {b: o for b, o in own.items()
+                                                                 if o}}
+                                          if any(own.values()) else {})})
             failed = lifecycle.record(store, driver, run_id, env, jobs, opts,
                                       runner.Progress(len(jobs), quiet=args.quiet), guard, finish)
         except lifecycle.Interrupted as sig:

@@ -74,10 +74,13 @@ class Isobench:
         reports the processes it leaves behind (see fixtures/reaper.py)."""
         return Watched(self, args, env)
 
-    def isob_calls(self) -> list[list[str]]:
+    def isob_calls(self, checks: bool = False) -> list[list[str]]:
+        """The fake driver's invocations; those that only check a benchmark's
+        options (`... --check`, asked before a run) only with checks=True."""
         if not self.argv_log.exists():
             return []
-        return [json.loads(l) for l in self.argv_log.read_text().splitlines()]
+        calls = [json.loads(l) for l in self.argv_log.read_text().splitlines()]
+        return [c for c in calls if checks or c[-1:] != ["--check"]]
 
 
 class Watched:

@@ -82,7 +82,9 @@ def test_one_primitive_under_a_confinement_carries_its_evidence():
 def test_run_oslat_stores_every_primitive(tmp_path):
     ib = Isobench(tmp_path)
     ib.env["ISOBENCH_ISOB"] = str(ISOB)
-    doc, p = ib.json("run", "oslat", "--quick", "--n", "50", "--json")
+    # `none` alone: the default is every confinement available here, which
+    # test_bench_options covers against the fake isob.
+    doc, p = ib.json("run", "oslat", "--quick", "--n", "50", "--confine", "none", "--json")
     assert p.returncode == 0, p.stderr
     results = doc["results"]
     assert {r["benchmark"] for r in results} == {"oslat"}

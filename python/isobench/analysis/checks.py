@@ -66,13 +66,16 @@ PLATFORM_FIELDS = ("cpu_model", "memory_bytes", "nproc", "mitigations", "counter
 SOFTWARE_FIELDS = ("kernel", "compiler", "git", "python", "isobench_version")
 
 # Flaws of the SoK's Table I that a check guards against, by their labels
-# there.  Two more are excluded by construction rather than checked: B5
-# (incorrect averaging across benchmark scores: every average of ratios is
-# a geometric mean, stats.aggregate_ratios) and F4 (relative numbers only:
-# every ratio is shown beside the absolute values it came from).
+# there.  B5 (incorrect averaging across benchmark scores) is excluded by
+# construction for our own averages (every average of ratios is a geometric
+# mean, stats.aggregate_ratios); percentage-geomean points it out where a
+# published average made otherwise is shown beside ours.  F4 (relative
+# numbers only) is excluded by construction: every ratio is shown beside
+# the absolute values it came from.
 SOK = {
     "B1": "B1 microbenchmarks representing overall performance",
     "B4": "B4 no indication of significance of data",
+    "B5": "B5 incorrect averaging across benchmark scores",
     "D1": "D1 no proper baseline",
     "F1": "F1 missing platform specification",
     "F2": "F2 missing software versions",
@@ -513,6 +516,43 @@ def check_load(data: RunData, doc: Mapping) -> Fired | None:
                    "affected results with care", tuple(hit))
 
 
+# ---- averages of other kinds set beside ours ----
+
+def check_percentage_geomean(data: RunData, doc: Mapping) -> Fired | None:
+    """The oslat section sets SEIMI's averages, geometric means of percentage
+    overheads, beside our geometric means of ratios (analysis/oslat.py)."""
+    section = (doc.get("sections") or {}).get("oslat") or {}
+    hit, undefined = [], []
+    for t in section.get("tables") or ():
+        pub = t.get("published_average") or {}
+        printed = pub.get("printed")
+        if printed:
+            ratio = pub.get("geomean_ratio") or {}
+            hit.append(f"Table {t['table']}: SEIMI's printed {printed['value_pct']:g}% (as a "
+                       f"geometric mean of ratios the same figures give "
+                       f"{ratio.get('overhead_pct', float('nan')):.2f}%)")
+        for col, a in (t.get("averages") or {}).items():
+            m = (a or {}).get("seimi_method")
+            if m is None:
+                continue
+            if m["value_pct"] is None:
+                undefined.append(f"Table {t['table']} {col}")
+            elif not printed:
+                hit.append(f"Table {t['table']} {col}: {m['value_pct']:.1f}% this way")
+    if not hit and not undefined:
+        return None
+    what = ("averages computed as geometric means of percentage overheads (SEIMI's method) "
+            "are shown beside isobench's geometric means of ratios: they are not the same "
+            "statistic, come out lower for the same numbers, and are undefined where an "
+            "overhead is zero or negative")
+    if hit:
+        what += f": {_some(hit)}"
+    if undefined:
+        what += f"; undefined for {_some(undefined)}"
+    return Fired(what, "compare ratios with ratios (the 'geomean of ratios' rows); quote "
+                       "SEIMI's averages only under their own name", tuple(hit + undefined))
+
+
 # ---- the table: the order findings are printed in ----
 
 CHECKS: tuple[Check, ...] = (
@@ -537,6 +577,7 @@ CHECKS: tuple[Check, ...] = (
     Check("missing-platform", WARNING, check_missing_platform, SOK["F1"]),
     Check("missing-software", WARNING, check_missing_software, SOK["F2"]),
     Check("micro-only", INFO, check_micro_only, SOK["B1"]),
+    Check("percentage-geomean", INFO, check_percentage_geomean, SOK["B5"]),
 )
 CHECK_IDS = tuple(c.id for c in CHECKS)
 

@@ -18,13 +18,15 @@ data/reference.csv is the one reviewed file; one row per figure:
     where           table or figure in the source
     local_benchmark, local_mechanism, local_params
                     the local configuration closest in meaning (optional);
-                    local_params is "key=value key=value"
+                    local_params is "key=value key=value", a value with
+                    spaces in single quotes (cell='0K create')
     note            caveats (secondary sources, known undercounting, ...)
 """
 
 from __future__ import annotations
 
 import csv
+import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -67,7 +69,7 @@ def _param_value(text: str):
 
 def _params(text: str) -> dict:
     out = {}
-    for item in text.split():
+    for item in shlex.split(text):
         key, _, value = item.partition("=")
         out[key] = _param_value(value)
     return out

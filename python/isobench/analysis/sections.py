@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from . import lwc, workloads
+from . import lwc, microkernel, oslat, workloads
 from .runs import RunData
 
 Builder = Callable[[RunData, Mapping], "dict | None"]
@@ -31,6 +31,10 @@ SECTIONS: tuple[tuple[str, Builder], ...] = (
     ("lwc-switch", lwc.lwc_switch),
     ("refmon", lwc.refmon),
     ("lwc-sign", lwc.lwc_sign),
+    ("oslat", oslat.build),
+    ("microkernel-ipc", microkernel.build_ipc),
+    ("microkernel-delegate", microkernel.build_delegate),
+    ("microkernel-sched", microkernel.build_sched),
 )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -58,22 +59,97 @@ class Mechanism:
 
 
 @dataclass(frozen=True)
+class BenchOption:
+    """An option only some benchmarks take, as `isob list --json` lists it
+    under the benchmark (name "--protect", values, default, summary)."""
+
+    name: str
+    values: str
+    default: str
+    summary: str = ""
+
+    def choices(self) -> tuple[str, ...] | None:
+        """The values as a set of names where isob lists them so
+        ("yield,preempt", "none,seccomp,...,seccomp-allow:VARIANT"); None where
+        they are described in words ("bytes, 0 to 65536"), whose range only
+        isob itself can judge (`isob BENCH --check`)."""
+        items = self.values.split(",")
+        if not all(_NAME_TOKEN.fullmatch(i) for i in items):
+            return None
+        return tuple(items)
+
+
+@dataclass(frozen=True)
+class Primitive:
+    """What a benchmark's --primitive names: oslat lists name, family, table
+    (SEIMI's) and whether two contexts take part; pingpong lists names only."""
+
+    name: str
+    family: str | None = None
+    table: str | None = None
+    two_contexts: bool | None = None
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """A restriction oslat's measuring process imposes on itself (and
+    pingpong's --protect on both endpoints), as `isob list --json` lists it."""
+
+    name: str
+    summary: str
+    threat: str
+    variants: tuple[str, ...]
+    available: bool
+    reason: str | None
+
+
+@dataclass(frozen=True)
 class Benchmark:
     name: str
     summary: str
     needs_mechanism: bool
+    takes_confine: bool = False
+    primitives: tuple[Primitive, ...] = ()
+    options: tuple[BenchOption, ...] = ()
+
+    def option(self, name: str) -> BenchOption | None:
+        return next((o for o in self.options if o.name == name), None)
+
+    def takes(self, name: str) -> bool:
+        """Whether isob takes the option `name` ("--depth") for this benchmark:
+        one of its own options, --primitive where it lists primitives,
+        --confine where it takes confinements."""
+        if name == "--confine":
+            return self.takes_confine
+        if name == "--primitive" and self.primitives:
+            return True
+        return self.option(name) is not None
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        """The primitive families --primitive also takes (oslat: ctx, fs, ipc, proc)."""
+        return tuple(dict.fromkeys(p.family for p in self.primitives if p.family))
 
 
 @dataclass(frozen=True)
 class Catalog:
     mechanisms: tuple[Mechanism, ...]
     benchmarks: tuple[Benchmark, ...]
+    confinements: tuple[Confinement, ...] = ()
 
     def mechanism(self, name: str) -> Mechanism | None:
         return next((m for m in self.mechanisms if m.name == name), None)
 
     def benchmark(self, name: str) -> Benchmark | None:
         return next((b for b in self.benchmarks if b.name == name), None)
+
+    def confinement(self, name: str) -> Confinement | None:
+        return next((c for c in self.confinements if c.name == name), None)
+
+
+# A value isob lists as a name among names (see BenchOption.choices).
+_NAME_TOKEN = re.compile(r"[a-z0-9][a-z0-9+._-]*(?::[A-Za-z0-9+._-]+)?")
 
 
 @dataclass(frozen=True)
@@ -166,6 +242,25 @@ class Driver:
         except ValueError as e:
             raise DriverError(f"`{self.path} --limits --json` printed {e}") from None
 
+    def check(self, args: list[str], timeout: float = LIST_TIMEOUT) -> None:
+        """Ask isob whether it takes a benchmark's options (`isob BENCH ...
+        --check`: parsed and checked as a run would, nothing measured):
+        UsageError with isob's own line when it refuses them, DriverError when
+        it cannot answer.  An isob without --check is not asked."""
+        _lines, _garbage, ex = self.ask([*args, "--check"], timeout)
+        what = describe_exit(ex, timeout)
+        if what is None and ex.returncode == EXIT_OK:
+            return
+        tail = ex.stderr_tail()
+        if what is None and ex.returncode == EXIT_USAGE:
+            if "'--check'" in (tail or ""):
+                return  # an older isob: each job then finds out for itself
+            line = (tail or "refused its options").strip().splitlines()[-1]
+            raise UsageError(line.removeprefix("isob: error: ").removesuffix(
+                " (see isob --help)"))
+        what = what or f"exited with status {ex.returncode}: {tail or 'no message'}"
+        raise DriverError(f"`{self.path} {' '.join(args)} --check` failed: {what}")
+
     def isolation(self, mech: Mechanism, timeout: float = ISOLATION_TIMEOUT) -> Isolation:
         if not mech.available:
             return Isolation.untested(mech.reason or "not available here")
@@ -219,12 +314,34 @@ def _catalog_from(listing: dict) -> Catalog:
         for m in listing["mechanisms"])
     benches = tuple(
         Benchmark(name=_str(b["name"]), summary=str(b.get("summary") or ""),
-                  needs_mechanism=bool(b.get("needs_mechanism", True)))
+                  needs_mechanism=bool(b.get("needs_mechanism", True)),
+                  takes_confine=bool(b.get("takes_confine", False)),
+                  primitives=tuple(_primitive(p) for p in b.get("primitives") or ()),
+                  options=tuple(_option(o) for o in b.get("options") or ()))
         for b in listing["benchmarks"])
     # kv-server runs from Python (kvserver.py), so isob does not list it.
     if not any(b.name == KV_SERVER.name for b in benches):
         benches += (KV_SERVER,)
-    return Catalog(mechs, benches)
+    confs = tuple(
+        Confinement(name=_str(c["name"]), summary=str(c.get("summary") or ""),
+                    threat=str(c.get("threat") or ""),
+                    variants=tuple(_str(v) for v in c.get("variants") or ()),
+                    available=bool(c["available"]), reason=c.get("reason"))
+        for c in listing.get("confinements") or ())
+    return Catalog(mechs, benches, confs)
+
+
+def _primitive(p) -> Primitive:
+    """A primitive as listed: a name (pingpong) or an object (oslat)."""
+    if isinstance(p, str):
+        return Primitive(_str(p))
+    return Primitive(name=_str(p["name"]), family=p.get("family"), table=p.get("table"),
+                     two_contexts=p.get("two_contexts"), summary=str(p.get("summary") or ""))
+
+
+def _option(o) -> BenchOption:
+    return BenchOption(name=_str(o["name"]), values=_str(o["values"]),
+                       default=str(o.get("default") or ""), summary=str(o.get("summary") or ""))
 
 
 def _str(v: object) -> str:

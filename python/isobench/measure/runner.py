@@ -24,6 +24,17 @@ recorded with the run.  One repetition keeps the order given.
 The plan is generated lazily (Plan): `--repeat 1000` over every mechanism is
 a few numbers, not a list of every job, and the order the jobs actually ran
 in is recorded job by job (the store's jobs table) as they start.
+
+Confinements (oslat --confine) are shuffled like mechanisms: each one given
+(C or C:VARIANT) is a job of its own per repetition, in the seeded order, so
+that a hang in one costs only its job and no slow confinement always runs
+first or last.  pingpong's --protect list is one job per repetition, since
+isob measures `none` first in the same process to give every other
+protection its delta; the list it is given is shuffled per repetition.
+
+Options only some benchmarks take (--primitive, --payload, --depth, ...) are
+validated beforehand (validate.py, `isob BENCH --check`) and reach only the
+benchmarks that take them (Options.bench_args).
 """
 
 from __future__ import annotations
@@ -72,7 +83,10 @@ QUICK_TIMEOUT = 180.0
 LONG_TIMEOUTS = {"cpuwork": 3600.0, "memops": 3600.0}
 
 # Benchmarks that take --sizes.
-SIZED = ("kv", "memops")
+SIZED = ("kv", "memops", "delegate")
+
+# Benchmarks that refuse --placement: where sched's workers run is its --cpus.
+NO_PLACEMENT = ("sched",)
 
 
 @dataclass(frozen=True)
@@ -81,10 +95,13 @@ class Job:
     mechanism: str | None  # None: the benchmark takes no mechanism
     repetition: int = 1    # 1..repeat
     repeat: int = 1
+    args: tuple[str, ...] = ()  # this job's own isob options (oslat: --confine C)
 
     @property
     def label(self) -> str:
         text = f"{self.benchmark} -m {self.mechanism}" if self.mechanism else self.benchmark
+        if self.args:
+            text += " " + " ".join(self.args)
         return text + (f" (repetition {self.repetition}/{self.repeat})" if self.repeat > 1 else "")
 
     @property
@@ -101,6 +118,9 @@ class Options:
     seconds: float | None = None  # kv-server: client run time (default: kvserver's)
     sizes: tuple[str, ...] | None = None  # kv, memops: sizes as isob --sizes takes them
     timeout_given: bool = False  # --timeout was passed: no benchmark gets its own
+    # Per benchmark, the validated options only it takes, as isob arguments
+    # (--primitive, --payload, --depth, ...: validate.py).
+    bench_args: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -115,62 +135,135 @@ class JobOutcome:
         return any(r.status == "failed" for r in self.results)
 
 
+# An option whose values a benchmark's jobs divide among themselves or
+# share: (flag, values), e.g. ("--confine", ("none", "ptrace")).
+Split = tuple[str, Sequence[str]]
+
+
 class Plan:
     """The jobs of a run, generated as they are needed (see plan())."""
 
     def __init__(self, catalog: Catalog, benchmarks: Sequence[str], mechanisms: Sequence[str],
                  repeat: int = 1, seed: int = 0,
                  per_benchmark: Mapping[str, Sequence[str]] | None = None,
-                 repeat_by_benchmark: Mapping[str, int] | None = None):
+                 repeat_by_benchmark: Mapping[str, int] | None = None,
+                 splits: Mapping[str, Split] | None = None,
+                 orders: Mapping[str, Split] | None = None):
         self.benchmarks = tuple(benchmarks)
         self.repeat = repeat
         self.seed = seed
         self._repeats = {b: (repeat_by_benchmark or {}).get(b, repeat) for b in self.benchmarks}
-        # Per benchmark: None when it takes no mechanism, else its mechanisms.
-        self._mechs: list[tuple[str, tuple[str, ...] | None]] = []
+        # Per benchmark: None when it takes no mechanism, else its mechanisms;
+        # the values one job each (splits) and those one job takes in a
+        # shuffled order (orders).
+        self._mechs: list[tuple[str, tuple[str, ...] | None, Split | None, Split | None]] = []
         for name in self.benchmarks:
             bench = catalog.benchmark(name)
+            split = (splits or {}).get(name)
+            order = (orders or {}).get(name)
             if bench is not None and not bench.needs_mechanism:
-                self._mechs.append((name, None))
+                self._mechs.append((name, None, split, order))
             else:
-                self._mechs.append((name, tuple((per_benchmark or {}).get(name, mechanisms))))
+                self._mechs.append((name, tuple((per_benchmark or {}).get(name, mechanisms)),
+                                    split, order))
 
     def repeat_of(self, benchmark: str) -> int:
         return self._repeats.get(benchmark, self.repeat)
 
     def __len__(self) -> int:
-        return sum(self.repeat_of(name) * (1 if m is None else len(m)) for name, m in self._mechs)
+        return sum(self.repeat_of(name) * (1 if m is None else len(m))
+                   * (len(s[1]) if s else 1) for name, m, s, _ in self._mechs)
 
     def __iter__(self) -> Iterator[Job]:
         rng = random.Random(self.seed)
         for rep in range(1, max(self._repeats.values(), default=self.repeat) + 1):
-            for name, mechs in self._mechs:
+            for name, mechs, split, order in self._mechs:
                 repeat = self.repeat_of(name)
                 if rep > repeat:
                     continue
-                if mechs is None:
-                    yield Job(name, None, rep, repeat)
-                    continue
-                order = list(mechs)
-                if repeat > 1:
-                    rng.shuffle(order)
-                for m in order:
-                    yield Job(name, m, rep, repeat)
+                for m in self._shuffled(rng, mechs, repeat) if mechs is not None else [None]:
+                    for args in self._args(rng, split, order, repeat):
+                        yield Job(name, m, rep, repeat, args)
+
+    @staticmethod
+    def _shuffled(rng: random.Random, items: Sequence[str], repeat: int) -> list[str]:
+        # One repetition keeps the order given.
+        out = list(items)
+        if repeat > 1:
+            rng.shuffle(out)
+        return out
+
+    def _args(self, rng: random.Random, split: Split | None,
+              order: Split | None, repeat: int) -> list[tuple[str, ...]]:
+        shared = (order[0], ",".join(self._shuffled(rng, order[1], repeat))) if order else ()
+        if split is None:
+            return [shared]
+        return [(split[0], v, *shared) for v in self._shuffled(rng, split[1], repeat)]
 
 
 def plan(catalog: Catalog, benchmarks: Sequence[str], mechanisms: Sequence[str],
          repeat: int = 1, seed: int = 0,
          per_benchmark: Mapping[str, Sequence[str]] | None = None,
-         repeat_by_benchmark: Mapping[str, int] | None = None) -> Plan:
+         repeat_by_benchmark: Mapping[str, int] | None = None,
+         splits: Mapping[str, Split] | None = None,
+         orders: Mapping[str, Split] | None = None) -> Plan:
     """The jobs of a run: repetition-major, then benchmark in the order given,
     then mechanism (in the order given for one repetition, else shuffled per
     repetition and benchmark with random.Random(seed)).  per_benchmark gives
     some benchmarks their own mechanism list (kv-server: memcached first,
     then its default set unless -m named some); repeat_by_benchmark gives
     some benchmarks their own number of repetitions (BENCHMARK_REPEAT).
-    Iterating twice gives the same jobs."""
+    splits gives a benchmark one job per value of an option (oslat: per
+    confinement), shuffled the same way; orders gives its one job an
+    option's values in an order shuffled the same way (pingpong:
+    --protect).  Iterating twice gives the same jobs."""
     return Plan(catalog, benchmarks, mechanisms, repeat, seed, per_benchmark,
-                repeat_by_benchmark)
+                repeat_by_benchmark, splits, orders)
+
+
+# Options whose values divide a benchmark's jobs among them (one job per
+# confinement), and those whose values one job takes in a shuffled order.
+SPLIT_OPTIONS = ("--confine",)
+ORDER_OPTIONS = ("--protect",)
+
+
+def pass_through(per_bench: Mapping[str, Mapping[str, Sequence[str]]]
+                 ) -> tuple[dict[str, tuple[str, ...]], dict[str, Split], dict[str, Split]]:
+    """The validated options of each benchmark (validate.bench_options) as
+    (Options.bench_args, plan splits, plan orders)."""
+    args: dict[str, tuple[str, ...]] = {}
+    splits: dict[str, Split] = {}
+    orders: dict[str, Split] = {}
+    for bench, options in per_bench.items():
+        flat: list[str] = []
+        for option, values in options.items():
+            if option in SPLIT_OPTIONS:
+                splits[bench] = (option, tuple(values))
+            elif option in ORDER_OPTIONS:
+                orders[bench] = (option, tuple(values))
+            else:
+                flat += [option, ",".join(values)]
+        if flat:
+            args[bench] = tuple(flat)
+    return args, splits, orders
+
+
+def check_options(driver: Driver, catalog: Catalog, benchmarks: Sequence[str],
+                  mechanisms: Sequence[str], opts: Options, splits: Mapping[str, Split],
+                  orders: Mapping[str, Split]) -> None:
+    """Ask isob, once per benchmark, whether it takes the options its jobs will
+    get (`isob BENCH ... --check`), so that a value only the benchmark can
+    judge is refused before a store is opened.  UsageError with isob's line."""
+    for name in benchmarks:
+        bench = catalog.benchmark(name)
+        if bench is None or name == kvserver.BENCHMARK:
+            continue
+        mech = mechanisms[0] if bench.needs_mechanism and mechanisms else None
+        extra: tuple[str, ...] = ()
+        for table in (splits, orders):
+            if name in table:
+                extra += (table[name][0], ",".join(table[name][1]))
+        driver.check(isob_args(Job(name, mech, args=extra), opts))
 
 
 def isob_args(job: Job, opts: Options) -> list[str]:
@@ -181,10 +274,12 @@ def isob_args(job: Job, opts: Options) -> list[str]:
         args.append("--quick")
     if opts.n is not None:
         args += ["--n", str(opts.n)]
-    if opts.placement:
+    if opts.placement and job.benchmark not in NO_PLACEMENT:
         args += ["--placement", ",".join(opts.placement)]
     if opts.sizes and job.benchmark in SIZED:
         args += ["--sizes", ",".join(opts.sizes)]
+    args += opts.bench_args.get(job.benchmark, ())
+    args += job.args
     return args
 
 

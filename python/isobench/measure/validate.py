@@ -226,3 +226,151 @@ def node_type(text: str) -> tuple[str, str, str | None]:
             f"{text!r} is not NAME:PARTITION[:CONSTRAINT] (e.g. icelake:compute:icx)")
     return name, partition, constraint or None
 SLURM_TIME = re.compile(r"(?:[0-9]{1,3}-)?[0-9]{1,3}(?::[0-9]{2}){0,2}")
+
+
+# ---- the options of some benchmarks only (oslat, pingpong, delegate, sched) ----
+#
+# Their values are names (a confinement, a primitive, a mode) or whole numbers
+# (a payload, a depth), comma-separated.  The syntax is checked while parsing;
+# names are then checked against what `isob list --json` lists for each
+# benchmark that takes the option, and anything that needs the benchmark to
+# judge (a depth beyond the pid limit) by `isob BENCH ... --check`, all before
+# a store is opened.
+
+_NAME_ITEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9+._-]*(?::[A-Za-z0-9][A-Za-z0-9+._-]*)?")
+
+# How a benchmark lists a confinement that takes any of its variants
+# ("seccomp-allow:VARIANT" among pingpong's --protect values).
+ANY_VARIANT = ":VARIANT"
+
+# --confine's word for every confinement isob lists, available here or not.
+ALL = "all"
+
+# The confinement every slowdown is measured against; it always runs.
+BASELINE_CONFINEMENT = "none"
+
+
+def _items(text: str, what: str) -> list[str]:
+    items = [s.strip() for s in text.split(",")]
+    if not text.strip() or not all(items):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a comma-separated list of {what}")
+    return items
+
+
+def name_list(text: str) -> tuple[str, ...]:
+    """Names, comma-separated (argparse type): ASCII letters, digits, '-', '.',
+    '+', '_', and one ':' before a variant.  Whether each exists is checked
+    against the catalog (names())."""
+    items = _items(text, "names")
+    for s in items:
+        if not _NAME_ITEM.fullmatch(s):
+            raise argparse.ArgumentTypeError(
+                f"{s!r} is not a name (ASCII letters, digits, '-', '.', '+', '_', "
+                "and NAME:VARIANT)")
+    return tuple(dict.fromkeys(items))
+
+
+def number_list(text: str) -> tuple[str, ...]:
+    """Whole numbers in ASCII digits, comma-separated (argparse type), kept as
+    written: isob checks their range (`isob BENCH --check`)."""
+    items = _items(text, "whole numbers")
+    for s in items:
+        whole(s)
+    return tuple(dict.fromkeys(items))
+
+
+def _known(kind: str, value: str, bench: str, known: Sequence[str]) -> UsageError:
+    return UsageError(f"unknown {kind} {value!r} for {bench} (known: {', '.join(known)}; "
+                      "see `isobench list`)")
+
+
+def expand_choices(choices: Sequence[str], confinements: Sequence) -> list[str]:
+    """A benchmark's listed values with "NAME:VARIANT" spelled out as every
+    variant of confinement NAME."""
+    out = []
+    for c in choices:
+        if c.endswith(ANY_VARIANT):
+            name = c[:-len(ANY_VARIANT)]
+            conf = next((x for x in confinements if x.name == name), None)
+            out += [f"{name}:{v}" for v in (conf.variants if conf else ())]
+        else:
+            out.append(c)
+    return out
+
+
+def option_values(bench, option: str, values: Sequence[str], confinements: Sequence = ()) -> None:
+    """UsageError unless every value is one `bench` (a driver.Benchmark) lists
+    for `option`.  --primitive takes primitives and families; an option isob
+    describes in words (a range of numbers) is left to `isob --check`."""
+    if option == "--primitive" and bench.primitives:
+        known = list(dict.fromkeys([p.name for p in bench.primitives] + list(bench.families)))
+        kind = "primitive"
+    else:
+        opt = bench.option(option)
+        choices = opt.choices() if opt else None
+        if choices is None:
+            return
+        known = expand_choices(choices, confinements)
+        kind = f"{option} value"
+    for v in values:
+        if v not in known:
+            raise _known(kind, v, bench.name, known)
+
+
+def confinements(asked: Sequence[str] | None, catalog) -> tuple[list[str], str]:
+    """oslat's --confine items (C or C:VARIANT) and how they were chosen.
+
+    None: every confinement available here.  "all": every confinement isob
+    lists, available or not (those that are not give skipped results with
+    their reason).  `none` is added first when missing: every slowdown is
+    against it, from the same run."""
+    listed = list(catalog.confinements)
+    names = [c.name for c in listed]
+    if asked is None:
+        items = [c.name for c in listed if c.available]
+        how = "every confinement available here"
+    elif ALL in asked:
+        if len(asked) > 1:
+            raise UsageError(f"--confine {ALL} stands alone (it names every confinement)")
+        items = names
+        how = "every confinement isob lists (--confine all)"
+    else:
+        items = []
+        for item in asked:
+            name, _, variant = item.partition(":")
+            conf = catalog.confinement(name)
+            if conf is None:
+                raise UsageError(f"unknown confinement {name!r} (known: {', '.join(names)}, "
+                                 f"or {ALL}; see `isobench list`)")
+            if variant and variant not in conf.variants:
+                raise UsageError(f"confinement {name} has no variant {variant!r} (its "
+                                 f"variants: {', '.join(conf.variants)})")
+            items.append(item)
+        how = "as asked (--confine)"
+    if not any(i.partition(":")[0] == BASELINE_CONFINEMENT for i in items):
+        items.insert(0, BASELINE_CONFINEMENT)
+        if asked is not None:
+            how += f", and {BASELINE_CONFINEMENT}, the baseline of every slowdown"
+    return list(dict.fromkeys(items)), how
+
+
+def bench_options(catalog, benchmarks: Sequence[str],
+                  given: Mapping[str, Sequence[str]]) -> dict[str, dict[str, tuple[str, ...]]]:
+    """Per benchmark, the options of `given` ({"--depth": ("1", "4")}) that it
+    takes, each value checked against what isob lists for it.  An option that
+    no benchmark asked for takes is refused (isob would refuse it too), as is
+    a value one of those benchmarks does not know."""
+    out: dict[str, dict[str, tuple[str, ...]]] = {b: {} for b in benchmarks}
+    for option, values in given.items():
+        takers = [catalog.benchmark(b) for b in benchmarks]
+        takers = [b for b in takers if b is not None and b.takes(option)]
+        if not takers:
+            who = [b.name for b in catalog.benchmarks if b.takes(option)]
+            raise UsageError(f"{option}: none of the benchmarks asked for ({', '.join(benchmarks)}) "
+                             f"takes it" + (f"; {', '.join(who)} do" if len(who) > 1 else
+                                            f"; {who[0]} does" if who else ""))
+        for b in takers:
+            if option != "--confine":
+                option_values(b, option, values, catalog.confinements)
+            out[b.name][option] = tuple(values)
+    return out

@@ -23,7 +23,7 @@ class Renderer:
     first: bool = False
 
 
-from . import lwc, workloads  # noqa: E402  (the families' renderers, in modules of their own)
+from . import lwc, microkernel, oslat, workloads  # noqa: E402  (the families' renderers, in modules of their own)
 
 # Section name -> its renderer.
 RENDERERS: dict[str, Renderer] = {
@@ -39,6 +39,14 @@ RENDERERS: dict[str, Renderer] = {
     "lwc-switch": Renderer(lwc.switch_text, lwc.switch_md, plots=lwc.switch_plots),
     "refmon": Renderer(lwc.refmon_text, lwc.refmon_md, plots=lwc.refmon_plots),
     "lwc-sign": Renderer(lwc.sign_text, lwc.sign_md),
+    "oslat": Renderer(text=oslat.text, markdown=oslat.markdown, plots=oslat.plots),
+    "microkernel-ipc": Renderer(text=microkernel.ipc_text, markdown=microkernel.ipc_markdown),
+    "microkernel-delegate": Renderer(text=microkernel.delegate_text,
+                                     markdown=microkernel.delegate_markdown,
+                                     plots=microkernel.delegate_plots),
+    "microkernel-sched": Renderer(text=microkernel.sched_text,
+                                  markdown=microkernel.sched_markdown,
+                                  plots=microkernel.sched_plots),
 }
 
 

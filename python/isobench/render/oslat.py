@@ -1,0 +1,302 @@
+"""How the oslat section (analysis/oslat.py) is shown: SEIMI's tables with
+our none, each confinement and its slowdown as columns, and SEIMI's
+published native and SEIMI figures beside them; one slowdown plot per
+table and a heat map of slowdown (primitive x confinement).  Every number
+comes from the section; nothing here computes."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from . import table
+
+PUBLISHED_HEADERS = ("pub. native us", "pub. SEIMI us", "pub. x")
+METHOD_NOTE = ("x none: slowdown, the cell's headline over none's in the same row and run "
+               "(1 = no cost); averages over SEIMI's columns (marked *): {ours}; SEIMI's "
+               "own averages are a {theirs}, shown under that name only.  pub.: SEIMI's "
+               "figures, {note}.")
+
+
+def _us(v) -> str:
+    return table.fmt_num(v)
+
+
+def _x(slow: Mapping | None, with_interval: bool = False) -> str:
+    if not slow:
+        return "-"
+    text = table.fmt_ratio(slow["value"])
+    iv = slow.get("interval")
+    if with_interval and iv:
+        text += f" [{table.fmt_ratio(iv['low'])}..{table.fmt_ratio(iv['high'])}]"
+    return text
+
+
+def _cell_text(cell: Mapping | None) -> str:
+    if not cell:
+        return "-"
+    if cell["status"] != "ok":
+        return cell["status"].upper()
+    if cell.get("us") is not None:
+        return _us(cell["us"])
+    return f"{table.fmt_num(cell['value'])} {cell['unit']}"
+
+
+# The console shows at most this many confinement columns side by side;
+# more go into further blocks of the same table (Markdown keeps one table).
+TEXT_COLUMNS = 4
+
+
+def headers(t: Mapping, cols: Sequence[str] | None = None, published: bool = True) -> list[str]:
+    out = ["row"]
+    for col in t["columns"] if cols is None else cols:
+        out.append(f"{col} us")
+        if col != "none":
+            out.append("x none")
+    if published and t["has_published"]:
+        out += PUBLISHED_HEADERS
+    return out
+
+
+def rows(t: Mapping, with_interval: bool = False, cols: Sequence[str] | None = None,
+         published: bool = True) -> list[list[str]]:
+    out = []
+    for r in t["rows"]:
+        line = [("* " if r["averaged"] else "  ") + r["label"]]
+        for col in t["columns"] if cols is None else cols:
+            cell = r["cells"].get(col)
+            line.append(_cell_text(cell))
+            if col != "none":
+                line.append(_x((cell or {}).get("slowdown"), with_interval))
+        if published and t["has_published"]:
+            p = r["published"] or {}
+            line += [_us(p.get("native")), _us(p.get("seimi")), _x(
+                {"value": p["slowdown"]} if p.get("slowdown") else None)]
+        out.append(line)
+    return out
+
+
+def average_rows(t: Mapping, cols: Sequence[str] | None = None,
+                 published: bool = True) -> list[list[str]]:
+    """Two lines under a table: the geometric mean of ratios, and SEIMI's
+    method (where SEIMI printed such an average), ours and published."""
+    width = len(headers(t, cols, published))
+    ours = ["average: geomean of ratios"]
+    theirs = ["SEIMI's method: geomean of % overheads"]
+    for col in t["columns"] if cols is None else cols:
+        ours.append("")
+        theirs.append("")
+        if col == "none":
+            continue
+        a = t["averages"].get(col) or {}
+        g = a.get("geomean_ratio")
+        n = f" ({a['n']}/{a['of']})" if a.get("n") != a.get("of") else ""
+        ours.append((table.fmt_ratio(g["value"]) + n) if g else "-")
+        s = a.get("seimi_method")
+        theirs.append("-" if s is None else ("undefined" if s["value_pct"] is None
+                                             else f"{s['value_pct']:.1f}%"))
+    pub = t.get("published_average")
+    if published and t["has_published"]:
+        ours += ["", "", table.fmt_ratio(pub["geomean_ratio"]["value"]) if pub else "-"]
+        text = "-"
+        if pub and pub["seimi_method_pct"] is not None:
+            text = f"{pub['seimi_method_pct']:.2f}%"
+            if pub.get("printed"):
+                text += f" (printed {pub['printed']['value_pct']:g}%)"
+        theirs += ["", "", text]
+    out = [ours[:width]]
+    if any(c not in ("", "-") for c in theirs[1:]):
+        out.append(theirs[:width])
+    return out
+
+
+def _blocks(t: Mapping) -> list[tuple[list[str], bool]]:
+    """The console's blocks of one table: none and up to TEXT_COLUMNS
+    confinements each, the published columns with the first."""
+    others = [c for c in t["columns"] if c != "none"]
+    chunks = [others[i:i + TEXT_COLUMNS] for i in range(0, len(others), TEXT_COLUMNS)] or [[]]
+    base = ["none"] if "none" in t["columns"] else []
+    return [(base + chunk, i == 0) for i, chunk in enumerate(chunks)]
+
+
+def _place(t: Mapping) -> str:
+    return f", {t['placement']}" if t["placement"] not in ("same-cpu", "None") else ""
+
+
+def _title(t: Mapping) -> str:
+    return (f"oslat: SEIMI {t['title']}{_place(t)} (LMbench {t['lmbench']}) "
+            "[us per operation]")
+
+
+def _notes(section: Mapping) -> list[str]:
+    out = []
+    for t in section["tables"]:
+        for r in t["rows"]:
+            for col, cell in r["cells"].items():
+                if cell["status"] != "ok":
+                    out.append(f"{cell['status']}: {r['label']} under {col}: {cell['reason']}")
+                elif (cell.get("slowdown") or {}).get("note") and col != "none":
+                    pass  # the per-ratio notes say only "too few repetitions": see check
+    for n in section["notes"]:
+        out.append(f"{n['status']}: {n['where']}: {n['reason']}")
+    return list(dict.fromkeys(out))
+
+
+def _undefined(section: Mapping) -> list[str]:
+    out = []
+    for t in section["tables"]:
+        for col, a in t["averages"].items():
+            s = (a or {}).get("seimi_method")
+            if s and s["value_pct"] is None:
+                out.append(f"Table {t['table']} {col}: SEIMI's method {s['undefined']}")
+    return out
+
+
+def text(section: Mapping, doc: Mapping) -> str:
+    out = []
+    for t in section["tables"]:
+        out.append(_title(t))
+        for cols, pub in _blocks(t):
+            hs = headers(t, cols, pub)
+            out.append(table.render(hs, rows(t, False, cols, pub) + average_rows(t, cols, pub),
+                                    set(hs) - {"row"}))
+            out.append("")
+    out.append(METHOD_NOTE.format(ours=section["our_method"], theirs=section["seimi_method"],
+                                  note=section["published_note"]))
+    out.append("95% intervals of every slowdown: `isobench report` (summary.md) and stats.json.")
+    for line in _undefined(section) + _notes(section):
+        out.append(line)
+    return "\n".join(out)
+
+
+def _md_table(hs: Sequence[str], rs: Sequence[Sequence[str]]) -> str:
+    esc = lambda c: str(c).replace("|", "\\|")
+    lines = ["| " + " | ".join(esc(h) for h in hs) + " |", "|" + "|".join("---" for _ in hs) + "|"]
+    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rs]
+    return "\n".join(lines)
+
+
+def markdown(section: Mapping, doc: Mapping) -> str:
+    out = ["## OS latencies under confinements (SEIMI's Tables IV, V, VI, III)", "",
+           METHOD_NOTE.format(ours=section["our_method"], theirs=section["seimi_method"],
+                              note=section["published_note"]), ""]
+    for c in section["columns"]:
+        if c["threat"]:
+            out.append(f"- **{c['label']}**: {c['threat']}")
+    out.append("")
+    for t in section["tables"]:
+        out += [f"### {_title(t)}", "",
+                _md_table(headers(t), rows(t, with_interval=True) + average_rows(t)), ""]
+    extra = _undefined(section) + _notes(section)
+    if extra:
+        out += [f"- {line}" for line in extra] + [""]
+    return "\n".join(out)
+
+
+# ---- plots ----
+
+def _colours(names: Sequence[str]) -> dict[str, object]:
+    from .plots import _pyplot
+    cmap = _pyplot().get_cmap("tab10")
+    return {n: cmap(i % 10) for i, n in enumerate(names)}
+
+
+MARKERS = "osD^v<>pX*h"
+
+
+def table_plot(section: Mapping, doc: Mapping, t: Mapping):
+    from .plots import Plot, _pyplot
+    name = f"oslat-table-{t['table'].lower()}" + (
+        f"-{t['placement']}" if t["placement"] not in ("same-cpu", "None") else "")
+    title = f"SEIMI {t['title']}{_place(t)}: slowdown under each confinement"
+    cols = [c for c in t["columns"] if c != "none"]
+    rows = [r for r in t["rows"] if any((r["cells"].get(c) or {}).get("slowdown") for c in cols)]
+    if not rows:
+        return Plot(name, title, None, f"No confinement beside none in Table {t['table']}, so "
+                    "its slowdown plot is left out (`isobench run oslat --confine ...`).")
+    plt = _pyplot()
+    colours = _colours(cols)
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.55 * len(rows) + 3), 5.2))
+    xs = list(range(len(rows)))
+    for k, col in enumerate(cols):
+        off = (k - (len(cols) - 1) / 2) * 0.6 / max(len(cols), 1)
+        pts = [(x + off, (r["cells"].get(col) or {}).get("slowdown")) for x, r in zip(xs, rows)]
+        pts = [(x, s) for x, s in pts if s]
+        if not pts:
+            continue
+        y = [s["value"] for _, s in pts]
+        lo = [s["value"] - s["interval"]["low"] if s.get("interval") else 0 for _, s in pts]
+        hi = [s["interval"]["high"] - s["value"] if s.get("interval") else 0 for _, s in pts]
+        ax.errorbar([x for x, _ in pts], y, yerr=[lo, hi], fmt=MARKERS[k % len(MARKERS)],
+                    ms=6, capsize=2, lw=1, color=colours[col], label=col)
+    pub = [(x, r["published"]["slowdown"]) for x, r in zip(xs, rows)
+           if r["published"] and r["published"].get("slowdown")]
+    if pub:
+        ax.plot([x for x, _ in pub], [v for _, v in pub], "D", ms=8, mfc="none", mec="black",
+                label="published: SEIMI / native (other hardware)")
+    ax.axhline(1.0, color="black", lw=1)
+    ax.set_yscale("log")
+    # The axis follows the markers: with few repetitions an interval can
+    # span decades, and would flatten every marker onto the line at 1.
+    marks = [s["value"] for r in rows for c in cols
+             if (s := (r["cells"].get(c) or {}).get("slowdown"))] + [v for _, v in pub]
+    ax.set_ylim(min(min(marks), 1.0) / 2.5, max(max(marks), 1.0) * 2.5)
+    ax.set_xticks(xs)
+    ax.set_xticklabels([("* " if r["averaged"] else "") + r["label"] for r in rows],
+                       rotation=40, ha="right", fontsize=8)
+    ax.set_ylabel("slowdown: headline / none's headline (log scale)")
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title(f"{title} (run {doc['run']['run_id']})\n1 = as fast as none; bars: 95% "
+                 "interval over repetitions (cut at the axis); * SEIMI's columns", fontsize=10)
+    fig.tight_layout()
+    return Plot(name, title, fig, "", "Each marker is one confinement's headline over none's "
+                "headline for the same cell in the same run; hollow diamonds are SEIMI's "
+                "published slowdown (SEIMI over native Linux, other hardware).")
+
+
+def heatmap(section: Mapping, doc: Mapping):
+    from .plots import Plot, _pyplot
+    title = "oslat: slowdown per primitive and confinement"
+    cols = [c["label"] for c in section["columns"] if c["label"] != "none"]
+    rows = [(t, r) for t in section["tables"] for r in t["rows"] if r["averaged"]
+            or r["table"] == "III"]
+    rows = [(t, r) for t, r in rows if any((r["cells"].get(c) or {}).get("slowdown")
+                                           for c in cols)]
+    if not cols or not rows:
+        return Plot("oslat-heatmap", title, None, "No confinement beside none in this run, so "
+                    "the slowdown heat map is left out.")
+    plt = _pyplot()
+    from matplotlib.colors import LogNorm
+    grid = [[((r["cells"].get(c) or {}).get("slowdown") or {}).get("value", float("nan"))
+             for c in cols] for _, r in rows]
+    present = [v for line in grid for v in line if v == v and v > 0]
+    # A log scale symmetric about 1, so that twice as slow and twice as fast
+    # are equally far from white.
+    span = max(max(present, default=2.0), 1.0 / min(present, default=0.5), 1.1)
+    # Constrained layout makes room for the long row labels, which
+    # tight_layout cuts at the left edge beside a colour bar.
+    fig, ax = plt.subplots(figsize=(5.5 + 1.3 * len(cols), 1.8 + 0.28 * len(rows)),
+                           layout="constrained")
+    cmap = plt.get_cmap("RdBu_r").with_extremes(bad="#dddddd")
+    im = ax.imshow(grid, aspect="auto", cmap=cmap, norm=LogNorm(1.0 / span, span))
+    for i, (_, r) in enumerate(rows):
+        for j, c in enumerate(cols):
+            s = (r["cells"].get(c) or {}).get("slowdown")
+            # White on the darkest cells, black elsewhere.
+            dark = bool(s) and (s["value"] > span ** 0.6 or s["value"] < span ** -0.6)
+            ax.text(j, i, table.fmt_ratio(s["value"]) if s else "-", ha="center",
+                    va="center", fontsize=7, color="white" if dark else "black")
+    ax.set_xticks(range(len(cols)))
+    ax.set_xticklabels(cols, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"{t['table']}: {r['label']}" for t, r in rows], fontsize=7)
+    bar = fig.colorbar(im, ax=ax, fraction=0.06, pad=0.03)
+    bar.set_label("slowdown (log scale); 1 = as fast as none")
+    ax.set_title(f"{title} (run {doc['run']['run_id']})\ncell text: headline / none's headline; "
+                 "grey: not measured", fontsize=10)
+    return Plot("oslat-heatmap", title, fig, "", "SEIMI's columns and Table III's operations, "
+                "each confinement's slowdown against none in the same run.")
+
+
+def plots(section: Mapping, doc: Mapping) -> list:
+    return [*(table_plot(section, doc, t) for t in section["tables"]), heatmap(section, doc)]

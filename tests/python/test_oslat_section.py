@@ -1,0 +1,196 @@
+"""The oslat section (SEIMI's Tables IV, V, VI, III) against synthetic runs
+whose every value is known (os_fixtures.py): layout, slowdowns against none,
+published columns, both kinds of average, the check that points out SEIMI's,
+and every rendering."""
+
+from __future__ import annotations
+
+import pytest
+
+from isobench.analysis import checks, oslat, stats, summary
+from isobench.render import oslat as render_oslat
+from isobench.render import plots, report, table
+
+from fixture_runs import fixture, load_doc
+from os_fixtures import OSLAT_CELLS, oslat_run
+
+SECCOMP = ("seccomp-allow", "300-args")
+PTRACE = ("ptrace", "seccomp-trace")
+FACTORS = {("none", "default"): 1.0, SECCOMP: 1.2, PTRACE: 5.0}
+
+
+def _doc(tmp_path, run=None):
+    return summary.build(load_doc(tmp_path, run or oslat_run(FACTORS)))
+
+
+def _table(section, name):
+    return next(t for t in section["tables"] if t["table"] == name)
+
+
+def _row(t, prim, cell):
+    return next(r for r in t["rows"] if (r["primitive"], r["cell"]) == (prim, cell))
+
+
+def test_tables_in_seimis_order_with_none_first(tmp_path):
+    s = _doc(tmp_path)["sections"]["oslat"]
+    assert [t["table"] for t in s["tables"]] == ["IV", "V", "VI", "III"]
+    assert [c["label"] for c in s["columns"]] == ["none", "seccomp-allow:300-args", "ptrace"]
+    assert s["columns"][2]["threat"] == "the threat model of ptrace"
+    # SEIMI's columns first, in the paper's order; the others after them.
+    v = _table(s, "V")
+    assert [(r["primitive"], r["cell"], r["averaged"]) for r in v["rows"]] == [
+        ("file", "0K create", True), ("mmap", "64M", True), ("select-file", "100 fds", True),
+        ("mmap", "4K", False)]
+    iv = _table(s, "IV")
+    assert [r["label"] for r in iv["rows"]] == ["ctx 2p/0K", "ctx 8p/16K", "ctx 2p/0K overhead"]
+    assert not _row(_table(s, "III"), "vdso-clock", "clock_gettime")["averaged"]
+
+
+def test_every_cell_in_us_with_its_slowdown_against_none(tmp_path):
+    s = _doc(tmp_path)["sections"]["oslat"]
+    row = _row(_table(s, "VI"), "pipe", "1B")
+    geo = stats.geomean([0.99, 1.0, 1.01])
+    assert row["cells"]["none"]["us"] == pytest.approx(3.0 * geo, rel=1e-3)
+    assert "slowdown" not in row["cells"]["none"]
+    slow = row["cells"]["ptrace"]["slowdown"]
+    assert slow["value"] == pytest.approx(5.0, rel=1e-3)
+    assert slow["interval"]["low"] <= slow["value"] <= slow["interval"]["high"]
+    assert row["cells"]["seccomp-allow:300-args"]["slowdown"]["value"] == pytest.approx(1.2, rel=1e-3)
+    # ctx keeps LMbench's difference (raw less overhead) beside the raw hop.
+    ctx = _row(_table(s, "IV"), "ctx", "2p/0K")
+    assert ctx["cells"]["none"]["switch_us"] == pytest.approx(3.0)
+
+
+def test_published_columns_beside_ours_and_none_for_table_iii(tmp_path):
+    s = _doc(tmp_path)["sections"]["oslat"]
+    pub = _row(_table(s, "IV"), "ctx", "2p/0K")["published"]
+    assert (pub["native"], pub["seimi"]) == (2.05, 2.46)
+    assert pub["slowdown"] == pytest.approx(2.46 / 2.05)
+    assert "SEIMI" in pub["source"] and pub["ids"] == ["seimi-ctx-2p0k-native",
+                                                        "seimi-ctx-2p0k-seimi"]
+    assert _row(_table(s, "V"), "mmap", "64M")["published"]["native"] == 6779
+    assert _row(_table(s, "V"), "mmap", "4K")["published"] is None
+    assert not _table(s, "III")["has_published"]
+
+
+def test_averages_both_ways_over_seimis_columns_only(tmp_path):
+    s = _doc(tmp_path)["sections"]["oslat"]
+    v = _table(s, "V")
+    a = v["averages"]["ptrace"]
+    # mmap 4K is shown but not averaged: 3 of the fixture's 4 Table V rows.
+    assert (a["n"], a["of"]) == (3, 3)
+    assert a["geomean_ratio"]["value"] == pytest.approx(5.0, rel=1e-3)
+    assert a["seimi_method"]["value_pct"] == pytest.approx(400.0, rel=1e-2)
+    # Table III: SEIMI printed no such average, so none is made.
+    assert _table(s, "III")["averages"]["ptrace"]["seimi_method"] is None
+    # SEIMI's own, recomputed from its figures, beside what it printed.
+    # SEIMI's own over all eight of its columns, however many the run has.
+    pub = v["published_average"]
+    assert pub["printed"]["value_pct"] == 33.56 and pub["n"] == 8
+    assert pub["seimi_method_pct"] == pytest.approx(33.56, abs=0.01)
+    assert pub["geomean_ratio"]["overhead_pct"] == pytest.approx(39.52, abs=0.01)
+
+
+def test_seimi_method_reproduces_its_printed_averages():
+    # Tables V and VI exactly as the paper computed them (seed-experiments §3).
+    pcts_v = [27.2, 11.7, 33.0, 12.6, 84.4, 63.2, 33.6, 67.8]
+    value, why = oslat.geomean_of_percentages([1 + p / 100 for p in pcts_v])
+    assert why is None and value == pytest.approx(33.56, abs=0.01)
+    pcts_vi = [33.1, 27.2, 18.4, 34.2, 26.6, 35.8, 9.1]
+    assert oslat.geomean_of_percentages([1 + p / 100 for p in pcts_vi])[0] == pytest.approx(
+        24.23, abs=0.01)
+    # Undefined, and said so, as soon as one overhead is zero or negative.
+    value, why = oslat.geomean_of_percentages([1.2, 0.9, 1.5])
+    assert value is None and "1 of 3 overheads are zero or negative" in why
+
+
+def test_seimi_method_is_undefined_where_a_confinement_costs_nothing(tmp_path):
+    run = oslat_run(FACTORS, per_cell={("seccomp-allow:300-args", "pipe", "1B"): 0.9})
+    s = _doc(tmp_path, run)["sections"]["oslat"]
+    a = _table(s, "VI")["averages"]["seccomp-allow:300-args"]
+    assert a["seimi_method"]["value_pct"] is None
+    assert "zero or negative" in a["seimi_method"]["undefined"]
+    assert a["geomean_ratio"]["value"] == pytest.approx((0.9 * 1.2) ** 0.5, rel=1e-3)
+
+
+def test_a_skipped_confinement_says_why_in_its_cells(tmp_path):
+    run = oslat_run({("none", "default"): 1.0, PTRACE: 5.0},
+                    skipped={("landlock", "test-dir"): "Landlock is not enabled here"})
+    s = _doc(tmp_path, run)["sections"]["oslat"]
+    assert [c["label"] for c in s["columns"]] == ["none", "ptrace", "landlock"]
+    row = _row(_table(s, "III"), "null-syscall", "getppid")
+    assert row["cells"]["landlock"] == {"status": "skipped",
+                                        "reason": "Landlock is not enabled here"}
+    text = render_oslat.text(s, {})
+    assert "skipped: null-syscall getppid under landlock: Landlock is not enabled here" in text
+
+
+def test_no_oslat_results_no_section(tmp_path):
+    assert "oslat" not in summary.build(load_doc(tmp_path, fixture("clean_run")))["sections"]
+
+
+# ---- the finding ----
+
+def test_percentage_geomean_fires_where_seimis_averages_are_shown(tmp_path):
+    doc = _doc(tmp_path)
+    f = next(f for f in doc["findings"] if f["id"] == "percentage-geomean")
+    assert f["severity"] == checks.INFO and f["sok"].startswith("B5")
+    assert "Table V: SEIMI's printed 33.56%" in f["what"]
+    assert "39.52%" in f["what"]  # the same figures as a geometric mean of ratios
+
+
+def test_percentage_geomean_names_where_it_is_undefined(tmp_path):
+    run = oslat_run({("none", "default"): 1.0, SECCOMP: 0.95},
+                    cells=[c for c in OSLAT_CELLS if c[0] == "III"] +
+                    [("VI", "ipc", "pipe", "1B", 3000.0)])
+    doc = _doc(tmp_path, run)
+    f = next(f for f in doc["findings"] if f["id"] == "percentage-geomean")
+    assert "undefined for Table VI seccomp-allow:300-args" in f["what"]
+
+
+@pytest.mark.parametrize("run", ["process-table-only", "clean"])
+def test_percentage_geomean_silent_without_such_averages(tmp_path, run):
+    if run == "clean":
+        doc = summary.build(load_doc(tmp_path, fixture("clean_run")))
+    else:
+        # Table III: SEIMI printed no average, and none is made SEIMI's way.
+        doc = _doc(tmp_path, oslat_run(FACTORS, cells=[c for c in OSLAT_CELLS
+                                                        if c[0] == "III"]))
+        assert doc["sections"]["oslat"]["tables"][0]["table"] == "III"
+    assert "percentage-geomean" not in [f["id"] for f in doc["findings"]]
+
+
+# ---- renderings ----
+
+def test_text_markdown_and_html(tmp_path):
+    doc = _doc(tmp_path)
+    out = table.run_report(doc)
+    assert "oslat: SEIMI Table IV: context switch (LMbench lat_ctx) [us per operation]" in out
+    assert "pub. native us" in out and "x none" in out
+    assert "average: geomean of ratios" in out and "SEIMI's method: geomean of % overheads" in out
+    assert "(printed 33.56%)" in out
+    md = report.render_md(doc, [])
+    assert "### oslat: SEIMI Table VI" in md
+    assert "5.00 [" in md  # slowdowns with their intervals
+    assert "the threat model of ptrace" in md
+    assert "<pre>oslat: SEIMI Table IV" in report.render_html(doc, [], tmp_path)
+
+
+def test_plots_one_per_table_and_a_heat_map(tmp_path):
+    doc = _doc(tmp_path)
+    drawn = {p.name: p for p in plots.draw(doc)}
+    for name in ("oslat-table-iv", "oslat-table-v", "oslat-table-vi", "oslat-table-iii",
+                 "oslat-heatmap"):
+        assert drawn[name].figure is not None, drawn[name].note
+    written = plots.save(drawn["oslat-heatmap"], tmp_path)
+    assert written == ["oslat-heatmap.png", "oslat-heatmap.svg"]
+    for p in drawn.values():
+        if p.figure is not None:
+            plots._pyplot().close(p.figure)
+
+
+def test_plots_say_why_without_a_confinement(tmp_path):
+    doc = _doc(tmp_path, oslat_run({("none", "default"): 1.0}))
+    drawn = {p.name: p for p in plots.draw(doc)}
+    assert drawn["oslat-heatmap"].figure is None
+    assert "No confinement beside none" in drawn["oslat-table-iv"].note
