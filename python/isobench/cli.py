@@ -31,7 +31,8 @@ from typing import Callable, Sequence
 
 from . import __version__
 from .analysis import attackers, checks, compare, reference, runs, stats, summary
-from .measure import kvserver, lifecycle, runner, scrape, serve, sysinfo, system, validate
+from .measure import (kvserver, lifecycle, progress, runner, scrape, serve, sysinfo, system,
+                      validate)
 from .render import report, table
 from .store import export, interchange
 from .measure.driver import ISOLATION_TIMEOUT, Catalog, Driver, Isolation, find_isob, repo_root
@@ -131,6 +132,13 @@ def _add_json(p: argparse.ArgumentParser, what: str) -> None:
                    help=f"print {what} as one JSON object on stdout (progress stays on stderr)")
 
 
+def _add_wide(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wide", action="store_true",
+                   help="every column (median, mean and batched of the middle repetition, "
+                        "unit, reps) and the spread between repetitions; the default table "
+                        f"fits {table.WIDTH} columns")
+
+
 def _add_list(sub) -> None:
     p = sub.add_parser(
         "list", formatter_class=Formatter, help="mechanisms and benchmarks, and what is available",
@@ -211,7 +219,8 @@ def _add_run(sub) -> None:
     p.add_argument("--seed", type=validate.bounded_whole(0, validate.MAX_SEED), metavar="S",
                    help="seed of the shuffled order (default: a random one; either way it is "
                         "recorded with the run)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    _add_wide(p)
     _add_json(p, "the run")
     _add_db(p)
     p.set_defaults(func=cmd_run)
@@ -225,6 +234,7 @@ def _add_show(sub) -> None:
                "  isobench show --json --db other.sqlite\n  isobench show newest   a run still "
                "running, too")
     p.add_argument("run", nargs="?", metavar="RUN", help=RUN_SPEC)
+    _add_wide(p)
     _add_json(p, "the run")
     _add_db(p)
     p.set_defaults(func=cmd_show)
@@ -492,10 +502,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             if any(b.needs_mechanism for b in map(catalog.benchmark, benches)):
                 env["isolation"] = attackers.for_environment(*isolation_entries(
                     driver, [catalog.mechanism(m) for m in mechs], ISOLATION_TIMEOUT))
+            estimate = progress.Estimator(jobs.counts(), store.job_seconds(args.quick),
+                                          quick=args.quick)
             run_id = store.begin_run(args.argv, env)
             store.set_options(run_id, {"repeat": repeat, "seed": seed})
-            failed = lifecycle.record(store, driver, run_id, env, jobs, opts,
-                                      runner.Progress(len(jobs), quiet=args.quiet), guard, finish)
+            with progress.make(len(jobs), estimate, quiet=args.quiet) as shown:
+                failed = lifecycle.record(store, driver, run_id, env, jobs, opts, shown, guard,
+                                          finish)
+                shown.finish()
         except lifecycle.Interrupted as sig:
             # Before record() took over: nothing ran yet.
             guard.closing = True
@@ -503,14 +517,14 @@ def cmd_run(args: argparse.Namespace) -> int:
                 raise
             store.finish_run(run_id, "interrupted", end_reason=sig.name)
             raise lifecycle.RunInterrupted(run_id, sig, store.path) from None
-        _print_run(store, run_id, args.json, docs[0] if docs else None)
+        _print_run(store, run_id, args.json, docs[0] if docs else None, wide=args.wide)
     return EXIT_FAILED if failed else EXIT_OK
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     with Store.open(db_path(args), create=False) as store:
         run_id = store.resolve_run(args.run)
-        _print_run(store, run_id, args.json)
+        _print_run(store, run_id, args.json, wide=args.wide)
     return EXIT_OK
 
 
@@ -661,19 +675,20 @@ def run_document(store: Store, run_id: int, doc: dict | None = None) -> dict:
             "results": results, "findings": doc["findings"], "summary": doc}
 
 
-def _print_run(store: Store, run_id: int, as_json: bool, doc: dict | None = None) -> None:
+def _print_run(store: Store, run_id: int, as_json: bool, doc: dict | None = None,
+               wide: bool = False) -> None:
     doc = doc or summary.build(runs.load_run(store, run_id))
     if as_json:
         _print_json(run_document(store, run_id, doc))
         return
     extra = []
-    if any(len(c["repetitions"]) > 1 for c in doc["configs"]):
+    if wide and any(len(c["repetitions"]) > 1 for c in doc["configs"]):
         extra.append(table.repetition_report(doc))
-    extra.append(checks.one_line(doc["findings"], run_id))
+    extra.append(table.wrap(checks.one_line(doc["findings"], run_id)))
     matrix = attackers.from_environment(doc["run"].get("environment"))
     if matrix:
-        extra.append(attackers.format_matrix(*matrix))
-    print(table.run_report(doc, extra))
+        extra.append(attackers.format_matrix(*matrix, brief=not wide))
+    print(table.run_report(doc, extra, wide=wide))
 
 
 def _print_json(doc: dict) -> None:

@@ -525,6 +525,31 @@ class Store:
             out.append(d)
         return out
 
+    def job_seconds(self, quick: bool, per_key: int = 5,
+                    limit: int = 20000) -> dict[tuple[str, str], list[float]]:
+        """How long each (benchmark, mechanism) job took in the latest runs
+        with the same --quick setting: up to per_key durations each, newest
+        first, from jobs that ran to the end.  For the progress estimate only
+        (measure/progress.py)."""
+        rows = self._conn.execute(
+            "SELECT j.benchmark, j.mechanism, j.started, j.finished, r.argv FROM jobs j "
+            "JOIN runs r ON r.id = j.run_id WHERE j.status = 'done' AND j.finished IS NOT NULL "
+            "ORDER BY j.id DESC LIMIT ?", (limit,)).fetchall()
+        out: dict[tuple[str, str], list[float]] = {}
+        for bench, mech, started, finished, argv in rows:
+            try:
+                args = json.loads(argv) if argv else []
+                took = (datetime.fromisoformat(finished)
+                        - datetime.fromisoformat(started)).total_seconds()
+            except (TypeError, ValueError):
+                continue  # a damaged row says nothing about durations
+            if not isinstance(args, list) or ("--quick" in args) != quick or took < 0:
+                continue
+            seen = out.setdefault((bench, mech), [])
+            if len(seen) < per_key:
+                seen.append(took)
+        return out
+
     def samples(self, result_id: int) -> dict[str, tuple[int, ...]]:
         rows = self._conn.execute(
             "SELECT event, count, encoding, data FROM samples WHERE result_id = ? ORDER BY rowid",
