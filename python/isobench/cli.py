@@ -1,5 +1,5 @@
-"""The `isobench` command: list, run, show, export, import, report, check,
-compare, system, reference.
+"""The `isobench` command: list, run, show, runs, export, import, report,
+check, compare, system, reference.
 
 Exit codes (every command):
     0    everything ran (skipped mechanisms are not failures)
@@ -96,6 +96,7 @@ def build_parser() -> Parser:
                       "  isobench list                  what can run here, and why not\n"
                       "  isobench run --quick           the default suite, all mechanisms, quickly\n"
                       "  isobench show                  the latest run again\n"
+                      "  isobench runs                  every stored run, one line each\n"
                       "  isobench check                 is the latest run sound? what to fix\n"
                       "  isobench report -o report/     HTML, plots and a Markdown summary\n"
                       "  isobench compare 3 4           two runs (or machines), normalized to direct\n"
@@ -108,6 +109,7 @@ def build_parser() -> Parser:
     _add_list(sub)
     _add_run(sub)
     _add_show(sub)
+    _add_runs(sub)
     _add_export(sub)
     _add_import(sub)
     _add_report(sub)
@@ -238,6 +240,20 @@ def _add_show(sub) -> None:
     _add_json(p, "the run")
     _add_db(p)
     p.set_defaults(func=cmd_show)
+
+
+def _add_runs(sub) -> None:
+    p = sub.add_parser(
+        "runs", formatter_class=Formatter, help="list the stored runs",
+        description="List the runs in the store, one line each: id, when it started, its "
+                    "status, the\nhost it ran on, how many results it has (failed and "
+                    "skipped ones counted apart)\nand the command that made it.  Any id "
+                    "shown can be given to show, report,\ncheck, compare and export.",
+        epilog="examples:\n  isobench runs\n  isobench runs --json | jq '.runs[-1].run_id'\n"
+               "  isobench runs --db other.sqlite")
+    _add_json(p, "the runs")
+    _add_db(p)
+    p.set_defaults(func=cmd_runs)
 
 
 def _add_export(sub) -> None:
@@ -525,6 +541,17 @@ def cmd_show(args: argparse.Namespace) -> int:
     with Store.open(db_path(args), create=False) as store:
         run_id = store.resolve_run(args.run)
         _print_run(store, run_id, args.json, wide=args.wide)
+    return EXIT_OK
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    with Store.open(db_path(args), create=False) as store:
+        listed = store.run_list()
+        path = str(store.path)
+    if args.json:
+        _print_json({"db": path, "runs": listed})
+    else:
+        print(table.runs_report(listed, path))
     return EXIT_OK
 
 

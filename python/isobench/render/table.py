@@ -633,6 +633,36 @@ def run_report(doc: Mapping, extra: Sequence[str] = (), wide: bool = False) -> s
     return "\n".join(out)
 
 
+def _results_text(counts: Mapping[str, int]) -> str:
+    total = sum(counts.values())
+    bad = [f"{counts[s]} {s}" for s in ("failed", "skipped") if counts.get(s)]
+    return f"{total:,}" + (f" ({', '.join(bad)})" if bad else "")
+
+
+def runs_report(runs: Sequence[Mapping], db: str) -> str:
+    """`isobench runs`: one line per stored run, at most WIDTH columns (the
+    command is cut with "..." where it would not fit)."""
+    if not runs:
+        return f"{db} holds no runs yet: start one with `isobench run`"
+    rows = []
+    for r in runs:
+        status = r["status"] + (f" ({r['end_reason']})" if r.get("end_reason") else "")
+        started = (r.get("started") or "-").replace("T", " ")[:16]
+        host = r.get("host") or "?"
+        if r.get("origin"):
+            host += " (imported)"
+        argv = " ".join(r["argv"]) if r.get("argv") is not None else "?"
+        rows.append([str(r["run_id"]), started, status, host, _results_text(r["results"]), argv])
+    headers = ("run", "started (UTC)", "status", "host", "results", "command")
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
+    room = max(len("command"), WIDTH - sum(widths[:-1]) - 2 * (len(headers) - 1))
+    for row in rows:
+        if len(row[-1]) > room:
+            row[-1] = row[-1][:room - 3] + "..."
+    return (f"runs in {db}\n" + render(headers, rows, {"run", "results"})
+            + "\n`isobench show RUN` prints one; `isobench compare A B` compares two.")
+
+
 def list_report(mechanisms: Sequence[Mapping], benchmarks: Sequence[Mapping]) -> str:
     mrows = [[m["name"], "yes" if m["available"] else "no",
               "FAILED" if m["isolation"] == "failed" else m["isolation"], m["summary"]]
