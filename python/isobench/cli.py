@@ -76,6 +76,15 @@ non_negative_int = validate.whole
 size_list = validate.size_tokens
 
 
+def report_formats(text: str) -> tuple[str, ...]:
+    items = tuple(f.strip() for f in text.split(",") if f.strip())
+    bad = [f for f in items if f not in report.FORMATS]
+    if bad or not items or not text.isascii():
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: formats are a comma-separated list of {', '.join(report.FORMATS)}")
+    return tuple(dict.fromkeys(items))
+
+
 def placement_list(text: str) -> tuple[str, ...]:
     items = tuple(p.strip() for p in text.split(",") if p.strip())
     bad = [p for p in items if p not in runner.PLACEMENTS]
@@ -363,18 +372,30 @@ def _add_report(sub) -> None:
     p = sub.add_parser(
         "report", formatter_class=Formatter, help="write an HTML report, plots and a summary",
         description="Write a report of a stored run into DIR: index.html (self-contained: the "
-                    "plots are\nembedded), the plots as PNG and SVG, and summary.md (platform "
-                    "table, findings,\nswitch and key-value tables, published figures) ready "
-                    "to paste into a paper.\n\nThe soundness findings are those of `isobench "
-                    "check`.  Published figures are shown\nbeside local numbers, marked as "
-                    "published, never mixed into local statistics.\nA plot whose data the run "
-                    "lacks (no kv results, no kv-server results) is left\nout with a note "
-                    "saying so.",
+                    "plots are\nembedded), summary.md (platform, findings, switch and "
+                    "key-value tables), LaTeX\ntables (platform.tex, switch.tex, kv.tex: "
+                    "booktabs, each compiles alone), results.csv\n(one row per "
+                    "configuration: one column per parameter, the headline, its\ninterval, "
+                    "the ratio to direct), stats.json (every number) and each plot as PNG,\n"
+                    "SVG and PDF at 7 in (NAME-2col.pdf) and 3.5 in (NAME-1col.pdf), with its "
+                    "caption\nin NAME.caption.txt.\n\nThe soundness findings are those of "
+                    "`isobench check`.  Published figures are shown\nbeside local numbers, "
+                    "marked as published, never mixed into local statistics;\nonly those with "
+                    "a local counterpart unless --all-published.  A plot whose data\nthe run "
+                    "lacks (no kv results, no kv-server results) is left out with a note.",
         epilog="examples:\n  isobench report -o report/              the latest run\n"
+               "  isobench report 3 -o paper/ --format tex,csv\n"
                "  isobench report 3 -o /tmp/run3 --json   what was written, as JSON")
     p.add_argument("run", nargs="?", metavar="RUN", help=RUN_SPEC)
     p.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="folder to write into (created if missing)")
+    p.add_argument("--format", dest="formats", type=report_formats, metavar="LIST",
+                   default=report.FORMATS,
+                   help=f"comma-separated: {', '.join(report.FORMATS)} (default: all); the "
+                        "plots and stats.json are always written")
+    p.add_argument("--all-published", action="store_true",
+                   help="show every published figure, also those without a local "
+                        "counterpart in this run")
     _add_json(p, "what was written and the findings")
     _add_db(p)
     p.set_defaults(func=cmd_report)
@@ -599,7 +620,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         report.prepare(Path(args.output))  # an unusable folder fails before any work
         doc = summary.build(runs.load_run(store, run_id))
         try:
-            doc = report.write(doc, Path(args.output))
+            doc = report.write(doc, Path(args.output), args.formats, args.all_published)
         except OSError as e:
             # A plot or page that cannot be saved (a full disk, a folder
             # removed meanwhile): the report is incomplete, say where.
