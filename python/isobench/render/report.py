@@ -147,7 +147,7 @@ def published_rows(doc: Mapping, all_published: bool = True) -> list[list[str]]:
             f"{l['placement'] or '-'}: {table.fmt_num(l['value'])} {l['unit']}"
             + (f" = {table.fmt_num(l['ns'])} ns" if l["ns"] is not None else "")
             + f" ({l['source']})" for l in ref["local"]) or "-"
-        source = ref["source"] + (f" ({ref['url']})" if ref.get("url") else "")
+        source = ref["source"] + (f" ({ref['link']})" if ref.get("link") else "")
         rows.append([ref["subject"], ref["metric"] or "-",
                      f"{ref['text']} {ref['unit']}{spread}", source, ref["hardware"],
                      mine, f"{ref['where']}{'; ' + ref['note'] if ref['note'] else ''}"])

@@ -109,26 +109,30 @@ def wrap(text: str, width: int = WIDTH, indent: str = "  ") -> str:
 
 
 def render_fit(headers: Sequence[str], rows: Sequence[Sequence[str]],
-               right: frozenset[str] | set[str] = frozenset(), flex: int = 0,
-               width: int = WIDTH) -> str:
-    """render(), but at most `width` columns: the column `flex` (the label)
-    gets what the others leave, and a longer cell continues on the next
-    line(s) of that column, with the other cells blank, so that nothing is
-    cut off."""
+               right: frozenset[str] | set[str] = frozenset(),
+               flex: int | Sequence[int] = 0, width: int = WIDTH) -> str:
+    """render(), but at most `width` columns: the column `flex` (the label),
+    or the columns `flex` names, share what the others leave (in proportion
+    to their widths), and a longer cell continues on the next line(s) of its
+    column, with the other cells blank, so that nothing is cut off."""
+    flexes = [flex] if isinstance(flex, int) else list(flex)
     widths = [len(h) for h in headers]
     for row in rows:
         widths = [max(w, len(c)) for w, c in zip(widths, row)]
-    others = sum(w for i, w in enumerate(widths) if i != flex) + 2 * (len(headers) - 1)
-    room = max(len(headers[flex]), 8, width - others)
-    if widths[flex] <= room:
+    others = sum(w for i, w in enumerate(widths) if i not in flexes) + 2 * (len(headers) - 1)
+    room = width - others
+    natural = sum(widths[i] for i in flexes)
+    if natural <= room:
         return render(headers, rows, right)
+    rooms = {i: max(len(headers[i]), 8, room * widths[i] // natural) for i in flexes}
     out_rows: list[list[str]] = []
     for row in rows:
-        pieces = textwrap.wrap(row[flex], width=room, subsequent_indent="  ",
-                               break_long_words=True, break_on_hyphens=False) or [""]
-        out_rows.append([pieces[0] if i == flex else c for i, c in enumerate(row)])
-        for more in pieces[1:]:
-            out_rows.append([more if i == flex else "" for i in range(len(row))])
+        pieces = {i: textwrap.wrap(row[i], width=rooms[i], subsequent_indent="  ",
+                                   break_long_words=True, break_on_hyphens=False) or [""]
+                  for i in flexes}
+        for k in range(max(len(p) for p in pieces.values())):
+            out_rows.append([(pieces[i][k] if k < len(pieces[i]) else "") if i in flexes
+                             else (c if k == 0 else "") for i, c in enumerate(row)])
     return render(headers, out_rows, right)
 
 
