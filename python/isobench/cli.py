@@ -208,6 +208,14 @@ def _add_run(sub) -> None:
     p.add_argument("--placement", type=placement_list, metavar="LIST",
                    help=f"comma-separated placements: {', '.join(runner.PLACEMENTS)} "
                         "(default: each benchmark's own)")
+    p.add_argument("--counter", type=validate.one_of("counter", runner.COUNTERS), metavar="C",
+                   help=f"isob's counter: {', '.join(runner.COUNTERS)} (default: the best "
+                        "available, perf where the PMU can be read; `isobench check` says "
+                        "what each one misses)")
+    p.add_argument("--scope", type=validate.one_of("scope", runner.SCOPES), metavar="S",
+                   help="perf's counting scope: thread (the measured thread only) or cpu "
+                        "(everything on its CPU, the other side of a switch included; needs "
+                        "perf_event_paranoid <= 0) (default: thread)")
     p.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
                    help=f"time-out of each isob process (default: {runner.DEFAULT_TIMEOUT:g}, "
                         f"cpuwork and memops {runner.LONG_TIMEOUTS['cpuwork']:g}; "
@@ -502,7 +510,8 @@ def _run_options(args: argparse.Namespace) -> runner.Options:
     timeout = args.timeout or (runner.QUICK_TIMEOUT if args.quick else runner.DEFAULT_TIMEOUT)
     return runner.Options(quick=args.quick, n=args.n, placement=args.placement, timeout=timeout,
                           seconds=args.seconds, sizes=args.sizes,
-                          timeout_given=args.timeout is not None)
+                          timeout_given=args.timeout is not None, counter=args.counter,
+                          scope=args.scope)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -542,7 +551,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             estimate = progress.Estimator(jobs.counts(), store.job_seconds(args.quick),
                                           quick=args.quick)
             run_id = store.begin_run(args.argv, env)
-            store.set_options(run_id, {"repeat": repeat, "seed": seed})
+            store.set_options(run_id, {"repeat": repeat, "seed": seed,
+                                       **{k: v for k, v in (("counter", args.counter),
+                                                            ("scope", args.scope)) if v}})
             with progress.make(len(jobs), estimate, quiet=args.quiet) as shown:
                 failed = lifecycle.record(store, driver, run_id, env, jobs, opts, shown, guard,
                                           finish)

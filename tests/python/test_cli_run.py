@@ -71,6 +71,16 @@ def test_options_reach_the_driver(isobench):
                      "--placement", "unpinned,same-cpu"]]
 
 
+def test_counter_and_scope_reach_isob_and_the_store(isobench):
+    p = isobench("run", "switch", "-m", "direct", "--counter", "clock", "--scope", "cpu")
+    assert p.returncode == 0, p.stderr
+    runs = [c for c in isobench.isob_calls() if c[0] == "switch"]
+    assert runs == [["switch", "-m", "direct", "--counter", "clock", "--scope", "cpu"]]
+    with Store.open(isobench.db, create=False) as s:
+        opts = s.run(s.latest_run_id())["options"]
+    assert (opts["counter"], opts["scope"]) == ("clock", "cpu")
+
+
 def test_sizes_reach_kv_only(isobench):
     p = isobench("run", "switch", "kv", "-m", "direct", "--sizes", "4K,1m,64")
     assert p.returncode == 0, p.stderr

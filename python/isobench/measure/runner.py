@@ -28,6 +28,8 @@ in is recorded job by job (the store's jobs table) as they start.
 
 from __future__ import annotations
 
+import platform
+
 import random
 import sys
 import time
@@ -45,6 +47,12 @@ from ..store import now_ms
 DEFAULT_SUITE = ("switch", "kv")
 
 PLACEMENTS = ("same-cpu", "cross-cpu", "unpinned")
+# isob's counter back-ends (--counter): perf events, the CPU's own time-stamp
+# counter (tsc on x86, cntvct on arm64: isob refuses the other one), and
+# clock_gettime; and perf's counting scopes (--scope).
+TIMER = "cntvct" if platform.machine() in ("aarch64", "arm64") else "tsc"
+COUNTERS = ("perf", TIMER, "clock")
+SCOPES = ("thread", "cpu")
 
 # Fresh isob processes per (benchmark, mechanism) when --repeat is not
 # given.  The repetition is the unit every interval and test rests on: 5
@@ -96,6 +104,8 @@ class Options:
     seconds: float | None = None  # kv-server: client run time (default: kvserver's)
     sizes: tuple[str, ...] | None = None  # kv, memops: sizes as isob --sizes takes them
     timeout_given: bool = False  # --timeout was passed: no benchmark gets its own
+    counter: str | None = None  # isob --counter (default: isob's best available)
+    scope: str | None = None  # isob --scope (default: isob's, thread)
 
 
 @dataclass
@@ -176,6 +186,10 @@ def isob_args(job: Job, opts: Options) -> list[str]:
         args += ["--n", str(opts.n)]
     if opts.placement:
         args += ["--placement", ",".join(opts.placement)]
+    if opts.counter:
+        args += ["--counter", opts.counter]
+    if opts.scope:
+        args += ["--scope", opts.scope]
     if opts.sizes and job.benchmark in SIZED:
         args += ["--sizes", ",".join(opts.sizes)]
     return args
