@@ -177,3 +177,39 @@ def test_kv_plot_marks_a_skipped_size(tmp_path):
     assert [list(l.get_xdata()) for l in marks] == [[16384]]
     assert "mpk (same-cpu) from 16 KiB" in p.caption
     plots._pyplot().close(p.figure)
+
+
+def test_a_mechanism_keeps_its_look_from_plot_to_plot(tmp_path):
+    """kv-overhead leaves direct out; its other lines keep kv's colours and
+    markers, and the payload plot's, so one legend reads for all."""
+    from isobench.render import plots
+    run = fixture("clean_run")
+    # A second mechanism in kv, cheaper than mpk but after it alphabetically.
+    for r in [r for r in run["results"] if r["benchmark"] == "kv" and r["mechanism"] == "mpk"]:
+        r = copy.deepcopy(r)
+        r["mechanism"] = "thread"
+        r["samples"]["primary"] = [max(1, x * 9 // 10) for x in r["samples"]["primary"]]
+        run["results"].append(r)
+    doc = _doc(tmp_path, run)
+
+    def looks(p):
+        out = {}
+        for ax in p.figure.axes:
+            for container in ax.containers:
+                line = container.lines[0]
+                out[container.get_label()] = (line.get_color(), line.get_marker(),
+                                              line.get_linestyle())
+        plots._pyplot().close(p.figure)
+        return out
+
+    kv, over, payload = (looks(f(doc)) for f in (plots.kv_plot, plots.kv_overhead_plot,
+                                                 plots.payload_plot))
+    assert "direct" in kv and "direct" not in over
+    shared = set(kv) & set(over)
+    assert shared == {"mpk", "thread"}
+    assert all(kv[m] == over[m] for m in shared)
+    assert all(payload[m] == kv[m] for m in set(payload) & set(kv))
+    # The legend reads cheapest first (direct, then by cost), not alphabetically.
+    fig = plots.kv_plot(doc).figure
+    assert [c.get_label() for c in fig.axes[0].containers] == ["direct", "thread", "mpk"]
+    plots._pyplot().close(fig)

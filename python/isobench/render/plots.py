@@ -87,6 +87,14 @@ def styles(names: Sequence[str]) -> dict[str, dict]:
     return {n: style(i) for i, n in enumerate(order)}
 
 
+def mechanism_styles(doc: Mapping) -> dict[str, dict]:
+    """styles() over every mechanism of the run, whichever benchmark measured
+    it: a mechanism keeps its colour, marker and line from plot to plot of
+    one report, also where a plot leaves some out (direct in an overhead
+    plot)."""
+    return styles([c["mechanism"] for c in doc["configs"] if c.get("mechanism")])
+
+
 @contextmanager
 def paper_rc(width: float) -> Iterator[None]:
     """Font sizes a paper prints legibly at this width."""
@@ -347,7 +355,7 @@ def payload_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
     by: dict[str, list[Mapping]] = {}
     for c in configs:
         by.setdefault(c["mechanism"], []).append(c)
-    look = styles(list(by))
+    look = {m: st for m, st in mechanism_styles(doc).items() if m in by}
     order = sorted(by, key=lambda m: (m != BASELINE, min(value_of(c, div)[0] or 0 for c in by[m])))
     with paper_rc(width):
         fig, ax = plt.subplots(figsize=(width, width * 0.62 + 0.25 * ((len(by) + 3) // 4)))
@@ -417,6 +425,16 @@ def _kv_axes(ax) -> None:
     ax.set_xlabel("data in the store (log scale)")
 
 
+def _series_cost(cs: Sequence[Mapping]) -> float:
+    """A series' cost for ordering: its first point's ratio to direct, else
+    its headline (ns where it converts)."""
+    c = cs[0]
+    if c.get("ratio"):
+        return c["ratio"]["value"]
+    h = c["headline"]
+    return h["ns"] if h.get("ns") is not None else h["value"]
+
+
 def _kv_figure(doc, width, configs, draw_series, ylabel, title_of):
     """Shared frame of the kv plots: one panel per placement, side by side at
     the double-column width and stacked at the single-column one; a legend
@@ -424,7 +442,7 @@ def _kv_figure(doc, width, configs, draw_series, ylabel, title_of):
     plt = _pyplot()
     series = _kv_series(configs)
     places = sorted({p for _, p in series}, key=lambda p: (p != "same-cpu", p))
-    look = styles([m for m, _ in series])
+    look = {m: st for m, st in mechanism_styles(doc).items() if m in {m for m, _ in series}}
     skipped = _kv_skipped_sizes(doc)
     narrow = width <= WIDTHS["1col"]
     n = len(places)
@@ -435,8 +453,10 @@ def _kv_figure(doc, width, configs, draw_series, ylabel, title_of):
     fig, axes = plt.subplots(*shape, figsize=(width, fig_h), sharey=True, squeeze=False)
     axes = [a for row in axes for a in row]
     for ax, place in zip(axes, places):
-        for (mech, p), cs in sorted(series.items(), key=lambda kv: (kv[0][0] != BASELINE,
-                                                                    kv[0][0])):
+        # Cheapest first (at the smallest data size), so the legend reads
+        # in the order of cost.
+        for (mech, p), cs in sorted(series.items(), key=lambda kv: (
+                kv[0][0] != BASELINE, _series_cost(kv[1]), kv[0][0])):
             if p == place:
                 draw_series(ax, mech, cs, look[mech])
         for k, (mech_p, sizes) in enumerate(sorted(skipped.items())):
