@@ -101,3 +101,18 @@ def test_a_pipe_gets_plain_lines_and_quiet_gets_nothing():
 def test_durations_read_as_a_person_plans():
     assert [progress.fmt_duration(s) for s in (0.4, 42, 185, 7322)] == \
         ["0 s", "42 s", "3 min 05 s", "2 h 02 min"]
+
+
+def test_a_job_running_past_its_estimate_raises_the_estimate_of_its_repetitions():
+    clock = Clock()
+    est = progress.Estimator({("switch", "thread"): 3, ("kv", "direct"): 1},
+                             {("switch", "thread"): [2.0], ("kv", "direct"): [5.0]})
+    p = progress.Progress(4, None, estimator=est, clock=clock)
+    p.start(Job("switch", "thread"))
+    assert p.left() == 3 * 2.0 + 5.0
+    clock.t += 1.0
+    assert p.left() == 3 * 2.0 + 5.0 - 1.0
+    # 10 s into a job expected to take 2 s: it may end any moment, but the
+    # two repetitions after it will take 10 s or more each.
+    clock.t += 9.0
+    assert p.left() == 2 * 10.0 + 5.0

@@ -164,7 +164,15 @@ class Progress:
             return None
         rest = self.estimator.remaining()
         if self.job is not None:
-            rest -= min(self.clock() - self.t0, self.estimator.expected(self._key(self.job)))
+            key = self._key(self.job)
+            took, want = self.clock() - self.t0, self.estimator.expected(key)
+            rest -= min(took, want)
+            if took > want:
+                # Running past its estimate: the same key's jobs still to
+                # come (its other repetitions) will take at least as long.
+                later = self.estimator.counts.get(key, 0) - len(
+                    self.estimator.observed.get(key, ())) - 1
+                rest += max(0, later) * (took - want)
         return max(0.0, rest)
 
     # -- one job --
