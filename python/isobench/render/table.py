@@ -14,6 +14,7 @@ printed is in the document.  The default table fits WIDTH columns
 from __future__ import annotations
 
 import sys
+import re
 import textwrap
 from typing import Any, Mapping, Sequence
 
@@ -615,14 +616,21 @@ def run_report(doc: Mapping, extra: Sequence[str] = (), wide: bool = False) -> s
         out += ["", kvs]
     for block in sections.text_blocks(doc):
         out += ["", block]
-    # One line per distinct note, with how many repetitions it came from.
-    counted: dict[str, int] = {}
+    # One line per configuration and reason, with how many repetitions it
+    # came from; reasons that differ only in their figures (a predicted
+    # time) are one reason, shown with the first repetition's figures.
+    counted: dict[str, list] = {}
     for r in doc["results"]:
         if r["status"] != "ok" and r["benchmark"] != "kv-server":
-            text = (f"{'FAILED' if r['status'] == 'failed' else r['status']}: "
-                    f"{r['benchmark']} -m {r['mechanism']}{_where(r)}: {r['reason']}")
-            counted[text] = counted.get(text, 0) + 1
-    notes = [t + (f" ({n} repetitions)" if n > 1 else "") for t, n in counted.items()]
+            head = (f"{'FAILED' if r['status'] == 'failed' else r['status']}: "
+                    f"{r['benchmark']} -m {r['mechanism']}{_where(r)}: ")
+            reason = str(r["reason"])
+            entry = counted.setdefault(head + re.sub(r"\d[\d.,]*", "#", reason),
+                                       [head + reason, 0, set()])
+            entry[1] += 1
+            entry[2].add(reason)
+    notes = [text + (f" ({n} repetitions{'; figures of the first' if len(seen) > 1 else ''})"
+                     if n > 1 else "") for text, n, seen in counted.values()]
     if not wide:
         notes = [wrap(n) for n in notes]
     if notes:
