@@ -45,7 +45,8 @@ def test_each_latex_table_compiles_alone(isobench, tmp_path):
     assert tables == ["platform.tex", "switch.tex", "kv.tex"]
     for name in tables:
         text = (out / name).read_text()
-        assert "\\toprule" in text and "\\bottomrule" in text and "\\begin{table}" in text
+        assert "\\toprule" in text and "\\bottomrule" in text
+        assert "\\begin{table}" in text or "\\begin{table*}" in text
         main = out / f"main-{name}"
         main.write_text(PREAMBLE % name)
         run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
@@ -69,6 +70,28 @@ def test_switch_and_kv_tables_hold_the_headlines(tmp_path):
     assert "Across CPUs" in sw and "baseline" in sw
     kv = paper.kv_tex(doc)
     assert "4 KiB" in kv and "direct & same-cpu" in kv
+    # Two placements: the switch table spans both columns of a paper.
+    assert "\\begin{table*}" in sw and "\\end{table*}" in sw
+
+
+def test_a_kv_mean_over_fewer_sizes_is_marked(tmp_path):
+    from isobench.render import paper
+    def sized(run, mechanisms, size):
+        for r in [r for r in run["results"] if r["benchmark"] == "kv"
+                  and r["mechanism"] in mechanisms and r["params"]["data_bytes"] == 4096]:
+            r = copy.deepcopy(r)
+            r["params"]["data_bytes"] = size
+            run["results"].append(r)
+        return run
+
+    full = sized(fixture("clean_run"), ("direct", "mpk"), 16384)
+    assert "dagger" not in paper.kv_tex(_doc(tmp_path / "full", full))
+    # direct also at 64 KiB, mpk not: mpk's mean is over 2 of the 3 sizes.
+    part = sized(sized(fixture("clean_run"), ("direct", "mpk"), 16384), ("direct",), 65536)
+    kv = paper.kv_tex(_doc(tmp_path / "part", part))
+    mpk = next(l for l in kv.splitlines() if l.startswith("mpk &"))
+    assert "--" in mpk and mpk.rstrip(" \\").endswith("$^\\dagger$")
+    assert "not comparable" in kv
 
 
 def test_csv_is_tidy(tmp_path):

@@ -52,16 +52,19 @@ def _small(text: str) -> str:
 
 
 def _table(label: str, caption: str, spec: str, head: Sequence[str], rows: Sequence[str],
-           run: Mapping) -> str:
-    """A booktabs table environment (already escaped head and rows)."""
+           run: Mapping, wide: bool = False) -> str:
+    """A booktabs table environment (already escaped head and rows); wide:
+    table*, which spans both columns of a two-column paper (in a
+    one-column document it is an ordinary table)."""
+    env = "table*" if wide else "table"
     return "\n".join([
         f"% isobench report of run {run['run_id']} ({run.get('started')}): "
         f"compiles with \\usepackage{{booktabs}}.",
-        r"\begin{table}[t]", r"\centering", r"\footnotesize",
+        f"\\begin{{{env}}}[t]", r"\centering", r"\footnotesize",
         r"\setlength{\tabcolsep}{4pt}",
         f"\\caption{{{caption}}}", f"\\label{{tab:isobench-{label}}}",
         f"\\begin{{tabular}}{{{spec}}}", r"\toprule", *head, r"\midrule",
-        *rows, r"\bottomrule", r"\end{tabular}", r"\end{table}", ""])
+        *rows, r"\bottomrule", r"\end{tabular}", f"\\end{{{env}}}", ""])
 
 
 def platform_tex(doc: Mapping, rows: Sequence[tuple[str, str]]) -> str:
@@ -137,7 +140,8 @@ def switch_tex(doc: Mapping) -> str | None:
                   "headline (geometric mean over repetitions) with its 95\\% interval, and "
                   "the ratio to direct's entry call with its interval. Direct's variants are "
                   f"the plain calls a compiler makes.{note}",
-                  "@{}l" + "rr" * len(places) + "@{}", head, body, doc["run"])
+                  "@{}l" + "rr" * len(places) + "@{}", head, body, doc["run"],
+                  wide=len(places) > 1)
 
 
 def kv_tex(doc: Mapping) -> str | None:
@@ -162,6 +166,7 @@ def kv_tex(doc: Mapping) -> str | None:
     head = ["Mechanism & Placement & " + " & ".join(tex(table.fmt_bytes(s)) for s in sizes)
             + r" & Geo.\ mean \\"]
     body = []
+    any_partial = False
     for key in sorted(by, key=order):
         mech, place = key
         cells = []
@@ -176,13 +181,22 @@ def kv_tex(doc: Mapping) -> str | None:
             else:
                 cells.append(table.fmt_sig(c["ratio"]["value"]) if c.get("ratio") else "--")
         g = aggs.get(key)
-        cells.append(table.fmt_sig(g["value"]) if g else "--")
+        # A mean over fewer sizes than the others is not comparable with
+        # theirs: marked, and the caption says why.
+        partial = g is not None and len(by[key]) < len(sizes)
+        any_partial = any_partial or partial
+        cells.append((table.fmt_sig(g["value"]) + (r"$^\dagger$" if partial else ""))
+                     if g else "--")
         body.append(f"{tex(mech)} & {tex(place)} & " + " & ".join(cells) + r" \\")
     return _table("kv", "Key-value store inside the compartment: time per get of direct "
                   "(first row) and each mechanism's ratio to it, per data size; geometric "
                   "mean of the ratios over the sizes. -- : not measured (skipped, see the "
-                  "report); intervals in results.csv.",
-                  "@{}ll" + "r" * (len(sizes) + 1) + "@{}", head, body, doc["run"])
+                  "report)"
+                  + ("; $^\\dagger$: a mean over the sizes measured only, not comparable "
+                     "with those of the full rows" if any_partial else "")
+                  + "; intervals in results.csv.",
+                  "@{}ll" + "r" * (len(sizes) + 1) + "@{}", head, body, doc["run"],
+                  wide=len(sizes) > 5)
 
 
 def tex_files(doc: Mapping, platform_rows: Sequence[tuple[str, str]]) -> dict[str, str]:
