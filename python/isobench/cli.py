@@ -497,8 +497,9 @@ def _add_system(sub) -> None:
 def _add_reference(sub) -> None:
     p = sub.add_parser(
         "reference", formatter_class=Formatter, help="published figures, with their sources",
-        description="List the published figures isobench shows beside local numbers: value, "
-                    "unit,\nwhat was measured, source and hardware.  They come from one "
+        description="List the published figures isobench shows beside local numbers, one "
+                    "block per source\n(its citation, DOI or URL, hardware): value, unit, what "
+                    "was measured and the\nmetric, in columns of their own.  They come from one "
                     "reviewed file\n(isobench/data/reference.csv) and are never mixed into "
                     "local statistics.",
         epilog="examples:\n  isobench reference\n  isobench reference --json | jq '.references[0]'")
