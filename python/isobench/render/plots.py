@@ -567,15 +567,21 @@ def kv_server_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
     unit, div = _axis_unit(configs)
     if div is not None and unit == "ns":
         unit, div = "µs", 1e3  # request latencies read in µs
+    # memcached (the reference) first, then the servers cheapest first.
     configs = sorted(configs, key=lambda c: (c["role"] != "reference",
+                                             value_of(c, div)[0] or float("inf"),
                                              server_label(c["mechanism"])))
     labels = [server_label(c["mechanism"]) for c in configs]
     colours = [GREY if c["role"] == "reference" else PALETTE[0] for c in configs]
     hatches = ["//" if c["role"] == "reference" else "" for c in configs]
     with paper_rc(width):
         narrow = width <= WIDTHS["1col"]
-        fig, (ax_t, ax_l) = plt.subplots(1, 2, figsize=(width, 0.6 + 0.22 * len(configs)),
-                                         sharey=True)
+        # Side by side at the double-column width; stacked at the single-
+        # column one, where two panels in a row leave their labels no room.
+        panel_h = 0.6 + 0.22 * len(configs)
+        fig, (ax_t, ax_l) = plt.subplots(*((2, 1) if narrow else (1, 2)), sharey=True,
+                                         figsize=(width, 2 * panel_h + 0.1 if narrow
+                                                  else panel_h))
         ys = list(range(len(configs)))
         tput = [(c["kv_server"]["ops_per_s"] or 0) / 1e3 for c in configs]
         ax_t.barh(ys, tput, color=colours, hatch=hatches, edgecolor="black", lw=0.5)
@@ -591,12 +597,13 @@ def kv_server_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
         # Linear from zero: bar lengths must be proportional to the values.
         ax_l.barh(ys, med, xerr=[lo, hi], color=colours, hatch=hatches, edgecolor="black",
                   lw=0.5, capsize=2)
-        ax_l.set_xlabel(f"latency per request [{unit}]" + ("" if narrow else
-                                                            ", bars: 95% interval"))
+        ax_l.set_xlabel(f"latency per request [{unit}], bars: 95% interval")
         ax_l.set_title("latency (lower is better)", loc="left")
         ax_t.set_yticks(ys)
         ax_t.set_yticklabels(labels)
         ax_t.invert_yaxis()
+        if narrow:
+            ax_l.tick_params(labelleft=True)
         for a in (ax_t, ax_l):
             a.grid(True, axis="x", alpha=0.3)
             a.grid(False, axis="y")

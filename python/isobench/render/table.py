@@ -533,7 +533,7 @@ def kv_server_table(doc: Mapping) -> str:
             return "-"
         iv = block.get("interval")
         text = f"{block['value']:.2f}"
-        return text + (f" [{iv['low']:.2f}..{iv['high']:.2f}]" if iv else "")
+        return text + (f" [{iv['low']:.2f}, {iv['high']:.2f}]" if iv else "")
 
     us = lambda v: units.convert(v, "ns", "us")
     rows = []
@@ -543,14 +543,16 @@ def kv_server_table(doc: Mapping) -> str:
                      f(us(k["latency_avg_ns"]), ".0f"), f(us(k["latency_p50_hi_ns"]), ".0f"),
                      f(us(k["latency_p99_hi_ns"]), ".0f"), rel(k["latency_vs_reference"]),
                      str(len(c["repetitions"]))])
-    lines = ["kv-server (memcaslap; latency percentiles are log2-bucket upper bounds; "
-             "x memcached: ratio to memcached in this run, 95% interval over repetitions):",
-             render(("server", "ops/s", "x memcached", "avg us", "p50 us<=", "p99 us<=",
-                     "lat x mc", "reps"), rows,
-                    {"ops/s", "x memcached", "avg us", "p50 us<=", "p99 us<=", "lat x mc",
-                     "reps"})]
+    u = micro() + "s"
+    headers = ("server", "ops/s", "x memcached", f"avg {u}", f"p50 {u}<=", f"p99 {u}<=",
+               "lat x mc", "reps")
+    lines = [wrap("kv-server (memcaslap; latency percentiles are log2-bucket upper bounds; "
+                  "x memcached: ratio to memcached in this run, 95% interval over "
+                  "repetitions):"),
+             render(headers, rows, set(headers[1:]))]
     for r in failed:
-        lines.append(f"{server_label(r['mechanism'])}: {r['status'].upper()}: {r['reason']}")
+        lines.append(wrap(f"{server_label(r['mechanism'])}: {r['status'].upper()}: "
+                          f"{r['reason']}"))
     return "\n".join(lines)
 
 
