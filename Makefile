@@ -44,7 +44,7 @@ build: setup
 
 # The main job: the quick default suite on every mechanism available here,
 # a summary table, results in the SQLite store, then a report of that run
-# (HTML, plots, Markdown) with its soundness findings.
+# (HTML, Markdown, LaTeX, CSV, plots as PNG, SVG and PDF) with its soundness findings.
 run: build
 	$(ISOBENCH) run --quick
 	$(ISOBENCH) report latest -o results/report

@@ -1,5 +1,5 @@
-"""The `isobench` command: list, run, show, export, import, report, check,
-compare, system, reference, campaign (and serve, scrape).
+"""The `isobench` command: list, run, show, runs, export, import, report,
+check, compare, system, reference, campaign (and serve, scrape).
 
 Exit codes (every command):
     0    everything ran (skipped mechanisms are not failures)
@@ -32,7 +32,8 @@ from typing import Callable, Sequence
 
 from . import __version__
 from .analysis import attackers, checks, compare, reference, runs, stats, summary
-from .measure import kvserver, lifecycle, runner, scrape, serve, sysinfo, system, validate
+from .measure import (kvserver, lifecycle, progress, runner, scrape, serve, sysinfo, system,
+                      validate)
 from .render import report, table
 from .store import export, interchange
 from .analysis import campaign as analysis_campaign
@@ -79,6 +80,15 @@ non_negative_int = validate.whole
 size_list = validate.size_tokens
 
 
+def report_formats(text: str) -> tuple[str, ...]:
+    items = tuple(f.strip() for f in text.split(",") if f.strip())
+    bad = [f for f in items if f not in report.FORMATS]
+    if bad or not items or not text.isascii():
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: formats are a comma-separated list of {', '.join(report.FORMATS)}")
+    return tuple(dict.fromkeys(items))
+
+
 def placement_list(text: str) -> tuple[str, ...]:
     items = tuple(p.strip() for p in text.split(",") if p.strip())
     bad = [p for p in items if p not in runner.PLACEMENTS]
@@ -99,6 +109,7 @@ def build_parser() -> Parser:
                       "  isobench list                  what can run here, and why not\n"
                       "  isobench run --quick           the default suite, all mechanisms, quickly\n"
                       "  isobench show                  the latest run again\n"
+                      "  isobench runs                  every stored run, one line each\n"
                       "  isobench check                 is the latest run sound? what to fix\n"
                       "  isobench report -o report/     HTML, plots and a Markdown summary\n"
                       "  isobench compare 3 4           two runs (or machines), normalized to direct\n"
@@ -111,6 +122,7 @@ def build_parser() -> Parser:
     _add_list(sub)
     _add_run(sub)
     _add_show(sub)
+    _add_runs(sub)
     _add_export(sub)
     _add_import(sub)
     _add_report(sub)
@@ -134,6 +146,13 @@ def _add_db(p: argparse.ArgumentParser, top: bool = False) -> None:
 def _add_json(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--json", action="store_true",
                    help=f"print {what} as one JSON object on stdout (progress stays on stderr)")
+
+
+def _add_wide(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wide", action="store_true",
+                   help="every column (median, mean and batched of the middle repetition, "
+                        "unit, reps) and the spread between repetitions; the default table "
+                        f"fits {table.WIDTH} columns")
 
 
 def _add_list(sub) -> None:
@@ -198,6 +217,14 @@ def _add_run(sub) -> None:
     p.add_argument("--placement", type=placement_list, metavar="LIST",
                    help=f"comma-separated placements: {', '.join(runner.PLACEMENTS)} "
                         "(default: each benchmark's own)")
+    p.add_argument("--counter", type=validate.one_of("counter", runner.COUNTERS), metavar="C",
+                   help=f"isob's counter: {', '.join(runner.COUNTERS)} (default: the best "
+                        "available, perf where the PMU can be read; `isobench check` says "
+                        "what each one misses)")
+    p.add_argument("--scope", type=validate.one_of("scope", runner.SCOPES), metavar="S",
+                   help="perf's counting scope: thread (the measured thread only) or cpu "
+                        "(everything on its CPU, the other side of a switch included; needs "
+                        "perf_event_paranoid <= 0) (default: thread)")
     p.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
                    help=f"time-out of each isob process (default: {runner.DEFAULT_TIMEOUT:g}, "
                         f"cpuwork and memops {runner.LONG_TIMEOUTS['cpuwork']:g}; "
@@ -223,7 +250,8 @@ def _add_run(sub) -> None:
     p.add_argument("--seed", type=validate.bounded_whole(0, validate.MAX_SEED), metavar="S",
                    help="seed of the shuffled order (default: a random one; either way it is "
                         "recorded with the run)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    _add_wide(p)
     _add_json(p, "the run")
     _add_db(p)
     p.set_defaults(func=cmd_run)
@@ -294,9 +322,24 @@ def _add_show(sub) -> None:
                "  isobench show --json --db other.sqlite\n  isobench show newest   a run still "
                "running, too")
     p.add_argument("run", nargs="?", metavar="RUN", help=RUN_SPEC)
+    _add_wide(p)
     _add_json(p, "the run")
     _add_db(p)
     p.set_defaults(func=cmd_show)
+
+
+def _add_runs(sub) -> None:
+    p = sub.add_parser(
+        "runs", formatter_class=Formatter, help="list the stored runs",
+        description="List the runs in the store, one line each: id, when it started, its "
+                    "status, the\nhost it ran on, how many results it has (failed and "
+                    "skipped ones counted apart)\nand the command that made it.  Any id "
+                    "shown can be given to show, report,\ncheck, compare and export.",
+        epilog="examples:\n  isobench runs\n  isobench runs --json | jq '.runs[-1].run_id'\n"
+               "  isobench runs --db other.sqlite")
+    _add_json(p, "the runs")
+    _add_db(p)
+    p.set_defaults(func=cmd_runs)
 
 
 def _add_export(sub) -> None:
@@ -406,18 +449,30 @@ def _add_report(sub) -> None:
     p = sub.add_parser(
         "report", formatter_class=Formatter, help="write an HTML report, plots and a summary",
         description="Write a report of a stored run into DIR: index.html (self-contained: the "
-                    "plots are\nembedded), the plots as PNG and SVG, and summary.md (platform "
-                    "table, findings,\nswitch and key-value tables, published figures) ready "
-                    "to paste into a paper.\n\nThe soundness findings are those of `isobench "
-                    "check`.  Published figures are shown\nbeside local numbers, marked as "
-                    "published, never mixed into local statistics.\nA plot whose data the run "
-                    "lacks (no kv results, no kv-server results) is left\nout with a note "
-                    "saying so.",
+                    "plots are\nembedded), summary.md (platform, findings, switch and "
+                    "key-value tables), LaTeX\ntables (platform.tex, switch.tex, kv.tex: "
+                    "booktabs, each compiles alone), results.csv\n(one row per "
+                    "configuration: one column per parameter, the headline, its\ninterval, "
+                    "the ratio to direct), stats.json (every number) and each plot as PNG,\n"
+                    "SVG and PDF at 7 in (NAME-2col.pdf) and 3.5 in (NAME-1col.pdf), with its "
+                    "caption\nin NAME.caption.txt.\n\nThe soundness findings are those of "
+                    "`isobench check`.  Published figures are shown\nbeside local numbers, "
+                    "marked as published, never mixed into local statistics;\nonly those with "
+                    "a local counterpart unless --all-published.  A plot whose data\nthe run "
+                    "lacks (no kv results, no kv-server results) is left out with a note.",
         epilog="examples:\n  isobench report -o report/              the latest run\n"
+               "  isobench report 3 -o paper/ --format tex,csv\n"
                "  isobench report 3 -o /tmp/run3 --json   what was written, as JSON")
     p.add_argument("run", nargs="?", metavar="RUN", help=RUN_SPEC)
     p.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="folder to write into (created if missing)")
+    p.add_argument("--format", dest="formats", type=report_formats, metavar="LIST",
+                   default=report.FORMATS,
+                   help=f"comma-separated: {', '.join(report.FORMATS)} (default: all); the "
+                        "plots and stats.json are always written")
+    p.add_argument("--all-published", action="store_true",
+                   help="show every published figure, also those without a local "
+                        "counterpart in this run")
     _add_json(p, "what was written and the findings")
     _add_db(p)
     p.set_defaults(func=cmd_report)
@@ -511,8 +566,9 @@ def _add_system(sub) -> None:
 def _add_reference(sub) -> None:
     p = sub.add_parser(
         "reference", formatter_class=Formatter, help="published figures, with their sources",
-        description="List the published figures isobench shows beside local numbers: value, "
-                    "unit,\nwhat was measured, source and hardware.  They come from one "
+        description="List the published figures isobench shows beside local numbers, one "
+                    "block per source\n(its citation, DOI or URL, hardware): value, unit, what "
+                    "was measured and the\nmetric, in columns of their own.  They come from one "
                     "reviewed file\n(isobench/data/reference.csv) and are never mixed into "
                     "local statistics.",
         epilog="examples:\n  isobench reference\n  isobench reference --json | jq '.references[0]'")
@@ -524,7 +580,8 @@ def _run_options(args: argparse.Namespace) -> runner.Options:
     timeout = args.timeout or (runner.QUICK_TIMEOUT if args.quick else runner.DEFAULT_TIMEOUT)
     return runner.Options(quick=args.quick, n=args.n, placement=args.placement, timeout=timeout,
                           seconds=args.seconds, sizes=args.sizes,
-                          timeout_given=args.timeout is not None)
+                          timeout_given=args.timeout is not None, counter=args.counter,
+                          scope=args.scope)
 
 
 def _with_bench_args(opts: runner.Options, bench_args) -> runner.Options:
@@ -574,14 +631,20 @@ def cmd_run(args: argparse.Namespace) -> int:
             if any(b.needs_mechanism for b in map(catalog.benchmark, benches)):
                 env["isolation"] = attackers.for_environment(*isolation_entries(
                     driver, [catalog.mechanism(m) for m in mechs], ISOLATION_TIMEOUT))
+            estimate = progress.Estimator(jobs.counts(), store.job_seconds(args.quick),
+                                          quick=args.quick)
             run_id = store.begin_run(args.argv, env)
             store.set_options(run_id, {"repeat": repeat, "seed": seed,
                                        **({"repeat_by_benchmark": own_repeat} if own_repeat else {}),
                                        **({"benchmark_options": {b: o for b, o in own.items()
                                                                  if o}}
-                                          if any(own.values()) else {})})
-            failed = lifecycle.record(store, driver, run_id, env, jobs, opts,
-                                      runner.Progress(len(jobs), quiet=args.quiet), guard, finish)
+                                          if any(own.values()) else {}),
+                                       **{k: v for k, v in (("counter", args.counter),
+                                                            ("scope", args.scope)) if v}})
+            with progress.make(len(jobs), estimate, quiet=args.quiet) as shown:
+                failed = lifecycle.record(store, driver, run_id, env, jobs, opts, shown, guard,
+                                          finish)
+                shown.finish()
         except lifecycle.Interrupted as sig:
             # Before record() took over: nothing ran yet.
             guard.closing = True
@@ -589,14 +652,25 @@ def cmd_run(args: argparse.Namespace) -> int:
                 raise
             store.finish_run(run_id, "interrupted", end_reason=sig.name)
             raise lifecycle.RunInterrupted(run_id, sig, store.path) from None
-        _print_run(store, run_id, args.json, docs[0] if docs else None)
+        _print_run(store, run_id, args.json, docs[0] if docs else None, wide=args.wide)
     return EXIT_FAILED if failed else EXIT_OK
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     with Store.open(db_path(args), create=False) as store:
         run_id = store.resolve_run(args.run)
-        _print_run(store, run_id, args.json)
+        _print_run(store, run_id, args.json, wide=args.wide)
+    return EXIT_OK
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    with Store.open(db_path(args), create=False) as store:
+        listed = store.run_list()
+        path = str(store.path)
+    if args.json:
+        _print_json({"db": path, "runs": listed})
+    else:
+        print(table.runs_report(listed, path))
     return EXIT_OK
 
 
@@ -644,7 +718,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         report.prepare(Path(args.output))  # an unusable folder fails before any work
         doc = summary.build(runs.load_run(store, run_id))
         try:
-            doc = report.write(doc, Path(args.output))
+            doc = report.write(doc, Path(args.output), args.formats, args.all_published)
         except OSError as e:
             # A plot or page that cannot be saved (a full disk, a folder
             # removed meanwhile): the report is incomplete, say where.
@@ -1099,19 +1173,20 @@ def run_document(store: Store, run_id: int, doc: dict | None = None) -> dict:
             "results": results, "findings": doc["findings"], "summary": doc}
 
 
-def _print_run(store: Store, run_id: int, as_json: bool, doc: dict | None = None) -> None:
+def _print_run(store: Store, run_id: int, as_json: bool, doc: dict | None = None,
+               wide: bool = False) -> None:
     doc = doc or summary.build(runs.load_run(store, run_id))
     if as_json:
         _print_json(run_document(store, run_id, doc))
         return
     extra = []
-    if any(len(c["repetitions"]) > 1 for c in doc["configs"]):
+    if wide and any(len(c["repetitions"]) > 1 for c in doc["configs"]):
         extra.append(table.repetition_report(doc))
-    extra.append(checks.one_line(doc["findings"], run_id))
+    extra.append(table.wrap(checks.one_line(doc["findings"], run_id)))
     matrix = attackers.from_environment(doc["run"].get("environment"))
     if matrix:
-        extra.append(attackers.format_matrix(*matrix))
-    print(table.run_report(doc, extra))
+        extra.append(attackers.format_matrix(*matrix, brief=not wide))
+    print(table.run_report(doc, extra, wide=wide))
 
 
 def _print_json(doc: dict) -> None:

@@ -120,8 +120,13 @@ def test_run_records_the_matrix_and_show_and_report_print_it(isobench, tmp_path)
     shown = isobench("show")
     assert shown.returncode == 0, shown.stderr
     assert "Isolation by attacker" in shown.stdout
+    # The default table names each cell's verdict; --wide adds how it was found.
+    matrix = shown.stdout[shown.stdout.index("Isolation by attacker"):]
+    row = next(l for l in matrix.splitlines() if l.startswith("process-futex "))
+    assert row.split()[1:] == ["enforced", "enforced", "enforced", "enforced", "leaks"]
+    wide = isobench("show", "--wide")
     assert any(l.startswith("process-futex") and "enforced (SEGV_MAPERR)" in l
-               for l in shown.stdout.splitlines())
+               for l in wide.stdout.splitlines())
     out = tmp_path / "report"
     r = isobench("report", "latest", "-o", str(out))
     assert r.returncode == 0, r.stderr

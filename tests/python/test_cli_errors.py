@@ -15,6 +15,8 @@ from conftest import FIXTURES, assert_one_error_line
     (["run", "--n", "0"], "at least 1"),
     (["run", "--timeout", "-3"], "positive number of seconds"),
     (["run", "--placement", "same-cpu,moon"], "placements are"),
+    (["run", "--counter", "rdtsc"], "'rdtsc' is not a counter: one of perf, "),
+    (["run", "--scope", "system"], "'system' is not a scope: one of thread, cpu"),
     (["run", "kv", "--sizes", "100"], "'100' is not a multiple of 64 bytes"),
     (["run", "kv", "--sizes", "4X"], "'4X' is not a size in bytes"),
     (["run", "kv", "--sizes", "32G"], "'32G' is not a multiple of 64 bytes"),

@@ -71,6 +71,16 @@ def test_options_reach_the_driver(isobench):
                      "--placement", "unpinned,same-cpu"]]
 
 
+def test_counter_and_scope_reach_isob_and_the_store(isobench):
+    p = isobench("run", "switch", "-m", "direct", "--counter", "clock", "--scope", "cpu")
+    assert p.returncode == 0, p.stderr
+    runs = [c for c in isobench.isob_calls() if c[0] == "switch"]
+    assert runs == [["switch", "-m", "direct", "--counter", "clock", "--scope", "cpu"]]
+    with Store.open(isobench.db, create=False) as s:
+        opts = s.run(s.latest_run_id())["options"]
+    assert (opts["counter"], opts["scope"]) == ("clock", "cpu")
+
+
 def test_sizes_reach_kv_only(isobench):
     p = isobench("run", "switch", "kv", "-m", "direct", "--sizes", "4K,1m,64")
     assert p.returncode == 0, p.stderr
@@ -160,7 +170,7 @@ def test_perf_events_are_stored(isobench):
 
 
 def test_table_output(isobench):
-    p = isobench("run", "switch", "-m", "direct", "-m", "mpk")
+    p = isobench("run", "switch", "-m", "direct", "-m", "mpk", "--wide")
     assert p.returncode == 0
     out = p.stdout
     assert "counter: tsc" in out and "2.600 GHz" in out and "empty region" in out
@@ -174,6 +184,30 @@ def test_table_output(isobench):
     assert "value: the headline, by one rule" in out
     assert out.rstrip().splitlines()[-1].startswith(f"results stored in {isobench.db}")
     assert "CPU has no PKU" in out
+
+
+def test_default_table_fits_100_columns(isobench):
+    p = isobench("run", "switch", "-m", "direct", "-m", "thread", "-m", "mpk", "--repeat", "2")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    # Every line but the last, which names the store by its path.
+    assert max(map(len, lines[:-1])) <= 100, max(lines[:-1], key=len)
+    header = next(l for l in lines if l.startswith("mechanism "))
+    assert header.split() == ["mechanism", "placement", "size", "time", "95%", "CI", "vs",
+                              "direct", "[95%", "CI]", "status"]
+    body = lines[lines.index(header) + 2:]
+    rows = body[:next(i for i, l in enumerate(body) if not l.strip())]
+    # One row per configuration: the two repetitions collapse into it.
+    # The fake driver measures 2 placements x 2 payloads of its one variant.
+    assert [r.split()[0] for r in rows].count("thread") == 4
+    assert rows[0].split()[:5] == ["direct", "(indirect)", "same-cpu", "0", "B"]
+    # The time in automatic units, the ratio with its interval, mpk skipped.
+    thread = next(r for r in rows if r.startswith("thread ") and " 0 B " in r)
+    assert thread.split()[-1] == "median"
+    assert " ns " in thread or " µs " in thread
+    assert any(r.split()[0] == "mpk" and r.split()[-1] == "skipped" for r in rows)
+    assert "Repetitions (fresh processes" not in p.stdout  # --wide's
+    assert lines[-1].startswith("results stored in")
 
 
 def test_progress_on_stderr_and_quiet(isobench):

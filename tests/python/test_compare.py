@@ -128,7 +128,11 @@ def test_compare_command_across_stores(isobench, tmp_path):
     assert doc["findings"] == {"A": [], "B": []}
     p = isobench("compare", "1", "1", "--db", str(a), "--db-b", str(b))
     assert p.returncode == 0
-    assert "95% interval" in p.stdout and "warning" not in p.stdout
+    assert "95% CI" in p.stdout and "absolute ratios" not in p.stdout
+    # The machines differ: said once, in words.
+    warnings = [l for l in p.stdout.splitlines() if l.startswith("warning:")]
+    assert len(warnings) == 1 and "different machines" in warnings[0]
+    assert max(map(len, p.stdout.splitlines())) <= 100
     p = isobench("compare", "1", "1", "--db", str(a), "--db-b", str(b), "--absolute")
     assert p.returncode == 0
     assert "warning: absolute ratios across machines" in p.stdout
@@ -139,8 +143,11 @@ def test_compare_same_store_with_fake_runs(isobench):
     isobench("run", "-q", "-m", "direct", "-m", "thread", "--repeat", "2")
     p = isobench("compare", "1", "2")
     assert p.returncode == 0, p.stderr
-    # Identical fake samples: every ratio is exactly 1.
-    assert "B/A" in p.stdout and "1.000" in p.stdout
+    # Identical fake samples: every ratio is exactly 1, so no difference
+    # is significant.
+    rows = [l for l in p.stdout.splitlines() if l.startswith("switch ")]
+    assert rows and all("not significant" in l for l in rows)
+    assert "warning" not in p.stdout
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -161,3 +168,49 @@ def test_nothing_in_common(isobench, tmp_path):
     p = isobench("compare", "1", "2")
     assert p.returncode == 1
     assert "no results in common" in p.stderr
+
+
+def test_compare_in_words(tmp_path):
+    a = _doc(tmp_path, fixture("clean_run"), "a.sqlite")
+    slower = fixture("clean_run")
+    for r in slower["results"]:
+        if r["mechanism"] == "mpk":
+            r["samples"]["primary"] = [x * 3 // 2 for x in r["samples"]["primary"]]
+    b = _doc(tmp_path, slower, "b.sqlite")
+    res = compare.compare(a, b)
+    mpk = rows_by(res)[("switch", "mpk", "same-cpu")]
+    v = mpk.verdict
+    assert v["word"] == "slower" and v["factor"] == pytest.approx(1.5, rel=0.02)
+    assert v["low"] <= v["factor"] <= v["high"]
+    assert compare.verdict_text(mpk).startswith("1.5") and "x slower [" in compare.verdict_text(mpk)
+    # The other way round: faster, by the inverse factor and interval.
+    back = rows_by(compare.compare(b, a))[("switch", "mpk", "same-cpu")]
+    assert back.verdict["word"] == "faster"
+    assert back.verdict["factor"] == pytest.approx(v["factor"])
+    assert back.verdict["low"] == pytest.approx(v["low"])
+    futex = rows_by(res)[("switch", "process-futex", "same-cpu")]
+    assert futex.verdict["word"] == "not significant"
+    text = compare.render(res["rows"], compare.document(a, b, res))
+    assert "x slower [" in text and "not significant" in text
+
+
+def test_warnings_when_the_runs_were_not_measured_alike(tmp_path):
+    base = fixture("clean_run")
+    other = fixture("clean_run")
+    for r in base["results"]:
+        if r.get("header"):
+            r["header"] = {**r["header"], "quick": False, "n": 20000}
+    for r in other["results"]:
+        if r.get("header"):
+            r["header"] = {**r["header"], "quick": True, "n": 5000}
+    other["argv"] = [*other["argv"], "--quick"]
+    other["environment"]["git"] = {"commit": "f" * 40, "dirty": True}
+    a = _doc(tmp_path, base, "a.sqlite")
+    b = _doc(tmp_path, other, "b.sqlite")
+    diffs = compare.compare(a, b)["differences"]
+    assert any("A was a full run and B a --quick run" in d for d in diffs)
+    assert any("samples per result differ" in d and "A: n=20000, B: n=5000" in d
+               for d in diffs)
+    assert any("different commits" in d and "ffffffffffff (dirty)" in d for d in diffs)
+    assert not any("different machines" in d for d in diffs)
+    assert compare.compare(a, a)["differences"] == []

@@ -152,3 +152,30 @@ def test_seimi_printed_averages_say_how_they_were_made(rid, value):
     r = {x.id: x for x in reference.load()}[rid]
     assert (r.value, r.unit) == (value, "%")
     assert "percentage overheads" in r.metric and "SEIMI" in r.source
+
+
+def test_every_source_has_a_doi_or_url_or_says_it_has_none():
+    refs = reference.load()
+    for r in refs:
+        assert r.link == "" or r.link.startswith("https://"), r.id
+    linked = {r.source for r in refs if r.link}
+    assert {"ERIM (USENIX Security 2019)", "FlexOS (ASPLOS 2022)",
+            "Light-Weight Contexts (OSDI 2016)", "SEIMI (IEEE S&P 2020)"} <= linked
+    # One source, one link.
+    assert all(len({r.link for r in refs if r.source == s}) == 1 for s in {r.source for r in refs})
+    text = reference.render(refs)
+    assert "https://doi.org/10.1145/3503222.3507759" in text
+    assert text.count(reference.NO_LINK) == len({r.source for r in refs if not r.link})
+
+
+def test_the_metric_has_a_column_and_the_listing_fits_100_columns(isobench):
+    p = isobench("reference")
+    assert p.returncode == 0
+    lines = p.stdout.splitlines()
+    assert max(map(len, lines)) <= 100
+    headers = [l.split() for l in lines if l.startswith("id ")]
+    assert headers and all(h[:5] == ["id", "value", "unit", "what", "metric"] for h in headers)
+    # A metric's words are in the metric column, not merged into "what".
+    assert "LMbench" in p.stdout and "ERIM microbenchmark" in p.stdout
+    doc, p = isobench.json("reference", "--json")
+    assert all("link" in r and "metric" in r for r in doc["references"])

@@ -98,7 +98,7 @@ def test_one_repetition_keeps_the_order_given(isobench):
 
 
 def test_text_output_shows_spread_between_repetitions(isobench):
-    p = isobench("run", "switch", "-q", "-m", "direct", "--repeat", "2", "--seed", "1")
+    p = isobench("run", "switch", "-q", "-m", "direct", "--repeat", "2", "--seed", "1", "--wide")
     assert p.returncode == 0
     assert "Repetitions (fresh processes" in p.stdout
     assert "CV between" in p.stdout and "repetition values" in p.stdout

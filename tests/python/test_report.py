@@ -40,7 +40,12 @@ def test_kv_server_plot_names_every_server(tmp_path):
     axis = plot.figure.axes[0]
     assert [t.get_text() for t in axis.get_yticklabels()] == \
         ["memcached", "isob+direct", "isob+mpk"]
-    assert [round(b.get_width(), -3) for b in axis.patches] == [120000, 110000, 104000]
+    # Throughput in thousands of requests per second; latency in µs (the
+    # samples are 8-9.5 µs in ns), never in raw ns.
+    assert [round(b.get_width()) for b in axis.patches] == [120, 110, 104]
+    latency = plot.figure.axes[1]
+    assert "[µs]" in latency.get_xlabel()
+    assert [round(b.get_width()) for b in latency.patches] == [8, 9, 10]
 
 
 def test_report_of_a_fake_run(isobench, tmp_path):
@@ -48,9 +53,15 @@ def test_report_of_a_fake_run(isobench, tmp_path):
     out = tmp_path / "rep"
     doc, p = isobench.json("report", "-o", str(out), "--json")
     assert p.returncode == 0, p.stderr
-    assert doc["files"] == ["index.html", "summary.md", "stats.json", "switch.png", "switch.svg"]
+    assert doc["files"] == ["index.html", "summary.md", "platform.tex", "switch.tex",
+                            "results.csv", "stats.json", "switch-1col.pdf", "switch-2col.pdf",
+                            "switch.caption.txt", "switch.png", "switch.svg"]
     for f in doc["files"]:
         assert (out / f).stat().st_size > 0
+    for f in ("switch-1col.pdf", "switch-2col.pdf"):
+        assert (out / f).read_bytes()[:5] == b"%PDF-"
+    # The title names no run; the caption does.
+    assert "run 1 " in (out / "switch.caption.txt").read_text()
     assert set(doc["omitted"]) == {"switch-payload", "kv", "kv-overhead", "kv-server"}
     page = (out / "index.html").read_text()
     assert "data:image/png;base64," in page          # self-contained
@@ -81,7 +92,7 @@ def test_report_of_the_clean_run_with_every_plot(isobench, tmp_path):
     assert doc["omitted"] == {} and doc["findings"] == []
     page = (out / "index.html").read_text()
     assert "No findings" in page
-    assert "PUBLISHED value" in page and "Light-Weight Contexts" in page
+    assert "PUBLISHED value" in page and "ERIM (USENIX Security 2019)" in page
     assert ">macro<" in page and ">micro<" in page
     md = (out / "summary.md").read_text()
     assert "## Platform" in md and "Intel(R) Xeon(R) Gold 6230" in md

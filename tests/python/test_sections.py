@@ -32,7 +32,7 @@ def test_a_section_reaches_every_rendering(tmp_path, monkeypatch):
     monkeypatch.setitem(render_sections.RENDERERS, "probe", render_sections.Renderer(
         text=lambda s, d: f"PROBE TEXT {s['configs']}",
         markdown=lambda s, d: "## PROBE MD",
-        plots=lambda s, d: [drawn], first=True))
+        plots=lambda s, d, width: [drawn], first=True))
     assert "PROBE TEXT" in table.run_report(doc)
     assert "## PROBE MD" in report.render_md(doc, [])
     assert "<pre>PROBE TEXT" in report.render_html(doc, [], tmp_path)

@@ -67,6 +67,19 @@ def test_notes_say_which_configuration():
     assert "skipped: kv -m mprotect (same-cpu, 16 MiB): slow 16777216 (2 repetitions)" in text
 
 
+def test_a_reason_whose_figures_vary_by_repetition_is_one_line():
+    rs = [{"benchmark": "kv", "mechanism": "mprotect", "status": "skipped",
+           "reason": f"predicted {t} s, over the 15 s budget",
+           "params": {"placement": "same-cpu", "data_bytes": 4 << 20}, "unit": "tsc_ticks",
+           "repetition": rep} for rep, t in ((1, 63), (2, 68), (3, 33))]
+    rs.append({**rs[0], "reason": "isob crashed", "status": "failed", "repetition": 4})
+    lines = [l for l in table.run_report(_doc(rs), wide=True).splitlines() if "mprotect" in l]
+    assert lines == [
+        "skipped: kv -m mprotect (same-cpu, 4 MiB): predicted 63 s, over the 15 s budget "
+        "(3 repetitions; figures of the first)",
+        "FAILED: kv -m mprotect (same-cpu, 4 MiB): isob crashed"]
+
+
 def test_timer_ticks_convert_to_ns_on_both_architectures():
     # The TSC (x86-64) and the generic timer (arm64) both count at the
     # header's tsc_hz; core cycles have no fixed rate and never convert.

@@ -108,14 +108,16 @@ def short_cell(attacker: str, cell: Mapping, expected_fault: str | None = None) 
     return v
 
 
-def matrix_rows(mechanisms: Sequence[Mapping]) -> list[list[str]]:
-    """One row per mechanism: name, summary, then the four cells in short."""
+def matrix_rows(mechanisms: Sequence[Mapping], brief: bool = False) -> list[list[str]]:
+    """One row per mechanism: name, summary, then the four cells in short
+    (brief: the verdict word alone, for tables of at most 100 columns)."""
     rows = []
     for m in mechanisms:
         cells = m.get("attackers") or untested_cells(None)
         detail = m.get("isolation_detail") or {}
         rows.append([m["name"], "FAILED" if m.get("isolation") == "failed" else m.get("isolation", "-"),
-                     *(short_cell(a, cells.get(a) or {}, detail.get("expected_fault"))
+                     *((cells.get(a) or {}).get("verdict", "untested") if brief else
+                       short_cell(a, cells.get(a) or {}, detail.get("expected_fault"))
                        for a in ATTACKERS)])
     return rows
 
@@ -133,10 +135,17 @@ def context_line(context: Mapping | None) -> str:
             + "; Yama ptrace_scope: " + ("absent" if yama is None else str(yama)))
 
 
-def format_matrix(mechanisms: Sequence[Mapping], context: Mapping | None = None) -> str:
-    """The matrix as text: a table, then why each untested cell is untested."""
+def format_matrix(mechanisms: Sequence[Mapping], context: Mapping | None = None,
+                  brief: bool = False) -> str:
+    """The matrix as text: a table, then why each untested cell is untested
+    (brief: verdict words only, and no notes on untested cells)."""
     from ..render.table import render  # the one table renderer; imported here to keep this module light
-    rows = matrix_rows(mechanisms)
+    rows = matrix_rows(mechanisms, brief)
+    if brief:
+        return "\n".join(["Isolation by attacker (measured here; " + context_line(context) + ")",
+                          render(MATRIX_HEADERS, rows),
+                          "Each cell's method and evidence: --wide, or `isobench list`; rule: "
+                          "docs/mechanisms.md."])
     out = ["Isolation by attacker (measured here; " + context_line(context) + ")",
            render(MATRIX_HEADERS, rows)]
     notes = []

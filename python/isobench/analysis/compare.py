@@ -48,6 +48,23 @@ class Row:
     notes: tuple[str, ...]
 
     @property
+    def verdict(self) -> dict:
+        """B against A in words, as pyperf's compare_to says it: "slower" or
+        "faster" by a factor >= 1 with its interval, when the 95% interval
+        of B/A excludes 1; else "not significant"; "no interval" with too
+        few repetitions.  Every headline is a cost (time, cycles), so B/A > 1
+        means B is slower."""
+        iv = self.interval
+        if iv is None:
+            return {"word": "no interval", "factor": None, "low": None, "high": None}
+        if iv.low <= 1.0 <= iv.high:
+            return {"word": "not significant", "factor": None, "low": None, "high": None}
+        if self.ratio >= 1.0:
+            return {"word": "slower", "factor": self.ratio, "low": iv.low, "high": iv.high}
+        return {"word": "faster", "factor": 1.0 / self.ratio, "low": 1.0 / iv.high,
+                "high": 1.0 / iv.low}
+
+    @property
     def population(self) -> tuple:
         return runs.population(self.a["benchmark"], self.a["params"])
 
@@ -60,7 +77,7 @@ class Row:
                 "p": t.p if t else None, "u": t.u if t else None,
                 "effect": t.effect if t else None, "test": t.method if t else None,
                 "reps_a": self.a["headline"]["reps"], "reps_b": self.b["headline"]["reps"],
-                "notes": list(self.notes)}
+                "verdict": self.verdict, "notes": list(self.notes)}
 
 
 def _machine(doc: Mapping) -> tuple:
@@ -71,6 +88,49 @@ def _machine(doc: Mapping) -> tuple:
 def same_machine(a: Mapping, b: Mapping) -> bool:
     ma, mb = _machine(a), _machine(b)
     return ma[0] is not None and ma[1] is not None and ma == mb
+
+
+def _quick(doc: Mapping) -> bool | None:
+    seen = (doc.get("measurement") or {}).get("quick")
+    if seen:
+        return seen[0] if len(seen) == 1 else None
+    argv = doc["run"].get("argv") or []
+    return "--quick" in argv if argv else None
+
+
+def _commit(doc: Mapping) -> str | None:
+    git = (doc["run"].get("environment") or {}).get("git") or {}
+    c = git.get("commit")
+    return None if not c else c[:12] + (" (dirty)" if git.get("dirty") else "")
+
+
+def differences(a: Mapping, b: Mapping) -> list[str]:
+    """Ways in which the two runs were not measured alike, each a warning:
+    --quick, samples per result, counter, machine, commit."""
+    out = []
+    qa, qb = _quick(a), _quick(b)
+    if qa is not None and qb is not None and qa != qb:
+        out.append(f"A was {'a --quick run' if qa else 'a full run'} and B "
+                   f"{'a --quick run' if qb else 'a full run'}: quick runs measure fewer "
+                   "iterations, and their numbers can differ for that alone")
+    na, nb = [(d.get("measurement") or {}).get("n") or [] for d in (a, b)]
+    if na and nb and na != nb:
+        out.append(f"samples per result differ (A: n={'/'.join(map(str, na))}, B: "
+                   f"n={'/'.join(map(str, nb))})")
+    ca, cb = [sorted({c[0] for c in (d.get("measurement") or {}).get("counters") or [] if c[0]})
+              for d in (a, b)]
+    if ca and cb and ca != cb:
+        out.append(f"the counters differ (A: {', '.join(ca)}; B: {', '.join(cb)}): each run "
+                   "is normalized to its own direct, but what a counter includes differs")
+    if not same_machine(a, b):
+        ma, mb = _machine(a), _machine(b)
+        out.append(f"the runs come from different machines (A: {ma[0] or '?'}, {ma[1] or '?'}; "
+                   f"B: {mb[0] or '?'}, {mb[1] or '?'}): B/A compares what isolation costs on "
+                   "each, normalized to its own direct")
+    ga, gb = _commit(a), _commit(b)
+    if ga and gb and ga != gb:
+        out.append(f"isobench was built from different commits (A: {ga}; B: {gb})")
+    return out
 
 
 def _group(c: Mapping) -> stats.LogGroup:
@@ -165,6 +225,7 @@ def compare(a: Mapping, b: Mapping, absolute: bool = False) -> dict:
                         "ticks or ns are not another's; read the 'vs direct' rows for what "
                         "isolation costs")
     return {"rows": rows, "skipped": skipped, "same_machine": same, "warnings": warnings,
+            "differences": differences(a, b),
             "only_a": [c["label"] for k, c in a_by.items() if k not in b_by],
             "only_b": [c["label"] for k, c in b_by.items() if k not in a_by],
             "averages": averages(rows)}
@@ -202,15 +263,15 @@ def document(a: Mapping, b: Mapping, result: dict) -> dict:
             "rows": [r.as_dict() for r in result["rows"]],
             "averages": result["averages"], "skipped": result["skipped"],
             "same_machine": result["same_machine"], "warnings": result["warnings"],
+            "differences": result["differences"],
             "only_a": result["only_a"], "only_b": result["only_b"],
             "level": stats.CI_LEVEL,
             "findings": {"A": [f["id"] for f in a["findings"]],
                          "B": [f["id"] for f in b["findings"]]}}
 
 
-HEADERS = ("benchmark", "mechanism", "placement", "payload", "variant", "basis", "A", "B",
-           "B/A", "95% interval", "p", "note")
-RIGHT = {"payload", "A", "B", "B/A", "95% interval", "p"}
+HEADERS = ("benchmark", "mechanism", "placement", "size", "A", "B", "B vs A [95% CI]", "p")
+RIGHT = {"size", "A", "B", "p"}
 
 
 def _fmt_p(p: float | None) -> str:
@@ -219,23 +280,32 @@ def _fmt_p(p: float | None) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def _value(v: float, unit: str) -> str:
-    return f"{v:.2f}x" if unit == "x direct" else f"{table.fmt_num(v)} {unit}"
+def _value(r: Row, v: float) -> str:
+    """A value of A or B: a ratio to direct ("4.11x"), or a time in its
+    automatic unit, or a count in the counter's unit."""
+    if r.unit == "x direct":
+        return f"{table.fmt_sig(v)}x"
+    if r.unit == "ns":
+        return table.fmt_time(v)
+    f = r.a.get("to_ns") if r.unit == r.a["unit"] else None
+    return table.fmt_time(v * f) if f else f"{table.fmt_sig(v)} {r.unit}"
 
 
-def _note(r: Row) -> str:
-    if r.test is None:
-        return "no test (too few reps)"
-    return "" if r.test.p < stats.ALPHA else "not significant"
+def verdict_text(r: Row) -> str:
+    """ "1.52x slower [1.44, 1.61]", "not significant", "no interval"."""
+    v = r.verdict
+    if v["factor"] is None:
+        return v["word"]
+    return (f"{table.fmt_sig(v['factor'])}x {v['word']} "
+            f"[{table.fmt_sig(v['low'])}, {table.fmt_sig(v['high'])}]")
 
 
 def _row_cells(r: Row) -> list[str]:
     p = r.a["params"]
-    iv = f"{r.interval.low:.3f}..{r.interval.high:.3f}" if r.interval else "-"
-    return [r.a["benchmark"], r.a["mechanism"], str(p.get("placement", "-")),
-            str(p.get("payload", "-")), table.variant_text(p), r.basis,
-            _value(r.a_value, r.unit), _value(r.b_value, r.unit), f"{r.ratio:.3f}", iv,
-            _fmt_p(r.test.p if r.test else None), _note(r)]
+    label = table.config_label(r.a) + (" (absolute)" if r.basis == ABSOLUTE else "")
+    return [r.a["benchmark"], label, str(p.get("placement", "-")), table.size_text(p),
+            _value(r, r.a_value), _value(r, r.b_value), verdict_text(r),
+            _fmt_p(r.test.p if r.test else None)]
 
 
 def _machine_text(d: dict) -> str:
@@ -245,33 +315,34 @@ def _machine_text(d: dict) -> str:
 
 def render(rows: Sequence[Row], doc: dict) -> str:
     a, b = doc["a"], doc["b"]
-    out = [f"A: run {a['run_id']} in {a['db']} ({_machine_text(a)})",
-           f"B: run {b['run_id']} in {b['db']} ({_machine_text(b)})",
-           "B/A: for 'vs direct' rows, (B / B's direct) / (A / A's direct): what isolation "
-           "costs on B relative to A;",
-           "     for 'absolute' rows, B / A.  Values: headlines, geometric means over "
-           "repetitions.  95% interval: Welch t over",
-           "     the repetitions' logs; p: Mann-Whitney U on the repetitions, two-sided.", ""]
-    for w in doc["warnings"]:
-        out.append(f"warning: {w}")
-    if doc["warnings"]:
+    w = table.wrap
+    out = [w(f"A: run {a['run_id']} in {a['db']} ({_machine_text(a)})"),
+           w(f"B: run {b['run_id']} in {b['db']} ({_machine_text(b)})"),
+           w("B vs A: for mechanisms, (B / B's direct) / (A / A's direct): what isolation costs "
+             "on B relative to A; A and B are each run's ratio to its own direct. For direct "
+             "and rows marked (absolute), B / A. 'slower' or 'faster' when the 95% interval "
+             "(Welch t over the repetitions' logs) excludes 1, else 'not significant'; p: "
+             "Mann-Whitney U on the repetitions, two-sided.", indent=""), ""]
+    for text in [*doc["differences"], *doc["warnings"]]:
+        out.append(w(f"warning: {text}"))
+    if doc["differences"] or doc["warnings"]:
         out.append("")
-    out.append(table.render(HEADERS, [_row_cells(r) for r in rows], RIGHT)
+    out.append(table.render_fit(HEADERS, [_row_cells(r) for r in rows], RIGHT, flex=1)
                if rows else "(no results in common)")
     out.append("")
     for g in doc["averages"]:
         pop = " ".join(f"{k}={v}" for k, v in g["population"].items())
-        out.append(f"geometric mean of B/A over {g['n']} '{g['basis']}' result(s) of "
-                   f"{g['benchmark']} {pop}: {g['value']:.3f}")
+        out.append(w(f"geometric mean of B/A over {g['n']} '{g['basis']}' result(s) of "
+                     f"{g['benchmark']} {pop}: {g['value']:.3f}"))
     notes = sorted({n for r in rows for n in r.notes})
     for n in notes:
-        out.append(f"note: {n}")
+        out.append(w(f"note: {n}"))
     for key, label in (("only_a", "only in A"), ("only_b", "only in B")):
         if doc[key]:
             out.append(f"{len(doc[key])} result(s) {label}, not compared")
     for s in doc["skipped"]:
-        out.append(f"not compared: {s}")
+        out.append(w(f"not compared: {s}"))
     for side, ids in doc["findings"].items():
         if ids:
-            out.append(f"soundness of run {side}: {', '.join(ids)} (see `isobench check`)")
+            out.append(w(f"soundness of run {side}: {', '.join(ids)} (see `isobench check`)"))
     return "\n".join(out)

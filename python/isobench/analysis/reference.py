@@ -15,6 +15,9 @@ data/reference.csv is the one reviewed file; one row per figure:
     hardware        the machine, as the source states it (or says it does not)
     software        OS and system software
     source          short name of the publication; citation: the full reference
+    link            a DOI (as https://doi.org/...) or the publisher's URL; empty
+                    only for a source with neither (a student report or
+                    slides), which `reference` then says
     where           table or figure in the source
     local_benchmark, local_mechanism, local_params
                     the local configuration closest in meaning (optional);
@@ -49,6 +52,7 @@ class Reference:
     software: str
     source: str
     citation: str
+    link: str
     where: str
     local_benchmark: str | None
     local_mechanism: str | None
@@ -84,7 +88,7 @@ def _row(row: dict) -> Reference:
         spread=float(row["spread"]) if row.get("spread") else None, subject=row["subject"],
         metric=row.get("metric") or "", hardware=row["hardware"],
         software=row.get("software") or "", source=row["source"], citation=row["citation"],
-        where=row.get("where") or "", local_benchmark=row.get("local_benchmark") or None,
+        link=(row.get("link") or "").strip(), where=row.get("where") or "", local_benchmark=row.get("local_benchmark") or None,
         local_mechanism=row.get("local_mechanism") or None,
         local_params=_params(row.get("local_params") or ""), note=row.get("note") or "")
 
@@ -103,14 +107,30 @@ def matches(ref: Reference, configs: Sequence) -> list:
             and all(c.params.get(k) == v for k, v in ref.local_params.items())]
 
 
+NO_LINK = "no DOI or public URL (unpublished report or slides)"
+
+
 def render(refs: Sequence[Reference]) -> str:
-    rows = [[r.id, r.text(), r.unit, r.subject, r.source, r.hardware]
-            for r in refs]
-    out = ["Published figures (measured elsewhere; never mixed into local statistics)",
-           table.render(("id", "value", "unit", "what", "source", "hardware"), rows,
-                        {"value"})]
-    out.append("")
-    out.append("Sources:")
-    for cite in dict.fromkeys(r.citation for r in refs):
-        out.append(f"  {cite}")
+    """One block per source: its citation and DOI or URL, the hardware, and
+    a table of its figures with what was measured and the metric (how the
+    source measured it) in columns of their own; at most table.WIDTH wide."""
+    out = ["Published figures (measured elsewhere; never mixed into local statistics)"]
+    by_source: dict[str, list[Reference]] = {}
+    for r in refs:
+        by_source.setdefault(r.source, []).append(r)
+    for source, group in by_source.items():
+        hardware = list(dict.fromkeys(r.hardware for r in group))
+        out += ["", source,
+                table.wrap(f"  {group[0].citation}", indent="    "),
+                table.wrap(f"  {group[0].link or NO_LINK}", indent="    ")]
+        if len(hardware) == 1:
+            out.append(table.wrap(f"  hardware: {hardware[0]}", indent="    "))
+        else:
+            for i, h in enumerate(hardware, 1):
+                out.append(table.wrap(f"  hardware [{i}]: {h}", indent="    "))
+        headers = ("id", "value", "unit", "what", "metric") + (("hw",) if len(hardware) > 1 else ())
+        rows = [[r.id, r.text(), r.unit, r.subject, r.metric or "-"]
+                + ([f"[{hardware.index(r.hardware) + 1}]"] if len(hardware) > 1 else [])
+                for r in group]
+        out.append(table.render_fit(headers, rows, {"value"}, flex=(3, 4)))
     return "\n".join(out)

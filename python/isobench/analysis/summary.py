@@ -32,7 +32,8 @@ interval, and says so; a ratio then has no interval.
 
 Document history ("summary_version"):
 
-    1  first version.
+    1  first version; measurement.quick and measurement.n (the --quick and
+       --n values the run's processes measured with) added within it.
 """
 
 from __future__ import annotations
@@ -348,6 +349,10 @@ def _measurement(results: Sequence[Mapping]) -> dict:
     means = [e["mean"] for e in empties if e.get("mean") is not None]
     steps = sorted({h["counter_step"] for h in headers if h.get("counter_step")})
     return {"counters": [list(c) for c in counters], "tsc": [list(t) for t in tsc],
+            # How much each process measured (isob's --quick and --n), for
+            # `compare` to say when two runs differ in it.
+            "quick": sorted({bool(h.get("quick")) for h in headers if "quick" in h}),
+            "n": sorted({h["n"] for h in headers if isinstance(h.get("n"), int)}),
             "unit": headers[0].get("unit") if headers else None,
             "empty_region_median": [min(medians), max(medians)] if medians else None,
             "empty_region_mean": [min(means), max(means)] if means else None,

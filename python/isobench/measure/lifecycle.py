@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 from . import load, proc, runner, sysinfo
+from . import progress as progress_
 from .driver import Driver
 from .records import Header, Result
 from ..store import Store
@@ -130,7 +131,7 @@ class StoreSink(runner.Sink):
 
 
 def record(store: Store, driver: Driver, run_id: int, env: dict, jobs: Iterable[runner.Job],
-           opts: runner.Options, progress: runner.Progress | None, guard: Guard,
+           opts: runner.Options, progress: "progress_.Progress | None", guard: Guard,
            finish: Callable[[bool], None]) -> bool:
     """Run the jobs into run_id; True when a result failed.  finish(failed) writes
     what the run ends with (status, aggregates) while signals are held off.

@@ -39,6 +39,8 @@ benchmarks that take them (Options.bench_args).
 
 from __future__ import annotations
 
+import platform
+
 import random
 import sys
 import time
@@ -46,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Mapping, Sequence, TextIO
 
 from . import kvserver, proc
+from . import progress as progress_
 from .driver import EXIT_FAILED, EXIT_OK, EXIT_SKIP, EXIT_USAGE, Catalog, Driver, describe_exit
 from .records import NO_MECHANISM, Header, ProtocolError, Result, parse_line
 from ..store import now_ms
@@ -55,6 +58,12 @@ from ..store import now_ms
 DEFAULT_SUITE = ("switch", "kv")
 
 PLACEMENTS = ("same-cpu", "cross-cpu", "unpinned")
+# isob's counter back-ends (--counter): perf events, the CPU's own time-stamp
+# counter (tsc on x86, cntvct on arm64: isob refuses the other one), and
+# clock_gettime; and perf's counting scopes (--scope).
+TIMER = "cntvct" if platform.machine() in ("aarch64", "arm64") else "tsc"
+COUNTERS = ("perf", TIMER, "clock")
+SCOPES = ("thread", "cpu")
 
 # Fresh isob processes per (benchmark, mechanism) when --repeat is not
 # given.  The repetition is the unit every interval and test rests on: 5
@@ -121,6 +130,8 @@ class Options:
     # Per benchmark, the validated options only it takes, as isob arguments
     # (--primitive, --payload, --depth, ...: validate.py).
     bench_args: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    counter: str | None = None  # isob --counter (default: isob's best available)
+    scope: str | None = None  # isob --scope (default: isob's, thread)
 
 
 @dataclass
@@ -173,6 +184,16 @@ class Plan:
     def __len__(self) -> int:
         return sum(self.repeat_of(name) * (1 if m is None else len(m))
                    * (len(s[1]) if s else 1) for name, m, s, _ in self._mechs)
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        """How many jobs each (benchmark, mechanism name) has in the plan,
+        without listing them (the progress estimate rests on this)."""
+        out: dict[tuple[str, str], int] = {}
+        for name, mechs, split, _ in self._mechs:
+            each = self.repeat_of(name) * (len(split[1]) if split else 1)
+            for m in (NO_MECHANISM,) if mechs is None else mechs:
+                out[(name, m)] = out.get((name, m), 0) + each
+        return out
 
     def __iter__(self) -> Iterator[Job]:
         rng = random.Random(self.seed)
@@ -276,6 +297,10 @@ def isob_args(job: Job, opts: Options) -> list[str]:
         args += ["--n", str(opts.n)]
     if opts.placement and job.benchmark not in NO_PLACEMENT:
         args += ["--placement", ",".join(opts.placement)]
+    if opts.counter:
+        args += ["--counter", opts.counter]
+    if opts.scope:
+        args += ["--scope", opts.scope]
     if opts.sizes and job.benchmark in SIZED:
         args += ["--sizes", ",".join(opts.sizes)]
     args += opts.bench_args.get(job.benchmark, ())
@@ -410,34 +435,6 @@ def judge_exit(ex: proc.ChildExit, timeout: float, results: Sequence[Result],
     return (status, "; ".join(reasons)) if reasons else None
 
 
-class Progress:
-    """One line per job on stderr: "[3/8] switch -m thread ... 12 results, 4.1 s"."""
-
-    def __init__(self, total: int, stream: TextIO | None = sys.stderr, quiet: bool = False):
-        self.total = total
-        self.stream = None if quiet else stream
-        self.i = 0
-        self.t0 = 0.0
-
-    def start(self, job: Job) -> None:
-        self.i += 1
-        self.t0 = time.monotonic()
-        self._write(f"[{self.i}/{self.total}] {job.label} ... ")
-
-    def done(self, out: JobOutcome) -> None:
-        n = len(out.results)
-        text = f"{n} result{'s' if n != 1 else ''}, {time.monotonic() - self.t0:.1f} s"
-        bad = [r for r in out.results if r.status != "ok"]
-        if bad:
-            text += f" -- {bad[-1].status.upper()}: {bad[-1].reason}"
-        self._write(text + "\n")
-
-    def _write(self, text: str) -> None:
-        if self.stream is not None:
-            self.stream.write(text)
-            self.stream.flush()
-
-
 class Sink:
     """What run_jobs reports as it happens; this one ignores everything.  The
     run command's sink (lifecycle.py) stores it."""
@@ -457,7 +454,7 @@ class Sink:
 
 
 def run_jobs(driver: Driver, jobs: Iterable[Job], opts: Options, sink: Sink,
-             progress: Progress | None = None) -> bool:
+             progress: "progress_.Progress | None" = None) -> bool:
     """Run every job in turn; True when any record failed."""
     failed = False
     seen_header = False
@@ -465,7 +462,11 @@ def run_jobs(driver: Driver, jobs: Iterable[Job], opts: Options, sink: Sink,
         sink.job_started(job, seq)
         if progress:
             progress.start(job)
-        on_result = lambda r, started, finished, job=job: sink.result(r, job, started, finished)
+        def on_result(r, started, finished, job=job):
+            sink.result(r, job, started, finished)
+            if progress:
+                progress.result(r)
+
         if job.benchmark == kvserver.BENCHMARK:
             # Not an isob subcommand: servers and client are driven from Python.
             out = run_kvserver_job(driver, job, opts, on_result)

@@ -139,6 +139,16 @@ class Limits:
                     "(e.g. 4K, 1M, 256M)")
 
 
+def one_of(option: str, names: Sequence[str]):
+    """An argparse type: one of `names`, exactly (ASCII, as isob compares)."""
+    def parse(text: str) -> str:
+        if text not in names:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a {option}: one of {', '.join(names)}")
+        return text
+    return parse
+
+
 def _int(v) -> int:
     if not isinstance(v, int) or isinstance(v, bool):
         raise ValueError(f"{v!r} is not an integer")

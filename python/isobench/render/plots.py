@@ -2,32 +2,57 @@
 measuring, and computing no statistic: every value drawn is in the
 document).
 
-Each plot function takes the document and returns a Plot: a matplotlib
-figure, or None with a note saying why the plot is left out (e.g. the run
-has no kv results).  matplotlib is imported here only, with the Agg
-backend, so that no other command pays for it or needs a display.
+Each plot function takes the document and a width in inches and returns a
+Plot: a matplotlib figure, or None with a note saying why the plot is left
+out (e.g. the run has no kv results).  The report draws every plot twice:
+at a paper's double-column width (WIDTHS["2col"], 7 in: PNG, SVG, PDF) and
+at its single-column width (3.5 in: PDF).  matplotlib is imported here
+only, with the Agg backend, so that no other command pays for it or needs
+a display.
 
-Conventions, the same in every plot: the headline value of each
-configuration (summary.py: per-call median or batched estimate) with its
-95% interval; times in ns where the unit allows it (TSC ticks converted
-with the recorded TSC frequency; core cycles stay cycles), log scales
-because mechanisms differ by orders of magnitude, one colour per series,
-and published figures drawn hollow and labelled "published".
+The shared look, which benchmark families' plots (render/sections.py) use
+through the helpers below rather than styling their own:
+
+- style(i) / styles(names): a colour of the Okabe-Ito palette (told apart
+  with every common colour-vision deficiency) together with a marker and a
+  line style, so that series stay apart printed in grey;
+- paper_rc(width): font sizes for the width (8 pt at 3.5 in, 9 pt at 7 in);
+- time_axis(values_ns): the unit a time axis reads best in (ns, µs, ms, s);
+- errorbars drawn for every interval; skipped configurations marked;
+- no run id in any title: the caption (Plot.caption, written beside the
+  plot as NAME.caption.txt by the report) names the run and the machine.
+
+Conventions: the headline value of each configuration (summary.py:
+per-call median or batched estimate) with its 95% interval over
+repetitions; times in ns (or the axis's unit) where the unit converts,
+core cycles stay cycles; log scales where values span orders of magnitude;
+published figures hollow and labelled "published".
 """
 
 from __future__ import annotations
 
+import inspect
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from ..analysis import units
 from ..analysis.runs import BASELINE, server_label
 
-# Vertical offsets of the payload series in the switch plot (row units).
-PAYLOAD_OFFSETS = {0: -0.22, 64: 0.0, 4096: 0.22}
-PAYLOAD_COLOURS = {0: "#1f77b4", 64: "#ff7f0e", 4096: "#2ca02c"}
-SOURCE_MARKERS = {"median": "o", "batched": "s"}
-DPI = 110
+# Figure widths in inches: a two-column paper's full text width and one
+# column of it (ACM, IEEE and USENIX templates are all close to these).
+WIDTHS = {"2col": 7.0, "1col": 3.5}
+DPI = 200  # PNG resolution: a 7 in figure is 1400 pixels wide
+
+# Okabe & Ito (2008), "Color Universal Design": distinguishable with every
+# common colour-vision deficiency.  Paired with MARKERS and LINESTYLES so
+# that series also stay apart in greyscale.
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
+           "#F0E442")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
+LINESTYLES = ("-", "--", ":", "-.")
+GREY = "#808080"       # a reference program (memcached) or a skipped row
+PUBLISHED = "#CC79A7"  # published figures: hollow markers in this colour
 
 
 @dataclass
@@ -46,27 +71,81 @@ def _pyplot():
     return plt
 
 
-def _unit_of(configs: Sequence[Mapping]) -> tuple[str, bool]:
-    """('ns', True) when every config converts to ns, else the common unit."""
-    if all(c["to_ns"] is not None for c in configs):
-        return "ns", True
-    return "/".join(sorted({c["unit"] or "?" for c in configs})), False
+# ---- the shared look ----
+
+def style(i: int) -> dict:
+    """The i-th series' colour, marker and line style (matplotlib keywords).
+    Colours repeat after 8 and markers after 10, never both at once."""
+    return {"color": PALETTE[i % len(PALETTE)], "marker": MARKERS[i % len(MARKERS)],
+            "linestyle": LINESTYLES[(i // len(PALETTE)) % len(LINESTYLES)]}
 
 
-def _value(c: Mapping, in_ns: bool) -> tuple[float | None, float | None, float | None]:
-    """(value, low, high) of c's headline, in ns when in_ns."""
-    h = c["headline"]
-    iv = h["interval"]
-    lo, hi = (iv["low"], iv["high"]) if iv else (None, None)
-    f = c["to_ns"] if in_ns else 1.0
-    v, lo, hi = units.scale([h["value"], lo, hi], f)
-    return v, lo, hi
+def styles(names: Sequence[str]) -> dict[str, dict]:
+    """A stable style per name (the same name gets the same style in every
+    plot of a report: sorted order, direct first)."""
+    order = sorted(set(names), key=lambda n: (n != BASELINE, n))
+    return {n: style(i) for i, n in enumerate(order)}
 
 
-def _colours(names: Sequence[str]) -> dict[str, str]:
+def mechanism_styles(doc: Mapping) -> dict[str, dict]:
+    """styles() over every mechanism of the run, whichever benchmark measured
+    it: a mechanism keeps its colour, marker and line from plot to plot of
+    one report, also where a plot leaves some out (direct in an overhead
+    plot)."""
+    return styles([c["mechanism"] for c in doc["configs"] if c.get("mechanism")])
+
+
+@contextmanager
+def paper_rc(width: float) -> Iterator[None]:
+    """Font sizes a paper prints legibly at this width."""
     plt = _pyplot()
-    cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
-    return {n: cmap(i % cmap.N) for i, n in enumerate(sorted(names))}
+    small = width <= WIDTHS["1col"]
+    with plt.rc_context({"font.size": 7 if small else 8.5, "axes.titlesize": 7.5 if small else 9,
+                         "axes.labelsize": 7 if small else 8.5,
+                         "xtick.labelsize": 6.5 if small else 8,
+                         "ytick.labelsize": 6.5 if small else 8,
+                         "legend.fontsize": 6 if small else 7.5, "lines.linewidth": 1.0,
+                         "lines.markersize": 3.5 if small else 4.5, "pdf.fonttype": 42,
+                         "svg.fonttype": "none", "axes.grid": True, "grid.alpha": 0.3}):
+        yield
+
+
+def time_axis(values_ns: Sequence[float | None]) -> tuple[str, float]:
+    """(unit, ns per unit) for an axis of these times: the unit in which
+    their median is at least 1 (ns, µs, ms or s)."""
+    vals = sorted(v for v in values_ns if v is not None and v > 0)
+    mid = vals[len(vals) // 2] if vals else 1.0
+    for name, div in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if mid >= div:
+            return name, div
+    return "ns", 1.0
+
+
+def time_label(ns: float, _pos=None) -> str:
+    """A tick of a time axis in ns, in its own unit: "100 ns", "1 µs", "10 ms"."""
+    for name, div in (("s", 1e9), ("ms", 1e6), ("µs", 1e3), ("ns", 1.0)):
+        if ns >= div or name == "ns":
+            return f"{ns / div:g} {name}"
+    return f"{ns:g}"
+
+
+def log_time_axis(ax, which: str = "x") -> None:
+    """A log axis of times in ns, labelled per decade in its own unit (a
+    switch plot spans 0.1 ns to 100 µs: no single unit reads well)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    axis.set_major_locator(LogLocator(base=10))
+    axis.set_major_formatter(FuncFormatter(time_label))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _log_unit(configs: Sequence[Mapping]) -> tuple[str, float | None]:
+    """For a log axis: ("ns", 1.0) where every config converts (the ticks
+    then name their unit, log_time_axis), else the counter unit."""
+    if configs and all(c["headline"].get("ns") is not None for c in configs):
+        return "ns", 1.0
+    return _axis_unit(configs)
 
 
 def _configs(doc: Mapping, benchmark: str) -> list[dict]:
@@ -74,143 +153,30 @@ def _configs(doc: Mapping, benchmark: str) -> list[dict]:
             and c["headline"]["value"] is not None]
 
 
-# ---- switch cost per mechanism ----
-
-def _switch_rows(configs: Sequence[Mapping]) -> list[tuple[str, str | None]]:
-    """(mechanism, variant) rows, cheapest first by their payload-0 headline."""
-    rows: dict[tuple[str, str | None], float] = {}
-    for c in configs:
-        if c["params"].get("payload", 0) != 0:
-            continue
-        key = (c["mechanism"], c["params"].get("variant"))
-        v = c["headline"]["value"]
-        rows[key] = min(rows.get(key, v), v)
-    for c in configs:  # mechanisms measured only with payloads
-        rows.setdefault((c["mechanism"], c["params"].get("variant")), float("inf"))
-    return sorted(rows, key=lambda k: (rows[k], k[0], str(k[1])))
+def _axis_unit(configs: Sequence[Mapping]) -> tuple[str, float | None]:
+    """(axis unit, ns per axis unit) when every config converts to ns, else
+    (the counter unit, None): values are then drawn as measured."""
+    if configs and all(c["headline"].get("ns") is not None for c in configs):
+        return time_axis([c["headline"]["ns"] for c in configs])
+    return "/".join(sorted({c["unit"] or "?" for c in configs})), None
 
 
-def row_label(mech: str, variant: str | None) -> str:
-    if mech == BASELINE:
-        return f"direct ({variant or 'entry'}{': baseline' if variant in (None, 'entry') else ''})"
-    return mech if variant in (None, "entry") else f"{mech} ({variant})"
+def value_of(c: Mapping, div: float | None) -> tuple[float | None, float | None, float | None]:
+    """(value, low, high) of c's headline in the axis unit (div: ns per axis
+    unit; None: the counter's own unit)."""
+    h = c["headline"]
+    if div is None:
+        iv = h.get("interval") or {}
+        return h["value"], iv.get("low"), iv.get("high")
+    lo, hi = h.get("interval_ns") or (None, None)
+    return units.scale([h.get("ns"), lo, hi], 1.0 / div)
 
 
-def _published_points(doc: Mapping, rows, unit: str) -> list[tuple[int, float, str]]:
-    """Published figures that match a row of the same-cpu panel: (row, value, source)."""
-    out = []
-    for ref in doc["published"]:
-        if ref["local_benchmark"] != "switch":
-            continue
-        value = units.convert(ref["value"], ref["unit"], unit)
-        if value is None:
-            continue
-        for c in ref["local"]:
-            key = (c["mechanism"], c["params"].get("variant"))
-            if c["placement"] in (None, "same-cpu") and key in rows:
-                out.append((rows.index(key), value, ref["source"]))
-    return list(dict.fromkeys(out))
-
-
-def _switch_panel(ax, configs, rows, in_ns, title):
-    seen = set()
-    for c in configs:
-        key = (c["mechanism"], c["params"].get("variant"))
-        payload = c["params"].get("payload", 0)
-        if key not in rows:
-            continue
-        v, lo, hi = _value(c, in_ns)
-        if v is None:
-            continue
-        y = rows.index(key) + PAYLOAD_OFFSETS.get(payload, 0.0)
-        colour = PAYLOAD_COLOURS.get(payload, "grey")
-        source = c["headline"]["source"]
-        label = f"payload {payload} B ({source})"
-        xerr = [[v - lo], [hi - v]] if lo is not None and lo > 0 else None
-        ax.errorbar([v], [y], xerr=xerr, fmt=SOURCE_MARKERS.get(source, "o"), ms=4,
-                    color=colour, ecolor=colour, elinewidth=1, capsize=2,
-                    label=label if label not in seen else None)
-        seen.add(label)
-    ax.set_title(title)
-    ax.set_xscale("log")
-    ax.grid(True, axis="x", which="both", alpha=0.3)
-    if not configs:
-        ax.text(0.5, 0.5, "no results", transform=ax.transAxes, ha="center", color="grey")
-
-
-def switch_plot(doc: Mapping) -> Plot:
-    configs = _configs(doc, "switch")
-    title = "Switch cost per mechanism"
-    if not configs:
-        return Plot("switch", title, None, "No switch results in this run, so this plot is "
-                    "left out (`isobench run switch`).")
-    plt = _pyplot()
-    unit, in_ns = _unit_of(configs)
-    rows = _switch_rows(configs)
-    places = [("same-cpu", "same CPU (or one context)"), ("cross-cpu", "across CPUs")]
-    # One x scale for both panels, so that a cross-cpu marker reads against
-    # the same-cpu ones.
-    fig, axes = plt.subplots(1, 2, sharey=True, sharex=True,
-                             figsize=(12, 1.6 + 0.42 * len(rows)))
-    for ax, (place, label) in zip(axes, places):
-        sub = [c for c in configs if (c["params"].get("placement") or "same-cpu") == place]
-        _switch_panel(ax, sub, rows, in_ns, label)
-        ax.set_xlabel(f"round-trip time per call [{unit}], log scale")
-    sources = list(dict.fromkeys(src for _, _, src in _published_points(doc, rows, unit)))
-    marks = "Dv^P*<>"
-    for i, v, src in _published_points(doc, rows, unit):
-        k = sources.index(src)
-        axes[0].plot([v], [i], marks[k % len(marks)], mfc="none", mec="purple", ms=7,
-                     label=f"published, other hardware: {src}")
-    axes[0].set_yticks(range(len(rows)))
-    axes[0].set_yticklabels([row_label(*r) for r in rows])
-    axes[0].invert_yaxis()
-    fig.suptitle(f"{title} (run {doc['run']['run_id']}): headline with its 95% interval, "
-                 f"{'TSC converted to ns' if in_ns else unit}", fontsize=11)
-    _fit(fig, 1.8 + 0.42 * len(rows), _legend(fig, axes))
-    return Plot("switch", title, fig, "", "Round trip into the compartment and back. Each "
-                "marker is the configuration's headline (circle: per-call median; square: "
-                "batched estimate, for regions too short for the median), bars its 95% "
-                "interval over repetitions. Hollow purple markers are published figures, "
-                "measured elsewhere on other hardware, shown only where their unit matches; "
-                "they are not local results.")
-
-
-def _fit(fig, plot_height: float, legend_rows: int) -> None:
-    """Size the figure so the legend below the axes never overlaps their labels."""
-    legend_h = 0.25 + 0.22 * legend_rows if legend_rows else 0.0
-    height = plot_height + legend_h
-    fig.set_size_inches(12, height)
-    fig.tight_layout(rect=(0, legend_h / height, 1, 1 - 0.35 / height))
-
-
-def _legend(fig, axes) -> int:
-    """One legend below all panels; the number of rows it takes."""
-    handles, labels = {}, []
-    for ax in axes:
-        for h, l in zip(*ax.get_legend_handles_labels()):
-            if l not in handles:
-                handles[l] = h
-                labels.append(l)
-    labels.sort(key=lambda l: (not l.startswith("payload"), l))
-    if not labels:
-        return 0
-    ncol = min(3, len(labels))
-    fig.legend([handles[l] for l in labels], labels, loc="lower center", ncol=ncol,
-               fontsize=8, frameon=False)
-    return -(-len(labels) // ncol)
-
-
-# ---- key-value store: time per request against data size ----
-
-def _kv_series(configs: Sequence[Mapping]) -> dict[tuple[str, str], list[Mapping]]:
-    series: dict[tuple[str, str], list[Mapping]] = {}
-    for c in configs:
-        series.setdefault((c["mechanism"], c["params"].get("placement") or "same-cpu"),
-                          []).append(c)
-    for s in series.values():
-        s.sort(key=lambda c: c["params"]["data_bytes"])
-    return series
+def _xerr(v, lo, hi):
+    """An errorbar's extent, or None where there is no interval to draw."""
+    if v is None or lo is None or hi is None or lo <= 0:
+        return None
+    return [[max(v - lo, 0.0)], [max(hi - v, 0.0)]]
 
 
 def size_label(b: float, _pos=None) -> str:
@@ -220,90 +186,160 @@ def size_label(b: float, _pos=None) -> str:
     return f"{b:g} B"
 
 
-def _kv_get_configs(doc: Mapping) -> list[Mapping]:
-    return [c for c in _configs(doc, "kv") if c["headline_phase"]
-            and "data_bytes" in c["params"]]
+def ratio_label(v: float, _pos=None) -> str:
+    return f"{v:g}x"
 
 
-def _kv_axes(ax) -> None:
-    from matplotlib.ticker import FuncFormatter
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(size_label))
-    ax.set_xlabel("data in the store (log scale)")
-    ax.grid(True, which="both", alpha=0.3)
+def _legend_below(fig, ax, ncol: int) -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    if labels:
+        fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False,
+                   handlelength=2.2, columnspacing=1.2)
 
 
-KV_CAPTION = ("Seeded random gets of 64-byte entries from a store inside the compartment. "
-              "Solid lines same-cpu, dashed cross-cpu; bands are 95% intervals.")
+def _skipped(doc: Mapping, benchmark: str) -> dict[str, list[Mapping]]:
+    """The skipped or failed results of a benchmark, by mechanism."""
+    out: dict[str, list[Mapping]] = {}
+    for r in doc["results"]:
+        if r["benchmark"] == benchmark and r["status"] != "ok":
+            out.setdefault(r["mechanism"], []).append(r)
+    return out
 
 
-def _band(ax, x, lo, hi, colour) -> None:
-    pts = [(a, b, c) for a, b, c in zip(x, lo, hi) if b is not None and c is not None and b > 0]
-    if len(pts) >= 2:
-        ax.fill_between([p[0] for p in pts], [p[1] for p in pts], [p[2] for p in pts],
-                        color=colour, alpha=0.15, lw=0)
+# ---- switch cost per mechanism ----
+
+def row_label(mech: str, variant: str | None) -> str:
+    if mech == BASELINE:
+        return f"direct ({variant or 'entry'}{': baseline' if variant in (None, 'entry') else ''})"
+    return mech if variant in (None, "entry") else f"{mech} ({variant})"
 
 
-def kv_plot(doc: Mapping) -> Plot:
-    configs = _kv_get_configs(doc)
-    title = "Key-value store: time per request against data size"
-    if not configs:
-        return Plot("kv", title, None, "No kv results in this run, so this plot is left out "
-                    "(`isobench run kv` measures them).")
-    plt = _pyplot()
-    unit, in_ns = _unit_of(configs)
-    series = _kv_series(configs)
-    colours = _colours([m for m, _ in series])
-    fig, ax = plt.subplots(figsize=(9, 5.6))
-    for (mech, place), cs in sorted(series.items()):
-        style = "-" if place == "same-cpu" else "--"
-        x = [c["params"]["data_bytes"] for c in cs]
-        vals = [_value(c, in_ns) for c in cs]
-        ax.plot(x, [v[0] for v in vals], style, marker="o", ms=3, color=colours[mech],
-                label=f"{mech} {place}")
-        _band(ax, x, [v[1] for v in vals], [v[2] for v in vals], colours[mech])
-    _kv_axes(ax)
-    ax.set_ylabel(f"time per get request [{unit}], log scale")
-    ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title(f"{title} (run {doc['run']['run_id']})\nheadline per request, band: 95% "
-                 "interval", fontsize=10)
-    fig.tight_layout()
-    return Plot("kv", title, fig, "", KV_CAPTION)
-
-
-def kv_overhead_plot(doc: Mapping) -> Plot:
-    configs = _kv_get_configs(doc)
-    title = "Key-value store: overhead relative to direct against data size"
-    if not configs:
-        return Plot("kv-overhead", title, None, "No kv results in this run, so this plot is "
-                    "left out (`isobench run kv` measures them).")
-    plt = _pyplot()
-    series = _kv_series(configs)
-    colours = _colours([m for m, _ in series])
-    fig, ax = plt.subplots(figsize=(9, 5.6))
-    for (mech, place), cs in sorted(series.items()):
-        cs = [c for c in cs if c["ratio"] is not None]
-        if not cs or mech == BASELINE:
+def _published_points(doc: Mapping, rows, unit: str, div: float | None):
+    """Published figures that match a same-cpu row: (row, value, source),
+    where their unit converts to the axis's."""
+    out = []
+    axis = "ns" if div is not None else unit
+    for ref in doc["published"]:
+        if ref["local_benchmark"] != "switch":
             continue
-        x = [c["params"]["data_bytes"] for c in cs]
-        ax.plot(x, [c["ratio"]["value"] for c in cs], "-" if place == "same-cpu" else "--",
-                marker="o", ms=3, color=colours[mech], label=f"{mech} {place}")
-        ivs = [c["ratio"]["interval"] or {} for c in cs]
-        _band(ax, x, [iv.get("low") for iv in ivs], [iv.get("high") for iv in ivs],
-              colours[mech])
-    _kv_axes(ax)
-    ax.axhline(1.0, color="black", lw=1)
-    ax.set_ylabel("ratio to direct (value / direct's value), log scale")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title(f"{title} (run {doc['run']['run_id']})\n1 = no overhead; ratio = x / direct, "
-                 "overhead = ratio - 1", fontsize=10)
-    fig.tight_layout()
-    return Plot("kv-overhead", title, fig, "", KV_CAPTION)
+        value = units.convert(ref["value"], ref["unit"], axis)
+        if value is None:
+            continue
+        if div is not None:
+            value /= div
+        for c in ref["local"]:
+            key = (c["mechanism"], c["params"].get("variant"))
+            if c["placement"] in (None, "same-cpu") and key in rows:
+                out.append((rows.index(key), value, ref["source"]))
+    return list(dict.fromkeys(out))
 
 
-def payload_plot(doc: Mapping) -> Plot:
+PLACEMENT_STYLE = {"same-cpu": dict(fmt="o", mfc=PALETTE[0], mec=PALETTE[0], color=PALETTE[0]),
+                   "cross-cpu": dict(fmt="s", mfc="white", mec=PALETTE[1], color=PALETTE[1]),
+                   "unpinned": dict(fmt="^", mfc="white", mec=PALETTE[2], color=PALETTE[2])}
+PLACEMENT_TEXT = {"same-cpu": "same CPU (or one context)", "cross-cpu": "across CPUs",
+                  "unpinned": "unpinned"}
+PLACEMENT_SHORT = {"same-cpu": "same CPU", "cross-cpu": "across CPUs", "unpinned": "unpinned"}
+
+
+def _cost_order(configs: Sequence[Mapping], keys) -> list:
+    """keys ordered by their cheapest same-cpu (else any) payload-0 headline."""
+    cost: dict = {}
+    for c in configs:
+        key = (c["mechanism"], c["params"].get("variant"))
+        if key not in keys:
+            continue
+        v = c["headline"].get("ns") or c["headline"]["value"]
+        same = (c["params"].get("placement") or "same-cpu") == "same-cpu"
+        prev = cost.get(key, (False, float("inf")))
+        cost[key] = min(prev, (not same, v))
+    return sorted(keys, key=lambda k: (cost.get(k, (True, float("inf"))), k[0], str(k[1])))
+
+
+def _switch_rows(ax, configs, rows, div, skipped_rows=(), short=False) -> None:
+    seen = set()
+    for c in configs:
+        key = (c["mechanism"], c["params"].get("variant"))
+        if key not in rows:
+            continue
+        place = c["params"].get("placement") or "same-cpu"
+        v, lo, hi = value_of(c, div)
+        if v is None:
+            continue
+        st = PLACEMENT_STYLE.get(place, PLACEMENT_STYLE["unpinned"])
+        label = (PLACEMENT_SHORT if short else PLACEMENT_TEXT).get(place, place)
+        ax.errorbar([v], [rows.index(key)], xerr=_xerr(v, lo, hi), elinewidth=0.8, capsize=2,
+                    label=label if label not in seen else None, **st)
+        seen.add(label)
+    for i in skipped_rows:
+        ax.text(0.01, i, "skipped here", transform=ax.get_yaxis_transform(), va="center",
+                color=GREY, fontstyle="italic")
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([row_label(*r) for r in rows])
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+    ax.grid(False, axis="y")
+
+
+def switch_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
+    """Round trip at payload 0, one row per mechanism ordered by cost, same
+    and cross CPU apart; direct's variants in a small panel of their own."""
+    configs = [c for c in _configs(doc, "switch") if c["params"].get("payload", 0) == 0]
+    title = "Switch cost per mechanism"
+    if not configs:
+        return Plot("switch", title, None, "No switch results in this run, so this plot is "
+                    "left out (`isobench run switch`).")
+    plt = _pyplot()
+    unit, div = _log_unit(configs)
+    mech_keys = {(c["mechanism"], c["params"].get("variant")) for c in configs
+                 if c["mechanism"] != BASELINE or c["params"].get("variant") in (None, "entry")}
+    direct_keys = {(c["mechanism"], c["params"].get("variant")) for c in configs
+                   if c["mechanism"] == BASELINE}
+    rows = _cost_order(configs, mech_keys)
+    skipped = [m for m, rs in _skipped(doc, "switch").items()
+               if not any(k[0] == m for k in rows)]
+    skipped_rows = list(range(len(rows), len(rows) + len(skipped)))
+    rows += [(m, None) for m in skipped]
+    drows = _cost_order(configs, direct_keys)
+    narrow = width <= WIDTHS["1col"]
+    with paper_rc(width):
+        row_h = 0.16 if narrow else 0.2
+        heights = [max(len(rows), 1) * row_h + 0.3, max(len(drows), 1) * row_h + 0.3]
+        legend_h = 0.55 if narrow else 0.35
+        fig, (ax, axd) = plt.subplots(2, 1, sharex=True, figsize=(
+            width, sum(heights) + 0.55 + legend_h), gridspec_kw={"height_ratios": heights})
+        _switch_rows(ax, configs, rows, div, skipped_rows, short=narrow)
+        for i, v, src in _published_points(doc, rows, unit, div):
+            ax.plot([v], [i], "D", mfc="none", mec=PUBLISHED, color=PUBLISHED, ms=5,
+                    label="published" if narrow else "published (other hardware)")
+        _switch_rows(axd, configs, drows, div, short=narrow)
+        axd.set_title("direct and its variants (no isolation)" if narrow else
+                      "direct: the plain call and its variants (no isolation)", loc="left")
+        if div is not None:
+            log_time_axis(ax)
+            axd.set_xlabel("round trip per call, log scale; bars: 95% interval")
+        else:
+            ax.set_xscale("log")
+            axd.set_xlabel(f"round trip per call [{unit}], log scale; bars: 95% interval")
+        handles, labels = ax.get_legend_handles_labels()
+        keep = dict(zip(labels, handles))
+        fig.legend(list(keep.values()), list(keep), loc="lower center", ncol=3, frameon=False,
+                   columnspacing=1.0, handletextpad=0.4)
+        fig.tight_layout(rect=(0, legend_h / fig.get_figheight(), 1, 1))
+    return Plot("switch", title, fig, "", "Round trip into the compartment and back with no "
+                "payload, one row per mechanism, cheapest first; filled circles same CPU (or "
+                "one execution context), hollow squares across CPUs. Each marker is the "
+                "configuration's headline (per-call median, or the batched estimate for "
+                "regions too short for the median) and its bar the 95% interval over "
+                "repetitions. The lower panel holds direct's variants: the baseline (entry) "
+                "and the plain calls a compiler makes. Hollow diamonds are published figures "
+                "measured elsewhere, drawn only where their unit converts; they are not local "
+                "results.")
+
+
+# ---- switch cost against payload ----
+
+def payload_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
     """What moving data across the boundary costs: round-trip time against
     payload size, same-cpu (or one context), one line per mechanism.  Shared
     memory mechanisms stay flat; copying ones (wasm) and the checksum grow."""
@@ -315,92 +351,304 @@ def payload_plot(doc: Mapping) -> Plot:
         return Plot("switch-payload", title, None, "No switch results in this run, so this "
                     "plot is left out (`isobench run switch` measures them).")
     plt = _pyplot()
-    unit, in_ns = _unit_of(configs)
+    unit, div = _log_unit(configs)
     by: dict[str, list[Mapping]] = {}
     for c in configs:
         by.setdefault(c["mechanism"], []).append(c)
-    colours = _colours(list(by))
-    fig, ax = plt.subplots(figsize=(9, 5.6))
-    for mech, cs in sorted(by.items()):
-        cs = sorted(cs, key=lambda c: c["params"]["payload"])
-        x = [max(c["params"]["payload"], 1) for c in cs]
-        ax.plot(x, [_value(c, in_ns)[0] for c in cs], marker="o", ms=4, color=colours[mech],
-                label=mech, lw=2.5 if mech == BASELINE else 1.2)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xticks([1, 64, 4096])
-    ax.set_xticklabels(["0 B", "64 B", "4 KiB"])
-    ax.set_xlabel("payload written by the caller and read by the compartment")
-    ax.set_ylabel(f"round trip, headline [{unit}], log scale")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=1, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title(f"{title} (run {doc['run']['run_id']}), same CPU or one context", fontsize=10)
-    fig.tight_layout()
+    look = {m: st for m, st in mechanism_styles(doc).items() if m in by}
+    order = sorted(by, key=lambda m: (m != BASELINE, min(value_of(c, div)[0] or 0 for c in by[m])))
+    with paper_rc(width):
+        fig, ax = plt.subplots(figsize=(width, width * 0.62 + 0.25 * ((len(by) + 3) // 4)))
+        for mech in order:
+            cs = sorted(by[mech], key=lambda c: c["params"]["payload"])
+            x = [max(c["params"]["payload"], 1) for c in cs]
+            vals = [value_of(c, div) for c in cs]
+            lo = [max(v - l, 0) if v is not None and l is not None else 0 for v, l, _ in vals]
+            hi = [max(h - v, 0) if v is not None and h is not None else 0 for v, _, h in vals]
+            ax.errorbar(x, [v[0] for v in vals], yerr=[lo, hi], capsize=2, label=mech,
+                        lw=1.8 if mech == BASELINE else 1.0, **look[mech])
+        ax.set_xscale("log", base=2)
+        if div is not None:
+            log_time_axis(ax, "y")
+        else:
+            ax.set_yscale("log")
+        ticks = sorted({max(c["params"]["payload"], 1) for c in configs})
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([size_label(t if t > 1 else 0) for t in ticks])
+        ax.minorticks_off()
+        ax.set_xlabel("payload written by the caller, read inside")
+        ax.set_ylabel("round trip, log scale" if div is not None else
+                      f"round trip [{unit}], log scale")
+        _legend_below(fig, ax, 4 if width > WIDTHS["1col"] else 3)
+        rows = -(-len(by) // (4 if width > WIDTHS["1col"] else 3))
+        fig.tight_layout(rect=(0, (0.12 + 0.16 * rows) / fig.get_figheight(), 1, 1))
     return Plot("switch-payload", title, fig, "", "Round trip with the payload written into "
-                "the shared buffer and checksummed inside the compartment; each point is the "
-                "configuration's headline.")
+                "the shared buffer and checksummed inside the compartment, same CPU (or one "
+                "context); each point is the configuration's headline with its 95% interval "
+                "over repetitions (0 B drawn at 1 B on the log axis).")
+
+
+# ---- key-value store: time per request against data size ----
+
+def _kv_get_configs(doc: Mapping) -> list[Mapping]:
+    return [c for c in _configs(doc, "kv") if c["headline_phase"]
+            and "data_bytes" in c["params"]]
+
+
+def _kv_series(configs: Sequence[Mapping]) -> dict[tuple[str, str], list[Mapping]]:
+    series: dict[tuple[str, str], list[Mapping]] = {}
+    for c in configs:
+        series.setdefault((c["mechanism"], c["params"].get("placement") or "same-cpu"),
+                          []).append(c)
+    for s in series.values():
+        s.sort(key=lambda c: c["params"]["data_bytes"])
+    return series
+
+
+def _kv_skipped_sizes(doc: Mapping) -> dict[tuple[str, str], list[int]]:
+    """(mechanism, placement) -> the data sizes that were skipped or failed."""
+    out: dict[tuple[str, str], set[int]] = {}
+    for mech, rs in _skipped(doc, "kv").items():
+        for r in rs:
+            p = r.get("params") or {}
+            if isinstance(p.get("data_bytes"), int):
+                out.setdefault((mech, p.get("placement") or "same-cpu"), set()).add(p["data_bytes"])
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _kv_axes(ax) -> None:
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(LogLocator(base=4))
+    ax.xaxis.set_major_formatter(FuncFormatter(size_label))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("data in the store (log scale)")
+
+
+def _series_cost(cs: Sequence[Mapping]) -> float:
+    """A series' cost for ordering: its first point's ratio to direct, else
+    its headline (ns where it converts)."""
+    c = cs[0]
+    if c.get("ratio"):
+        return c["ratio"]["value"]
+    h = c["headline"]
+    return h["ns"] if h.get("ns") is not None else h["value"]
+
+
+def _kv_figure(doc, width, configs, draw_series, ylabel, title_of):
+    """Shared frame of the kv plots: one panel per placement, side by side at
+    the double-column width and stacked at the single-column one; a legend
+    below; skipped sizes marked on the bottom edge with "x"."""
+    plt = _pyplot()
+    series = _kv_series(configs)
+    places = sorted({p for _, p in series}, key=lambda p: (p != "same-cpu", p))
+    look = {m: st for m, st in mechanism_styles(doc).items() if m in {m for m, _ in series}}
+    skipped = _kv_skipped_sizes(doc)
+    narrow = width <= WIDTHS["1col"]
+    n = len(places)
+    shape = (n, 1) if narrow else (1, n)
+    panel_h = width * (0.62 if narrow or n == 1 else 0.45)
+    legend_rows = -(-len(look) // (3 if narrow else 5))
+    fig_h = (panel_h * (n if narrow else 1)) + 0.3 + 0.16 * legend_rows
+    fig, axes = plt.subplots(*shape, figsize=(width, fig_h), sharey=True, squeeze=False)
+    axes = [a for row in axes for a in row]
+    for ax, place in zip(axes, places):
+        # Cheapest first (at the smallest data size), so the legend reads
+        # in the order of cost.
+        for (mech, p), cs in sorted(series.items(), key=lambda kv: (
+                kv[0][0] != BASELINE, _series_cost(kv[1]), kv[0][0])):
+            if p == place:
+                draw_series(ax, mech, cs, look[mech])
+        for k, (mech_p, sizes) in enumerate(sorted(skipped.items())):
+            mech, p = mech_p
+            if p != place or mech not in look:
+                continue
+            ax.plot(sizes, [0.03 + 0.03 * (k % 4)] * len(sizes), "x", ms=4,
+                    color=look[mech]["color"], transform=ax.get_xaxis_transform(),
+                    clip_on=False)
+        _kv_axes(ax)
+        ax.set_title(title_of(place), loc="left")
+    axes[0].set_ylabel(ylabel)
+    handles, labels = {}, []
+    for ax in axes:
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            if l not in handles:
+                handles[l] = h
+                labels.append(l)
+    fig.legend([handles[l] for l in labels], labels, loc="lower center",
+               ncol=3 if narrow else 5, frameon=False, handlelength=2.2)
+    fig.tight_layout(rect=(0, (0.12 + 0.16 * legend_rows) / fig_h, 1, 1))
+    return fig
+
+
+def _skip_note(doc: Mapping) -> str:
+    skipped = _kv_skipped_sizes(doc)
+    if not skipped:
+        return ""
+    parts = [f"{m} ({p}) from {size_label(sizes[0])}" for (m, p), sizes in sorted(skipped.items())]
+    return (" An x on the bottom edge marks a data size that was skipped or failed: "
+            + "; ".join(parts) + " (the run's notes say why).")
+
+
+def kv_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
+    configs = _kv_get_configs(doc)
+    title = "Key-value store: time per request against data size"
+    if not configs:
+        return Plot("kv", title, None, "No kv results in this run, so this plot is left out "
+                    "(`isobench run kv` measures them).")
+    unit, div = _log_unit(configs)
+
+    def draw(ax, mech, cs, st):
+        x = [c["params"]["data_bytes"] for c in cs]
+        vals = [value_of(c, div) for c in cs]
+        lo = [max(v - l, 0) if v is not None and l is not None else 0 for v, l, _ in vals]
+        hi = [max(h - v, 0) if v is not None and h is not None else 0 for v, _, h in vals]
+        ax.errorbar(x, [v[0] for v in vals], yerr=[lo, hi], capsize=2, label=mech,
+                    lw=1.8 if mech == BASELINE else 1.0, **st)
+        if div is not None:
+            log_time_axis(ax, "y")
+        else:
+            ax.set_yscale("log")
+
+    with paper_rc(width):
+        fig = _kv_figure(doc, width, configs, draw,
+                         "time per get, log scale" if div is not None else
+                         f"time per get [{unit}], log scale",
+                         lambda p: PLACEMENT_TEXT.get(p, p))
+    return Plot("kv", title, fig, "", "Seeded random gets of 64-byte entries from a store "
+                "inside the compartment, against the data it holds; each point is the "
+                "configuration's headline with its 95% interval over repetitions."
+                + _skip_note(doc))
+
+
+def kv_overhead_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
+    configs = [c for c in _kv_get_configs(doc) if c["ratio"] is not None
+               and c["mechanism"] != BASELINE]
+    title = "Key-value store: overhead relative to direct against data size"
+    if not configs:
+        return Plot("kv-overhead", title, None, "No kv results with a direct baseline in this "
+                    "run, so this plot is left out (`isobench run kv` measures them).")
+    ratios = [c["ratio"]["value"] for c in configs]
+    log = max(ratios) / max(min(ratios), 1e-9) > 8
+
+    def draw(ax, mech, cs, st):
+        from matplotlib.ticker import FuncFormatter, NullFormatter
+        x = [c["params"]["data_bytes"] for c in cs]
+        v = [c["ratio"]["value"] for c in cs]
+        ivs = [c["ratio"].get("interval") or {} for c in cs]
+        lo = [max(a - iv["low"], 0) if iv.get("low") is not None else 0 for a, iv in zip(v, ivs)]
+        hi = [max(iv["high"] - a, 0) if iv.get("high") is not None else 0
+              for a, iv in zip(v, ivs)]
+        ax.errorbar(x, v, yerr=[lo, hi], capsize=2, label=mech, **st)
+        ax.axhline(1.0, color="black", lw=0.8)
+        if log:
+            ax.set_yscale("log")
+            ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_major_formatter(FuncFormatter(ratio_label))
+
+    with paper_rc(width):
+        fig = _kv_figure(doc, width, configs, draw,
+                         "ratio to direct" + (", log scale" if log else ""),
+                         lambda p: PLACEMENT_TEXT.get(p, p))
+    return Plot("kv-overhead", title, fig, "", "Time per get relative to direct at the same "
+                "data size (1x: no overhead; overhead = ratio - 1), with the ratio's 95% "
+                "interval over repetitions (Welch t on the logs)." + _skip_note(doc))
 
 
 # ---- key-value server beside memcached ----
 
-def kv_server_plot(doc: Mapping) -> Plot:
+def kv_server_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
     configs = _configs(doc, "kv-server")
     title = "Key-value server: throughput and latency beside memcached"
     if not configs:
         return Plot("kv-server", title, None, "No kv-server results in this run, so the "
                     "server plot (throughput and latency beside memcached) is left out.")
     plt = _pyplot()
-    unit, in_ns = _unit_of(configs)
+    unit, div = _axis_unit(configs)
+    if div is not None and unit == "ns":
+        unit, div = "µs", 1e3  # request latencies read in µs
+    # memcached (the reference) first, then the servers cheapest first.
     configs = sorted(configs, key=lambda c: (c["role"] != "reference",
+                                             value_of(c, div)[0] or float("inf"),
                                              server_label(c["mechanism"])))
     labels = [server_label(c["mechanism"]) for c in configs]
-    colours = ["#7f7f7f" if c["role"] == "reference" else "#1f77b4" for c in configs]
-    fig, (ax_t, ax_l) = plt.subplots(1, 2, figsize=(12, 1.6 + 0.45 * len(configs)), sharey=True)
-    ys = list(range(len(configs)))
-    tput = [c["kv_server"]["ops_per_s"] or 0 for c in configs]
-    ax_t.barh(ys, tput, color=colours)
-    ax_t.set_xlabel("throughput [requests/s]")
-    ax_t.set_title("throughput (higher is better)")
-    if not any(tput):
-        ax_t.text(0.5, 0.5, "no throughput recorded", transform=ax_t.transAxes, ha="center")
-    vals = [_value(c, in_ns) for c in configs]
-    med = [v[0] or 0 for v in vals]
-    lo = [m - v[1] if v[1] is not None else 0 for m, v in zip(med, vals)]
-    hi = [v[2] - m if v[2] is not None else 0 for m, v in zip(med, vals)]
-    # Linear from zero: bar lengths must be proportional to the values.
-    ax_l.barh(ys, med, xerr=[lo, hi], color=colours, capsize=3)
-    ax_l.set_xlabel(f"latency per request [{unit}], headline with its 95% interval")
-    ax_l.set_title("latency (lower is better)")
-    ax_t.set_yticks(ys)
-    ax_t.set_yticklabels(labels)
-    ax_t.invert_yaxis()
-    for a in (ax_t, ax_l):
-        a.grid(True, axis="x", alpha=0.3)
-    fig.suptitle(f"{title} (run {doc['run']['run_id']}); grey: memcached itself", fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.94))
-    return Plot("kv-server", title, fig, "", "isob serve over each mechanism, and memcached "
-                "as the reference server, under the same client load.")
+    colours = [GREY if c["role"] == "reference" else PALETTE[0] for c in configs]
+    hatches = ["//" if c["role"] == "reference" else "" for c in configs]
+    with paper_rc(width):
+        narrow = width <= WIDTHS["1col"]
+        # Side by side at the double-column width; stacked at the single-
+        # column one, where two panels in a row leave their labels no room.
+        panel_h = 0.6 + 0.22 * len(configs)
+        fig, (ax_t, ax_l) = plt.subplots(*((2, 1) if narrow else (1, 2)), sharey=True,
+                                         figsize=(width, 2 * panel_h + 0.1 if narrow
+                                                  else panel_h))
+        ys = list(range(len(configs)))
+        tput = [(c["kv_server"]["ops_per_s"] or 0) / 1e3 for c in configs]
+        ax_t.barh(ys, tput, color=colours, hatch=hatches, edgecolor="black", lw=0.5)
+        ax_t.set_xlabel("throughput [1000 requests/s]")
+        ax_t.set_title("throughput (higher is better)", loc="left")
+        if not any(tput):
+            ax_t.text(0.5, 0.5, "no throughput recorded", transform=ax_t.transAxes,
+                      ha="center")
+        vals = [value_of(c, div) for c in configs]
+        med = [v[0] or 0 for v in vals]
+        lo = [m - v[1] if v[1] is not None else 0 for m, v in zip(med, vals)]
+        hi = [v[2] - m if v[2] is not None else 0 for m, v in zip(med, vals)]
+        # Linear from zero: bar lengths must be proportional to the values.
+        ax_l.barh(ys, med, xerr=[lo, hi], color=colours, hatch=hatches, edgecolor="black",
+                  lw=0.5, capsize=2)
+        ax_l.set_xlabel(f"latency per request [{unit}], bars: 95% interval")
+        ax_l.set_title("latency (lower is better)", loc="left")
+        ax_t.set_yticks(ys)
+        ax_t.set_yticklabels(labels)
+        ax_t.invert_yaxis()
+        if narrow:
+            ax_l.tick_params(labelleft=True)
+        for a in (ax_t, ax_l):
+            a.grid(True, axis="x", alpha=0.3)
+            a.grid(False, axis="y")
+        fig.tight_layout()
+    return Plot("kv-server", title, fig, "", "isob serve over each mechanism and memcached "
+                "itself (grey, hatched: the reference) under the same memcaslap load; "
+                "latency is the headline per request with its 95% interval over "
+                "repetitions.")
 
 
 PLOTS = (switch_plot, payload_plot, kv_plot, kv_overhead_plot, kv_server_plot)
 
 
-def draw(doc: Mapping) -> list[Plot]:
-    """Every plot of the report: the sections' first ones (render/sections.py),
-    the run's own, then the sections' others."""
+def _section_plots(doc: Mapping, first: bool, width: float) -> list[Plot]:
+    """The plots of the sections (render/sections.py) at this width; a
+    renderer whose plots take no width draws at its own size."""
     from . import sections
-    return [*sections.plots(doc, first=True), *(p(doc) for p in PLOTS),
-            *sections.plots(doc, first=False)]
+    out = []
+    for _, s, r in sections.each(doc):
+        if r.plots is None or r.first != first:
+            continue
+        takes_width = "width" in inspect.signature(r.plots).parameters
+        out += r.plots(s, doc, width=width) if takes_width else r.plots(s, doc)
+    return out
 
 
-def save(plot: Plot, out_dir) -> list[str]:
-    """Write plot as PNG and SVG into out_dir; the file names written."""
+def draw(doc: Mapping, width: float = WIDTHS["2col"]) -> list[Plot]:
+    """Every plot of the report at this width: the sections' first ones
+    (render/sections.py), the run's own, then the sections' others."""
+    return [*_section_plots(doc, True, width), *(p(doc, width) for p in PLOTS),
+            *_section_plots(doc, False, width)]
+
+
+def save(plot: Plot, out_dir, kinds: Sequence[tuple[str, str]] = (("png", ""), ("svg", ""))
+         ) -> list[str]:
+    """Write plot into out_dir once per (format, suffix) as NAME{suffix}.{format};
+    the file names written.  The figure is closed afterwards."""
     if plot.figure is None:
         return []
     names = []
-    for ext in ("png", "svg"):
-        name = f"{plot.name}.{ext}"
-        plot.figure.savefig(out_dir / name, dpi=DPI, format=ext)
+    for ext, suffix in kinds:
+        name = f"{plot.name}{suffix}.{ext}"
+        # No creation date in PDF and SVG: the same run gives the same file.
+        meta = {"CreationDate": None} if ext == "pdf" else ({"Date": None} if ext == "svg" else None)
+        plot.figure.savefig(out_dir / name, dpi=DPI, format=ext, metadata=meta)
         names.append(name)
     _pyplot().close(plot.figure)
     return names

@@ -1,20 +1,28 @@
-"""`isobench report RUN -o DIR`: one self-contained HTML page, the plots as
-PNG and SVG, and a Markdown summary ready to paste into a paper.
+"""`isobench report RUN -o DIR`: a self-contained HTML page, a Markdown
+summary, LaTeX tables, a tidy CSV and the plots in every size a paper needs.
 
 Everything comes from the run's summary document (summary.build), which is
 also written out as stats.json: the report renders it and computes nothing.
 The soundness findings are the same as `isobench check` prints.  Local
 numbers always appear as absolute values (with their unit and, where the
 TSC allows, in ns) beside any ratio; published figures appear in their own
-table, marked as published, and are never mixed into local statistics.
+table, marked as published, never mixed into local statistics, and only
+those with a local counterpart in the run unless all_published.
 
-Files written to DIR:
-    index.html    the report; plots embedded as PNG data URIs
-    summary.md    platform table, findings, switch and kv tables, published figures
-    stats.json    the summary document: every configuration's headline, how it
-                  was chosen, its interval, its ratio to direct, the averages,
-                  the findings and the published figures matched
-    switch.png/.svg, kv.png/.svg, kv-server.png/.svg   where the run has the data
+Files written to DIR (FORMATS picks the first four kinds; stats.json and the
+plots are always written):
+    index.html        html: the report; plots embedded as PNG data URIs
+    summary.md        md: platform table, findings, switch and kv tables,
+                      published figures, the plots
+    platform.tex, switch.tex, kv.tex
+                      tex: booktabs tables, each compiling alone (paper.py)
+    results.csv       csv: one row per configuration, tidy (paper.py)
+    stats.json        the summary document: every configuration's headline, how it
+                      was chosen, its interval, its ratio to direct, the averages,
+                      the findings and the published figures matched
+    NAME.png, NAME.svg, NAME-2col.pdf   each plot at a double-column width (7 in)
+    NAME-1col.pdf     the same plot drawn again at a single-column width (3.5 in)
+    NAME.caption.txt  its caption, with the run and the machine (titles name neither)
 """
 
 from __future__ import annotations
@@ -25,12 +33,15 @@ import json
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from . import plots, sections, table
+from . import paper, plots, sections, table
 from .. import __version__
 from ..analysis import attackers, checks
 from ..errors import UsageError
 
 METHODOLOGY = "docs/methodology.md"
+
+# What `report --format` chooses from (default: all of them).
+FORMATS = ("html", "md", "tex", "csv")
 
 
 # ---- the environment ----
@@ -120,22 +131,37 @@ def result_cells(c: Mapping) -> list[str]:
 
 # ---- published figures beside local ones ----
 
-PUBLISHED_HEADERS = ("what", "PUBLISHED value", "source", "hardware (theirs)",
+PUBLISHED_HEADERS = ("what", "metric", "PUBLISHED value", "source", "hardware (theirs)",
                      "local headline (this run)", "where / note")
 
 
-def published_rows(doc: Mapping) -> list[list[str]]:
+def published_rows(doc: Mapping, all_published: bool = True) -> list[list[str]]:
+    """One row per published figure (only those with a local counterpart in
+    this run unless all_published)."""
     rows = []
     for ref in doc["published"]:
+        if not all_published and not ref["local"]:
+            continue
         spread = f" (sd {ref['spread']:g})" if ref.get("spread") is not None else ""
         mine = "; ".join(
             f"{l['placement'] or '-'}: {table.fmt_num(l['value'])} {l['unit']}"
             + (f" = {table.fmt_num(l['ns'])} ns" if l["ns"] is not None else "")
             + f" ({l['source']})" for l in ref["local"]) or "-"
-        rows.append([f"{ref['subject']} ({ref['metric']})" if ref["metric"] else ref["subject"],
-                     f"{ref['text']} {ref['unit']}{spread}", ref["source"], ref["hardware"],
+        source = ref["source"] + (f" ({ref['link']})" if ref.get("link") else "")
+        rows.append([ref["subject"], ref["metric"] or "-",
+                     f"{ref['text']} {ref['unit']}{spread}", source, ref["hardware"],
                      mine, f"{ref['where']}{'; ' + ref['note'] if ref['note'] else ''}"])
     return rows
+
+
+def published_note(doc: Mapping, all_published: bool) -> str:
+    """What the published table leaves out, and how to see it."""
+    hidden = sum(1 for ref in doc["published"] if not ref["local"])
+    if all_published or not hidden:
+        return ""
+    return (f"{hidden} more published figure(s) have no local counterpart in this run: "
+            "`isobench reference` lists them, `isobench report --all-published` shows them "
+            "here.")
 
 
 # ---- HTML ----
@@ -183,13 +209,24 @@ def _findings_html(findings: Sequence[Mapping]) -> str:
                          rows) + "</div>")
 
 
-def _plot_html(plot: plots.Plot, out_dir: Path) -> str:
+def caption(plot: plots.Plot, doc: Mapping) -> str:
+    """The plot's caption with what its title leaves out: the run and machine."""
+    run = doc["run"]
+    env = run.get("environment") or {}
+    machine = ", ".join(str(x) for x in (env.get("cpu_model"), env.get("hypervisor")) if x)
+    return (f"{plot.caption} isobench run {run['run_id']} of {run.get('started')}"
+            + (f" on {machine}" if machine else "") + f"; {METHODOLOGY} defines every number.")
+
+
+def _plot_html(plot: plots.Plot, out_dir: Path, doc: Mapping) -> str:
     if plot.figure is None:
         return f"<h3>{_e(plot.title)}</h3><p class=\"note\">{_e(plot.note)}</p>"
     data = base64.b64encode((out_dir / f"{plot.name}.png").read_bytes()).decode()
+    links = ", ".join(f"<a href=\"{plot.name}{suffix}\">{what}</a>" for suffix, what in (
+        (".svg", "SVG"), (".png", "PNG"), ("-2col.pdf", "PDF 7 in"), ("-1col.pdf", "PDF 3.5 in")))
     return (f"<h3>{_e(plot.title)}</h3><img alt=\"{_e(plot.title)}\" "
-            f"src=\"data:image/png;base64,{data}\"><p>{_e(plot.caption)} "
-            f"(also <a href=\"{plot.name}.svg\">SVG</a>, <a href=\"{plot.name}.png\">PNG</a>)</p>")
+            f"src=\"data:image/png;base64,{data}\"><p>{_e(caption(plot, doc))} "
+            f"(also {links})</p>")
 
 
 def _failures(doc: Mapping) -> list[list[str]]:
@@ -209,7 +246,7 @@ def _matrix_html(env: Mapping) -> list[str]:
             html_table(attackers.MATRIX_HEADERS, attackers.matrix_rows(m[0]))] if m else []
 
 
-def render_html(doc: Mapping, plot_list, out_dir) -> str:
+def render_html(doc: Mapping, plot_list, out_dir, all_published: bool = False) -> str:
     run = doc["run"]
     opts = run.get("options") or {}
     aggs = doc["aggregates"]
@@ -225,7 +262,7 @@ def render_html(doc: Mapping, plot_list, out_dir) -> str:
         "<h2>Soundness</h2>", _findings_html(doc["findings"]),
         *_matrix_html(run.get("environment") or {}),
         "<h2>Platform</h2>", html_table(("", ""), env_rows(run.get("environment") or {})),
-        "<h2>Plots</h2>", *[_plot_html(p, out_dir) for p in plot_list],
+        "<h2>Plots</h2>", *[_plot_html(p, out_dir, doc) for p in plot_list],
         "<h2>Results</h2>",
         f"<p>{_e(results_note(doc))}</p>",
         html_table(RESULT_HEADERS, [result_cells(c) for c in doc["configs"]]),
@@ -238,7 +275,9 @@ def render_html(doc: Mapping, plot_list, out_dir) -> str:
         "<p>These figures were <b>published</b> by others, on their hardware, with their "
         "harness. They are shown beside the closest local configuration and are never part "
         "of any local statistic.</p>",
-        html_table(PUBLISHED_HEADERS, published_rows(doc), "published"),
+        html_table(PUBLISHED_HEADERS, published_rows(doc, all_published), "published"),
+        f"<p class=\"note\">{_e(published_note(doc, all_published))}</p>"
+        if published_note(doc, all_published) else "",
     ]
     fails = _failures(doc)
     if fails:
@@ -303,7 +342,7 @@ def _kv_md_rows(doc: Mapping) -> list[list[str]]:
     return rows
 
 
-def render_md(doc: Mapping, plot_list) -> str:
+def render_md(doc: Mapping, plot_list, all_published: bool = False) -> str:
     run = doc["run"]
     out = [f"# isobench run {run['run_id']}", "",
            f"Measured {run.get('started')} with isobench {__version__}; "
@@ -332,13 +371,17 @@ def render_md(doc: Mapping, plot_list) -> str:
         out += ["", "## Averages (geometric means of ratios)", "",
                 md_table(("average", "value", "as overhead", "results", "method"),
                          _aggregate_rows(doc["aggregates"]))]
-    published = [r for r in published_rows(doc) if r[4] != "-"]
+    published = published_rows(doc, all_published)
     out += ["", "## Published figures (not measured here)", "",
             md_table(PUBLISHED_HEADERS, published) if published else
             "_None with a local configuration in this run to stand beside._", ""]
+    if published_note(doc, all_published):
+        out += [f"_{published_note(doc, all_published)}_", ""]
     for p in plot_list:
-        out.append(f"![{p.title}]({p.name}.png)" if p.figure is not None else f"_{p.note}_")
-        out.append("")
+        if p.figure is None:
+            out += [f"_{p.note}_", ""]
+        else:
+            out += [f"![{p.title}]({p.name}.png)", "", caption(p, doc), ""]
     return "\n".join(out)
 
 
@@ -356,18 +399,42 @@ def prepare(out_dir: Path) -> Path:
     return out_dir
 
 
-def write(doc: Mapping, out_dir: Path) -> dict:
-    """Write the report of a summary document; what was written and the findings."""
+def write(doc: Mapping, out_dir: Path, formats: Sequence[str] = FORMATS,
+          all_published: bool = False) -> dict:
+    """Write the report of a summary document in the formats asked for (see
+    the module's list); what was written and the findings."""
     out_dir = prepare(out_dir)
-    plot_list = plots.draw(doc)
     # A file that cannot be written midway (a full disk, a name taken by a
     # folder) raises OSError with its file name, for the caller to report.
-    files = [name for p in plot_list for name in plots.save(p, out_dir)]
-    (out_dir / "index.html").write_text(render_html(doc, plot_list, out_dir))
-    (out_dir / "summary.md").write_text(render_md(doc, plot_list))
+    plot_list = plots.draw(doc, plots.WIDTHS["2col"])
+    files = []
+    for p in plot_list:
+        if p.figure is not None:
+            (out_dir / f"{p.name}.caption.txt").write_text(caption(p, doc) + "\n")
+            files.append(f"{p.name}.caption.txt")
+        files += plots.save(p, out_dir, (("png", ""), ("svg", ""), ("pdf", "-2col")))
+    # The single-column PDF is drawn anew at its width (fonts, legend and
+    # panels laid out for 3.5 in), not scaled down.
+    for p in plots.draw(doc, plots.WIDTHS["1col"]):
+        files += plots.save(p, out_dir, (("pdf", "-1col"),))
+    written = []
+    if "html" in formats:
+        (out_dir / "index.html").write_text(render_html(doc, plot_list, out_dir, all_published))
+        written.append("index.html")
+    if "md" in formats:
+        (out_dir / "summary.md").write_text(render_md(doc, plot_list, all_published))
+        written.append("summary.md")
+    if "tex" in formats:
+        for name, text in paper.tex_files(doc, env_rows(doc["run"].get("environment") or {})
+                                          ).items():
+            (out_dir / name).write_text(text)
+            written.append(name)
+    if "csv" in formats:
+        (out_dir / "results.csv").write_text(paper.results_csv(doc))
+        written.append("results.csv")
     (out_dir / "stats.json").write_text(json.dumps(doc, indent=1) + "\n")
     run = doc["run"]
     return {"run_id": run["run_id"], "db": run["db"], "dir": str(out_dir),
-            "files": ["index.html", "summary.md", "stats.json", *files],
+            "formats": list(formats), "files": [*written, "stats.json", *sorted(files)],
             "omitted": {p.name: p.note for p in plot_list if p.figure is None},
             "findings": doc["findings"]}

@@ -19,7 +19,11 @@ class Renderer:
     text: Block | None = None
     markdown: Block | None = None
     html: Block | None = None
-    plots: Callable[[Mapping, Mapping], list] | None = None  # -> list of plots.Plot
+    # (section, doc, width=inches) -> list of plots.Plot.  The report draws
+    # every plot at a paper's double-column and single-column width
+    # (plots.WIDTHS) with the shared look of plots.py (style, paper_rc,
+    # time_axis); a function without a width parameter draws at its own size.
+    plots: Callable[..., list] | None = None
     first: bool = False
 
 
@@ -50,7 +54,7 @@ RENDERERS: dict[str, Renderer] = {
 }
 
 
-def _each(doc: Mapping):
+def each(doc: Mapping):
     for name, section in (doc.get("sections") or {}).items():
         r = RENDERERS.get(name)
         if r is not None:
@@ -58,26 +62,18 @@ def _each(doc: Mapping):
 
 
 def text_blocks(doc: Mapping) -> list[str]:
-    return [r.text(s, doc) for _, s, r in _each(doc) if r.text]
+    return [r.text(s, doc) for _, s, r in each(doc) if r.text]
 
 
 def markdown_blocks(doc: Mapping) -> list[str]:
-    return [r.markdown(s, doc) for _, s, r in _each(doc) if r.markdown]
+    return [r.markdown(s, doc) for _, s, r in each(doc) if r.markdown]
 
 
 def html_blocks(doc: Mapping) -> list[str]:
     out = []
-    for _, s, r in _each(doc):
+    for _, s, r in each(doc):
         if r.html:
             out.append(r.html(s, doc))
         elif r.text:
             out.append(f"<pre>{html.escape(r.text(s, doc))}</pre>")
-    return out
-
-
-def plots(doc: Mapping, first: bool) -> list:
-    out = []
-    for _, s, r in _each(doc):
-        if r.plots and r.first == first:
-            out += r.plots(s, doc)
     return out

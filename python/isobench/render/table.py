@@ -1,18 +1,141 @@
-"""Plain-text tables for `isobench list`, `run` and `show`.
+"""Plain-text tables for `isobench list`, `run` and `show`, and the shared
+look of every table and text isobench prints: time in automatic units
+(ns, µs, ms, s), intervals as "[low, high]", ratios as "1.52 [1.44, 1.61]",
+tables no wider than WIDTH columns.  Renderers of benchmark families
+(render/sections.py) call these helpers instead of formatting on their own.
 
 The run tables render a run's summary document (summary.build): one row
 per configuration, its headline number, the interval, which rule chose it
 and its ratio to `direct`.  Nothing here computes a statistic; every value
-printed is in the document.
+printed is in the document.  The default table fits WIDTH columns
+(narrow_tables); `--wide` prints every column (results_tables).
 """
 
 from __future__ import annotations
 
+import sys
+import re
+import textwrap
 from typing import Any, Mapping, Sequence
 
 from ..analysis import units
-from ..analysis.runs import OUTPUT_PARAMS, server_label
+from ..analysis.runs import BASELINE, HEADLINE_PHASE, OUTPUT_PARAMS, server_label
 from . import sections
+
+# The widest line a default table or note may take: a terminal of 100
+# columns, or a paper's listing, shows it without wrapping.
+WIDTH = 100
+
+
+# ---- the shared look: units, intervals, ratios ----
+
+def micro() -> str:
+    """The prefix of microseconds: "µ", or "u" where stdout cannot encode it
+    (an ASCII locale), so that no table ever fails to print."""
+    enc = getattr(sys.stdout, "encoding", None) or "ascii"
+    try:
+        "µ".encode(enc)
+    except (UnicodeEncodeError, LookupError):
+        return "u"
+    return "µ"
+
+
+def time_unit(ns: float | None) -> tuple[str, float]:
+    """(unit, ns per unit) that shows ns with one to three digits before the
+    point: ns below 1 µs, µs below 1 ms, ms below 1 s, else s."""
+    v = abs(ns or 0.0)
+    if v >= 1e9:
+        return "s", 1e9
+    if v >= 1e6:
+        return "ms", 1e6
+    if v >= 1e3:
+        return micro() + "s", 1e3
+    return "ns", 1.0
+
+
+def fmt_sig(v: float | None, digits: int = 3) -> str:
+    """v with `digits` significant digits and no exponent ("1.23", "52.1",
+    "1,234"): a reader compares magnitudes, and more digits are noise."""
+    if v is None:
+        return "-"
+    a = abs(v)
+    if a >= 10 ** digits or a == 0:
+        return f"{v:,.0f}"
+    decimals = max(0, digits - 1 - int(_floor_log10(a)))
+    return f"{v:.{decimals}f}"
+
+
+def _floor_log10(a: float) -> int:
+    # Exact for the ranges a table shows; avoids math.log10's rounding at 1000.
+    n = 0
+    while a >= 10:
+        a /= 10
+        n += 1
+    while a < 1:
+        a *= 10
+        n -= 1
+    return n
+
+
+def fmt_time(ns: float | None, unit: tuple[str, float] | None = None) -> str:
+    """A time in ns shown in its automatic unit (or the one given): "1.23 µs"."""
+    if ns is None:
+        return "-"
+    name, div = unit or time_unit(ns)
+    return f"{fmt_sig(ns / div)} {name}"
+
+
+def fmt_interval(low: float | None, high: float | None, div: float = 1.0) -> str:
+    """An interval in the unit of its value: "[1.20, 1.26]"; "-" for none."""
+    if low is None or high is None:
+        return "-"
+    return f"[{fmt_sig(low / div)}, {fmt_sig(high / div)}]"
+
+
+def fmt_ratio_interval(value: float | None, iv: Mapping | None) -> str:
+    """A ratio with its interval, as pyperf and the tables print it:
+    "1.52 [1.44, 1.61]"."""
+    if value is None:
+        return "-"
+    text = fmt_sig(value)
+    if iv and iv.get("low") is not None and iv.get("high") is not None:
+        text += f" [{fmt_sig(iv['low'])}, {fmt_sig(iv['high'])}]"
+    return text
+
+
+def wrap(text: str, width: int = WIDTH, indent: str = "  ") -> str:
+    """A note in lines of at most width columns; continuation lines indented."""
+    return "\n".join(textwrap.wrap(text, width=width, subsequent_indent=indent,
+                                    break_long_words=True, break_on_hyphens=False)) or text
+
+
+def render_fit(headers: Sequence[str], rows: Sequence[Sequence[str]],
+               right: frozenset[str] | set[str] = frozenset(),
+               flex: int | Sequence[int] = 0, width: int = WIDTH) -> str:
+    """render(), but at most `width` columns: the column `flex` (the label),
+    or the columns `flex` names, share what the others leave (in proportion
+    to their widths), and a longer cell continues on the next line(s) of its
+    column, with the other cells blank, so that nothing is cut off."""
+    flexes = [flex] if isinstance(flex, int) else list(flex)
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+    others = sum(w for i, w in enumerate(widths) if i not in flexes) + 2 * (len(headers) - 1)
+    room = width - others
+    natural = sum(widths[i] for i in flexes)
+    if natural <= room:
+        return render(headers, rows, right)
+    rooms = {i: max(len(headers[i]), 8, room * widths[i] // natural) for i in flexes}
+    out_rows: list[list[str]] = []
+    for row in rows:
+        pieces = {i: textwrap.wrap(row[i], width=rooms[i], subsequent_indent="  ",
+                                   break_long_words=True, break_on_hyphens=False) or [""]
+                  for i in flexes}
+        for k in range(max(len(p) for p in pieces.values())):
+            out_rows.append([(pieces[i][k] if k < len(pieces[i]) else "") if i in flexes
+                             else (c if k == 0 else "") for i, c in enumerate(row)])
+    return render(headers, out_rows, right)
+
 
 # Params with a column of their own; any other param is appended to the
 # variant column as key=value so that no configuration is hidden.
@@ -192,6 +315,193 @@ def results_tables(doc: Mapping) -> list[str]:
     return out
 
 
+# ---- the default table: one row per configuration, WIDTH columns ----
+
+# Params shown in the size column, in bytes (the first one a result has).
+SIZE_PARAMS = ("payload", "data_bytes")
+PLACEMENT_ORDER = {"same-cpu": 0, "cross-cpu": 1, "unpinned": 2}
+NARROW_RIGHT = {"size", "time", "95% CI", "vs direct [95% CI]"}
+
+
+def config_label(c: Mapping, hide: frozenset[str] | set[str] = frozenset()) -> str:
+    """The mechanism and every param without a column of its own: "direct
+    (inline)", "wasm checks=bounds", "primitive=pipe protect=none"; params in
+    hide (the same in every row: the table's title names them) left out."""
+    p = {k: v for k, v in c["params"].items() if k not in hide}
+    parts = [] if c["mechanism"] == "-" else [c["mechanism"]]
+    variant = p.get("variant")
+    if variant is not None and variant != "entry" and c["benchmark"] not in HEADLINE_PHASE:
+        parts.append(f"({variant})" if parts else f"variant={variant}")
+    parts += [f"{k}={v}" for k, v in sorted(p.items())
+              if k not in ("placement", "variant", *SIZE_PARAMS) and k not in OUTPUT_PARAMS]
+    return " ".join(parts) or "-"
+
+
+def size_text(params: Mapping) -> str:
+    for k in SIZE_PARAMS:
+        if k in params:
+            return fmt_bytes(params[k])
+    return "-"
+
+
+def status_text(c: Mapping, asked: int | None) -> str:
+    """Which rule chose the headline and its flags (source_text), and how
+    many of the repetitions asked for gave a value, where not all did."""
+    n = len(c["headline"]["values"])
+    return source_text(c["headline"]) + (f" {n}/{asked}" if asked and n < asked else "")
+
+
+def value_header(configs: Sequence[Mapping]) -> str:
+    """"time" when every row converts to ns, else the one counter unit
+    ("cycles"), else "value" (each cell then names its unit)."""
+    if all(c["headline"].get("ns") is not None for c in configs):
+        return "time"
+    found = {c["unit"] for c in configs if c["headline"].get("ns") is None}
+    return found.pop() if len(found) == 1 and not any(
+        c["headline"].get("ns") is not None for c in configs) else "value"
+
+
+def value_cells(c: Mapping, header: str) -> tuple[str, str]:
+    """(headline, its interval) in the row's automatic time unit, or in the
+    counter's unit where it is not a time."""
+    h = c["headline"]
+    iv = h.get("interval") or {}
+    if h.get("ns") is not None:
+        unit = time_unit(h["ns"])
+        if iv.get("quantized") and h.get("interval_ns"):
+            lo, hi = h["interval_ns"]
+            return fmt_time(h["ns"], unit), f"±{fmt_sig((hi - lo) / 2 / unit[1])}"
+        lo, hi = h.get("interval_ns") or (None, None)
+        return fmt_time(h["ns"], unit), fmt_interval(lo, hi, unit[1])
+    value = fmt_sig(h["value"]) + ("" if header != "value" else f" {c['unit'] or ''}".rstrip())
+    if iv.get("quantized"):
+        return value, f"±{fmt_sig((iv['high'] - iv['low']) / 2)}"
+    return value, fmt_interval(iv.get("low"), iv.get("high"))
+
+
+def ratio_cell(c: Mapping) -> str:
+    r = c.get("ratio")
+    if r is None:
+        return {"baseline": "baseline", "reference": "reference"}.get(c["role"], "-")
+    return fmt_ratio_interval(r["value"], r.get("interval"))
+
+
+def _cost(c: Mapping) -> float:
+    h = c["headline"]
+    v = h.get("ns") if h.get("ns") is not None else h.get("value")
+    return v if v is not None else float("inf")
+
+
+def _first_size(c: Mapping) -> float:
+    p = c["params"]
+    return next((float(p[k]) for k in SIZE_PARAMS if isinstance(p.get(k), (int, float))), 0.0)
+
+
+def ordered(configs: Sequence[Mapping]) -> list[Mapping]:
+    """Rows grouped by mechanism, mechanisms by cost (direct first, then by
+    the headline of each one's first configuration: same-cpu, smallest
+    size); within a mechanism by placement, variant and size."""
+    def inner(c):
+        p = c["params"]
+        return (PLACEMENT_ORDER.get(p.get("placement"), 3), p.get("variant") != "entry",
+                str(p.get("variant")), _first_size(c), config_label(c))
+
+    by_mech: dict[str, list[Mapping]] = {}
+    for c in configs:
+        by_mech.setdefault(c["mechanism"], []).append(c)
+    for cs in by_mech.values():
+        cs.sort(key=inner)
+    rank = sorted(by_mech, key=lambda m: (m != BASELINE, _cost(by_mech[m][0]), m))
+    return [c for m in rank for c in by_mech[m]]
+
+
+def _unmeasured(doc: Mapping, benchmark: str, measured: set[str]) -> list[list[str]]:
+    """One row per mechanism of the benchmark with no value at all (every
+    repetition skipped or failed), so that no mechanism silently drops out."""
+    rows: dict[str, str] = {}
+    for r in doc["results"]:
+        if r["benchmark"] == benchmark and r["status"] != "ok" and r["mechanism"] not in measured:
+            status = "FAILED" if r["status"] == "failed" else r["status"]
+            rows[r["mechanism"]] = "FAILED" if rows.get(r["mechanism"]) == "FAILED" else status
+    return [[m, "-", "-", "-", "-", "-", s] for m, s in rows.items()]
+
+
+def common_params(configs: Sequence[Mapping]) -> dict:
+    """Params with one value in every configuration (kv's key and value
+    sizes, its seed): said once above the table instead of in every row."""
+    if len(configs) < 2:
+        return {}
+    first = configs[0]["params"]
+    return {k: v for k, v in sorted(first.items())
+            if k not in ("placement", "variant", *SIZE_PARAMS) and k not in OUTPUT_PARAMS
+            and all(c["params"].get(k, _NONE) == v for c in configs)}
+
+
+_NONE = object()
+
+
+def benchmark_table(doc: Mapping, benchmark: str, configs: Sequence[Mapping]) -> str:
+    """One benchmark's rows in at most WIDTH columns."""
+    asked = _asked(doc)
+    header = value_header(configs) if configs else "time"
+    hide = set(common_params(configs))
+    rows = []
+    for c in ordered(configs):
+        v, iv = value_cells(c, header)
+        rows.append([config_label(c, hide), str(c["params"].get("placement", "-")),
+                     size_text(c["params"]), v, iv, ratio_cell(c), status_text(c, asked)])
+    rows += _unmeasured(doc, benchmark, {c["mechanism"] for c in configs})
+    headers = ("mechanism", "placement", "size", header, "95% CI", "vs direct [95% CI]", "status")
+    right = NARROW_RIGHT | {header}
+    return render_fit(headers, rows, right, flex=0)
+
+
+BENCHMARK_TITLES = {
+    "switch": "switch: round trip into the compartment and back (size: payload).",
+    "kv": "kv: time per get request (size: data in the store; set and warm-up phases are "
+          "stored too: `isobench export`).",
+}
+
+
+def narrow_tables(doc: Mapping) -> list[str]:
+    """The default tables: one per benchmark (kv-server has kv_server_table)."""
+    benches: dict[str, list[Mapping]] = {}
+    for r in doc["results"]:
+        if r["benchmark"] != "kv-server":
+            benches.setdefault(r["benchmark"], [])
+    for c in doc["configs"]:
+        if c["benchmark"] != "kv-server" and c["headline_phase"]:
+            benches.setdefault(c["benchmark"], []).append(c)
+    out = []
+    for bench, configs in benches.items():
+        if not configs and not any(r["benchmark"] == bench and r["status"] != "ok"
+                                   for r in doc["results"]):
+            continue
+        title = BENCHMARK_TITLES.get(bench, f"{bench}:")
+        same = common_params(configs)
+        if same:
+            title += " In every row: " + ", ".join(f"{k}={v}" for k, v in same.items()) + "."
+        out.append(wrap(title) + "\n" + benchmark_table(doc, bench, configs))
+    return out
+
+
+def narrow_legend(doc: Mapping) -> str:
+    m = doc["method"]
+    asked = _asked(doc)
+    need = m.get("min_reps_for_test")
+    text = ("time: the headline by one rule (docs/methodology.md), the geometric mean over "
+            "repetitions (fresh processes); 95% CI: Student t over them, 1p: within one "
+            "process. vs direct: ratio to direct's headline, Welch t interval. status: "
+            f"median = per-call median (regions >= {m['headline_min_steps']} counter steps "
+            "and empty regions), batched = batched estimate (shorter ones); q: quantized, "
+            "known to ±1 counter step; !: batched estimate disagrees, median shown. "
+            "Every column: --wide.")
+    if asked and need and asked < need:
+        text += (f" {asked} repetition{'s' if asked != 1 else ''} per result: too few for a "
+                 f"significance test between runs (`compare` needs {need}).")
+    return wrap(text, indent="")
+
+
 def legend(doc: Mapping) -> str:
     m = doc["method"]
     asked = _asked(doc)
@@ -226,7 +536,7 @@ def kv_server_table(doc: Mapping) -> str:
             return "-"
         iv = block.get("interval")
         text = f"{block['value']:.2f}"
-        return text + (f" [{iv['low']:.2f}..{iv['high']:.2f}]" if iv else "")
+        return text + (f" [{iv['low']:.2f}, {iv['high']:.2f}]" if iv else "")
 
     us = lambda v: units.convert(v, "ns", "us")
     rows = []
@@ -236,14 +546,16 @@ def kv_server_table(doc: Mapping) -> str:
                      f(us(k["latency_avg_ns"]), ".0f"), f(us(k["latency_p50_hi_ns"]), ".0f"),
                      f(us(k["latency_p99_hi_ns"]), ".0f"), rel(k["latency_vs_reference"]),
                      str(len(c["repetitions"]))])
-    lines = ["kv-server (memcaslap; latency percentiles are log2-bucket upper bounds; "
-             "x memcached: ratio to memcached in this run, 95% interval over repetitions):",
-             render(("server", "ops/s", "x memcached", "avg us", "p50 us<=", "p99 us<=",
-                     "lat x mc", "reps"), rows,
-                    {"ops/s", "x memcached", "avg us", "p50 us<=", "p99 us<=", "lat x mc",
-                     "reps"})]
+    u = micro() + "s"
+    headers = ("server", "ops/s", "x memcached", f"avg {u}", f"p50 {u}<=", f"p99 {u}<=",
+               "lat x mc", "reps")
+    lines = [wrap("kv-server (memcaslap; latency percentiles are log2-bucket upper bounds; "
+                  "x memcached: ratio to memcached in this run, 95% interval over "
+                  "repetitions):"),
+             render(headers, rows, set(headers[1:]))]
     for r in failed:
-        lines.append(f"{server_label(r['mechanism'])}: {r['status'].upper()}: {r['reason']}")
+        lines.append(wrap(f"{server_label(r['mechanism'])}: {r['status'].upper()}: "
+                          f"{r['reason']}"))
     return "\n".join(lines)
 
 
@@ -253,8 +565,10 @@ def measurement_lines(doc: Mapping) -> list[str]:
     if not m["counters"]:
         return ["counter: - (no isob header: nothing was measured)"]
     lines = [f"counter: {counter}" + (f" ({why})" if why else "") for counter, why in m["counters"]]
-    lines.append("TSC: " + ", ".join(fmt_hz(f) + (f" ({src})" if src else "")
-                                     for f, src in m["tsc"]))
+    # One entry per distinct text: calibrated frequencies differ in digits
+    # no table shows.
+    lines.append("TSC: " + ", ".join(dict.fromkeys(fmt_hz(f) + (f" ({src})" if src else "")
+                                                   for f, src in m["tsc"])))
     unit = m["unit"] or ""
     med, mean = m["empty_region_median"], m["empty_region_mean"]
     if not med:
@@ -281,22 +595,23 @@ def _where(r: Mapping) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
-def run_report(doc: Mapping, extra: Sequence[str] = ()) -> str:
-    """The run's table; extra blocks (repetitions, soundness) go before the
-    last line, which always says where the results are."""
+def run_report(doc: Mapping, extra: Sequence[str] = (), wide: bool = False) -> str:
+    """The run's tables (at most WIDTH columns; every column with wide);
+    extra blocks (repetitions, soundness) go before the last line, which
+    always says where the results are."""
     run = doc["run"]
     env = run.get("environment") or {}
     machine = ", ".join(str(x) for x in (env.get("cpu_model"), env.get("kernel") and
                                          f"Linux {env['kernel']}", env.get("hypervisor")) if x)
-    out = [f"run {run['run_id']}  started {run['started']}  status {run['status']}"
-           + (f"  ({machine})" if machine else "")]
-    out += measurement_lines(doc)
+    out = [wrap(f"run {run['run_id']}  started {run['started']}  status {run['status']}"
+                + (f"  ({machine})" if machine else ""))]
+    out += [wrap(line) for line in measurement_lines(doc)]
     out.append("")
-    tables = results_tables(doc)
+    tables = results_tables(doc) if wide else narrow_tables(doc)
     if tables:
         out.append("\n\n".join(tables))
         out.append("")
-        out.append(legend(doc))
+        out.append(legend(doc) if wide else narrow_legend(doc))
     elif not doc["results"]:
         out.append("(no results)")
     else:
@@ -306,14 +621,23 @@ def run_report(doc: Mapping, extra: Sequence[str] = ()) -> str:
         out += ["", kvs]
     for block in sections.text_blocks(doc):
         out += ["", block]
-    # One line per distinct note, with how many repetitions it came from.
-    counted: dict[str, int] = {}
+    # One line per configuration and reason, with how many repetitions it
+    # came from; reasons that differ only in their figures (a predicted
+    # time) are one reason, shown with the first repetition's figures.
+    counted: dict[str, list] = {}
     for r in doc["results"]:
         if r["status"] != "ok" and r["benchmark"] != "kv-server":
-            text = (f"{'FAILED' if r['status'] == 'failed' else r['status']}: "
-                    f"{r['benchmark']} -m {r['mechanism']}{_where(r)}: {r['reason']}")
-            counted[text] = counted.get(text, 0) + 1
-    notes = [t + (f" ({n} repetitions)" if n > 1 else "") for t, n in counted.items()]
+            head = (f"{'FAILED' if r['status'] == 'failed' else r['status']}: "
+                    f"{r['benchmark']} -m {r['mechanism']}{_where(r)}: ")
+            reason = str(r["reason"])
+            entry = counted.setdefault(head + re.sub(r"\d[\d.,]*", "#", reason),
+                                       [head + reason, 0, set()])
+            entry[1] += 1
+            entry[2].add(reason)
+    notes = [text + (f" ({n} repetitions{'; figures of the first' if len(seen) > 1 else ''})"
+                     if n > 1 else "") for text, n, seen in counted.values()]
+    if not wide:
+        notes = [wrap(n) for n in notes]
     if notes:
         out.append("")
         out += notes
@@ -324,6 +648,36 @@ def run_report(doc: Mapping, extra: Sequence[str] = ()) -> str:
     out.append(f"results stored in {run['db']} (run {run['run_id']}; "
                f"`isobench show {run['run_id']}`)")
     return "\n".join(out)
+
+
+def _results_text(counts: Mapping[str, int]) -> str:
+    total = sum(counts.values())
+    bad = [f"{counts[s]} {s}" for s in ("failed", "skipped") if counts.get(s)]
+    return f"{total:,}" + (f" ({', '.join(bad)})" if bad else "")
+
+
+def runs_report(runs: Sequence[Mapping], db: str) -> str:
+    """`isobench runs`: one line per stored run, at most WIDTH columns (the
+    command is cut with "..." where it would not fit)."""
+    if not runs:
+        return f"{db} holds no runs yet: start one with `isobench run`"
+    rows = []
+    for r in runs:
+        status = r["status"] + (f" ({r['end_reason']})" if r.get("end_reason") else "")
+        started = (r.get("started") or "-").replace("T", " ")[:16]
+        host = r.get("host") or "?"
+        if r.get("origin"):
+            host += " (imported)"
+        argv = " ".join(r["argv"]) if r.get("argv") is not None else "?"
+        rows.append([str(r["run_id"]), started, status, host, _results_text(r["results"]), argv])
+    headers = ("run", "started (UTC)", "status", "host", "results", "command")
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
+    room = max(len("command"), WIDTH - sum(widths[:-1]) - 2 * (len(headers) - 1))
+    for row in rows:
+        if len(row[-1]) > room:
+            row[-1] = row[-1][:room - 3] + "..."
+    return (f"runs in {db}\n" + render(headers, rows, {"run", "results"})
+            + "\n`isobench show RUN` prints one; `isobench compare A B` compares two.")
 
 
 def list_report(mechanisms: Sequence[Mapping], benchmarks: Sequence[Mapping]) -> str:

@@ -525,6 +525,53 @@ class Store:
             out.append(d)
         return out
 
+    def run_list(self) -> list[dict]:
+        """Every stored run in one line's worth: run_id, started, finished,
+        status, end_reason, argv, host, origin (None unless imported), and
+        the number of results by status.  Lenient where `run` is strict: a
+        damaged environment or argv shows as None here, so that one damaged
+        run does not hide the others from the listing."""
+        counts: dict[int, dict[str, int]] = {}
+        for run_id, status, n in self._conn.execute(
+                "SELECT run_id, status, count(*) FROM results GROUP BY run_id, status"):
+            counts.setdefault(run_id, {})[status] = n
+        out = []
+        for row in self._conn.execute(
+                "SELECT id, started, finished, status, end_reason, argv, environment, origin "
+                "FROM runs ORDER BY id"):
+            argv, env, origin = (_lenient(row[5], list), _lenient(row[6], dict),
+                                 _lenient(row[7], dict))
+            out.append({"run_id": row[0], "started": row[1], "finished": row[2],
+                        "status": row[3], "end_reason": row[4], "argv": argv,
+                        "host": (env or {}).get("hostname"), "origin": origin,
+                        "results": counts.get(row[0], {})})
+        return out
+
+    def job_seconds(self, quick: bool, per_key: int = 5,
+                    limit: int = 20000) -> dict[tuple[str, str], list[float]]:
+        """How long each (benchmark, mechanism) job took in the latest runs
+        with the same --quick setting: up to per_key durations each, newest
+        first, from jobs that ran to the end.  For the progress estimate only
+        (measure/progress.py)."""
+        rows = self._conn.execute(
+            "SELECT j.benchmark, j.mechanism, j.started, j.finished, r.argv FROM jobs j "
+            "JOIN runs r ON r.id = j.run_id WHERE j.status = 'done' AND j.finished IS NOT NULL "
+            "ORDER BY j.id DESC LIMIT ?", (limit,)).fetchall()
+        out: dict[tuple[str, str], list[float]] = {}
+        for bench, mech, started, finished, argv in rows:
+            try:
+                args = json.loads(argv) if argv else []
+                took = (datetime.fromisoformat(finished)
+                        - datetime.fromisoformat(started)).total_seconds()
+            except (TypeError, ValueError):
+                continue  # a damaged row says nothing about durations
+            if not isinstance(args, list) or ("--quick" in args) != quick or took < 0:
+                continue
+            seen = out.setdefault((bench, mech), [])
+            if len(seen) < per_key:
+                seen.append(took)
+        return out
+
     def samples(self, result_id: int) -> dict[str, tuple[int, ...]]:
         rows = self._conn.execute(
             "SELECT event, count, encoding, data FROM samples WHERE result_id = ? ORDER BY rowid",
@@ -556,6 +603,15 @@ class Store:
                           dropped=d["dropped"], warmup=d["warmup"], header=d["header"])
         except ValueError as e:
             raise StoreError(f"{self.path}: result {result_id} is damaged: {e}") from None
+
+
+def _lenient(text: Any, kind: type) -> Any:
+    """A JSON column of the kind expected, or None where it is not one."""
+    try:
+        value = json.loads(text) if isinstance(text, (str, bytes)) else None
+    except ValueError:
+        return None
+    return value if isinstance(value, kind) else None
 
 
 def _loads(text: str | None) -> Any:

@@ -1,0 +1,306 @@
+"""Progress of `isobench run` on stderr, with an estimate of the whole run.
+
+The estimate comes from the plan, not from the jobs done so far alone:
+every job of the plan has an expected duration, and what is left is the
+sum over the jobs not yet run.  A job's expected duration is, best first:
+
+    1. the mean of the same (benchmark, mechanism) already run in this run;
+    2. its median in earlier runs of this store with the same --quick
+       setting, scaled by how much slower or faster the jobs of this run
+       have been than their own history (a loaded machine, another --n);
+    3. the mean of this run's jobs of the same benchmark, then of all;
+    4. DEFAULT_SECONDS (quick or full), before anything is known.
+
+So the first estimate is as good as the store's history, and it is refined
+as each job finishes.  The estimate is a guide, never a measurement: it
+appears on stderr only and nothing is stored or computed from it.
+
+Two displays share that estimate:
+
+- Plain (stderr is not a terminal, as in CI or a pipe): one stable line per
+  job, "[3/8] switch -m thread ... 12 results, 4.1 s", the estimate once at
+  the start and the total time at the end.
+- Bar (stderr is a terminal): a live bar of rich (jobs done out of the plan,
+  elapsed, time left), the current job with its results as isob prints
+  them, and one line per finished job that failed or skipped; the total
+  time at the end, as hyperfine and pyperf print it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, TextIO
+
+from .records import Result
+
+# Seconds a job is expected to take before anything is known about it:
+# about what one (benchmark, mechanism) of the default suite takes here.
+DEFAULT_SECONDS = {True: 5.0, False: 30.0}
+
+# Refreshes of the live bar per second: enough for a clock, cheap.
+REFRESH_PER_SECOND = 4
+
+Key = tuple[str, str]  # (benchmark, mechanism name)
+
+
+def fmt_duration(seconds: float) -> str:
+    """"42 s", "3 min 05 s", "1 h 02 min": the precision a person plans by."""
+    s = max(0, int(round(seconds)))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+@dataclass
+class Estimator:
+    """Expected durations of the plan's jobs, refined as jobs finish.
+
+    counts: how many jobs of each key the plan holds; history: durations
+    of each key in earlier runs (seconds)."""
+
+    counts: Mapping[Key, int]
+    history: Mapping[Key, list[float]] = field(default_factory=dict)
+    quick: bool = False
+    observed: dict[Key, list[float]] = field(default_factory=dict)
+
+    def observe(self, key: Key, seconds: float) -> None:
+        self.observed.setdefault(key, []).append(seconds)
+
+    def _scale(self) -> float:
+        """How this run's jobs compare with their own history: the ratio of
+        their total observed time to their total expected from history."""
+        seen = [(sum(v) / len(v), statistics.median(self.history[k]))
+                for k, v in self.observed.items() if self.history.get(k)]
+        past = sum(p for _, p in seen)
+        return sum(o for o, _ in seen) / past if seen and past > 0 else 1.0
+
+    def expected(self, key: Key) -> float:
+        """The expected duration of one job of key (see the module's rules)."""
+        mine = self.observed.get(key)
+        if mine:
+            return sum(mine) / len(mine)
+        past = self.history.get(key)
+        if past:
+            return statistics.median(past) * self._scale()
+        same = [s for (b, _), v in self.observed.items() if b == key[0] for s in v]
+        every = [s for v in self.observed.values() for s in v]
+        pool = same or every
+        if pool:
+            return sum(pool) / len(pool)
+        return DEFAULT_SECONDS[self.quick]
+
+    def remaining(self) -> float:
+        """Expected seconds of every job not yet finished."""
+        return sum(max(0, n - len(self.observed.get(k, ()))) * self.expected(k)
+                   for k, n in self.counts.items())
+
+    @property
+    def from_history(self) -> bool:
+        return any(self.history.get(k) for k in self.counts)
+
+
+class Progress:
+    """The plain display (also the base of the bar): stable lines on stderr.
+
+    run_jobs calls start(job) before each job, result(r) for each record as
+    isob prints it, and done(outcome) after it; finish() at the end."""
+
+    def __init__(self, total: int, stream: TextIO | None = sys.stderr, quiet: bool = False,
+                 estimator: Estimator | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.total = total
+        self.stream = None if quiet else stream
+        self.estimator = estimator
+        self.clock = clock
+        self.i = 0
+        self.t0 = 0.0
+        self.run_t0 = clock()
+        self.results = 0
+        self.job = None
+        self.first_estimate: float | None = None
+
+    # -- the run --
+
+    def __enter__(self) -> "Progress":
+        self.run_t0 = self.clock()
+        if self.estimator is not None:
+            self.first_estimate = self.estimator.remaining()
+            self._write(self.plan_line() + "\n")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop any live display (the bar); idempotent."""
+
+    def plan_line(self) -> str:
+        est = self.first_estimate or 0.0
+        basis = ("from earlier runs in this store" if self.estimator and self.estimator.from_history
+                 else "a first guess: no earlier run in this store")
+        return (f"plan: {self.total} job{'s' if self.total != 1 else ''}, about "
+                f"{fmt_duration(est)} ({basis}; refined as jobs finish)")
+
+    def summary_line(self) -> str:
+        took = self.clock() - self.run_t0
+        est = (f" (estimated at the start: {fmt_duration(self.first_estimate)})"
+               if self.first_estimate is not None else "")
+        return f"{self.i} of {self.total} jobs in {fmt_duration(took)}{est}"
+
+    def finish(self) -> None:
+        """The total time of the run, as its last progress line."""
+        self.close()
+        self._write(self.summary_line() + "\n")
+
+    def left(self) -> float | None:
+        """Seconds the rest of the plan is expected to take, the current job's
+        elapsed time counted off its own expected duration."""
+        if self.estimator is None:
+            return None
+        rest = self.estimator.remaining()
+        if self.job is not None:
+            key = self._key(self.job)
+            took, want = self.clock() - self.t0, self.estimator.expected(key)
+            rest -= min(took, want)
+            if took > want:
+                # Running past its estimate: the same key's jobs still to
+                # come (its other repetitions) will take at least as long.
+                later = self.estimator.counts.get(key, 0) - len(
+                    self.estimator.observed.get(key, ())) - 1
+                rest += max(0, later) * (took - want)
+        return max(0.0, rest)
+
+    # -- one job --
+
+    @staticmethod
+    def _key(job) -> Key:
+        return job.benchmark, job.mechanism_name
+
+    def start(self, job) -> None:
+        self.i += 1
+        self.t0 = self.clock()
+        self.results = 0
+        self.job = job
+        self._write(f"[{self.i}/{self.total}] {job.label} ... ")
+
+    def result(self, r: Result) -> None:
+        self.results += 1
+
+    def done(self, out) -> None:
+        took = self.clock() - self.t0
+        if self.estimator is not None:
+            self.estimator.observe(self._key(out.job), took)
+        self.job = None
+        n = len(out.results)
+        text = f"{n} result{'s' if n != 1 else ''}, {took:.1f} s"
+        left = self.left()
+        if left is not None and self.i < self.total:
+            text += f", about {fmt_duration(left)} left"
+        bad = [r for r in out.results if r.status != "ok"]
+        if bad:
+            text += f" -- {bad[-1].status.upper()}: {bad[-1].reason}"
+        self._write(text + "\n")
+
+    def _write(self, text: str) -> None:
+        if self.stream is not None:
+            self.stream.write(text)
+            self.stream.flush()
+
+
+class BarProgress(Progress):
+    """The live bar of a terminal: rich's Live display, refreshed by its own
+    thread, rendering this object (so the clock and the estimate are read at
+    every refresh, and a long job's bar moves while isob works)."""
+
+    def __init__(self, total: int, stream: TextIO, estimator: Estimator,
+                 clock: Callable[[], float] = time.monotonic, console=None):
+        super().__init__(total, stream, False, estimator, clock)
+        from rich.console import Console
+        self.console = console or Console(file=stream, highlight=False)
+        self.live = None
+        self.done_seconds = 0.0
+        self.expected_results: dict[Key, int] = {}
+
+    def __enter__(self) -> "BarProgress":
+        from rich.live import Live
+        self.run_t0 = self.clock()
+        self.first_estimate = self.estimator.remaining()
+        self.console.print(self.plan_line(), markup=False)
+        self.live = Live(self, console=self.console, refresh_per_second=REFRESH_PER_SECOND,
+                         transient=True)
+        self.live.start()
+        return self
+
+    def close(self) -> None:
+        if self.live is not None:
+            live, self.live = self.live, None
+            live.stop()
+
+    def start(self, job) -> None:
+        self.i += 1
+        self.t0 = self.clock()
+        self.results = 0
+        self.job = job
+
+    def done(self, out) -> None:
+        took = self.clock() - self.t0
+        key = self._key(out.job)
+        self.estimator.observe(key, took)
+        self.expected_results[key] = len(out.results)
+        self.done_seconds += took
+        self.job = None
+        bad = [r for r in out.results if r.status != "ok"]
+        if bad:
+            # Finished jobs scroll above the bar only when they say something.
+            self.console.print(f"[{self.i}/{self.total}] {out.job.label}: "
+                               f"{bad[-1].status.upper()}: {bad[-1].reason}", markup=False,
+                               highlight=False)
+
+    def finish(self) -> None:
+        self.close()
+        self.console.print(self.summary_line(), markup=False)
+
+    def __rich__(self):
+        from rich.console import Group
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+        from rich.text import Text
+        left = self.left() or 0.0
+        elapsed = self.clock() - self.run_t0
+        current = 0.0 if self.job is None else min(self.clock() - self.t0,
+                                                   self.estimator.expected(self._key(self.job)))
+        done = self.done_seconds + current
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column(width=30)
+        grid.add_column(no_wrap=True)
+        grid.add_row(f"{self.i - (self.job is not None)}/{self.total} jobs",
+                     ProgressBar(total=max(done + left, 1e-9), completed=done),
+                     f"{fmt_duration(elapsed)} elapsed, about {fmt_duration(left)} left")
+        if self.job is None:
+            return grid
+        want = self.expected_results.get(self._key(self.job))
+        got = f"{self.results}/{want}" if want else str(self.results)
+        return Group(grid, Text(f"  now: {self.job.label}: {got} results, "
+                                f"{fmt_duration(self.clock() - self.t0)}", no_wrap=True,
+                                overflow="ellipsis"))
+
+
+def make(total: int, estimator: Estimator | None, quiet: bool = False,
+         stream: TextIO = sys.stderr) -> Progress:
+    """The display for this stderr: the bar on a terminal, else plain lines."""
+    if not quiet and estimator is not None and _is_terminal(stream):
+        return BarProgress(total, stream, estimator)
+    return Progress(total, stream, quiet, estimator)
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False

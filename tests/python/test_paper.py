@@ -1,0 +1,238 @@
+"""What a paper takes from `isobench report`: LaTeX tables that compile
+alone, a tidy CSV, plots at paper widths in a palette that survives
+greyscale, published figures only where they have a local counterpart."""
+
+import copy
+import csv
+import io
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import assert_one_error_line
+from fixture_runs import fixture, import_doc, load_doc
+
+
+def _doc(tmp_path, doc=None):
+    from isobench.analysis import summary
+    return summary.build(load_doc(tmp_path, doc or fixture("clean_run")))
+
+
+def with_skipped_kv_size(doc):
+    """mpk's kv at 16 KiB skipped, as a size over the time budget is."""
+    r = copy.deepcopy(next(r for r in doc["results"] if r["benchmark"] == "kv"
+                           and r["mechanism"] == "mpk"))
+    r.update(status="skipped", reason="predicted 99 s, over the budget", samples={})
+    r["params"]["data_bytes"] = 16384
+    doc["results"].append(r)
+    return doc
+
+
+PREAMBLE = "\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n" \
+           "\\input{%s}\n\\end{document}\n"
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None,
+                    reason="no TeX engine (pdflatex: texlive-latex-base and "
+                           "texlive-latex-recommended for booktabs)")
+def test_each_latex_table_compiles_alone(isobench, tmp_path):
+    import_doc(isobench.db, fixture("clean_run"))
+    out = tmp_path / "rep"
+    doc, p = isobench.json("report", "-o", str(out), "--format", "tex", "--json")
+    assert p.returncode == 0, p.stderr
+    tables = [f for f in doc["files"] if f.endswith(".tex")]
+    assert tables == ["platform.tex", "switch.tex", "kv.tex"]
+    for name in tables:
+        text = (out / name).read_text()
+        assert "\\toprule" in text and "\\bottomrule" in text
+        assert "\\begin{table}" in text or "\\begin{table*}" in text
+        main = out / f"main-{name}"
+        main.write_text(PREAMBLE % name)
+        run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
+                              main.name], cwd=out, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stdout[-2000:]
+        assert (out / f"main-{name[:-4]}.pdf").stat().st_size > 0
+
+
+def test_latex_escapes_what_tex_would_read():
+    from isobench.render import paper
+    assert paper.tex("a_b & 5% #1 µs ±2 {x}") == \
+        "a\\_b \\& 5\\% \\#1 \\ensuremath{\\mu}s \\ensuremath{\\pm}2 \\{x\\}"
+
+
+def test_switch_and_kv_tables_hold_the_headlines(tmp_path):
+    from isobench.render import paper
+    doc = _doc(tmp_path)
+    sw = paper.switch_tex(doc)
+    # direct first (baseline), mpk before process-futex (cheaper), both placements.
+    assert sw.index("direct &") < sw.index("mpk &") < sw.index("process-futex &")
+    assert "Across CPUs" in sw and "baseline" in sw
+    kv = paper.kv_tex(doc)
+    assert "4 KiB" in kv and "direct & same-cpu" in kv
+    # Two placements: the switch table spans both columns of a paper.
+    assert "\\begin{table*}" in sw and "\\end{table*}" in sw
+
+
+def test_a_kv_mean_over_fewer_sizes_is_marked(tmp_path):
+    from isobench.render import paper
+    def sized(run, mechanisms, size):
+        for r in [r for r in run["results"] if r["benchmark"] == "kv"
+                  and r["mechanism"] in mechanisms and r["params"]["data_bytes"] == 4096]:
+            r = copy.deepcopy(r)
+            r["params"]["data_bytes"] = size
+            run["results"].append(r)
+        return run
+
+    full = sized(fixture("clean_run"), ("direct", "mpk"), 16384)
+    assert "dagger" not in paper.kv_tex(_doc(tmp_path / "full", full))
+    # direct also at 64 KiB, mpk not: mpk's mean is over 2 of the 3 sizes.
+    part = sized(sized(fixture("clean_run"), ("direct", "mpk"), 16384), ("direct",), 65536)
+    kv = paper.kv_tex(_doc(tmp_path / "part", part))
+    mpk = next(l for l in kv.splitlines() if l.startswith("mpk &"))
+    assert "--" in mpk and mpk.rstrip(" \\").endswith("$^\\dagger$")
+    assert "not comparable" in kv
+
+
+def test_csv_is_tidy(tmp_path):
+    from isobench.render import paper
+    doc = _doc(tmp_path, with_skipped_kv_size(fixture("clean_run")))
+    rows = list(csv.DictReader(io.StringIO(paper.results_csv(doc))))
+    columns = list(rows[0])
+    # One column per parameter, after the mechanism; then the fixed columns.
+    assert columns[:7] == ["run_id", "benchmark", "mechanism", "placement", "payload", "variant",
+                           "data_bytes"]
+    assert "params" not in columns and columns[-len(paper.CSV_COLUMNS) + 3:] == \
+        list(paper.CSV_COLUMNS[3:])
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert len(ok) == len(doc["configs"])
+    mpk = next(r for r in ok if r["benchmark"] == "switch" and r["mechanism"] == "mpk")
+    c = next(c for c in doc["configs"] if c["benchmark"] == "switch" and c["mechanism"] == "mpk")
+    assert float(mpk["headline"]) == pytest.approx(c["headline"]["value"])
+    if c["headline"]["ns"] is None:  # core cycles: no ns column
+        assert c["unit"] == "cycles" and mpk["headline_ns"] == "" and mpk["unit"] == "cycles"
+    else:
+        assert float(mpk["headline_ns"]) == pytest.approx(c["headline"]["ns"])
+    assert float(mpk["headline_low"]) <= float(mpk["headline"]) <= float(mpk["headline_high"])
+    assert float(mpk["ratio"]) == pytest.approx(c["ratio"]["value"])
+    assert mpk["ratio_to"] == "direct" and mpk["payload"] == "0" and mpk["data_bytes"] == ""
+    skipped = [r for r in rows if r["status"] == "skipped"]
+    assert len(skipped) == 1 and skipped[0]["data_bytes"] == "16384"
+    assert skipped[0]["headline"] == "" and "budget" in skipped[0]["reason"]
+
+
+def test_format_picks_the_files_and_refuses_unknown_ones(isobench, tmp_path):
+    import_doc(isobench.db, fixture("clean_run"))
+    out = tmp_path / "rep"
+    doc, p = isobench.json("report", "-o", str(out), "--format", "csv", "--json")
+    assert p.returncode == 0, p.stderr
+    assert doc["formats"] == ["csv"]
+    assert "results.csv" in doc["files"] and "index.html" not in doc["files"]
+    assert not (out / "index.html").exists() and (out / "stats.json").exists()
+    assert "switch.png" in doc["files"]  # plots are always written
+    for bad in ("pdf", "html,", "", "html,docx"):
+        if bad == "html,":
+            continue  # a trailing comma is tolerated
+        assert_one_error_line(isobench("report", "-o", str(out), "--format", bad), 2)
+
+
+def test_published_figures_only_with_a_local_counterpart(isobench, tmp_path):
+    import_doc(isobench.db, fixture("clean_run"))
+    out = tmp_path / "rep"
+    isobench("report", "-o", str(out))
+    page = (out / "index.html").read_text()
+    shown = page.count("<tr>", page.index('class="published"'))
+    doc = __import__("json").loads((out / "stats.json").read_text())
+    with_local = sum(1 for r in doc["published"] if r["local"])
+    assert 0 < with_local < len(doc["published"])
+    assert shown == with_local + 1  # + the header row
+    assert "--all-published" in page
+    isobench("report", "-o", str(out), "--all-published")
+    page = (out / "index.html").read_text()
+    assert page.count("<tr>", page.index('class="published"')) == len(doc["published"]) + 1
+
+
+def _texts(fig):
+    out = [t.get_text() for t in fig.texts]
+    for ax in fig.axes:
+        out += [ax.get_title(loc) for loc in ("left", "center", "right")]
+    return out
+
+
+def test_plots_at_paper_widths_without_run_ids(tmp_path):
+    from isobench.render import plots
+    doc = _doc(tmp_path, with_skipped_kv_size(fixture("clean_run")))
+    for width in plots.WIDTHS.values():
+        drawn = [p for p in plots.draw(doc, width) if p.figure is not None]
+        assert {p.name for p in drawn} >= {"switch", "switch-payload", "kv", "kv-overhead"}
+        for p in drawn:
+            assert p.figure.get_size_inches()[0] == pytest.approx(width)
+            assert not any("run" in t.lower() for t in _texts(p.figure)), p.name
+            plots._pyplot().close(p.figure)
+
+
+def test_switch_plot_orders_by_cost_and_keeps_direct_apart(tmp_path):
+    from isobench.render import plots
+    doc = _doc(tmp_path)
+    fig = plots.switch_plot(doc).figure
+    main, small = fig.axes[:2]
+    rows = [t.get_text() for t in main.get_yticklabels()]
+    assert rows[0] == "direct (entry: baseline)" and rows.index("mpk") < rows.index("process-futex")
+    assert all(t.get_text().startswith("direct") for t in small.get_yticklabels())
+    # Every marker in the palette, with its interval drawn.
+    colours = {line.get_color() for line in main.get_lines()}
+    assert colours <= {*plots.PALETTE, plots.PUBLISHED}
+    plots._pyplot().close(fig)
+
+
+def test_styles_tell_series_apart_without_colour():
+    from isobench.render import plots
+    looks = [plots.style(i) for i in range(len(plots.PALETTE) * 2)]
+    assert len({(l["marker"], l["linestyle"]) for l in looks}) == len(looks)
+    assert len({l["color"] for l in looks[:len(plots.PALETTE)]}) == len(plots.PALETTE)
+
+
+def test_kv_plot_marks_a_skipped_size(tmp_path):
+    from isobench.render import plots
+    doc = _doc(tmp_path, with_skipped_kv_size(fixture("clean_run")))
+    p = plots.kv_plot(doc)
+    marks = [l for l in p.figure.axes[0].get_lines() if l.get_marker() == "x"]
+    assert [list(l.get_xdata()) for l in marks] == [[16384]]
+    assert "mpk (same-cpu) from 16 KiB" in p.caption
+    plots._pyplot().close(p.figure)
+
+
+def test_a_mechanism_keeps_its_look_from_plot_to_plot(tmp_path):
+    """kv-overhead leaves direct out; its other lines keep kv's colours and
+    markers, and the payload plot's, so one legend reads for all."""
+    from isobench.render import plots
+    run = fixture("clean_run")
+    # A second mechanism in kv, cheaper than mpk but after it alphabetically.
+    for r in [r for r in run["results"] if r["benchmark"] == "kv" and r["mechanism"] == "mpk"]:
+        r = copy.deepcopy(r)
+        r["mechanism"] = "thread"
+        r["samples"]["primary"] = [max(1, x * 9 // 10) for x in r["samples"]["primary"]]
+        run["results"].append(r)
+    doc = _doc(tmp_path, run)
+
+    def looks(p):
+        out = {}
+        for ax in p.figure.axes:
+            for container in ax.containers:
+                line = container.lines[0]
+                out[container.get_label()] = (line.get_color(), line.get_marker(),
+                                              line.get_linestyle())
+        plots._pyplot().close(p.figure)
+        return out
+
+    kv, over, payload = (looks(f(doc)) for f in (plots.kv_plot, plots.kv_overhead_plot,
+                                                 plots.payload_plot))
+    assert "direct" in kv and "direct" not in over
+    shared = set(kv) & set(over)
+    assert shared == {"mpk", "thread"}
+    assert all(kv[m] == over[m] for m in shared)
+    assert all(payload[m] == kv[m] for m in set(payload) & set(kv))
+    # The legend reads cheapest first (direct, then by cost), not alphabetically.
+    fig = plots.kv_plot(doc).figure
+    assert [c.get_label() for c in fig.axes[0].containers] == ["direct", "thread", "mpk"]
+    plots._pyplot().close(fig)
