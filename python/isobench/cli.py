@@ -31,7 +31,7 @@ from typing import Callable, Sequence
 
 from . import __version__
 from .analysis import attackers, checks, compare, reference, runs, stats, summary
-from .measure import kvserver, lifecycle, runner, scrape, serve, sysinfo, system, validate
+from .measure import kvserver, lifecycle, lwcserve, runner, scrape, serve, sysinfo, system, validate
 from .render import report, table
 from .store import export, interchange
 from .measure.driver import ISOLATION_TIMEOUT, Catalog, Driver, Isolation, find_isob, repo_root
@@ -200,8 +200,10 @@ def _add_run(sub) -> None:
                         "block sizes, 1M or more (default: 100M to 1000M by 100M, --quick: "
                         "64M,256M); a block above half of MemAvailable is refused")
     p.add_argument("--seconds", type=validate.seconds(validate.MAX_CLIENT_SECONDS), metavar="S",
-                   help=f"kv-server: how long the client loads each server, whole seconds "
-                        f"(default: {kvserver.SECONDS:g}; --quick: {kvserver.QUICK_SECONDS:g})")
+                   help=f"how long the client loads each server: kv-server, whole seconds "
+                        f"(default: {kvserver.SECONDS:g}; --quick: {kvserver.QUICK_SECONDS:g}); "
+                        f"lwc-serve and lwc-conns, per point (default: {lwcserve.SECONDS:g}; "
+                        f"--quick: {lwcserve.QUICK_SECONDS:g})")
     p.add_argument("--repeat", type=validate.bounded_whole(1, validate.MAX_REPEAT), metavar="N",
                    help="run every (benchmark, mechanism) in N fresh isob processes, the "
                         "mechanisms in a shuffled order each time; the repetitions are what "

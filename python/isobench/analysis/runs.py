@@ -36,7 +36,7 @@ REFERENCES: dict[str, str] = {"kv-server": "memcached"}
 # Counters that are an outside client's wall-clock view (kv-server's
 # throughput and latencies as memcaslap reports them).  A PMU would not
 # change them, so the "no-pmu" check does not count them.
-CLIENT_COUNTERS = frozenset({"memcaslap"})
+CLIENT_COUNTERS = frozenset({"memcaslap", "loadgen"})
 
 MICRO, MACRO, UNKNOWN_KIND = "micro", "macro", "unknown"
 # Microbenchmarks isolate one cost (a switch, an OS primitive); macrobenchmarks
@@ -48,7 +48,9 @@ BENCHMARK_KINDS = {"switch": MICRO, "pingpong": MICRO, "oslat": MICRO, "kv": MAC
                    "worksweep": MICRO, "scale": MICRO,
                    "cpuwork": MACRO, "memops": MACRO, "pipeio": MACRO,
                    # docs/microkernel.md
-                   "delegate": MICRO, "sched": MICRO}
+                   "delegate": MICRO, "sched": MICRO,
+                   # docs/serve.md: servers under isob loadgen.
+                   "lwc-serve": MACRO, "lwc-conns": MACRO}
 
 # Result params that report what happened rather than select what was
 # measured (the kv benchmark prints its own mean, request counts, store
@@ -77,6 +79,11 @@ OUTPUT_PARAMS = frozenset({
     # pingpong, delegate, sched (docs/microkernel.md): the protection's evidence,
     # percentiles and the delta against none computed in the same run.
     "protect_evidence", "protect_threat", "spread", "delta_vs_none",
+    # lwc-serve, lwc-conns (lwcserve.py): what isob loadgen reported.
+    "throughput_rps", "sessions_done", "connects", "duration_s", "samples_every",
+    "client_busy", "client_cpu_s", "server_busy", "server_cpu_s", "server_processes",
+    "latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p999_us",
+    "latency_mean_us", "latency_max_us",
 })
 
 # How a result finds its baseline among the `direct` results of the same run

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
+from . import lwcserve
 from .runs import RunData
 
 Builder = Callable[[RunData, Mapping], "dict | None"]
 
-# (name, builder), in the order the sections are shown.  Empty until a
-# family registers.
-SECTIONS: tuple[tuple[str, Builder], ...] = ()
+# (name, builder), in the order the sections are shown.
+SECTIONS: tuple[tuple[str, Builder], ...] = (
+    ("lwc-serve", lwcserve.build),
+)
 
 
 def build(data: RunData, doc: Mapping) -> dict:

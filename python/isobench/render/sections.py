@@ -23,8 +23,18 @@ class Renderer:
     first: bool = False
 
 
-# Section name -> its renderer.  Empty until a family registers.
+# Section name -> its renderer.
 RENDERERS: dict[str, Renderer] = {}
+
+
+def _register() -> None:
+    # The family modules import Renderer from here, so they are imported
+    # once it exists.
+    from . import lwcserve
+    RENDERERS["lwc-serve"] = lwcserve.RENDERER
+
+
+_register()
 
 
 def _each(doc: Mapping):
