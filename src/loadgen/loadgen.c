@@ -603,8 +603,20 @@ static int proc_cpu(long pid, double *user, double *sys, long *nproc)
     unsigned long (*t)[2] = malloc((size_t)cap * sizeof *t);
     DIR *d = opendir("/proc");
     struct dirent *e;
-    while (all && t && d && (e = readdir(d)) && n < cap) {
+    while (all && t && d && (e = readdir(d))) {
         long q = atol(e->d_name);
+        if (n == cap) {
+            /* A server with a context per connection has thousands. */
+            long (*a2)[2] = realloc(all, (size_t)cap * 2 * sizeof *all);
+            if (a2)
+                all = a2;
+            unsigned long (*t2)[2] = a2 ? realloc(t, (size_t)cap * 2 * sizeof *t) : NULL;
+            if (t2)
+                t = t2;
+            if (!a2 || !t2)
+                break;
+            cap *= 2;
+        }
         if (q > 0 && q != pid && stat_of(q, &all[n][1], &t[n][0], &t[n][1]) == 0) {
             all[n][0] = q;
             n++;
@@ -791,15 +803,18 @@ static int lg_run(struct lg *g)
     }
     if (!t_end)
         t_end = now_ns();
+    /* The server's figures are read while the run's connections are still
+     * open: closing them ends sessions (and their processes), which is not
+     * part of the run, and the process count is that of the run. */
+    getrusage(RUSAGE_SELF, &r1);
+    if (have_srv && proc_cpu(g->o.server_pid, &su1, &ss1, &nproc) != 0)
+        have_srv = 0;
     for (size_t i = 0; i < g->o.conns; i++)
         if (g->c[i].fd >= 0) {
             if (g->c[i].state == LG_READING || g->c[i].state == LG_SENDING)
                 g->unfinished++;
             lg_close(g, &g->c[i], 1);
         }
-    getrusage(RUSAGE_SELF, &r1);
-    if (have_srv && proc_cpu(g->o.server_pid, &su1, &ss1, &nproc) != 0)
-        have_srv = 0;
     lg_report(g, (double)(t_end - t0) / 1e9, &r0, &r1, have_srv, su0, ss0, su1, ss1, nproc);
     if (g->errors)
         fprintf(stderr, "isob loadgen: %llu errors; the first: %s\n", (unsigned long long)g->errors,

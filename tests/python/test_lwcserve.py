@@ -109,10 +109,10 @@ def test_lwc_serve_real_run(small_sweep, tmp_path):
         assert p["latency_p50_us"] <= p["latency_p99_us"] <= p["latency_max_us"]
         assert p["client_busy"] is not None and p["server_busy"] is not None
         assert len(r.samples) > 0
-    procs = {(r.params["server"], r.params["session"]): r.params["server_processes"] for r in out}
-    # shared serves in one process; fork and rollback run sessions in more.
-    assert procs[("shared", 1)] == 1
-    assert procs[("fork", 1)] > 1 and procs[("rollback", 1)] > 1
+    # shared serves in one process.  (How many session processes fork and
+    # rollback have when the run ends depends on timing: with L = 1 all may
+    # be between sessions.)
+    assert {r.params["server_processes"] for r in out if r.params["server"] == "shared"} == {1}
 
     doc = _store(tmp_path, out)
     sec = doc["sections"]["lwc-serve"]
@@ -144,9 +144,9 @@ def test_lwc_conns_real_run(small_sweep, tmp_path):
         assert r.params["conns"] == 16 and r.params["verified"] == r.params["requests"] > 0
         # Long-lived connections: each opened once, none finished its session.
         assert r.params["connects"] == 16 and r.params["sessions_done"] == 0
-    per = out[0].params
-    # The server and a context per connection.
-    assert per["server_processes"] > 16
+    # One process serves every connection of direct and memcached (how many
+    # contexts per-connection has when the run ends depends on timing).
+    assert out[1].params["server_processes"] == out[2].params["server_processes"] == 1
     doc = _store(tmp_path, out)
     assert [r["server"] for r in doc["sections"]["lwc-serve"]["conns"]] == [
         "per-connection", "direct", "memcached"]
