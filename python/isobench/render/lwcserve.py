@@ -10,6 +10,9 @@ from typing import Mapping
 
 from .sections import Renderer
 
+# One colour per mode in every panel, whichever modes a panel has.
+COLOURS = {"shared": "#1f77b4", "fork": "#ff7f0e", "rollback": "#2ca02c"}
+
 HEAD = ("server", "{key}", "throughput [req/s]", "95% interval", "p50 [us]", "p99 [us]",
         "p99.9 [us]", "loadgen CPU", "server CPU", "procs", "saturated", "reps")
 
@@ -106,13 +109,13 @@ def plots(section: Mapping, doc: Mapping) -> list:
             if not pts:
                 continue
             xs, ys = zip(*pts)
-            ax.plot(xs, ys, marker="o", label=server)
+            ax.plot(xs, ys, marker="o", label=server, color=COLOURS[server])
             lo = [r["throughput_lo"] for r in v["rows"]
                   if r["server"] == server and r.get("throughput_rps")]
             hi = [r["throughput_hi"] for r in v["rows"]
                   if r["server"] == server and r.get("throughput_rps")]
             if all(x is not None for x in lo + hi):
-                ax.fill_between(xs, lo, hi, alpha=0.2)
+                ax.fill_between(xs, lo, hi, alpha=0.2, color=COLOURS[server])
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("session length L [requests per connection]")
