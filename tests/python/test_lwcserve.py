@@ -173,3 +173,13 @@ def test_saturation_verdicts():
     s = section._saturation
     assert s(0.2, 0.95) == "server" and s(0.95, 0.3) == "client"
     assert s(0.95, 0.95) == "both" and s(0.1, 0.1) == "neither" and s(None, 1.0) == "unknown"
+
+
+@pytest.mark.parametrize("args, says", [
+    (("serve", "-m", "direct", "--session", "bogus"), "--session"),
+    (("serve", "-m", "direct", "--startup-mb", "x"), "--startup-mb"),
+    (("serve", "-m", "direct", "--preload-keys", "-1"), "--preload-keys"),
+])
+def test_serve_bad_session_options(isobench, args, says):
+    from conftest import assert_one_error_line
+    assert says in assert_one_error_line(isobench(*args))
