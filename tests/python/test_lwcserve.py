@@ -183,3 +183,29 @@ def test_saturation_verdicts():
 def test_serve_bad_session_options(isobench, args, says):
     from conftest import assert_one_error_line
     assert says in assert_one_error_line(isobench(*args))
+
+
+@NEEDS_ISOB
+def test_sigterm_mid_run_leaves_no_process(isobench):
+    import os
+    import signal
+    import sqlite3
+    import time
+    run = isobench.start("run", "lwc-serve", "--seconds", "30", "-q", ISOBENCH_ISOB=str(ISOB))
+    # Wait (bounded) until the first point is being measured: a result row
+    # never comes before 30 s, so the job row is the sign.
+    for _ in range(1200):
+        try:
+            with sqlite3.connect(isobench.db) as conn:
+                if conn.execute("SELECT id FROM jobs").fetchall():
+                    break
+        except sqlite3.Error:
+            pass
+        time.sleep(0.05)
+    # Most likely into the first point, with a server and loadgen running;
+    # the assertion holds whenever the signal lands.
+    time.sleep(0.5)
+    os.kill(run.pid, signal.SIGTERM)
+    report, p = run.finish()
+    assert p.returncode == 143, p.stderr
+    assert report["left"] == [], report["left"]
