@@ -22,6 +22,16 @@
 #define ISOB_HTTP_DOC "<html><body>isobench: 45 bytes</body></html>\n"
 #define ISOB_HTTP_DOC_BYTES 45
 
+/* memcache: the name of key k ("key_%08zu") in buf; its length, as
+ * snprintf's. */
+int isob_lg_key(size_t k, char *buf, size_t len);
+
+/* memcache: the value of key k, n printable bytes fixed per key.  A server
+ * may hold the keys before any client came (isob serve --preload-keys,
+ * whose sessions may not keep what the load phase set), and every get is
+ * still checked against this. */
+void isob_lg_value(size_t k, char *v, size_t n);
+
 /* Results of a reply check. */
 enum {
     ISOB_LG_INCOMPLETE = 0,  /* more bytes are needed */

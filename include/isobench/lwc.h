@@ -49,8 +49,10 @@
 /* lwc_switch's return when a LWC_SYSTRAP context made a trapped call. */
 #define LWC_TRAPPED 1
 
-/* Handles a context holds at once (its caller and its children). */
-#define LWC_MAX_HANDLES 64
+/* Handles a context holds at once (its caller and its children): enough
+ * for a server with a context per connection; the process and descriptor
+ * limits of the machine usually bind first. */
+#define LWC_MAX_HANDLES 65536
 /* Spec entries one lwc_create takes. */
 #define LWC_MAX_SPEC 64
 /* Regions lwc_alloc_shared keeps track of per process. */

@@ -50,6 +50,7 @@ enum isob_proto_op {
     ISOB_OP_TOUCH,
     ISOB_OP_GAT,
     ISOB_OP_GATS,
+    ISOB_OP_HTTP_GET,    /* --http: GET of `key` (the path); keep_alive says what follows */
 };
 
 /* One connection's parser state: what must survive between two reads. */
@@ -83,6 +84,7 @@ struct isob_proto_cmd {
     uint64_t cas;                /* cas: the unique the item must still have */
     uint32_t bytes;              /* storage: bytes of data */
     const unsigned char *data;   /* storage: the data (its "\r\n" checked and excluded) */
+    int keep_alive;              /* ISOB_OP_HTTP_GET: the connection stays open after it */
 };
 
 /* Why a storage command's value was refused (isob_proto_cmd.refused). */
@@ -99,6 +101,18 @@ void isob_proto_init(struct isob_proto *p, size_t max_value);
  * make room for it), or 0 when that is not known yet (a line in progress). */
 int isob_proto_parse(struct isob_proto *p, const unsigned char *in, size_t len,
                      struct isob_proto_cmd *cmd, size_t *need);
+
+/* --- HTTP/1.x GET (isob serve --http; src/serve/http.c) ---
+ *
+ * The same contract as isob_proto_parse, for requests instead of commands:
+ * a whole request head gives ISOB_OP_HTTP_GET (key: the path, at most
+ * ISOB_PROTO_KEY_MAX bytes) or ISOB_OP_ERROR with the status line to send
+ * and close set (another method, a body, another version, a malformed or
+ * too long head).  *need is always 0: a head is read until its empty line,
+ * at most ISOB_HTTP_HEAD_MAX bytes. */
+#define ISOB_HTTP_HEAD_MAX 8192
+int isob_http_parse(struct isob_proto *p, const unsigned char *in, size_t len,
+                    struct isob_proto_cmd *cmd, size_t *need);
 
 /* Walk the keys of a get or gets: start with *pos = cmd->keys; each call
  * yields the next key and returns 1, or returns 0 at the end.  The parser

@@ -141,7 +141,50 @@ struct isob_serve {
     int64_t epoch_unix;             /* the Unix time the store's clock counts from */
     uint32_t store_now;             /* the time last given to the store */
     uint64_t evictions_base, reclaimed_base; /* the store's counters at stats reset */
+    int http;                       /* requests are HTTP/1.x GETs (--http), else memcached's */
+    const char *session;            /* how sessions share this state (--session), for stats */
+    uint64_t startup_items;         /* start-up state stored (isob_serve_startup) */
+    uint64_t preloaded;             /* loadgen's keys stored at start-up */
+    uint64_t startup_ns;            /* how long isob_serve_startup took */
 };
+
+/* --- start-up (src/serve/startup.c) ---------------------------------------
+ *
+ * What a server holds before its first client: the state every session
+ * starts from, which --session says how sessions share.  It is stored
+ * through the executor, as a client's sets would be, so that a session
+ * can change it as it could change anything else it was given. */
+
+/* --startup-mb: state built at start-up, as an interpreter builds its own
+ * (the PHP case of lwC): items "startup_NNNNNN" that fill one record of
+ * ISOB_SERVE_STARTUP_RECORD bytes of the store each, so that N MiB of it
+ * are N * 16 items. */
+#define ISOB_SERVE_STARTUP_RECORD 65536u
+#define ISOB_SERVE_STARTUP_KEY "startup_%06zu"
+#define ISOB_SERVE_STARTUP_KEY_LEN 14u
+/* A start-up item's value: the record less its header (16 bytes, see
+ * src/trusted/kv.h), key and flags. */
+#define ISOB_SERVE_STARTUP_VALUE (ISOB_SERVE_STARTUP_RECORD - 16u - ISOB_SERVE_STARTUP_KEY_LEN - \
+                                  ISOB_SERVE_FLAGS_BYTES)
+/* The most --startup-mb takes (the keys have six digits). */
+#define ISOB_SERVE_STARTUP_MAX_MB 16384u
+
+struct isob_serve_startup {
+    size_t preload_keys;   /* loadgen's keys (isob_lg_key) to store, with its values */
+    size_t preload_value;  /* bytes of each (loadgen --value-size) */
+    size_t startup_mb;     /* MiB of start-up items */
+};
+
+/* Heap the store needs for what su stores, beyond --heap-mb. */
+size_t isob_serve_startup_heap(const struct isob_serve_startup *su);
+
+/* Byte j of start-up item i, j from 0 to n - 1: a function a client can
+ * recompute, to check that the item is as start-up made it. */
+void isob_serve_startup_value(size_t i, unsigned char *v, size_t n);
+
+/* Store what su says, and for --http (s->http) ISOB_HTTP_DOC under "/".
+ * 0 or a negative errno (-ENOSPC: the store had no room). */
+int isob_serve_startup(struct isob_serve *s, const struct isob_serve_startup *su);
 
 /* What isob_serve_exec asks of its caller. */
 enum {

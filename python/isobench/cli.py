@@ -32,8 +32,8 @@ from typing import Callable, Sequence
 
 from . import __version__
 from .analysis import attackers, checks, compare, reference, runs, stats, summary
-from .measure import (kvserver, lifecycle, progress, runner, scrape, serve, sysinfo, system,
-                      validate)
+from .measure import (kvserver, lifecycle, lwcserve, progress, runner, scrape, serve, sysinfo,
+                      system, validate)
 from .render import report, table
 from .store import export, interchange
 from .analysis import campaign as analysis_campaign
@@ -237,8 +237,10 @@ def _add_run(sub) -> None:
                         "64M,256M); a block above half of MemAvailable is refused")
     _add_bench_options(p)
     p.add_argument("--seconds", type=validate.seconds(validate.MAX_CLIENT_SECONDS), metavar="S",
-                   help=f"kv-server: how long the client loads each server, whole seconds "
-                        f"(default: {kvserver.SECONDS:g}; --quick: {kvserver.QUICK_SECONDS:g})")
+                   help=f"how long the client loads each server: kv-server, whole seconds "
+                        f"(default: {kvserver.SECONDS:g}; --quick: {kvserver.QUICK_SECONDS:g}); "
+                        f"lwc-serve and lwc-conns, per point (default: {lwcserve.SECONDS:g}; "
+                        f"--quick: {lwcserve.QUICK_SECONDS:g})")
     p.add_argument("--repeat", type=validate.bounded_whole(1, validate.MAX_REPEAT), metavar="N",
                    help="run every (benchmark, mechanism) in N fresh isob processes, the "
                         "mechanisms in a shuffled order each time; the repetitions are what "

@@ -44,6 +44,8 @@ _Static_assert(sizeof ISOB_HTTP_DOC - 1 == ISOB_HTTP_DOC_BYTES, "the HTTP docume
 /* Latencies kept for the percentiles (4 bytes each); later ones are
  * counted but not kept, and the line says so. */
 #define LG_MAX_LATENCIES (64u << 20)
+/* Latencies --samples may ask to print. */
+#define LG_MAX_SAMPLES 1000000
 /* Keys set per batch while loading. */
 #define LG_LOAD_BATCH 256
 
@@ -159,6 +161,7 @@ struct lg_opts {
     int cpu;
     long server_pid;
     uint64_t seed;
+    size_t samples;  /* latencies to print as they were measured, at most */
 };
 
 enum lg_state { LG_IDLE, LG_CONNECTING, LG_SENDING, LG_READING };
@@ -229,11 +232,15 @@ static int grow(char **p, size_t *cap, size_t need)
     return 0;
 }
 
-/* memcache: the value of key k (value bytes, printable, fixed per key). */
-static void value_of(size_t k, char *v, size_t n)
+void isob_lg_value(size_t k, char *v, size_t n)
 {
     for (size_t j = 0; j < n; j++)
         v[j] = (char)('a' + (k * 31 + j * 7) % 26);
+}
+
+int isob_lg_key(size_t k, char *buf, size_t len)
+{
+    return snprintf(buf, len, "key_%08zu", k);
 }
 
 static int append(char **p, size_t *len, size_t *cap, const char *s, size_t n)
@@ -260,14 +267,14 @@ static int lg_request(struct lg *g, struct lg_conn *c)
     size_t k = (size_t)(rnd(g) % g->o.keys);
     int set = g->o.set_pct && rnd(g) % 100 < g->o.set_pct;
     char key[32];
-    int kl = snprintf(key, sizeof key, "key_%08zu", k);
+    int kl = isob_lg_key(k, key, sizeof key);
     c->want_len = 0;
     if (grow(&c->want, &c->want_cap, g->o.value + 128) != 0 || grow(&c->out, &c->out_cap, g->o.value + 128) != 0)
         return -ENOMEM;
     if (set) {
         int n = snprintf(head, sizeof head, "set %.*s 0 0 %zu\r\n", kl, key, g->o.value);
         append(&c->out, &c->out_len, &c->out_cap, head, (size_t)n);
-        value_of(k, c->out + c->out_len, g->o.value);
+        isob_lg_value(k, c->out + c->out_len, g->o.value);
         c->out_len += g->o.value;
         append(&c->out, &c->out_len, &c->out_cap, "\r\n", 2);
         append(&c->want, &c->want_len, &c->want_cap, "STORED\r\n", 8);
@@ -276,7 +283,7 @@ static int lg_request(struct lg *g, struct lg_conn *c)
         append(&c->out, &c->out_len, &c->out_cap, head, (size_t)n);
         n = snprintf(head, sizeof head, "VALUE %.*s 0 %zu\r\n", kl, key, g->o.value);
         append(&c->want, &c->want_len, &c->want_cap, head, (size_t)n);
-        value_of(k, c->want + c->want_len, g->o.value);
+        isob_lg_value(k, c->want + c->want_len, g->o.value);
         c->want_len += g->o.value;
         append(&c->want, &c->want_len, &c->want_cap, "\r\nEND\r\n", 7);
     }
@@ -504,9 +511,10 @@ static int lg_load(struct lg *g)
         size_t k1 = k0 + LG_LOAD_BATCH < g->o.keys ? k0 + LG_LOAD_BATCH : g->o.keys;
         len = 0;
         for (size_t k = k0; k < k1 && rc == 0; k++) {
-            char head[96];
-            int n = snprintf(head, sizeof head, "set key_%08zu 0 0 %zu\r\n", k, g->o.value);
-            value_of(k, val, g->o.value);
+            char head[96], key[32];
+            isob_lg_key(k, key, sizeof key);
+            int n = snprintf(head, sizeof head, "set %s 0 0 %zu\r\n", key, g->o.value);
+            isob_lg_value(k, val, g->o.value);
             rc = append(&buf, &len, &cap, head, (size_t)n);
             if (!rc)
                 rc = append(&buf, &len, &cap, val, g->o.value);
@@ -555,7 +563,11 @@ static double pct(const uint32_t *v, size_t n, double p)
     return (double)v[i] / 1000.0;
 }
 
-/* utime and stime of one process, in clock ticks, and its parent; 0 or -1. */
+/* CPU time of one process, in clock ticks, and its parent; 0 or -1.  User
+ * and system time include those of its children that it has waited for
+ * (cutime, cstime): a server that forks a process per session, or makes a
+ * context per connection, reaps them during the run, and their time would
+ * be lost with them otherwise. */
 static int stat_of(long pid, long *ppid, unsigned long *ut, unsigned long *st)
 {
     char path[64], buf[1024];
@@ -567,14 +579,18 @@ static int stat_of(long pid, long *ppid, unsigned long *ut, unsigned long *st)
     fclose(f);
     buf[n] = 0;
     char *q = strrchr(buf, ')');
-    if (!q || sscanf(q + 2, "%*c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", ppid, ut, st) != 3)
+    long cut, cst;
+    if (!q || sscanf(q + 2, "%*c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %ld %ld", ppid, ut, st,
+                     &cut, &cst) != 5)
         return -1;
+    *ut += cut > 0 ? (unsigned long)cut : 0;
+    *st += cst > 0 ? (unsigned long)cst : 0;
     return 0;
 }
 
 /* CPU seconds of pid and every live process below it (a server's
- * compartments run in processes of their own), and how many there were;
- * 0 or -1 when pid is gone. */
+ * compartments run in processes of their own), those it reaped included,
+ * and how many there were; 0 or -1 when pid is gone. */
 static int proc_cpu(long pid, double *user, double *sys, long *nproc)
 {
     long pp;
@@ -587,8 +603,20 @@ static int proc_cpu(long pid, double *user, double *sys, long *nproc)
     unsigned long (*t)[2] = malloc((size_t)cap * sizeof *t);
     DIR *d = opendir("/proc");
     struct dirent *e;
-    while (all && t && d && (e = readdir(d)) && n < cap) {
+    while (all && t && d && (e = readdir(d))) {
         long q = atol(e->d_name);
+        if (n == cap) {
+            /* A server with a context per connection has thousands. */
+            long (*a2)[2] = realloc(all, (size_t)cap * 2 * sizeof *all);
+            if (a2)
+                all = a2;
+            unsigned long (*t2)[2] = a2 ? realloc(t, (size_t)cap * 2 * sizeof *t) : NULL;
+            if (t2)
+                t = t2;
+            if (!a2 || !t2)
+                break;
+            cap *= 2;
+        }
         if (q > 0 && q != pid && stat_of(q, &all[n][1], &t[n][0], &t[n][1]) == 0) {
             all[n][0] = q;
             n++;
@@ -632,7 +660,6 @@ static double tv_s(struct timeval t) { return (double)t.tv_sec + (double)t.tv_us
 static void lg_report(struct lg *g, double wall, struct rusage *r0, struct rusage *r1, int have_srv,
                       double su0, double ss0, double su1, double ss1, long nproc)
 {
-    qsort(g->lat, g->nlat, sizeof *g->lat, cmp_u32);
     struct isob_jw w;
     isob_jw_begin(&w, stdout, "loadgen");
     isob_jw_str(&w, "proto", g->o.proto == LG_HTTP ? "http" : "memcache");
@@ -657,6 +684,17 @@ static void lg_report(struct lg *g, double wall, struct rusage *r0, struct rusag
     isob_jw_int(&w, "connects", (long long)g->connects);
     isob_jw_int(&w, "unfinished", (long long)g->unfinished);
     isob_jw_double(&w, "throughput_rps", wall > 0 ? (double)g->requests / wall : 0);
+    if (g->o.samples) {
+        /* Every k-th latency in the order measured, before sorting for the
+         * percentiles: a systematic sample of the run, not its fastest. */
+        size_t k = (g->nlat + g->o.samples - 1) / g->o.samples;
+        isob_jw_arr(&w, "samples_ns");
+        for (size_t i = 0; k && i < g->nlat; i += k)
+            fprintf(stdout, i ? ",%u" : "%u", g->lat[i]);
+        isob_jw_close(&w, ']');
+        isob_jw_int(&w, "samples_every", (long long)k);
+    }
+    qsort(g->lat, g->nlat, sizeof *g->lat, cmp_u32);
     isob_jw_obj(&w, "latency_us");
     isob_jw_int(&w, "n", (long long)g->nlat);
     isob_jw_int(&w, "not_kept", (long long)g->lat_dropped);
@@ -765,15 +803,18 @@ static int lg_run(struct lg *g)
     }
     if (!t_end)
         t_end = now_ns();
+    /* The server's figures are read while the run's connections are still
+     * open: closing them ends sessions (and their processes), which is not
+     * part of the run, and the process count is that of the run. */
+    getrusage(RUSAGE_SELF, &r1);
+    if (have_srv && proc_cpu(g->o.server_pid, &su1, &ss1, &nproc) != 0)
+        have_srv = 0;
     for (size_t i = 0; i < g->o.conns; i++)
         if (g->c[i].fd >= 0) {
             if (g->c[i].state == LG_READING || g->c[i].state == LG_SENDING)
                 g->unfinished++;
             lg_close(g, &g->c[i], 1);
         }
-    getrusage(RUSAGE_SELF, &r1);
-    if (have_srv && proc_cpu(g->o.server_pid, &su1, &ss1, &nproc) != 0)
-        have_srv = 0;
     lg_report(g, (double)(t_end - t0) / 1e9, &r0, &r1, have_srv, su0, ss0, su1, ss1, nproc);
     if (g->errors)
         fprintf(stderr, "isob loadgen: %llu errors; the first: %s\n", (unsigned long long)g->errors,
@@ -817,6 +858,8 @@ static void usage(FILE *f)
         "  --server-pid PID   also report the CPU time of that process and of the\n"
         "                     processes below it (compartments) over the run\n"
         "  --seed S           seed of the keys asked for [1]\n"
+        "  --samples N        also print up to N latencies (ns) in the order they were\n"
+        "                     measured, every k-th, as samples_ns [0: none]\n"
         "\n"
         "Every reply is checked byte for byte.  Exit status 0 when all were right,\n"
         "1 when one was not or a connection failed (the JSON line still comes), 2\n"
@@ -856,7 +899,7 @@ static int parse_seconds(const char *s, double lo, double hi, double *out)
 }
 
 enum { OPT_HOST = 256, OPT_PORT, OPT_PROTO, OPT_CONNS, OPT_SESSION, OPT_DURATION, OPT_TIMEOUT, OPT_KEYS,
-       OPT_VALUE, OPT_SETPCT, OPT_PATH, OPT_BODY, OPT_CPU, OPT_SRVPID, OPT_SEED };
+       OPT_VALUE, OPT_SETPCT, OPT_PATH, OPT_BODY, OPT_CPU, OPT_SRVPID, OPT_SEED, OPT_SAMPLES };
 
 int isob_loadgen_main(int argc, char **argv)
 {
@@ -868,7 +911,8 @@ int isob_loadgen_main(int argc, char **argv)
         {"value-size", required_argument, 0, OPT_VALUE}, {"set-percent", required_argument, 0, OPT_SETPCT},
         {"path", required_argument, 0, OPT_PATH}, {"expect-body", required_argument, 0, OPT_BODY},
         {"cpu", required_argument, 0, OPT_CPU}, {"server-pid", required_argument, 0, OPT_SRVPID},
-        {"seed", required_argument, 0, OPT_SEED}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+        {"seed", required_argument, 0, OPT_SEED}, {"samples", required_argument, 0, OPT_SAMPLES},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     struct lg g;
     memset(&g, 0, sizeof g);
@@ -960,6 +1004,10 @@ int isob_loadgen_main(int argc, char **argv)
             if (parse_size(optarg, 0, UINT64_MAX, &v))
                 return usage_error("--seed: '%s' is not a number", optarg);
             o->seed = v;
+            break;
+        case OPT_SAMPLES:
+            if (parse_size(optarg, 0, LG_MAX_SAMPLES, &o->samples))
+                return usage_error("--samples: '%s' is not a count from 0 to 1000000", optarg);
             break;
         case 'h': usage(stdout); return 0;
         case ':': return usage_error("option %s needs a value", argv[optind - 1]);

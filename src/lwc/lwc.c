@@ -29,7 +29,51 @@
 #define SYS_close_range 436
 #endif
 
-struct lwc_ent lwc_tab[LWC_MAX_HANDLES + 1];
+/* The handle table of this context (index 0 unused): the first
+ * LWC_TAB_FIRST handles in a static array, the rest in a mapping grown by
+ * doubling.  A new context drops the mapping with one munmap and writes
+ * none of its pages, which matters when its creator holds thousands of
+ * contexts (a server with one per connection): every page written would
+ * be copied.  It makes no mapping of its own either, since one made after
+ * the spec's UNMAP ranges could land in them. */
+#define LWC_TAB_FIRST 64
+static struct lwc_ent lwc_tab_first[LWC_TAB_FIRST + 1];
+static struct lwc_ent *lwc_tab_more;  /* handles LWC_TAB_FIRST + 1 on */
+static int lwc_more_cap;
+static int lwc_free_hint = 1; /* no handle below this one is free */
+static int lwc_fds_held;      /* entries holding a pidfd or a listener */
+
+static int tab_cap(void) { return LWC_TAB_FIRST + 1 + lwc_more_cap; }
+
+static struct lwc_ent *ent_at(int h)
+{
+    return h <= LWC_TAB_FIRST ? &lwc_tab_first[h] : &lwc_tab_more[h - LWC_TAB_FIRST - 1];
+}
+
+static int ent_index(const struct lwc_ent *e)
+{
+    if (e >= lwc_tab_first && e <= &lwc_tab_first[LWC_TAB_FIRST])
+        return (int)(e - lwc_tab_first);
+    return (int)(e - lwc_tab_more) + LWC_TAB_FIRST + 1;
+}
+
+/* Link pages (struct lwc_link) come from chunks of LWC_LINK_CHUNK pages,
+ * one shared mapping each.  A new context must not keep its siblings'
+ * links (they would let it forge their switches), and with a mapping per
+ * link it would take one munmap per sibling to drop them, and every fork
+ * would copy one mapping per sibling; with chunks it is two munmap calls
+ * per chunk.  A link has a page of its own so that the rest can go. */
+#define LWC_LINK_CHUNK 64
+#define LWC_MAX_CHUNKS ((LWC_MAX_HANDLES + LWC_LINK_CHUNK - 1) / LWC_LINK_CHUNK)
+struct lwc_chunk {
+    unsigned char *base;
+    uint64_t used;  /* bit i: page i holds a live link */
+};
+static struct lwc_chunk lwc_chunks[LWC_MAX_CHUNKS];
+static int lwc_nchunks;
+/* The link to this context's own creator: a page left of the creator's
+ * chunk when this context was made, not part of any chunk here. */
+static struct lwc_link *lwc_up_link;
 
 /* The regions of lwc_alloc_shared in this process.  The table sits at the
  * same address in every context (they are forks of one program), which is
@@ -56,17 +100,93 @@ static size_t page_size(void)
 
 struct lwc_ent *lwc_ent_of(int h)
 {
-    if (h <= 0 || h > LWC_MAX_HANDLES || !lwc_tab[h].used)
+    if (h <= 0 || h >= tab_cap() || !ent_at(h)->used)
         return NULL;
-    return &lwc_tab[h];
+    return ent_at(h);
 }
 
+/* A free handle, the table grown if it has none; -EMFILE beyond
+ * LWC_MAX_HANDLES, -ENOMEM when it cannot grow.  Entries beyond the first
+ * may move: no pointer to one is held across this call. */
 static int ent_alloc(void)
 {
-    for (int h = 1; h <= LWC_MAX_HANDLES; h++)
-        if (!lwc_tab[h].used)
+    for (int h = lwc_free_hint; h < tab_cap(); h++)
+        if (!ent_at(h)->used) {
+            lwc_free_hint = h;
             return h;
-    return -EMFILE;
+        }
+    int h = tab_cap();
+    if (h > LWC_MAX_HANDLES)
+        return -EMFILE;
+    int cap = lwc_more_cap ? 2 * lwc_more_cap : LWC_TAB_FIRST;
+    if (LWC_TAB_FIRST + 1 + cap > LWC_MAX_HANDLES + 1)
+        cap = LWC_MAX_HANDLES - LWC_TAB_FIRST;
+    struct lwc_ent *t = mmap(NULL, (size_t)cap * sizeof *t, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (t == MAP_FAILED)
+        return -ENOMEM;
+    if (lwc_tab_more) {
+        memcpy(t, lwc_tab_more, (size_t)lwc_more_cap * sizeof *t);
+        munmap(lwc_tab_more, (size_t)lwc_more_cap * sizeof *t);
+    }
+    lwc_tab_more = t;
+    lwc_more_cap = cap;
+    lwc_free_hint = h;
+    return h;
+}
+
+/* Forget the whole table (a new context, about to make its own). */
+static void tab_drop(void)
+{
+    if (lwc_tab_more)
+        munmap(lwc_tab_more, (size_t)lwc_more_cap * sizeof *lwc_tab_more);
+    lwc_tab_more = NULL;
+    lwc_more_cap = 0;
+    memset(lwc_tab_first, 0, sizeof lwc_tab_first);
+    lwc_free_hint = 1;
+    lwc_fds_held = 0;
+}
+
+/* A zeroed link page from a chunk, or NULL with errno set. */
+static struct lwc_link *link_alloc(void)
+{
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    struct lwc_chunk *c = NULL;
+    for (int i = 0; i < lwc_nchunks && !c; i++)
+        if (~lwc_chunks[i].used)
+            c = &lwc_chunks[i];
+    if (!c) {
+        if (lwc_nchunks == LWC_MAX_CHUNKS) {
+            errno = EMFILE;
+            return NULL;
+        }
+        void *p = mmap(NULL, LWC_LINK_CHUNK * ps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                       -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        c = &lwc_chunks[lwc_nchunks++];
+        *c = (struct lwc_chunk){p, 0};
+    }
+    int i = __builtin_ctzll(~c->used);
+    c->used |= 1ull << i;
+    struct lwc_link *l = (struct lwc_link *)(c->base + (size_t)i * ps);
+    /* The page may have served a context that ended: nothing of it stays. */
+    memset(l, 0, sizeof *l);
+    return l;
+}
+
+/* Give a link of a chunk back. */
+static void link_free(struct lwc_link *l)
+{
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *p = (unsigned char *)l;
+    for (int i = 0; i < lwc_nchunks; i++) {
+        struct lwc_chunk *c = &lwc_chunks[i];
+        if (p >= c->base && p < c->base + LWC_LINK_CHUNK * ps) {
+            c->used &= ~(1ull << ((size_t)(p - c->base) / ps));
+            return;
+        }
+    }
 }
 
 static void ent_clear(struct lwc_ent *e)
@@ -230,16 +350,35 @@ static int spec_check(const struct lwc_spec *spec, size_t n, unsigned flags)
  * creator and its siblings, which is none of its business. */
 static void child_forget(struct lwc_link *mine)
 {
-    for (int h = 1; h <= LWC_MAX_HANDLES; h++) {
-        struct lwc_ent *e = &lwc_tab[h];
+    /* Reading the table copies none of it; only descriptors need closing,
+     * and most creators hold none. */
+    for (int h = 1; lwc_fds_held && h < tab_cap(); h++) {
+        struct lwc_ent *e = ent_at(h);
         if (!e->used)
             continue;
-        if (e->link && e->link != mine)
-            munmap(e->link, sizeof *e->link);
-        close_fd(&e->pidfd);
-        close_fd(&e->listener);
-        ent_clear(e);
+        if (e->pidfd >= 0)
+            close(e->pidfd);
+        if (e->listener >= 0)
+            close(e->listener);
     }
+    tab_drop();
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE), len = LWC_LINK_CHUNK * ps;
+    unsigned char *m = (unsigned char *)mine;
+    for (int i = 0; i < lwc_nchunks; i++) {
+        unsigned char *b = lwc_chunks[i].base;
+        if (m >= b && m < b + len) {
+            if (m > b)
+                munmap(b, (size_t)(m - b));
+            if (m + ps < b + len)
+                munmap(m + ps, (size_t)(b + len - (m + ps)));
+        } else {
+            munmap(b, len);
+        }
+    }
+    lwc_nchunks = 0;
+    if (lwc_up_link && lwc_up_link != mine)
+        munmap(lwc_up_link, ps);
+    lwc_up_link = mine;
 }
 
 static int covers(const struct lwc_spec *s, const struct lwc_region *r)
@@ -377,8 +516,11 @@ static int child_main(pid_t parent, const struct lwc_spec *spec, size_t n, unsig
     close_fds((unsigned)report_fd, (unsigned)report_fd);
     if (rc != 0)
         _exit(1);
-    int h = 1;
-    struct lwc_ent *e = &lwc_tab[h];
+    int h = ent_alloc();
+    if (h != 1)
+        _exit(1);
+    struct lwc_ent *e = ent_at(h);
+    ent_clear(e);
     e->used = 1;
     e->child = 0;
     e->link = link;
@@ -419,10 +561,20 @@ static void reap_now(struct lwc_ent *e)
 
 static void ent_release(struct lwc_ent *e)
 {
-    if (e->link)
+    if (e->link && e->child) {
+        link_free(e->link);
+    } else if (e->link) {
         munmap(e->link, sizeof *e->link);
+        if (e->link == lwc_up_link)
+            lwc_up_link = NULL;
+    }
+    if (e->pidfd >= 0 || e->listener >= 0)
+        lwc_fds_held--;
     close_fd(&e->pidfd);
     close_fd(&e->listener);
+    int h = ent_index(e);
+    if (h < lwc_free_hint)
+        lwc_free_hint = h;
     ent_clear(e);
 }
 
@@ -435,16 +587,15 @@ int lwc_create(const struct lwc_spec *spec, size_t n, unsigned flags, int *calle
     int h = ent_alloc();
     if (h < 0)
         return h;
-    struct lwc_link *link = mmap(NULL, sizeof *link, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                                 -1, 0);
-    if (link == MAP_FAILED)
+    struct lwc_link *link = link_alloc();
+    if (!link)
         return -errno;
     link->status = LWC_STATUS_PENDING;
     link->listener = -1;
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
         rc = -errno;
-        munmap(link, sizeof *link);
+        link_free(link);
         return rc;
     }
     pid_t parent = getpid();
@@ -463,10 +614,10 @@ int lwc_create(const struct lwc_spec *spec, size_t n, unsigned flags, int *calle
     close(fds[1]);
     if (pid < 0) {
         close(fds[0]);
-        munmap(link, sizeof *link);
+        link_free(link);
         return fork_err;
     }
-    struct lwc_ent *e = &lwc_tab[h];
+    struct lwc_ent *e = ent_at(h);
     ent_clear(e);
     e->used = 1;
     e->child = 1;
@@ -487,6 +638,7 @@ int lwc_create(const struct lwc_spec *spec, size_t n, unsigned flags, int *calle
         int l = pfd < 0 ? pfd : (int)syscall(SYS_pidfd_getfd, pfd, link->listener, 0);
         if (l < 0)
             rc = pfd < 0 ? pfd : -errno;
+        /* Counted in lwc_fds_held with the pidfd it came through. */
         e->listener = l;
     }
     if (rc != 0) {
@@ -511,6 +663,8 @@ int lwc_pidfd(struct lwc_ent *e)
         int fd = (int)syscall(SYS_pidfd_open, e->pid, 0);
         if (fd < 0)
             return -errno;
+        if (e->listener < 0)
+            lwc_fds_held++;
         e->pidfd = fd;
     }
     return e->pidfd;

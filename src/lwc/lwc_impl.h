@@ -59,9 +59,6 @@ struct lwc_ent {
     char why[LWC_WHY_LEN];
 };
 
-/* The handle table of this context (index 0 unused). */
-extern struct lwc_ent lwc_tab[LWC_MAX_HANDLES + 1];
-
 /* The entry of handle h, or NULL. */
 struct lwc_ent *lwc_ent_of(int h);
 

@@ -96,7 +96,9 @@ static size_t conn_run(struct isob_conn *c, const unsigned char *p, size_t n, si
     }
     while (off < n && !c->closing && !blocked(c)) {
         struct isob_proto_cmd cmd;
-        if (isob_proto_parse(&c->proto, p + off, n - off, &cmd, need) == ISOB_PROTO_MORE)
+        int got = c->s->http ? isob_http_parse(&c->proto, p + off, n - off, &cmd, need)
+                             : isob_proto_parse(&c->proto, p + off, n - off, &cmd, need);
+        if (got == ISOB_PROTO_MORE)
             break;
         size_t resume = c->paused ? c->resume : 0;
         int r = isob_serve_exec(c->s, &cmd, &c->out, ISOB_CONN_OUT_HIGH, &resume);

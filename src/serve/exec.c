@@ -510,6 +510,56 @@ static int exec_get(struct isob_serve *s, const struct isob_proto_cmd *cmd, stru
     return PUT_LIT(out, "END\r\n");
 }
 
+/* --http: GET of a path, the document being the value stored under the
+ * path as its key (isob_serve_startup stores ISOB_HTTP_DOC under "/").
+ * One store call per request, as a memcached get; the reply is HTTP/1.0,
+ * kept open when the request asked for it. */
+static int exec_http_get(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out)
+{
+    const char *conn = cmd->keep_alive ? "keep-alive" : "close";
+    char head[160];
+    put_key(s, cmd->key, cmd->key_len);
+    long r = kv(s, ISOB_ENTRY_KV_GET, cmd->key_len, 0, 0, 0);
+    s->st.cmd_get++;
+    if (r == -ENOENT) {
+        s->st.get_misses++;
+        static const char body[] = "not found\n";
+        int n = snprintf(head, sizeof head, "HTTP/1.0 404 Not Found\r\nContent-Type: text/plain\r\n"
+                         "Content-Length: %zu\r\nConnection: %s\r\n\r\n%s", sizeof body - 1, conn, body);
+        if (put(out, head, (size_t)n) != 0)
+            return -ENOMEM;
+        return cmd->keep_alive ? ISOB_SERVE_CONTINUE : ISOB_SERVE_CLOSE;
+    }
+    if (r >= 0 && (r < ISOB_SERVE_FLAGS_BYTES || (size_t)r > s->comp->data_cap))
+        r = -EPROTO;
+    if (r < 0) {
+        char why[ISOB_COMP_WHY_LEN + 32];
+        int wn = r == -EOWNERDEAD && s->comp_died[0]
+                     ? snprintf(why, sizeof why, "compartment %s\n", s->comp_died)
+                     : snprintf(why, sizeof why, "%s\n", isob_strerror(r));
+        char line[ISOB_COMP_WHY_LEN + 192];
+        int n = snprintf(line, sizeof line, "HTTP/1.0 500 Internal Server Error\r\nContent-Type: "
+                         "text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", wn, why);
+        return put(out, line, (size_t)n) != 0 ? -ENOMEM : ISOB_SERVE_CLOSE;
+    }
+    size_t body = (size_t)r - ISOB_SERVE_FLAGS_BYTES;
+    int n = snprintf(head, sizeof head, "HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n"
+                     "Content-Length: %zu\r\nConnection: %s\r\n\r\n", body, conn);
+    if (isob_buf_reserve(out, (size_t)n + body) != 0) {
+        if (out->len)
+            return ISOB_SERVE_DRAIN;  /* again once the replies before it are out */
+        s->mem.refusals++;
+        static const char busy[] = "HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                                   "Connection: close\r\n\r\n";
+        return PUT_LIT(out, busy) ? -ENOMEM : ISOB_SERVE_CLOSE;
+    }
+    s->st.get_hits++;
+    memcpy(out->p + out->len, head, (size_t)n);
+    memcpy(out->p + out->len + (size_t)n, s->msg->data + ISOB_SERVE_FLAGS_BYTES, body);
+    out->len += (size_t)n + body;
+    return cmd->keep_alive ? ISOB_SERVE_CONTINUE : ISOB_SERVE_CLOSE;
+}
+
 static int exec_store(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out)
 {
     s->st.cmd_set++;
@@ -610,8 +660,8 @@ static int exec_stats(struct isob_serve *s, struct isob_buf *out)
     struct isob_serve_time t;
     s->clock(&t);
     char line[160];
-    int n = snprintf(line, sizeof line, "STAT version %s\r\nSTAT mechanism %s\r\n", ISOB_VERSION,
-                     s->comp->mech->name);
+    int n = snprintf(line, sizeof line, "STAT version %s\r\nSTAT mechanism %s\r\nSTAT session %s\r\n",
+                     ISOB_VERSION, s->comp->mech->name, s->session ? s->session : "shared");
     const struct isob_serve_stats *st = &s->st;
     const struct { const char *name; unsigned long long v; } lines[] = {
         {"pid", (unsigned long long)getpid()},
@@ -649,6 +699,10 @@ static int exec_stats(struct isob_serve *s, struct isob_buf *out)
         {"evictions", kvs.evictions - s->evictions_base},
         {"reclaimed", kvs.reclaimed - s->reclaimed_base},
         {"bytes", kvs.bytes},
+        {"startup_items", s->startup_items},
+        {"startup_bytes", s->startup_items * ISOB_SERVE_STARTUP_RECORD},
+        {"preloaded_keys", s->preloaded},
+        {"startup_usec", s->startup_ns / 1000},
     };
     int rc = put(out, line, (size_t)n);
     for (size_t i = 0; rc == 0 && i < sizeof lines / sizeof lines[0]; i++)
@@ -736,6 +790,11 @@ int isob_serve_exec(struct isob_serve *s, const struct isob_proto_cmd *cmd, stru
         break;
     case ISOB_OP_QUIT:
         return ISOB_SERVE_CLOSE;
+    case ISOB_OP_HTTP_GET:
+        rc = exec_http_get(s, cmd, out);
+        if (rc == ISOB_SERVE_DRAIN)
+            *resume = 0;
+        break;
     }
     return rc;
 }

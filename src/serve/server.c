@@ -9,7 +9,12 @@
  * back up is not read until they drain.  The only copy of a key or value
  * besides the socket's own is into or out of the compartment's shared
  * buffer, which the mechanism requires anyway, and into a connection's
- * own buffer for a command that arrived in pieces. */
+ * own buffer for a command that arrived in pieces.
+ *
+ * --session says where a connection is served: here (shared), in a
+ * light-weight context made per connection from the state after start-up
+ * (rollback), or in a process forked per connection that starts up by
+ * itself (fork); session.c has the last two, sock.c one socket's I/O. */
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <netinet/in.h>
@@ -19,20 +24,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include "isobench/harness.h"
+#include "isobench/loadgen.h"
 #include "isobench/serve.h"
+#include "server_impl.h"
 
 #define EXIT_USAGE 2
 #define EXIT_SKIP 4
 
-/* The shared read buffer: most requests arrive whole within it. */
-#define SCRATCH_BYTES (64u * 1024u)
 /* Events taken from epoll per wait. */
 #define EPOLL_BATCH 256
 /* Descriptors kept beyond the connections: listener, epoll, signalfd, the
@@ -40,39 +47,22 @@
 #define FD_RESERVE 32
 /* Backlog of the listening socket. */
 #define LISTEN_BACKLOG 1024
-/* After its last reply, a closing connection reads and drops at most this
- * much of what the client still sends before it is closed outright. */
-#define LINGER_MAX (1u << 20)
 /* After SIGINT or SIGTERM the server has this long (microseconds) to stop
  * cleanly before it exits at once (see stop_signals_init). */
 #define STOP_GRACE_US 900000
+/* --preload-value when not given: loadgen's value size, the lwC paper's
+ * 45-byte documents. */
+#define PRELOAD_VALUE_DEFAULT 45
+/* The most --preload-keys takes (loadgen's --keys bound). */
+#define PRELOAD_KEYS_MAX 10000000
 
 /* The least --buffer-mb allows, in units of the largest command a
  * connection may hold (input) and make (a reply to stream): room for a few
  * connections to do the largest thing at once. */
 #define BUFFER_MIN_COMMANDS 4
 
-struct conn {
-    int fd;
-    unsigned events;          /* epoll interest registered now */
-    int peer_done;            /* the client has closed its side */
-    int draining;             /* all sent and our side shut: wait for the client's close */
-    size_t drained;           /* bytes dropped while draining */
-    struct isob_conn c;
-    struct conn *prev, *next; /* every open connection, to close them at exit */
-};
-
-struct server {
-    struct isob_serve s;
-    int ep, lfd, sfd;         /* sfd: the read end of the stop pipe */
-    int spare_fd;             /* closed to accept-and-refuse when out of descriptors */
-    size_t max_conns;
-    struct conn *conns;
-    unsigned char scratch[SCRATCH_BYTES];
-    /* Tags for epoll's data.ptr that are not connections. */
-    char listen_tag, signal_tag;
-};
-
+/* A connection is over: out of epoll, closed, forgotten.  In rollback its
+ * context goes with it. */
 static void conn_close(struct server *sv, struct conn *c)
 {
     epoll_ctl(sv->ep, EPOLL_CTL_DEL, c->fd, NULL);
@@ -83,135 +73,86 @@ static void conn_close(struct server *sv, struct conn *c)
         sv->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    isob_conn_fini(&c->c);
+    if (sv->o->session == SESSION_ROLLBACK)
+        session_context_destroy(c);
+    else
+        isob_conn_fini(&c->c);
     free(c);
     sv->s.st.curr_connections--;
 }
 
-static int conn_interest(struct server *sv, struct conn *c, unsigned events)
+/* Register the interest c->events asks for now (registered: what epoll
+ * has).  0, or -1 after closing c. */
+static int conn_watch(struct server *sv, struct conn *c, unsigned registered)
 {
-    if (events == c->events)
+    if (c->events == registered)
         return 0;
-    struct epoll_event ev = {.events = events, .data.ptr = c};
-    if (epoll_ctl(sv->ep, EPOLL_CTL_MOD, c->fd, &ev) != 0)
-        return -errno;
-    c->events = events;
-    return 0;
-}
-
-/* Send what is pending and choose what to wait for next.  0, or -1 when
- * the connection is gone. */
-static int conn_flush(struct server *sv, struct conn *c)
-{
-    for (;;) {
-        size_t len;
-        const unsigned char *p = isob_conn_output(&c->c, &len);
-        if (!p)
-            break;
-        ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
-        if (n > 0) {
-            isob_conn_sent(&c->c, (size_t)n);
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            break;
-        conn_close(sv, c);
-        return -1;
-    }
-    unsigned wants = isob_conn_wants(&c->c);
-    if (wants & ISOB_CONN_DONE) {
-        if (c->peer_done) {
-            conn_close(sv, c);
-            return -1;
-        }
-        /* A lingering close: closing a socket with unread input makes the
-         * kernel send a reset, which can destroy the last reply (an error
-         * message) before the client reads it.  So shut our side, which
-         * the client sees as the end, and close once the client has closed
-         * too. */
-        shutdown(c->fd, SHUT_WR);
-        c->draining = 1;
-        if (conn_interest(sv, c, EPOLLIN) != 0) {
-            conn_close(sv, c);
-            return -1;
-        }
+    struct epoll_event ev = {.events = c->events, .data.ptr = c};
+    if (epoll_ctl(sv->ep, EPOLL_CTL_MOD, c->fd, &ev) == 0)
         return 0;
-    }
-    unsigned events = (wants & ISOB_CONN_WRITE ? EPOLLOUT : 0) |
-                      (wants & ISOB_CONN_READ ? EPOLLIN : 0);
-    if (conn_interest(sv, c, events) != 0) {
-        conn_close(sv, c);
-        return -1;
-    }
-    return 0;
+    conn_close(sv, c);
+    return -1;
 }
 
-/* A draining connection: drop what arrives until the client closes. */
-static void conn_drain(struct server *sv, struct conn *c)
+/* Events on a connection's socket: served here, or by its context. */
+static void conn_event(struct server *sv, struct conn *c, unsigned events)
 {
-    for (;;) {
-        ssize_t n = read(c->fd, sv->scratch, sizeof sv->scratch);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
-        if (n > 0 && (c->drained += (size_t)n) <= LINGER_MAX)
-            continue;
+    unsigned registered = c->events;
+    int r = sv->o->session == SESSION_ROLLBACK ? session_context_step(sv, c, events)
+                                               : serve_conn_step(sv, c, events);
+    if (r != 0)
         conn_close(sv, c);
-        return;
-    }
-}
-
-static void conn_readable(struct server *sv, struct conn *c)
-{
-    if (c->draining) {
-        conn_drain(sv, c);
-        return;
-    }
-    for (;;) {
-        unsigned char *buf;
-        size_t room;
-        if (!isob_conn_reading(&c->c, &buf, &room))
-            break;
-        if (!buf) {
-            buf = sv->scratch;
-            if (room > sizeof sv->scratch)
-                room = sizeof sv->scratch;
-        }
-        ssize_t n = read(c->fd, buf, room);
-        if (n == 0) {
-            /* The client is done sending: a half-received command is
-             * dropped, replies already made still go out. */
-            c->peer_done = 1;
-            isob_conn_eof(&c->c);
-            break;
-        }
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                break;
-            conn_close(sv, c);
-            return;
-        }
-        isob_conn_input(&c->c, buf, (size_t)n);
-        /* A short read drained the socket: another read would only
-         * return EAGAIN, which costs a system call per request. */
-        if ((size_t)n < room)
-            break;
-    }
-    conn_flush(sv, c);
+    else
+        conn_watch(sv, c, registered);
 }
 
 static void refuse(struct server *sv, int fd)
 {
-    static const char msg[] = "SERVER_ERROR too many open connections\r\n";
-    ssize_t n = send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    static const char mc[] = "SERVER_ERROR too many open connections\r\n";
+    static const char web[] = "HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                              "Connection: close\r\n\r\n";
+    ssize_t n = sv->o->http ? send(fd, web, sizeof web - 1, MSG_NOSIGNAL | MSG_DONTWAIT)
+                            : send(fd, mc, sizeof mc - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)n;
     close(fd);
     sv->s.st.rejected_connections++;
+}
+
+/* A new connection in this process's loop (shared, rollback). */
+static void conn_open(struct server *sv, int fd)
+{
+    struct conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        close(fd);
+        return;
+    }
+    c->fd = fd;
+    c->events = EPOLLIN;
+    if (sv->o->session == SESSION_ROLLBACK) {
+        int rc = session_context_create(sv, c);
+        if (rc != 0) {
+            fprintf(stderr, "isob serve: no context for a new connection: %s\n", isob_strerror(rc));
+            free(c);
+            refuse(sv, fd);
+            return;
+        }
+    } else {
+        isob_conn_init(&c->c, &sv->s);
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+    if (epoll_ctl(sv->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        if (sv->o->session == SESSION_ROLLBACK)
+            session_context_destroy(c);
+        free(c);
+        close(fd);
+        return;
+    }
+    c->next = sv->conns;
+    if (sv->conns)
+        sv->conns->prev = c;
+    sv->conns = c;
+    sv->s.st.curr_connections++;
+    sv->s.st.total_connections++;
 }
 
 static void accept_all(struct server *sv)
@@ -241,20 +182,15 @@ static void accept_all(struct server *sv)
         int one = 1;
         /* Replies are whole: send them now, not after Nagle's delay. */
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        struct conn *c = calloc(1, sizeof *c);
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-        if (!c || epoll_ctl(sv->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
-            free(c);
-            close(fd);
+        if (sv->o->session != SESSION_FORK) {
+            conn_open(sv, fd);
             continue;
         }
-        c->fd = fd;
-        c->events = EPOLLIN;
-        isob_conn_init(&c->c, &sv->s);
-        c->next = sv->conns;
-        if (sv->conns)
-            sv->conns->prev = c;
-        sv->conns = c;
+        int rc = session_fork(sv, fd);
+        if (rc != 0) {
+            fprintf(stderr, "isob serve: no process for a new connection: %s\n", isob_strerror(rc));
+            continue;
+        }
         sv->s.st.curr_connections++;
         sv->s.st.total_connections++;
     }
@@ -273,8 +209,9 @@ static size_t buffer_min_mb(size_t max_value)
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: isob serve -m MECH [options]    a memcached text-protocol server whose\n"
-        "                                       store lives in one compartment of MECH\n"
+        "usage: isob serve -m MECH [options]    a memcached text-protocol (or HTTP GET)\n"
+        "                                       server whose store lives in one\n"
+        "                                       compartment of MECH\n"
         "\n"
         "options (defaults in brackets):\n"
         "  -m, --mechanism M   mechanism of the store's compartment (see `isob list`)\n"
@@ -292,16 +229,42 @@ static void usage(FILE *f)
         "                      memcached -M\n"
         "  --cpu C             pin the server to CPU C [unpinned]\n"
         "  --comp-cpu C        CPU of the compartment's second context [--cpu, else unpinned]\n"
-        "  --max-conns N       open connections at most; more are refused [%d]\n"
+        "  --max-conns N       open connections at most; more are refused [%d]; with\n"
+        "                      --session fork or rollback, a process each: more than\n"
+        "                      the process or descriptor limits allow is refused\n"
         "\n"
-        "Prints \"isob serve: listening on ADDR:PORT (mechanism M)\" on stderr when\n"
-        "ready (a compartment that cannot be created is an error before that); stops\n"
-        "within a second on SIGINT or SIGTERM (exit 0; 1 if a call into the compartment\n"
-        "did not return). A compartment that dies fails the request in flight, is\n"
-        "logged and restarted empty.\n",
+        "sessions (a session is one connection; docs/serve.md):\n"
+        "  --session S         how sessions share the state start-up built [shared]:\n"
+        "                        shared    one store; what a session set, the next sees\n"
+        "                        fork      a fresh process per connection, which starts\n"
+        "                                  up by itself and ends with the connection\n"
+        "                        rollback  a light-weight context per connection, made\n"
+        "                                  from the state after start-up and discarded\n"
+        "                                  when the connection ends\n"
+        "                      fork and rollback need a mechanism without a second\n"
+        "                      context (direct, mprotect, ...): the store goes with\n"
+        "                      the session\n"
+        "  --per-connection    one context per connection (isolates connections from\n"
+        "                      each other): the same as --session rollback\n"
+        "  --http              serve HTTP/1.x GET instead of the memcached protocol:\n"
+        "                      the document at / is the %d bytes isob loadgen checks\n"
+        "  --startup-mb N      build N MiB of start-up state (items startup_000000...,\n"
+        "                      %u bytes each) before serving; the store grows by it\n"
+        "                      [0, at most %u]\n"
+        "  --preload-keys K    store isob loadgen's keys key_00000000... at start-up,\n"
+        "                      so that sessions that keep nothing still find them [0]\n"
+        "  --preload-value B   bytes of each (loadgen --value-size) [%d]\n"
+        "\n"
+        "Prints \"isob serve: listening on ADDR:PORT (mechanism M), session S, PROTO\"\n"
+        "on stderr when ready (a compartment, or start-up, that fails is an error before\n"
+        "that); stops within a second on SIGINT or SIGTERM (exit 0; 1 if a call into the\n"
+        "compartment did not return), ending every session's process. A compartment\n"
+        "that dies fails the request in flight, is logged and restarted empty.\n",
         ISOB_SERVE_DEFAULT_PORT, ISOB_SERVE_DEFAULT_BIND, isob_serve_value_limit(),
         isob_serve_value_max(), ISOB_SERVE_DEFAULT_HEAP_MB,
-        buffer_min_mb(isob_serve_value_limit()), ISOB_SERVE_DEFAULT_MAX_CONNS);
+        buffer_min_mb(isob_serve_value_limit()), ISOB_SERVE_DEFAULT_MAX_CONNS,
+        ISOB_HTTP_DOC_BYTES, ISOB_SERVE_STARTUP_VALUE, ISOB_SERVE_STARTUP_MAX_MB,
+        PRELOAD_VALUE_DEFAULT);
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -325,16 +288,9 @@ static int parse_num(const char *s, unsigned long long lo, unsigned long long hi
     return 0;
 }
 
-struct serve_opts {
-    const char *mech;
-    const char *bind;
-    unsigned port;
-    size_t max_value, heap_mb, max_conns, buffer_mb;  /* buffer_mb 0: the default */
-    int cpu, comp_cpu, no_evict;
-};
-
 enum { OPT_PORT = 256, OPT_BIND, OPT_MAX_VALUE, OPT_HEAP_MB, OPT_CPU, OPT_COMP_CPU,
-       OPT_MAX_CONNS, OPT_BUFFER_MB };
+       OPT_MAX_CONNS, OPT_BUFFER_MB, OPT_SESSION, OPT_PER_CONN, OPT_HTTP, OPT_STARTUP_MB,
+       OPT_PRELOAD_KEYS, OPT_PRELOAD_VALUE };
 
 /* 0, or the exit status to return (-1: help was printed, exit 0). */
 static int parse_opts(int argc, char **argv, struct serve_opts *o)
@@ -347,6 +303,11 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
         {"comp-cpu", required_argument, 0, OPT_COMP_CPU},
         {"max-conns", required_argument, 0, OPT_MAX_CONNS},
         {"buffer-mb", required_argument, 0, OPT_BUFFER_MB},
+        {"session", required_argument, 0, OPT_SESSION},
+        {"per-connection", no_argument, 0, OPT_PER_CONN}, {"http", no_argument, 0, OPT_HTTP},
+        {"startup-mb", required_argument, 0, OPT_STARTUP_MB},
+        {"preload-keys", required_argument, 0, OPT_PRELOAD_KEYS},
+        {"preload-value", required_argument, 0, OPT_PRELOAD_VALUE},
         {"no-evict", no_argument, 0, 'M'}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -354,7 +315,9 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
         .bind = ISOB_SERVE_DEFAULT_BIND, .port = ISOB_SERVE_DEFAULT_PORT,
         .max_value = isob_serve_value_limit(), .heap_mb = ISOB_SERVE_DEFAULT_HEAP_MB,
         .max_conns = ISOB_SERVE_DEFAULT_MAX_CONNS, .cpu = -1, .comp_cpu = -2,
+        .startup = {.preload_value = PRELOAD_VALUE_DEFAULT},
     };
+    int session_given = 0;
     unsigned long long v;
     int opt;
     opterr = 0;
@@ -417,6 +380,38 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
                 return usage_error("--buffer-mb: '%s' is not from 1 to 1048576", optarg);
             o->buffer_mb = (size_t)v;
             break;
+        case OPT_SESSION:
+            if (strcmp(optarg, "shared") == 0)
+                o->session = SESSION_SHARED;
+            else if (strcmp(optarg, "fork") == 0)
+                o->session = SESSION_FORK;
+            else if (strcmp(optarg, "rollback") == 0)
+                o->session = SESSION_ROLLBACK;
+            else
+                return usage_error("--session: '%s' is not shared, fork or rollback", optarg);
+            session_given = 1;
+            break;
+        case OPT_PER_CONN: o->per_connection = 1; break;
+        case OPT_HTTP: o->http = 1; break;
+        case OPT_STARTUP_MB:
+            if (parse_num(optarg, 0, ISOB_SERVE_STARTUP_MAX_MB, &v)) {
+                char lim[160];
+                snprintf(lim, sizeof lim, "--startup-mb: '%s' is not from 0 to %u", optarg,
+                         ISOB_SERVE_STARTUP_MAX_MB);
+                return usage_error("%s", lim);
+            }
+            o->startup.startup_mb = (size_t)v;
+            break;
+        case OPT_PRELOAD_KEYS:
+            if (parse_num(optarg, 0, PRELOAD_KEYS_MAX, &v))
+                return usage_error("--preload-keys: '%s' is not from 0 to 10000000", optarg);
+            o->startup.preload_keys = (size_t)v;
+            break;
+        case OPT_PRELOAD_VALUE:
+            if (parse_num(optarg, 1, 1u << 20, &v))
+                return usage_error("--preload-value: '%s' is not from 1 to 1048576", optarg);
+            o->startup.preload_value = (size_t)v;
+            break;
         case 'h': usage(stdout); return -1;
         case ':': return usage_error("option %s needs a value", argv[optind - 1]);
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
@@ -426,6 +421,23 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
         return usage_error("unexpected argument '%s'", argv[optind]);
     if (!o->mech)
         return usage_error("serve needs -m MECH%s", "");
+    if (o->per_connection) {
+        if (session_given && o->session != SESSION_ROLLBACK)
+            return usage_error("--per-connection is a context per connection, which is --session "
+                               "rollback, not --session %s", o->session == SESSION_FORK ? "fork"
+                                                                                        : "shared");
+        o->session = SESSION_ROLLBACK;
+    }
+    if (o->startup.startup_mb && o->max_value < ISOB_SERVE_STARTUP_VALUE) {
+        char need[48];
+        snprintf(need, sizeof need, "%u", ISOB_SERVE_STARTUP_VALUE);
+        return usage_error("--startup-mb stores items of %s bytes: --max-value must allow them",
+                           need);
+    }
+    if (o->startup.preload_keys && o->startup.preload_value > o->max_value)
+        return usage_error("--preload-value: larger than --max-value%s", "");
+    if (o->http && o->startup.preload_keys)
+        return usage_error("--preload-keys stores memcached keys: it does not go with --http%s", "");
     if (o->comp_cpu == -2)
         o->comp_cpu = o->cpu;
     size_t least = buffer_min_mb(o->max_value);
@@ -550,6 +562,35 @@ static int stop_signals_init(void)
     return fds[0];
 }
 
+/* --- fork sessions end: SIGCHLD wakes the loop through a pipe ------------- */
+static int child_pipe_w = -1;
+
+static void on_child(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    char b = 0;
+    ssize_t n = write(child_pipe_w, &b, 1);
+    (void)n;
+    errno = saved;
+}
+
+/* The read end of the child-exit pipe, or -errno. */
+static int child_signal_init(void)
+{
+    int fds[2];
+    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0)
+        return -errno;
+    child_pipe_w = fds[1];
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sa.sa_handler = on_child;
+    sigaction(SIGCHLD, &sa, NULL);
+    return fds[0];
+}
+
 static int add_tag(int ep, int fd, void *tag)
 {
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = tag};
@@ -577,29 +618,71 @@ static int run(struct server *sv)
                 accept_all(sv);
                 continue;
             }
+            if (tag == &sv->child_tag) {
+                char drain[64];
+                while (read(sv->cfd, drain, sizeof drain) > 0)
+                    ;
+                session_fork_reap(sv);
+                continue;
+            }
             /* A connection closed earlier in this batch cannot appear
              * again: closing removed it from epoll, and events for one
              * descriptor come once per wait. */
-            struct conn *c = tag;
-            unsigned e = evs[i].events;
-            if ((e & EPOLLOUT) && conn_flush(sv, c) != 0)
-                continue;
-            if (e & (EPOLLIN | EPOLLHUP | EPOLLERR))
-                conn_readable(sv, c);
+            conn_event(sv, tag, evs[i].events);
         }
     }
 }
 
+/* Fork: start up once in a throw-away process before listening, so that a
+ * start-up that cannot work is an error now rather than in every session.
+ * 0, or the exit status (the process said why on stderr). */
+static int fork_trial(struct server *sv)
+{
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "isob serve: error: fork: %s\n", strerror(errno));
+        return 1;
+    }
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(1);
+        int rc = serve_start_up(sv);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}
+
+static const char *session_name(enum serve_session s)
+{
+    return s == SESSION_FORK ? "fork" : s == SESSION_ROLLBACK ? "rollback" : "shared";
+}
+
 int isob_serve_main(int argc, char **argv)
 {
-    struct serve_opts o;
+    static struct serve_opts o;
     int rc = parse_opts(argc, argv, &o);
     if (rc)
         return rc < 0 ? 0 : rc;
     const struct isob_mechanism *m = isob_mechanism_find(o.mech);
     if (!m)
         return usage_error("unknown mechanism '%s' (see isob list)", o.mech);
-    char why[256] = "";
+    if (o.session != SESSION_SHARED && (m->props & ISOB_TWO_CONTEXTS)) {
+        fprintf(stderr, "isob serve: error: --session %s gives each session its own copy of the "
+                "store, which mechanism %s keeps in a second context the copies would share: use "
+                "one without (direct, mprotect, ...) (see isob serve --help)\n",
+                session_name(o.session), m->name);
+        return EXIT_USAGE;
+    }
+    char why[512] = "";
+    if (o.session != SESSION_SHARED && session_check_limits(&o, why, sizeof why) != 0) {
+        fprintf(stderr, "isob serve: error: %s (see isob serve --help)\n", why);
+        return EXIT_USAGE;
+    }
     if (m->probe(why, sizeof why) != 0) {
         fprintf(stderr, "isob serve: mechanism %s cannot run here: %s\n", m->name, why);
         return EXIT_SKIP;
@@ -613,9 +696,12 @@ int isob_serve_main(int argc, char **argv)
     }
 
     static struct server sv;
+    sv.o = &o;
+    sv.mech = m;
     sv.max_conns = o.max_conns;
-    fit_fd_limit(&sv.max_conns);
-    sv.lfd = sv.sfd = sv.ep = sv.spare_fd = -1;
+    if (o.session == SESSION_SHARED)
+        fit_fd_limit(&sv.max_conns);
+    sv.lfd = sv.sfd = sv.ep = sv.spare_fd = sv.cfd = -1;
     /* Before the compartment, whose set-up (a large heap) may take time:
      * a stop signal is obeyed from here on. */
     sv.sfd = stop_signals_init();
@@ -623,15 +709,21 @@ int isob_serve_main(int argc, char **argv)
         fprintf(stderr, "isob serve: error: setting up signal handling: %s\n", isob_strerror(sv.sfd));
         return 1;
     }
-    /* The compartment next, and an error before "listening" if it cannot
-     * be made: a mechanism reports its server's failure at create. */
-    rc = isob_serve_init(&sv.s, m, o.heap_mb << 20, o.max_value, o.comp_cpu, o.buffer_mb << 20);
-    if (rc) {
-        fprintf(stderr, "isob serve: error: creating the %s compartment (heap %zu MiB): %s\n",
-                m->name, o.heap_mb, isob_strerror(rc));
+    /* The state sessions start from, and an error before "listening" if it
+     * cannot be made: a mechanism reports its server's failure at create.
+     * A fork listener holds none: each session makes its own. */
+    if (o.session == SESSION_FORK) {
+        sv.kids = calloc(sv.max_conns, sizeof *sv.kids);
+        if (!sv.kids) {
+            fprintf(stderr, "isob serve: error: %s\n", strerror(ENOMEM));
+            return 1;
+        }
+        if (fork_trial(&sv) != 0)
+            return 1;
+        sv.cfd = child_signal_init();
+    } else if (serve_start_up(&sv) != 0) {
         return 1;
     }
-    sv.s.evict = !o.no_evict;
     int status = 1;
     unsigned port = 0;
     sv.lfd = listen_on(o.bind, o.port, &port);
@@ -643,19 +735,26 @@ int isob_serve_main(int argc, char **argv)
     sv.ep = epoll_create1(EPOLL_CLOEXEC);
     sv.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (sv.ep < 0 || add_tag(sv.ep, sv.lfd, &sv.listen_tag) != 0 ||
-        add_tag(sv.ep, sv.sfd, &sv.signal_tag) != 0) {
+        add_tag(sv.ep, sv.sfd, &sv.signal_tag) != 0 ||
+        (o.session == SESSION_FORK && (sv.cfd < 0 || add_tag(sv.ep, sv.cfd, &sv.child_tag) != 0))) {
         fprintf(stderr, "isob serve: error: setting up epoll: %s\n", strerror(errno));
         goto out;
     }
-    fprintf(stderr, "isob serve: listening on %s:%u (mechanism %s)\n", o.bind, port, m->name);
+    fprintf(stderr, "isob serve: listening on %s:%u (mechanism %s), session %s, %s\n", o.bind, port,
+            m->name, session_name(o.session), o.http ? "http" : "memcache");
     status = run(&sv);
 out:
     while (sv.conns)
         conn_close(&sv, sv.conns);
+    if (o.session == SESSION_FORK)
+        session_fork_end_all(&sv);
+    free(sv.kids);
     if (sv.lfd >= 0)
         close(sv.lfd);
     if (sv.sfd >= 0)
         close(sv.sfd);
+    if (sv.cfd >= 0)
+        close(sv.cfd);
     if (sv.ep >= 0)
         close(sv.ep);
     if (sv.spare_fd >= 0)

@@ -173,6 +173,68 @@ static void t_two_contexts_answer_for_themselves(void)
     CHECK_EQ_LONG(count_children(), 0);
 }
 
+/* Shared anonymous mappings of this process: the link pages of the lwc
+ * library are such mappings, and nothing else in these tests makes one. */
+static uint64_t shared_zero_maps(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        return UINT64_MAX;
+    char line[512];
+    uint64_t n = 0;
+    while (fgets(line, sizeof line, f)) {
+        char perms[8] = "";
+        if (sscanf(line, "%*s %7s", perms) == 1 && perms[3] == 's' && strstr(line, "/dev/zero"))
+            n++;
+    }
+    fclose(f);
+    return n;
+}
+
+/* More contexts than one chunk of link pages holds, each answering for
+ * itself, each holding its own link page and no sibling's; handles freed
+ * in the middle are reused, and every process is gone at the end. */
+#define MANY 200
+static void t_many_contexts_each_alone(void)
+{
+    alarm(CASE_ALARM_S);
+    static int hs[MANY];
+    uint64_t base = shared_zero_maps();
+    CHECK(base != UINT64_MAX);
+    for (int round = 0; round < 2; round++) {
+        for (int k = round ? MANY / 2 : 0; k < MANY; k++) {
+            int caller;
+            struct lwc_msg in;
+            int h = lwc_create(NULL, 0, 0, &caller, &in);
+            if (h == LWC_SWITCHED) {
+                for (;;) {
+                    struct lwc_msg out = msg1(in.w[0] * 1000 + (uint64_t)k);
+                    out.w[1] = shared_zero_maps();
+                    lwc_switch(caller, &out, &caller, &in);
+                }
+            }
+            CHECK(h > 0);
+            hs[k] = h;
+        }
+        for (int k = 0; k < MANY; k++) {
+            struct lwc_msg out = msg1((uint64_t)round + 1), back;
+            int from = -1;
+            CHECK_EQ_LONG(lwc_switch(hs[k], &out, &from, &back), 0);
+            CHECK_EQ_LONG(from, hs[k]);
+            CHECK_EQ_LONG(back.w[0], (uint64_t)(round + 1) * 1000 + (uint64_t)k);
+            /* Its own link, and none of its siblings' (nor its creator's
+             * chunks of them). */
+            CHECK_EQ_LONG(back.w[1], base + 1);
+        }
+        if (round == 0)
+            for (int k = MANY / 2; k < MANY; k++)
+                CHECK_EQ_LONG(lwc_destroy(hs[k]), 0);
+    }
+    for (int k = 0; k < MANY; k++)
+        CHECK_EQ_LONG(lwc_destroy(hs[k]), 0);
+    CHECK_EQ_LONG(count_children(), 0);
+}
+
 /* A context blocks until its first switch: it has run none of its own
  * code before (a shared flag it sets first thing stays 0). */
 static void t_blocked_until_first_switch(void)
@@ -891,6 +953,7 @@ int main(void)
 {
     TAP_CASE(t_switch_arguments_round_trip);
     TAP_CASE(t_two_contexts_answer_for_themselves);
+    TAP_CASE(t_many_contexts_each_alone);
     TAP_CASE(t_blocked_until_first_switch);
     TAP_CASE(t_cow_snapshot_isolation);
     TAP_CASE(t_shared_visible_both_ways);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "isob_config.h"
+#include "isobench/loadgen.h"
 #include "isobench/proto.h"
 #include "isobench/serve.h"
 #include "tap.h"
@@ -315,6 +316,95 @@ static void t_parse_binary_junk(void)
     CHECK(cmds > 0);
 }
 
+/* --- HTTP/1.x GET (--http) -------------------------------------------------- */
+
+static int hparse(struct isob_proto *p, const char *s, struct isob_proto_cmd *cmd)
+{
+    size_t need = 99;
+    int r = isob_http_parse(p, (const unsigned char *)s, strlen(s), cmd, &need);
+    CHECK_EQ_LONG(need, 0);
+    return r;
+}
+
+static void t_http_parse_get(void)
+{
+    struct isob_proto p;
+    struct isob_proto_cmd c;
+    isob_proto_init(&p, 1024);
+    /* HTTP/1.0 closes unless asked to keep the connection; 1.1 keeps it
+     * unless asked to close. */
+    static const struct { const char *in; int keep; } cases[] = {
+        {"GET / HTTP/1.0\r\n\r\n", 0},
+        {"GET / HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\n\r\n", 1},
+        {"GET / HTTP/1.0\r\nconnection:Keep-Alive\r\n\r\n", 1},
+        {"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 1},
+        {"GET / HTTP/1.1\r\nConnection: TE, close\r\n\r\n", 0},
+        {"GET / HTTP/1.0\n\n", 0},
+        {"\r\nGET / HTTP/1.0\r\nContent-Length: 0\r\n\r\n", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK_EQ_LONG(hparse(&p, cases[i].in, &c), ISOB_PROTO_CMD);
+        CHECK_EQ_LONG(c.op, ISOB_OP_HTTP_GET);
+        CHECK(c.key_len == 1 && c.key[0] == '/');
+        CHECK_EQ_LONG(c.keep_alive, cases[i].keep);
+        CHECK_EQ_LONG(c.consumed, strlen(cases[i].in));
+    }
+    /* Pipelined: one request at a time, the path as sent. */
+    const char two[] = "GET /a/b?c HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n";
+    CHECK_EQ_LONG(hparse(&p, two, &c), ISOB_PROTO_CMD);
+    CHECK(c.key_len == 6 && memcmp(c.key, "/a/b?c", 6) == 0);
+    CHECK_EQ_LONG(c.consumed, strlen("GET /a/b?c HTTP/1.1\r\n\r\n"));
+    /* A head arriving in pieces: more is needed until its empty line, and
+     * the line split across two reads is still found. */
+    const char *head = "GET / HTTP/1.0\r\nHost: x\r\n\r\n";
+    size_t n = strlen(head), need;
+    for (size_t cut = 0; cut < n; cut++)
+        CHECK_EQ_LONG(isob_http_parse(&p, (const unsigned char *)head, cut, &c, &need),
+                      ISOB_PROTO_MORE);
+    CHECK_EQ_LONG(isob_http_parse(&p, (const unsigned char *)head, n, &c, &need), ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.consumed, n);
+}
+
+static void t_http_parse_refusals(void)
+{
+    struct isob_proto p;
+    struct isob_proto_cmd c;
+    isob_proto_init(&p, 1024);
+    static const struct { const char *in, *status; } cases[] = {
+        {"POST / HTTP/1.0\r\n\r\n", "HTTP/1.0 405 "},
+        {"get / HTTP/1.0\r\n\r\n", "HTTP/1.0 405 "},
+        {"GET / HTTP/2.0\r\n\r\n", "HTTP/1.0 505 "},
+        {"GET / FTP/1.0\r\n\r\n", "HTTP/1.0 400 "},
+        {"GET /\r\n\r\n", "HTTP/1.0 400 "},
+        {"GET  / HTTP/1.0\r\n\r\n", "HTTP/1.0 400 "},
+        {"GET x HTTP/1.0\r\n\r\n", "HTTP/1.0 400 "},
+        {"GET / HTTP/1.0\r\nno colon\r\n\r\n", "HTTP/1.0 400 "},
+        {"GET / HTTP/1.0\r\nContent-Length: 3\r\n\r\nabc", "HTTP/1.0 400 "},
+        {"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", "HTTP/1.0 400 "},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK_EQ_LONG(hparse(&p, cases[i].in, &c), ISOB_PROTO_CMD);
+        CHECK_EQ_LONG(c.op, ISOB_OP_ERROR);
+        CHECK_EQ_LONG(c.close, 1);
+        if (strncmp(c.reply, cases[i].status, strlen(cases[i].status)) != 0)
+            fprintf(stderr, "# %s -> %s", cases[i].in, c.reply);
+        CHECK(strncmp(c.reply, cases[i].status, strlen(cases[i].status)) == 0);
+        CHECK(strstr(c.reply, "Connection: close\r\n\r\n") != NULL);
+    }
+    /* A path longer than a key may be, and a head that never ends. */
+    static char line[ISOB_HTTP_HEAD_MAX + 64];
+    int n = snprintf(line, sizeof line, "GET /%0*d HTTP/1.0\r\n\r\n", ISOB_PROTO_KEY_MAX, 0);
+    CHECK(n > 0);
+    CHECK_EQ_LONG(hparse(&p, line, &c), ISOB_PROTO_CMD);
+    CHECK(strncmp(c.reply, "HTTP/1.0 414 ", 13) == 0);
+    memset(line, 'a', sizeof line - 1);
+    memcpy(line, "GET / HTTP/1.0\r\nX: ", 19);
+    line[sizeof line - 1] = 0;
+    CHECK_EQ_LONG(hparse(&p, line, &c), ISOB_PROTO_CMD);
+    CHECK(strncmp(c.reply, "HTTP/1.0 431 ", 13) == 0);
+    CHECK_EQ_LONG(c.close, 1);
+}
+
 /* --- parser and executor, no sockets --------------------------------------- */
 
 /* One simulated connection: bytes go in as the server reads them (into
@@ -496,6 +586,82 @@ static void check_session(const char *mech)
         CHECK_STR(got, SESSION_OUT);
         isob_serve_fini(&s);
     }
+}
+
+/* --http against a real compartment: the document start-up stored at "/",
+ * a 404 for another path, keep-alive as asked, and every 200 reply is what
+ * isob loadgen accepts. */
+static void t_http_serves_document(void)
+{
+    struct isob_serve s;
+    serve_on(&s, "direct");
+    s.http = 1;
+    struct isob_serve_startup su = {0};
+    CHECK_EQ_LONG(isob_serve_startup(&s, &su), 0);
+    const char in[] = "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+                      "GET /nothing HTTP/1.1\r\n\r\n"
+                      "GET / HTTP/1.0\r\n\r\n"
+                      "GET / HTTP/1.0\r\n\r\n";
+    size_t chunks[] = {0, 1, 7};
+    for (size_t k = 0; k < sizeof chunks / sizeof chunks[0]; k++) {
+        int closed = 0;
+        char *got = converse_n(&s, in, sizeof in - 1, chunks[k], &closed);
+        size_t len = conv_len, used = 0;
+        int keep = 0;
+        char why[200] = "";
+        CHECK_EQ_LONG(isob_lg_check_http(got, len, ISOB_HTTP_DOC, ISOB_HTTP_DOC_BYTES, &used, &keep,
+                                         why, sizeof why), ISOB_LG_OK);
+        CHECK_EQ_LONG(keep, 1);
+        got += used;
+        len -= used;
+        const char nf[] = "HTTP/1.0 404 Not Found\r\n";
+        CHECK(strncmp(got, nf, sizeof nf - 1) == 0);
+        CHECK(strstr(got, "Connection: keep-alive\r\n") != NULL);
+        char *second = strstr(got, "HTTP/1.0 200 ");
+        CHECK(second != NULL);
+        len -= (size_t)(second - got);
+        CHECK_EQ_LONG(isob_lg_check_http(second, len, ISOB_HTTP_DOC, ISOB_HTTP_DOC_BYTES, &used,
+                                         &keep, why, sizeof why), ISOB_LG_OK);
+        CHECK_EQ_LONG(keep, 0);
+        /* The request without keep-alive ends the connection: the fourth
+         * is never answered. */
+        CHECK_EQ_LONG(used, len);
+        CHECK_EQ_LONG(closed, 1);
+    }
+    CHECK_EQ_LONG(s.st.get_hits, 6);
+    CHECK_EQ_LONG(s.st.get_misses, 3);
+    isob_serve_fini(&s);
+}
+
+/* Start-up stores loadgen's keys with loadgen's values and the start-up
+ * items, each as isob_serve_startup_value makes it, and counts them. */
+static void t_startup_state(void)
+{
+    struct isob_serve s;
+    const struct isob_mechanism *m = isob_mechanism_find("direct");
+    struct isob_serve_startup su = {.preload_keys = 100, .preload_value = 45, .startup_mb = 1};
+    CHECK_EQ_LONG(isob_serve_init(&s, m, TEST_HEAP + isob_serve_startup_heap(&su),
+                                  isob_serve_value_limit(), -1, SIZE_MAX), 0);
+    CHECK_EQ_LONG(isob_serve_startup(&s, &su), 0);
+    CHECK_EQ_LONG(s.preloaded, 100);
+    CHECK_EQ_LONG(s.startup_items, 16);
+    /* Start-up is no client's doing. */
+    CHECK_EQ_LONG(s.st.cmd_set, 0);
+    char key[32], want[256], v[45];
+    isob_lg_key(99, key, sizeof key);
+    isob_lg_value(99, v, sizeof v);
+    snprintf(want, sizeof want, "VALUE %s 0 45\r\n%.45s\r\nEND\r\n", key, v);
+    char get[64];
+    snprintf(get, sizeof get, "get %s\r\n", key);
+    CHECK_STR(converse(&s, get), want);
+    static unsigned char item[ISOB_SERVE_STARTUP_VALUE];
+    isob_serve_startup_value(15, item, sizeof item);
+    char *got = converse(&s, "get startup_000015\r\n");
+    const char head[] = "VALUE startup_000015 0 65502\r\n";
+    CHECK(strncmp(got, head, sizeof head - 1) == 0);
+    CHECK(memcmp(got + sizeof head - 1, item, sizeof item) == 0);
+    CHECK_STR(converse(&s, "get startup_000016\r\n"), "END\r\n");
+    isob_serve_fini(&s);
 }
 
 static void t_session_direct(void) { check_session("direct"); }
@@ -1077,6 +1243,10 @@ int main(void)
     TAP_CASE(t_parse_line_too_long);
     TAP_CASE(t_parse_too_large_swallows);
     TAP_CASE(t_parse_binary_junk);
+    TAP_CASE(t_http_parse_get);
+    TAP_CASE(t_http_parse_refusals);
+    TAP_CASE(t_http_serves_document);
+    TAP_CASE(t_startup_state);
     TAP_CASE(t_session_direct);
     TAP_CASE(t_session_process_futex);
     TAP_CASE(t_noreply);

@@ -26,8 +26,10 @@ def test_list_json_contract(isobench):
     assert mechs["mpk"]["reason"] == "CPU has no PKU"
     assert mechs["mpk"]["isolation"] == "untested"
     assert "test-crash" not in mechs  # test mechanisms only on request
-    # kv-server is added by the Python side (it drives servers; not an isob subcommand).
-    assert [b["name"] for b in doc["benchmarks"]] == ["switch", "pingpong", "kv", "kv-server"]
+    # kv-server, lwc-serve and lwc-conns are added by the Python side (they
+    # drive servers; not isob subcommands).
+    assert [b["name"] for b in doc["benchmarks"]] == ["switch", "pingpong", "kv", "kv-server",
+                                                      "lwc-serve", "lwc-conns"]
 
 
 def test_isolation_untested_when_the_test_crashes_or_hangs(isobench):

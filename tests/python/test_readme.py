@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from isobench.measure import kvserver
+from isobench.measure import driver
 
 from conftest import REPO
 
@@ -35,8 +35,10 @@ def _table_names(heading):
 
 
 def test_every_benchmark_has_its_line():
-    # kv-server is driven from Python (isob serve beside memcached), not listed by isob.
-    names = {b["name"] for b in _catalog()["benchmarks"]} | {kvserver.BENCHMARK}
+    # kv-server, lwc-serve and lwc-conns are driven from Python (isob serve
+    # under a load generator), not listed by isob.
+    names = {b["name"] for b in _catalog()["benchmarks"]} | {
+        b.name for b in driver.PYTHON_BENCHMARKS}
     assert names == _table_names("### Benchmarks")
 
 

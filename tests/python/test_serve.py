@@ -378,6 +378,12 @@ def test_wrapper_builds_argv(monkeypatch):
     args = parser.parse_args(["serve", "-m", "direct", "--buffer-mb", "32", "-M"])
     assert serve.isob_argv(args) == [str(ISOB), "serve", "-m", "direct", "--buffer-mb", "32",
                                      "--no-evict"]
+    args = parser.parse_args(["serve", "-m", "direct", "--session", "fork", "--http",
+                              "--startup-mb", "64", "--preload-keys", "10"])
+    assert serve.isob_argv(args) == [str(ISOB), "serve", "-m", "direct", "--session", "fork",
+                                     "--startup-mb", "64", "--preload-keys", "10", "--http"]
+    args = parser.parse_args(["serve", "-m", "direct", "--per-connection"])
+    assert serve.isob_argv(args)[-1] == "--per-connection"
 
 
 def test_wrapper_execs_isob():

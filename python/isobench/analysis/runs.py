@@ -36,7 +36,7 @@ REFERENCES: dict[str, str] = {"kv-server": "memcached"}
 # Counters that are an outside client's wall-clock view (kv-server's
 # throughput and latencies as memcaslap reports them).  A PMU would not
 # change them, so the "no-pmu" check does not count them.
-CLIENT_COUNTERS = frozenset({"memcaslap"})
+CLIENT_COUNTERS = frozenset({"memcaslap", "loadgen"})
 
 MICRO, MACRO, UNKNOWN_KIND = "micro", "macro", "unknown"
 # Microbenchmarks isolate one cost (a switch, an OS primitive); macrobenchmarks
@@ -52,7 +52,9 @@ BENCHMARK_KINDS = {"switch": MICRO, "pingpong": MICRO, "oslat": MICRO, "kv": MAC
                    # docs/lwc.md: creation, switch and monitored calls are micro;
                    # signing with the key in a context is the use case itself.
                    "lwc-create": MICRO, "lwc-switch": MICRO, "refmon": MICRO,
-                   "lwc-sign": MACRO}
+                   "lwc-sign": MACRO,
+                   # docs/serve.md: servers under isob loadgen.
+                   "lwc-serve": MACRO, "lwc-conns": MACRO}
 
 # Result params that report what happened rather than select what was
 # measured (the kv benchmark prints its own mean, request counts, store
@@ -86,6 +88,11 @@ OUTPUT_PARAMS = frozenset({
     "reps", "minflt_min", "minflt_median", "minflt_max", "minflt", "pages", "pages_saved",
     "scanned_pages", "round_trips", "b_ran", "median_a_to_b", "median_b_to_a",
     "monitored_calls", "monitored_expected", "denied", "probe",
+    # lwc-serve, lwc-conns (lwcserve.py): what isob loadgen reported.
+    "throughput_rps", "sessions_done", "connects", "duration_s", "samples_every",
+    "client_busy", "client_cpu_s", "server_busy", "server_cpu_s", "server_processes",
+    "latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p999_us",
+    "latency_mean_us", "latency_max_us",
 })
 
 # How a result finds its baseline among the `direct` results of the same run

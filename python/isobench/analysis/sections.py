@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from . import lwc, microkernel, oslat, workloads
+from . import lwc, lwcserve, microkernel, oslat, workloads
 from .runs import RunData
 
 Builder = Callable[[RunData, Mapping], "dict | None"]
@@ -35,6 +35,7 @@ SECTIONS: tuple[tuple[str, Builder], ...] = (
     ("microkernel-ipc", microkernel.build_ipc),
     ("microkernel-delegate", microkernel.build_delegate),
     ("microkernel-sched", microkernel.build_sched),
+    ("lwc-serve", lwcserve.build),
 )
 
 

@@ -304,6 +304,14 @@ class Driver:
 # driver.py free of imports of the runner side).
 KV_SERVER = Benchmark("kv-server", "isob serve over each mechanism beside memcached, driven "
                       "by memcaslap (throughput, latency; Python-driven)", True)
+# lwC's server use cases (lwcserve.py), also driven from Python; they take
+# no mechanism (the server's session mode is in each result's params).
+LWC_SERVE = Benchmark("lwc-serve", "isob serve --session shared|fork|rollback under isob "
+                      "loadgen, per session length (throughput, latency, CPU; Python-driven)",
+                      False)
+LWC_CONNS = Benchmark("lwc-conns", "isob serve --per-connection beside -m direct and memcached "
+                      "at 16..4096 connections (Python-driven)", False)
+PYTHON_BENCHMARKS = (KV_SERVER, LWC_SERVE, LWC_CONNS)
 
 
 def _catalog_from(listing: dict) -> Catalog:
@@ -319,9 +327,11 @@ def _catalog_from(listing: dict) -> Catalog:
                   primitives=tuple(_primitive(p) for p in b.get("primitives") or ()),
                   options=tuple(_option(o) for o in b.get("options") or ()))
         for b in listing["benchmarks"])
-    # kv-server runs from Python (kvserver.py), so isob does not list it.
-    if not any(b.name == KV_SERVER.name for b in benches):
-        benches += (KV_SERVER,)
+    # kv-server, lwc-serve and lwc-conns run from Python (kvserver.py,
+    # lwcserve.py), so isob does not list them.
+    for extra in PYTHON_BENCHMARKS:
+        if not any(b.name == extra.name for b in benches):
+            benches += (extra,)
     confs = tuple(
         Confinement(name=_str(c["name"]), summary=str(c.get("summary") or ""),
                     threat=str(c.get("threat") or ""),

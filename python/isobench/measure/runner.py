@@ -47,7 +47,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Mapping, Sequence, TextIO
 
-from . import kvserver, proc
+from . import kvserver, lwcserve, proc
 from . import progress as progress_
 from .driver import EXIT_FAILED, EXIT_OK, EXIT_SKIP, EXIT_USAGE, Catalog, Driver, describe_exit
 from .records import NO_MECHANISM, Header, ProtocolError, Result, parse_line
@@ -277,7 +277,7 @@ def check_options(driver: Driver, catalog: Catalog, benchmarks: Sequence[str],
     judge is refused before a store is opened.  UsageError with isob's line."""
     for name in benchmarks:
         bench = catalog.benchmark(name)
-        if bench is None or name == kvserver.BENCHMARK:
+        if bench is None or name == kvserver.BENCHMARK or name in lwcserve.BENCHMARKS:
             continue
         mech = mechanisms[0] if bench.needs_mechanism and mechanisms else None
         extra: tuple[str, ...] = ()
@@ -401,6 +401,17 @@ def run_kvserver_job(driver: Driver, job: Job, opts: Options,
     return out
 
 
+def run_lwcserve_job(driver: Driver, job: Job, opts: Options,
+                     on_result: Callable[[Result, str, str], None]) -> JobOutcome:
+    """One repetition of lwc-serve or lwc-conns: every point of its sweep."""
+    out = JobOutcome(job)
+    t0 = time.monotonic()
+    out.results = lwcserve.run(job.benchmark, str(driver.path), opts.quick, opts.seconds,
+                               on_result)
+    out.elapsed = time.monotonic() - t0
+    return out
+
+
 def judge_exit(ex: proc.ChildExit, timeout: float, results: Sequence[Result],
                bad_lines: Sequence[str]) -> tuple[str, str] | None:
     """(status, reason) of the extra record a child's ending calls for, or None.
@@ -470,6 +481,8 @@ def run_jobs(driver: Driver, jobs: Iterable[Job], opts: Options, sink: Sink,
         if job.benchmark == kvserver.BENCHMARK:
             # Not an isob subcommand: servers and client are driven from Python.
             out = run_kvserver_job(driver, job, opts, on_result)
+        elif job.benchmark in lwcserve.BENCHMARKS:
+            out = run_lwcserve_job(driver, job, opts, on_result)
         else:
             out = run_job(driver, job, opts, on_result)
         if progress:

@@ -37,7 +37,15 @@ _OPTIONS = (
     ("cpu", "--cpu"),
     ("comp_cpu", "--comp-cpu"),
     ("max_conns", "--max-conns"),
+    ("session", "--session"),
+    ("startup_mb", "--startup-mb"),
+    ("preload_keys", "--preload-keys"),
+    ("preload_value", "--preload-value"),
 )
+# argparse dest -> isob serve flag.
+_FLAGS = (("no_evict", "--no-evict"), ("per_connection", "--per-connection"),
+          ("http", "--http"))
+SESSIONS = ("shared", "fork", "rollback")
 
 
 def _whole(low: int, high: int):
@@ -91,6 +99,22 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--max-conns", type=_whole(1, 1000000), metavar="N",
                    help=f"open connections at most; more are refused "
                         f"(default: {DEFAULT_MAX_CONNS})")
+    p.add_argument("--session", choices=SESSIONS, metavar="S",
+                   help="what sessions (connections) share: shared (one store), fork (a "
+                        "process per connection that starts up by itself), rollback (a "
+                        "light-weight context per connection made from the state after "
+                        "start-up, discarded when it ends); docs/serve.md (default: shared)")
+    p.add_argument("--per-connection", action="store_true",
+                   help="one context per connection: the same as --session rollback")
+    p.add_argument("--http", action="store_true",
+                   help="serve HTTP/1.x GET of the 45-byte document isob loadgen checks "
+                        "instead of the memcached protocol")
+    p.add_argument("--startup-mb", type=_whole(0, 16384), metavar="N",
+                   help="build N MiB of start-up state before serving (default: 0)")
+    p.add_argument("--preload-keys", type=_whole(0, 10000000), metavar="K",
+                   help="store isob loadgen's keys at start-up (default: 0)")
+    p.add_argument("--preload-value", type=_whole(1, 1 << 20), metavar="B",
+                   help="bytes of each preloaded value (default: 45)")
     p.set_defaults(func=serve_main)
     return p
 
@@ -106,8 +130,9 @@ def isob_argv(args: argparse.Namespace | Sequence[str]) -> list[str]:
         value = getattr(args, dest, None)
         if value is not None:
             argv += [option, str(value)]
-    if getattr(args, "no_evict", False):
-        argv.append("--no-evict")
+    for dest, flag in _FLAGS:
+        if getattr(args, dest, False):
+            argv.append(flag)
     return argv
 
 

@@ -54,6 +54,16 @@ RENDERERS: dict[str, Renderer] = {
 }
 
 
+def _register() -> None:
+    # lwcserve imports Renderer from here, so it registers itself once
+    # RENDERERS exists.
+    from . import lwcserve
+    RENDERERS["lwc-serve"] = lwcserve.RENDERER
+
+
+_register()
+
+
 def each(doc: Mapping):
     for name, section in (doc.get("sections") or {}).items():
         r = RENDERERS.get(name)

@@ -1,0 +1,352 @@
+"""lwC's server use cases: `isobench run lwc-serve` and `isobench run lwc-conns`.
+
+Like kv-server (kvserver.py), these are orchestrated from Python: real
+servers, loaded by a real client, ``isob loadgen`` (src/loadgen/), which
+checks every reply byte for byte and prints one JSON line with its
+throughput, latency percentiles and the CPU time of itself and of the
+server's process tree over the run.
+
+lwc-serve (the rollback use case, docs/serve.md "Sessions"): ``isob serve -m
+direct --session MODE`` for MODE in shared, fork and rollback, loaded with
+sessions of L requests (a connection closed and opened again after L), for
+L in 1, 2, 4, ..., 256 (--quick: 1, 16, 256), over the memcached protocol,
+over HTTP/1.0 GET of the 45-byte document, and over the memcached protocol
+with 64 MiB of start-up state (``--startup-mb 64``, the PHP case of the lwC
+slides: fork pays start-up per session, rollback only the discard).
+
+lwc-conns (the session-isolation use case): ``isob serve --per-connection``
+(one light-weight context per connection) beside ``isob serve -m direct``
+(one shared store) and memcached (one worker thread), at concurrency C in
+16, 64, 256, 1024, 4096 (--quick: 16, 256, 1024) long-lived connections,
+each run for at least C/128 seconds: opening every connection (and its
+context) is part of the run and of its throughput.  A
+concurrency the descriptor limit cannot hold (the client's C sockets and
+the server's C) gives a skipped result that names the limit; nothing runs
+beyond it.
+
+Both take no mechanism: their results carry mechanism "-" and say what
+served in params (``server``: shared, fork, rollback, per-connection, direct
+or memcached).  One result per point:
+
+- samples (unit ns): per-request latencies, every k-th in measuring order
+  (loadgen --samples), k in ``params.samples_every``;
+- ``params.throughput_rps`` and ``latency_{p50,p90,p99,p999,mean,max}_us``:
+  loadgen's figures over every request, not only the kept samples;
+- ``params.client_busy`` and ``params.server_busy``: CPU seconds over the
+  run's wall-clock seconds of the generator and of the server with every
+  process below it (fork and rollback sessions are processes).  Each is
+  pinned to a CPU of its own when two are allowed, so a figure near 1 is a
+  saturated CPU: the section says which of the two saturated first.
+
+A point whose client saw a wrong reply or a failed connection is a failed
+result with loadgen's first error: throughput of wrong answers is not
+throughput.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import time
+from typing import Callable, Iterator
+
+from . import proc
+from .kvserver import READY, Server, StartError, _connectable, _cpus, _pin, _wait_ready, free_port
+from .records import NO_MECHANISM, Result
+from ..store import now_ms
+
+SERVE = "lwc-serve"
+CONNS = "lwc-conns"
+BENCHMARKS = (SERVE, CONNS)
+
+MODES = ("shared", "fork", "rollback")
+LENGTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+QUICK_LENGTHS = (1, 16, 256)
+# (protocol, start-up MiB): the plain server over both protocols, then the
+# start-up-heavy variant.
+VARIANTS = (("memcache", 0), ("http", 0), ("memcache", 64))
+
+CONCURRENCY = (16, 64, 256, 1024, 4096)
+QUICK_CONCURRENCY = (16, 256, 1024)
+CONNS_SERVERS = ("per-connection", "direct", "memcached")
+# Requests per connection in lwc-conns: more than any run sends, so every
+# connection (and its context) lives through the run.
+LONG_SESSION = 1_000_000_000
+
+SERVE_MECHANISM = "direct"  # the store's compartment under every isob server here
+CONNECTIONS = 16            # lwc-serve's concurrent sessions
+KEYS = 1000
+VALUE_BYTES = 45
+# isob serve's heap: the keys need some 100 KiB.  The heap is populated at
+# start-up, so a bigger one would be start-up work that fork pays per
+# session unasked (64 MiB: ten times fewer sessions per second here); the
+# start-up-heavy variant adds its 64 MiB on purpose.  memcached allocates as
+# it fills and keeps its usual 64.
+HEAP_MB = 8
+MEMCACHED_MB = 64
+SAMPLES = 2000
+SECONDS = 2.0
+QUICK_SECONDS = 1.0
+STARTUP_SECONDS = 3.0  # at least, for the start-up-heavy variant
+
+# lwc-conns loads each server for at least this many seconds per
+# connection: opening C connections (and, per connection, a context) is part
+# of the run, and at 4096 it takes seconds on a small machine.
+SECONDS_PER_CONN = 1 / 128
+
+# Descriptors the client and the server use beside their connections
+# (standard streams, the listener, epoll, pipes, the lwc links).
+FD_SLACK = 64
+
+# Bounds on waiting (seconds), only so that nothing can hang a run.
+CLIENT_SLACK = 60.0
+
+
+def seconds_for(quick: bool, asked: float | None) -> float:
+    return float(asked) if asked else (QUICK_SECONDS if quick else SECONDS)
+
+
+def conns_seconds(seconds: float, conns: int) -> float:
+    """lwc-conns' run time at concurrency conns: long enough to open them all."""
+    return max(seconds, conns * SECONDS_PER_CONN)
+
+
+def serve_points(quick: bool) -> Iterator[tuple[str, str, int, int]]:
+    """(mode, protocol, start-up MiB, L) of lwc-serve, in measuring order."""
+    for proto, startup in VARIANTS:
+        for mode in MODES:
+            for length in (QUICK_LENGTHS if quick else LENGTHS):
+                yield mode, proto, startup, length
+
+
+def conns_points(quick: bool) -> Iterator[tuple[str, int]]:
+    """(server, concurrency) of lwc-conns, in measuring order."""
+    for c in (QUICK_CONCURRENCY if quick else CONCURRENCY):
+        for server in CONNS_SERVERS:
+            yield server, c
+
+
+def fd_limit() -> int:
+    """The soft descriptor limit every child inherits."""
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def fds_needed(concurrency: int) -> int:
+    """Descriptors the most loaded of client and server holds at concurrency C."""
+    return concurrency + FD_SLACK
+
+
+# ---- processes ----
+
+def start_isob(isob: str, extra: list[str], cpu: int | None) -> tuple[Server, int]:
+    argv = [isob, "serve", "-m", SERVE_MECHANISM, "--port", "0", "--heap-mb", str(HEAP_MB),
+            *extra]
+    if cpu is not None:
+        argv += ["--cpu", str(cpu)]
+    server = Server(argv)
+
+    def ready() -> int | None:
+        m = READY.search(server.output())
+        return int(m[1]) if m else None
+
+    try:
+        _wait_ready(server, ready)
+        port = ready()
+    except BaseException:
+        server.stop()
+        raise
+    return server, port
+
+
+def start_memcached(cpu: int | None, conns: int) -> tuple[Server, int]:
+    exe = shutil.which("memcached")
+    if exe is None:
+        raise StartError("memcached is not on PATH (scripts/setup-system.sh installs it)",
+                         skipped=True)
+    port = free_port()
+    argv = [exe, "-t", "1", "-p", str(port), "-l", "127.0.0.1", "-m", str(MEMCACHED_MB), "-U", "0",
+            "-c", str(conns + FD_SLACK)]
+    if os.geteuid() == 0:
+        argv += ["-u", "root"]  # memcached refuses to run as root without -u
+    server = Server(_pin(argv, cpu))
+    try:
+        _wait_ready(server, lambda: port if _connectable(port) else None)
+    except BaseException:
+        server.stop()
+        raise
+    return server, port
+
+
+def run_loadgen(isob: str, port: int, server_pid: int, *, proto: str, conns: int,
+                session: int, seconds: float, cpu: int | None) -> tuple[dict | None, str]:
+    """isob loadgen against 127.0.0.1:port: (its JSON line, error or '')."""
+    argv = [isob, "loadgen", "--port", str(port), "--proto", proto, "--conns", str(conns),
+            "--session", str(session), "--duration", f"{seconds:g}",
+            "--server-pid", str(server_pid), "--samples", str(SAMPLES)]
+    if proto == "memcache":
+        argv += ["--keys", str(KEYS), "--value-size", str(VALUE_BYTES)]
+    if cpu is not None:
+        argv += ["--cpu", str(cpu)]
+    found: list[dict] = []
+
+    def on_line(text: str) -> None:
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError:
+            return
+        if isinstance(obj, dict) and obj.get("type") == "loadgen":
+            found.append(obj)
+
+    try:
+        ex = proc.run_lines(argv, timeout=seconds + CLIENT_SLACK, on_line=on_line)
+    except OSError as e:
+        return None, f"cannot run {isob} loadgen: {e.strerror or e}"
+    line = found[0] if found else None
+    if ex.timed_out:
+        return line, f"isob loadgen timed out after {seconds + CLIENT_SLACK:g} s"
+    if line is None:
+        return None, (f"isob loadgen exited with status {ex.returncode} and printed no result: "
+                      f"{ex.stderr_tail() or 'no message'}")
+    if ex.returncode != 0 or line.get("errors"):
+        return line, (f"isob loadgen saw {line.get('errors')} error(s), the first: "
+                      f"{line.get('error_first') or ex.stderr_tail() or 'none given'}")
+    if not line.get("verified") or not line.get("samples_ns"):
+        return line, (f"isob loadgen verified no reply in {seconds:g} s "
+                      f"({line.get('connects')} connections opened, "
+                      f"{line.get('unfinished')} waiting)")
+    return line, ""
+
+
+# ---- results ----
+
+def _round(v, digits: int = 3):
+    return None if v is None else round(float(v), digits)
+
+
+def result_from(benchmark: str, params: dict, line: dict) -> Result:
+    lat = line.get("latency_us") or {}
+    cpu = line.get("cpu") or {}
+    srv = line.get("server_cpu") or {}
+    p = {**params,
+         "throughput_rps": _round(line.get("throughput_rps")),
+         "requests": line.get("requests"), "verified": line.get("verified"),
+         "sessions_done": line.get("sessions"), "connects": line.get("connects"),
+         "duration_s": _round(line.get("duration_s"), 6),
+         "samples_every": line.get("samples_every"),
+         "samples": "per-request latency, every samples_every-th request in measuring order, ns",
+         "client_busy": _round(cpu.get("busy"), 4),
+         "client_cpu_s": _round((cpu.get("user_s") or 0) + (cpu.get("sys_s") or 0), 4),
+         "server_busy": _round(srv.get("busy"), 4),
+         "server_cpu_s": _round((srv.get("user_s") or 0) + (srv.get("sys_s") or 0), 4),
+         "server_processes": srv.get("processes")}
+    for q in ("p50", "p90", "p99", "p999", "mean", "max"):
+        p[f"latency_{q}_us"] = _round(lat.get(q))
+    return Result(benchmark=benchmark, mechanism=NO_MECHANISM, params=p, status="ok",
+                  unit="ns", counter="loadgen", samples=[int(v) for v in line["samples_ns"]])
+
+
+def _measure(benchmark: str, params: dict, start: Callable[[int | None], tuple[Server, int]],
+             isob: str, proto: str, conns: int, session: int, seconds: float,
+             pinned: tuple[int, int] | None) -> Result:
+    """One point: server started, loaded, stopped; always a Result."""
+    server_cpu, client_cpu = pinned if pinned else (None, None)
+    try:
+        server, port = start(server_cpu)
+    except StartError as e:
+        return Result.failure(benchmark, NO_MECHANISM, str(e), params=params,
+                              status="skipped" if e.skipped else "failed")
+    except OSError as e:
+        return Result.failure(benchmark, NO_MECHANISM,
+                              f"cannot start the server: {e.strerror or e}", params=params)
+    try:
+        line, error = run_loadgen(isob, port, server.proc.pid, proto=proto, conns=conns,
+                                  session=session, seconds=seconds, cpu=client_cpu)
+        if not error and server.proc.poll() is not None:
+            error = f"the server exited during the run: {server.tail()}"
+    finally:
+        server.stop()
+    if error:
+        return Result.failure(benchmark, NO_MECHANISM, error, params=params)
+    return result_from(benchmark, params, line)
+
+
+def _pinning() -> tuple[int, int] | None:
+    return _cpus() if shutil.which("taskset") else None
+
+
+def _base(pinned, seconds: float) -> dict:
+    return {"client": "isob loadgen", "seconds": seconds, "heap_mb": HEAP_MB,
+            "server_cpu": pinned[0] if pinned else None,
+            "client_cpu": pinned[1] if pinned else None}
+
+
+def measure_serve(isob: str, quick: bool, seconds: float,
+                  emit: Callable[[Result], None]) -> None:
+    """Every lwc-serve point, each handed to emit as soon as it is measured."""
+    pinned = _pinning()
+    for mode, proto, startup, length in serve_points(quick):
+        # Fork builds the start-up state once per session: the run must be
+        # long enough for the first sessions to start.
+        run_s = max(seconds, STARTUP_SECONDS) if startup else seconds
+        params = {**_base(pinned, run_s), "server": mode, "proto": proto,
+                  "startup_mb": startup, "session": length, "conns": CONNECTIONS,
+                  "serve_mechanism": SERVE_MECHANISM}
+        extra = ["--session", mode]
+        if proto == "http":
+            extra.append("--http")
+        else:
+            # Sessions that keep nothing must still find the keys loadgen asks for.
+            extra += ["--preload-keys", str(KEYS), "--preload-value", str(VALUE_BYTES)]
+        if startup:
+            extra += ["--startup-mb", str(startup)]
+        extra += ["--max-conns", str(CONNECTIONS + FD_SLACK)]
+        emit(_measure(SERVE, params, lambda cpu, e=extra: start_isob(isob, e, cpu), isob,
+                      proto, CONNECTIONS, length, params["seconds"], pinned))
+
+
+def measure_conns(isob: str, quick: bool, seconds: float,
+                  emit: Callable[[Result], None]) -> None:
+    """Every lwc-conns point, each handed to emit as soon as it is measured."""
+    pinned = _pinning()
+    limit = fd_limit()
+    for server, conns in conns_points(quick):
+        params = {**_base(pinned, conns_seconds(seconds, conns)), "server": server,
+                  "proto": "memcache",
+                  "conns": conns, "session": LONG_SESSION}
+        if server != "memcached":
+            params["serve_mechanism"] = SERVE_MECHANISM
+        if fds_needed(conns) > limit:
+            emit(Result.failure(CONNS, NO_MECHANISM,
+                                f"{conns} connections need {fds_needed(conns)} descriptors "
+                                f"per process; the limit here is {limit} (ulimit -n)",
+                                params=params, status="skipped"))
+            continue
+        if server == "memcached":
+            start = lambda cpu, c=conns: start_memcached(cpu, c)
+        else:
+            extra = ["--max-conns", str(conns + FD_SLACK),
+                     "--preload-keys", str(KEYS), "--preload-value", str(VALUE_BYTES)]
+            if server == "per-connection":
+                extra.append("--per-connection")
+            start = lambda cpu, e=extra: start_isob(isob, e, cpu)
+        emit(_measure(CONNS, params, start, isob, "memcache", conns, LONG_SESSION,
+                      conns_seconds(seconds, conns), pinned))
+
+
+def run(benchmark: str, isob: str, quick: bool, asked_seconds: float | None,
+        on_result: Callable[[Result, str, str], None]) -> list[Result]:
+    """One repetition of benchmark; every result goes to on_result with the
+    times that bound its measurement, and is returned."""
+    seconds = seconds_for(quick, asked_seconds)
+    out: list[Result] = []
+    mark = [now_ms()]
+
+    def emit(r: Result) -> None:
+        started, mark[0] = mark[0], now_ms()
+        out.append(r)
+        on_result(r, started, mark[0])
+
+    (measure_serve if benchmark == SERVE else measure_conns)(isob, quick, seconds, emit)
+    return out

@@ -1,0 +1,135 @@
+"""How the lwc-serve section (analysis/lwcserve.py) is shown: a table per
+lwc-serve variant (protocol, start-up MiB) with a row per (server, L), the
+lwc-conns table with a row per (concurrency, server), the failed and
+skipped points with their reasons, and a plot of throughput against L per
+server.  Everything shown is in the section; nothing here computes."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from .sections import Renderer
+
+# One colour per mode in every panel, whichever modes a panel has.
+COLOURS = {"shared": "#1f77b4", "fork": "#ff7f0e", "rollback": "#2ca02c"}
+
+HEAD = ("server", "{key}", "throughput [req/s]", "95% interval", "p50 [us]", "p99 [us]",
+        "p99.9 [us]", "loadgen CPU", "server CPU", "procs", "saturated", "reps")
+
+
+def _num(v, digits: int = 0) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.{digits}f}"
+
+
+def _cells(r: Mapping, key: str) -> list[str]:
+    iv = ("-" if r.get("throughput_lo") is None
+          else f"{_num(r['throughput_lo'])}..{_num(r['throughput_hi'])}")
+    return [str(r.get("server")), str(r.get(key)), _num(r.get("throughput_rps")), iv,
+            _num(r.get("latency_p50_us"), 1), _num(r.get("latency_p99_us"), 1),
+            _num(r.get("latency_p999_us"), 1), _num(r.get("client_busy"), 2),
+            _num(r.get("server_busy"), 2), _num(r.get("server_processes")),
+            str(r.get("saturated")), str(r.get("reps"))]
+
+
+def _tables(section: Mapping) -> list[tuple[str, str, list[list[str]]]]:
+    """(title, key column, rows) of every table."""
+    out = []
+    for v in section.get("serve") or []:
+        title = (f"lwc-serve: isob serve --session MODE, {v['proto']}, 16 connections, "
+                 f"sessions of L requests"
+                 + (f", {v['startup_mb']} MiB start-up state" if v.get("startup_mb") else ""))
+        out.append((title, "L", [_cells(r, "session") for r in v["rows"]]))
+    if section.get("conns"):
+        out.append(("lwc-conns: one context per connection (per-connection) beside one "
+                    "store (direct) and memcached, C long-lived connections", "C",
+                    [_cells(r, "conns") for r in section["conns"]]))
+    return out
+
+
+def _saturation_line(section: Mapping) -> str:
+    counts = section.get("saturation_counts") or {}
+    parts = ", ".join(f"{k}: {n}" for k, n in sorted(counts.items()))
+    return (f"saturated (CPU busy >= {section.get('saturated_at')} of the run) per point: "
+            f"{parts or 'none'}; highest loadgen CPU {_num(section.get('max_client_busy'), 2)}, "
+            f"highest server CPU {_num(section.get('max_server_busy'), 2)}.  'neither': "
+            f"neither had a full CPU, so the throughput is not the server's CPU limit "
+            f"(other load on the machine, or waiting, bounds it; see `isobench check`).")
+
+
+def _failed_lines(section: Mapping) -> list[str]:
+    out = []
+    for f in section.get("failed") or []:
+        what = " ".join(f"{k}={f[k]}" for k in ("server", "proto", "startup_mb", "session",
+                                                  "conns") if f.get(k) is not None)
+        out.append(f"{f['status'].upper()}: {what}: {f.get('reason')}")
+    return out
+
+
+def text(section: Mapping, doc: Mapping) -> str:
+    lines = []
+    for title, key, rows in _tables(section):
+        head = [h.format(key=key) for h in HEAD]
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+        lines += ["", title,
+                  "  ".join(h.rjust(w) for h, w in zip(head, widths)),
+                  "  ".join("-" * w for w in widths)]
+        lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
+    lines += ["", _saturation_line(section), "threat model: " + section["threat_model"]]
+    lines += _failed_lines(section)
+    return "\n".join(lines).lstrip("\n")
+
+
+def markdown(section: Mapping, doc: Mapping) -> str:
+    out = ["## lwC use cases as servers (lwc-serve, lwc-conns)", ""]
+    for title, key, rows in _tables(section):
+        head = [h.format(key=key) for h in HEAD]
+        out += [f"**{title}**", "", "| " + " | ".join(head) + " |",
+                "|" + "|".join("---" for _ in head) + "|"]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+        out.append("")
+    out += [_saturation_line(section), "", "Threat model: " + section["threat_model"], ""]
+    out += [f"- {line}" for line in _failed_lines(section)]
+    return "\n".join(out)
+
+
+def plots(section: Mapping, doc: Mapping) -> list:
+    from .plots import Plot, _pyplot
+    variants = [v for v in section.get("serve") or [] if v.get("rows")]
+    title = "lwc-serve: throughput against session length"
+    if not variants:
+        return []
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(variants), figsize=(5 * len(variants), 4), squeeze=False)
+    for ax, v in zip(axes[0], variants):
+        for server in ("shared", "fork", "rollback"):
+            pts = [(r["session"], r["throughput_rps"]) for r in v["rows"]
+                   if r["server"] == server and r.get("throughput_rps")]
+            if not pts:
+                continue
+            xs, ys = zip(*pts)
+            ax.plot(xs, ys, marker="o", label=server, color=COLOURS[server])
+            lo = [r["throughput_lo"] for r in v["rows"]
+                  if r["server"] == server and r.get("throughput_rps")]
+            hi = [r["throughput_hi"] for r in v["rows"]
+                  if r["server"] == server and r.get("throughput_rps")]
+            if all(x is not None for x in lo + hi):
+                ax.fill_between(xs, lo, hi, alpha=0.2, color=COLOURS[server])
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("session length L [requests per connection]")
+        ax.set_ylabel("throughput [requests/s]")
+        ax.set_title(f"{v['proto']}" + (f", {v['startup_mb']} MiB start-up"
+                                         if v.get("startup_mb") else ""))
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.suptitle(f"{title} (run {doc['run']['run_id']}), geometric mean over repetitions "
+                 f"with its 95% interval", fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.92))
+    return [Plot("lwc-serve", title, fig, "",
+                 "isob serve -m direct with each session mode under isob loadgen; rollback "
+                 "discards a context per session, fork starts a process per session.")]
+
+
+RENDERER = Renderer(text=text, markdown=markdown, plots=plots)

@@ -1,0 +1,100 @@
+/* What the files of `isob serve` that touch sockets share (server.c: the
+ * options and the epoll loop; sock.c: one connection's socket; session.c:
+ * the fork and rollback sessions).  Not a public header. */
+#ifndef ISOBENCH_SERVE_SERVER_IMPL_H
+#define ISOBENCH_SERVE_SERVER_IMPL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "isobench/serve.h"
+
+/* The shared read buffer: most requests arrive whole within it. */
+#define SERVE_SCRATCH_BYTES (64u * 1024u)
+
+/* How sessions (connections) share the state built at start-up. */
+enum serve_session {
+    SESSION_SHARED = 0,  /* one process, one store: what a session did, the next one sees */
+    SESSION_FORK,        /* a fresh process per connection, which starts up by itself */
+    SESSION_ROLLBACK,    /* a light-weight context per connection, made from the state
+                            after start-up and discarded when the connection ends */
+};
+
+struct conn {
+    int fd;
+    unsigned events;          /* epoll interest wanted (registered, in the loop's process) */
+    int peer_done;            /* the client has closed its side */
+    int draining;             /* all sent and our side shut: wait for the client's close */
+    size_t drained;           /* bytes dropped while draining */
+    int lwc;                  /* rollback, in the root: the context serving it */
+    struct isob_conn c;       /* the protocol state, where the connection is served */
+    struct conn *prev, *next; /* every open connection, to close them at exit */
+};
+
+struct serve_opts {
+    const char *mech;
+    const char *bind;
+    unsigned port;
+    size_t max_value, heap_mb, max_conns, buffer_mb;  /* buffer_mb 0: the default */
+    int cpu, comp_cpu, no_evict;
+    enum serve_session session;
+    int per_connection;       /* --per-connection: one context per connection (rollback) */
+    int http;                 /* --http: HTTP/1.x GET instead of memcached's protocol */
+    struct isob_serve_startup startup;
+};
+
+struct server {
+    struct isob_serve s;      /* the store and its state (none in a fork listener) */
+    const struct isob_mechanism *mech;
+    const struct serve_opts *o;
+    int ep, lfd, sfd;         /* sfd: the read end of the stop pipe */
+    int cfd;                  /* fork: the read end of the child-exit pipe, else -1 */
+    int spare_fd;             /* closed to accept-and-refuse when out of descriptors */
+    size_t max_conns;
+    struct conn *conns;
+    pid_t *kids;              /* fork: the session processes alive */
+    size_t nkids;
+    unsigned char scratch[SERVE_SCRATCH_BYTES];
+    /* Tags for epoll's data.ptr that are not connections. */
+    char listen_tag, signal_tag, child_tag;
+};
+
+/* --- sock.c: one connection's socket, whichever process serves it ------- */
+
+/* What a connection's socket reported (EPOLLIN, EPOLLOUT, EPOLLHUP,
+ * EPOLLERR, as epoll and poll name them) is handled: input read and run,
+ * replies sent, a lingering close carried on.  Returns 0 with c->events
+ * the interest from now on, or -1 when the connection is over (its
+ * protocol state released; the descriptor is the caller's to close). */
+int serve_conn_step(struct server *sv, struct conn *c, unsigned events);
+
+/* --- session.c: sessions in processes of their own ------------------------ */
+
+/* The state every session starts from: the compartment and what start-up
+ * stores.  0, or the exit status after a line on stderr. */
+int serve_start_up(struct server *sv);
+
+/* Rollback, in the root: a fresh context for the connection c->fd, made
+ * from the root (which has served nothing), into c->lwc.  0 or -errno. */
+int session_context_create(struct server *sv, struct conn *c);
+/* Rollback, in the root: hand the events of c's socket to its context.
+ * 0 with c->events updated, or -1 when the connection is over (the
+ * context is destroyed; a context that died is logged). */
+int session_context_step(struct server *sv, struct conn *c, unsigned events);
+/* Rollback: end c's context. */
+void session_context_destroy(struct conn *c);
+
+/* Fork, in the listener: a process that starts up and serves fd alone.
+ * 0 (the listener keeps no copy of fd) or -errno. */
+int session_fork(struct server *sv, int fd);
+/* Fork, in the listener: reap the session processes that ended. */
+void session_fork_reap(struct server *sv);
+/* Fork, in the listener: end every session process, and wait for them. */
+void session_fork_end_all(struct server *sv);
+
+/* What --session and --max-conns need of the machine: one process per
+ * connection, and in rollback the root's descriptors.  0, or -errno with
+ * why filled in. */
+int session_check_limits(const struct serve_opts *o, char *why, size_t len);
+
+#endif

@@ -1,0 +1,120 @@
+/* One connection's socket (server_impl.h): reading into the state machine
+ * of conn.c, sending its replies, and the lingering close.  The same code
+ * serves a connection in the shared server's epoll loop, in a rollback
+ * session's context (its root holds the epoll loop and hands the events
+ * over) and in a fork session's process (which polls its one socket). */
+#include <errno.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server_impl.h"
+
+/* After its last reply, a closing connection reads and drops at most this
+ * much of what the client still sends before it is closed outright. */
+#define LINGER_MAX (1u << 20)
+
+static int conn_over(struct conn *c)
+{
+    isob_conn_fini(&c->c);
+    return -1;
+}
+
+/* Send what is pending and choose what to wait for next. */
+static int conn_flush(struct conn *c)
+{
+    for (;;) {
+        size_t len;
+        const unsigned char *p = isob_conn_output(&c->c, &len);
+        if (!p)
+            break;
+        ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
+        if (n > 0) {
+            isob_conn_sent(&c->c, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        return conn_over(c);
+    }
+    unsigned wants = isob_conn_wants(&c->c);
+    if (wants & ISOB_CONN_DONE) {
+        if (c->peer_done)
+            return conn_over(c);
+        /* A lingering close: closing a socket with unread input makes the
+         * kernel send a reset, which can destroy the last reply (an error
+         * message) before the client reads it.  So shut our side, which
+         * the client sees as the end, and close once the client has closed
+         * too. */
+        shutdown(c->fd, SHUT_WR);
+        c->draining = 1;
+        c->events = EPOLLIN;
+        return 0;
+    }
+    c->events = (wants & ISOB_CONN_WRITE ? EPOLLOUT : 0) | (wants & ISOB_CONN_READ ? EPOLLIN : 0);
+    return 0;
+}
+
+/* A draining connection: drop what arrives until the client closes. */
+static int conn_drain(struct server *sv, struct conn *c)
+{
+    for (;;) {
+        ssize_t n = read(c->fd, sv->scratch, sizeof sv->scratch);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        if (n > 0 && (c->drained += (size_t)n) <= LINGER_MAX)
+            continue;
+        return conn_over(c);
+    }
+}
+
+static int conn_readable(struct server *sv, struct conn *c)
+{
+    if (c->draining)
+        return conn_drain(sv, c);
+    for (;;) {
+        unsigned char *buf;
+        size_t room;
+        if (!isob_conn_reading(&c->c, &buf, &room))
+            break;
+        if (!buf) {
+            buf = sv->scratch;
+            if (room > sizeof sv->scratch)
+                room = sizeof sv->scratch;
+        }
+        ssize_t n = read(c->fd, buf, room);
+        if (n == 0) {
+            /* The client is done sending: a half-received command is
+             * dropped, replies already made still go out. */
+            c->peer_done = 1;
+            isob_conn_eof(&c->c);
+            break;
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                break;
+            return conn_over(c);
+        }
+        isob_conn_input(&c->c, buf, (size_t)n);
+        /* A short read drained the socket: another read would only
+         * return EAGAIN, which costs a system call per request. */
+        if ((size_t)n < room)
+            break;
+    }
+    return conn_flush(c);
+}
+
+int serve_conn_step(struct server *sv, struct conn *c, unsigned events)
+{
+    if ((events & EPOLLOUT) && !c->draining && conn_flush(c) != 0)
+        return -1;
+    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+        return conn_readable(sv, c);
+    return 0;
+}

@@ -1,0 +1,376 @@
+/* Sessions of `isob serve` (--session, --per-connection): what one session
+ * did is gone in the next under rollback and fork and still there under
+ * shared; the start-up state is intact after every session; connections
+ * served by contexts of their own see none of each other's data; every
+ * session's process ends with the server; bad options are refused.
+ *
+ * Each case runs the server (isob_serve_main) in a child process on a
+ * loopback port it picks itself, and talks to it over real sockets.  This
+ * process is a child subreaper, so a session's process that outlived the
+ * server would come back here and be counted.  Nothing is timed: the
+ * socket time-outs only keep a broken server from hanging a case. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "isobench/lwc.h"
+#include "isobench/serve.h"
+#include "tap.h"
+
+/* Seconds a socket read may wait before the case fails. */
+#define IO_TIMEOUT_S 20
+/* Connections the isolation case holds open at once. */
+#define CONNS 16
+
+struct srv {
+    pid_t pid;
+    unsigned port;
+    int err;      /* the server's stderr */
+};
+
+/* The children of this process, from /proc. */
+static int count_children(void)
+{
+    DIR *d = opendir("/proc");
+    CHECK(d != NULL);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int pid = atoi(e->d_name);
+        if (pid <= 0)
+            continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        int ppid = 0;
+        if (fgets(buf, sizeof buf, f)) {
+            char *q = strrchr(buf, ')');
+            if (!q || sscanf(q + 2, "%*c %d", &ppid) != 1)
+                ppid = 0;
+        }
+        fclose(f);
+        n += ppid == getpid();
+    }
+    closedir(d);
+    return n;
+}
+
+/* Orphans of the server come back to this process, to be counted (the
+ * attribute is not inherited across the fork of each case). */
+static void subreaper(void)
+{
+    CHECK(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+}
+
+/* Run `isob serve ARGS` in a child with stderr to a pipe; with ready set,
+ * wait for its ready line and take the port from it. */
+static struct srv run_serve(const char *const *args, int ready)
+{
+    int pfd[2];
+    CHECK(pipe(pfd) == 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        /* The server ends with the case, whatever happens to the case; and
+         * holds none of the runner's pipes, whose end the runner waits for. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (tap_skip_fd >= 0)
+            close(tap_skip_fd);
+        close(pfd[0]);
+        dup2(pfd[1], 2);
+        char *argv[32];
+        int argc = 0;
+        argv[argc++] = "serve";
+        for (; args[argc - 1] && argc < 31; argc++)
+            argv[argc] = (char *)args[argc - 1];
+        argv[argc] = NULL;
+        _exit(isob_serve_main(argc, argv));
+    }
+    close(pfd[1]);
+    struct srv s = {pid, 0, pfd[0]};
+    if (!ready)
+        return s;
+    char line[512];
+    size_t n = 0;
+    while (n < sizeof line - 1) {
+        ssize_t r = read(s.err, line + n, 1);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        if (line[n - 1] == '\n')
+            break;
+    }
+    line[n] = 0;
+    const char *at = strstr(line, "listening on 127.0.0.1:");
+    if (!at)
+        fprintf(stderr, "# the server said: %s\n", line);
+    CHECK(at != NULL);
+    s.port = (unsigned)atoi(at + strlen("listening on 127.0.0.1:"));
+    CHECK(s.port > 0);
+    return s;
+}
+
+/* SIGTERM, then the server's exit status. */
+static int stop_serve(struct srv *s)
+{
+    kill(s->pid, SIGTERM);
+    int st = 0;
+    CHECK(waitpid(s->pid, &st, 0) == s->pid);
+    close(s->err);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int dial(unsigned port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(fd >= 0);
+    struct timeval tv = {IO_TIMEOUT_S, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    return fd;
+}
+
+/* Send req on fd and read until the reply ends with `end` (found after
+ * the bytes of the reply that precede it); a static buffer. */
+static char *ask(int fd, const char *req, const char *end)
+{
+    static char buf[1u << 21];
+    size_t n = 0, el = strlen(end);
+    CHECK(send(fd, req, strlen(req), MSG_NOSIGNAL) == (ssize_t)strlen(req));
+    while (n < el || memcmp(buf + n - el, end, el) != 0) {
+        CHECK(n < sizeof buf - 1);
+        ssize_t r = recv(fd, buf + n, sizeof buf - 1 - n, 0);
+        if (r <= 0)
+            fprintf(stderr, "# no more reply after %zu bytes: \"%.*s\"\n", n, (int)(n < 200 ? n : 200), buf);
+        CHECK(r > 0);
+        n += (size_t)r;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+/* One whole session: connect, the requests, close. */
+static char *session(unsigned port, const char *req, const char *end)
+{
+    int fd = dial(port);
+    char *r = ask(fd, req, end);
+    close(fd);
+    return r;
+}
+
+static long stat_of(const char *stats, const char *name)
+{
+    char key[64];
+    snprintf(key, sizeof key, "STAT %s ", name);
+    const char *p = strstr(stats, key);
+    CHECK(p != NULL);
+    return atol(p + strlen(key));
+}
+
+/* The reply to a get of start-up item i, as start-up made it. */
+static int startup_item_intact(const char *reply, size_t i)
+{
+    static unsigned char want[ISOB_SERVE_STARTUP_VALUE];
+    char head[64];
+    snprintf(head, sizeof head, "VALUE " ISOB_SERVE_STARTUP_KEY " 0 %u\r\n", i,
+             ISOB_SERVE_STARTUP_VALUE);
+    const char *p = strstr(reply, head);
+    if (!p)
+        return 0;
+    isob_serve_startup_value(i, want, sizeof want);
+    return memcmp(p + strlen(head), want, sizeof want) == 0;
+}
+
+/* Session one sets a key and destroys start-up state (deletes one item,
+ * overwrites another, flushes the rest); session two looks for all of it.
+ * forgets: whether the mode must have forgotten session one. */
+static void check_sessions(const char *mode, int forgets)
+{
+    subreaper();
+    const char *args[] = {"-m", "direct", "--port", "0", "--heap-mb", "4", "--startup-mb", "1",
+                          "--session", mode, NULL};
+    struct srv s = run_serve(args, 1);
+    long pids[2];
+    for (int round = 0; round < 2; round++) {
+        char *r = session(s.port, "stats\r\n", "END\r\n");
+        pids[round] = stat_of(r, "pid");
+        CHECK_EQ_LONG(stat_of(r, "startup_items"), 16);
+        /* Each fresh session starts with the whole start-up state. */
+        if (forgets || round == 0)
+            CHECK_EQ_LONG(stat_of(r, "curr_items"), 16);
+        r = session(s.port, "get mine startup_000000 startup_000001 startup_000002\r\n", "END\r\n");
+        int intact = startup_item_intact(r, 0) && startup_item_intact(r, 1) &&
+                     startup_item_intact(r, 2);
+        int mine = strstr(r, "VALUE mine 0 3\r\nabc\r\n") != NULL;
+        if (round == 0 || forgets) {
+            CHECK(intact);
+            CHECK(!mine);
+        } else {
+            /* shared: session one's doing is all still there. */
+            CHECK(!intact);
+            CHECK(mine);
+        }
+        if (round == 0) {
+            r = session(s.port,
+                        "delete startup_000000\r\n"
+                        "set startup_000001 0 0 1\r\nx\r\n"
+                        "get startup_000001\r\n"
+                        "flush_all\r\n"
+                        "get startup_000002\r\n"
+                        "set mine 0 0 3\r\nabc\r\n"
+                        "get mine\r\n",
+                        "abc\r\nEND\r\n");
+            const char want[] = "DELETED\r\nSTORED\r\n"
+                                "VALUE startup_000001 0 1\r\nx\r\nEND\r\n"
+                                "OK\r\nEND\r\n"
+                                "STORED\r\nVALUE mine 0 3\r\nabc\r\nEND\r\n";
+            if (strcmp(r, want) != 0)
+                fprintf(stderr, "# got \"%s\"\n", r);
+            CHECK(strcmp(r, want) == 0);
+        }
+    }
+    /* A session is a process of its own, and a new one each time, except
+     * under shared, where the server itself serves them all. */
+    if (forgets) {
+        CHECK(pids[0] != s.pid && pids[1] != s.pid);
+        CHECK(pids[0] != pids[1]);
+    } else {
+        CHECK_EQ_LONG(pids[0], s.pid);
+        CHECK_EQ_LONG(pids[1], s.pid);
+    }
+    CHECK_EQ_LONG(stop_serve(&s), 0);
+    CHECK_EQ_LONG(count_children(), 0);
+}
+
+static void t_rollback_forgets_each_session(void) { check_sessions("rollback", 1); }
+static void t_fork_forgets_each_session(void) { check_sessions("fork", 1); }
+static void t_shared_keeps_what_sessions_did(void) { check_sessions("shared", 0); }
+
+/* --per-connection: CONNS connections open at once, each in its own
+ * context; each sets its own key, and then finds only its own (and the
+ * start-up state every context starts with). */
+static void t_per_connection_sees_only_its_own(void)
+{
+    const char *args[] = {"-m", "direct", "--port", "0", "--heap-mb", "4", "--preload-keys", "10",
+                          "--per-connection", NULL};
+    subreaper();
+    struct srv s = run_serve(args, 1);
+    int fds[CONNS];
+    long pids[CONNS];
+    for (int i = 0; i < CONNS; i++)
+        fds[i] = dial(s.port);
+    for (int i = 0; i < CONNS; i++) {
+        char req[64], want[64];
+        snprintf(req, sizeof req, "set own%d 0 0 2\r\n%02d\r\n", i, i);
+        snprintf(want, sizeof want, "STORED\r\n");
+        CHECK(strcmp(ask(fds[i], req, "\r\n"), want) == 0);
+    }
+    char all[CONNS * 8 + 32] = "get key_00000009";
+    for (int i = 0; i < CONNS; i++)
+        snprintf(all + strlen(all), sizeof all - strlen(all), " own%d", i);
+    strcat(all, "\r\n");
+    for (int i = 0; i < CONNS; i++) {
+        char *r = ask(fds[i], all, "END\r\n");
+        char own[64];
+        snprintf(own, sizeof own, "VALUE own%d 0 2\r\n%02d\r\n", i, i);
+        CHECK(strstr(r, own) != NULL);
+        CHECK(strstr(r, "VALUE key_00000009 0 45\r\n") != NULL);
+        /* Exactly two values: its own and the preloaded one. */
+        int values = 0;
+        for (const char *p = r; (p = strstr(p, "VALUE ")); p++)
+            values++;
+        CHECK_EQ_LONG(values, 2);
+        pids[i] = stat_of(ask(fds[i], "stats\r\n", "END\r\n"), "pid");
+    }
+    for (int i = 0; i < CONNS; i++)
+        for (int j = 0; j < i; j++)
+            CHECK(pids[i] != pids[j]);
+    for (int i = 0; i < CONNS; i++)
+        close(fds[i]);
+    CHECK_EQ_LONG(stop_serve(&s), 0);
+    CHECK_EQ_LONG(count_children(), 0);
+}
+
+/* Sessions still open when the server is told to stop: their processes
+ * end with it, none left behind. */
+static void check_end_with_server(const char *mode)
+{
+    subreaper();
+    const char *args[] = {"-m", "direct", "--port", "0", "--heap-mb", "4", "--session", mode, NULL};
+    struct srv s = run_serve(args, 1);
+    int fds[4];
+    for (int i = 0; i < 4; i++) {
+        fds[i] = dial(s.port);
+        CHECK(strcmp(ask(fds[i], "set a 0 0 1\r\n1\r\n", "\r\n"), "STORED\r\n") == 0);
+    }
+    CHECK_EQ_LONG(stop_serve(&s), 0);
+    CHECK_EQ_LONG(count_children(), 0);
+    for (int i = 0; i < 4; i++)
+        close(fds[i]);
+}
+
+static void t_fork_sessions_end_with_server(void) { check_end_with_server("fork"); }
+static void t_rollback_sessions_end_with_server(void) { check_end_with_server("rollback"); }
+
+/* Bad options: one line on stderr, exit status 2, before listening. */
+static void t_bad_options_refused(void)
+{
+    static const char *const cases[][12] = {
+        {"-m", "direct", "--session", "bogus", NULL},
+        {"-m", "direct", "--per-connection", "--session", "fork", NULL},
+        {"-m", "process-futex", "--session", "rollback", NULL},
+        {"-m", "direct", "--session", "fork", "--max-conns", "1000000", NULL},
+        {"-m", "direct", "--startup-mb", "1", "--max-value", "100", NULL},
+        {"-m", "direct", "--startup-mb", "999999", NULL},
+        {"-m", "direct", "--http", "--preload-keys", "5", NULL},
+    };
+    static const char *const says[] = {"shared, fork or rollback", "--session rollback",
+                                       "second context", "limit", "--max-value", "--startup-mb",
+                                       "--http"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct srv s = run_serve(cases[i], 0);
+        char err[1024];
+        size_t n = 0;
+        ssize_t r;
+        while (n < sizeof err - 1 && (r = read(s.err, err + n, sizeof err - 1 - n)) > 0)
+            n += (size_t)r;
+        err[n] = 0;
+        int st = 0;
+        CHECK(waitpid(s.pid, &st, 0) == s.pid);
+        close(s.err);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 2 || !strstr(err, says[i]))
+            fprintf(stderr, "# case %zu: status %d, said: %s", i, st, err);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+        CHECK(strstr(err, says[i]) != NULL);
+        /* One line. */
+        CHECK(n > 0 && err[n - 1] == '\n' && memchr(err, '\n', n - 1) == NULL);
+    }
+    CHECK_EQ_LONG(count_children(), 0);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    TAP_CASE(t_rollback_forgets_each_session);
+    TAP_CASE(t_fork_forgets_each_session);
+    TAP_CASE(t_shared_keeps_what_sessions_did);
+    TAP_CASE(t_per_connection_sees_only_its_own);
+    TAP_CASE(t_fork_sessions_end_with_server);
+    TAP_CASE(t_rollback_sessions_end_with_server);
+    TAP_CASE(t_bad_options_refused);
+    return tap_done();
+}

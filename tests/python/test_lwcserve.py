@@ -1,0 +1,211 @@
+"""lwc-serve and lwc-conns (measure/lwcserve.py): the sweep's points, the
+descriptor limit refused up front, real servers under isob loadgen with
+every process gone afterwards, and the section's tables and plot.
+
+Nothing here asserts a speed or a ratio: only that the points exist, that
+every reply was verified, that the counts add up and that the section shows
+what the results hold.  The real runs use a reduced sweep (one variant,
+one or two lengths, a fraction of a second each) so the file stays well
+under a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from isobench.analysis import lwcserve as section, runs, sections, summary
+from isobench.measure import lwcserve, proc
+from isobench.measure.driver import _catalog_from
+from isobench.measure.records import NO_MECHANISM, Result
+from isobench.render import lwcserve as render, plots, report, table
+from isobench.store import Store
+
+HERE = Path(__file__).resolve().parent
+ISOB = HERE.parents[1] / "build" / "isob"
+
+NEEDS_ISOB = pytest.mark.skipif(not ISOB.is_file(), reason="needs build/isob (make build)")
+
+
+def test_points_cover_the_sweep():
+    full = list(lwcserve.serve_points(quick=False))
+    assert len(full) == len(lwcserve.VARIANTS) * 3 * 9
+    assert sorted({p[3] for p in full}) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    assert {p[0] for p in full} == {"shared", "fork", "rollback"}
+    assert {(p[1], p[2]) for p in full} == {("memcache", 0), ("http", 0), ("memcache", 64)}
+    quick = list(lwcserve.serve_points(quick=True))
+    assert 0 < len(quick) < len(full) and {p[3] for p in quick} == {1, 16, 256}
+    conns = list(lwcserve.conns_points(quick=False))
+    assert sorted({c for _, c in conns}) == [16, 64, 256, 1024, 4096]
+    assert {s for s, _ in conns} == {"per-connection", "direct", "memcached"}
+    assert len(list(lwcserve.conns_points(quick=True))) < len(conns)
+
+
+def test_listed_without_a_mechanism():
+    cat = _catalog_from({"mechanisms": [], "benchmarks": []})
+    for name in ("lwc-serve", "lwc-conns"):
+        b = cat.benchmark(name)
+        assert b is not None and b.needs_mechanism is False
+
+
+def test_concurrency_beyond_the_fd_limit_is_skipped_up_front(monkeypatch):
+    # 200 descriptors: 16 connections fit, 256 and 1024 do not.
+    monkeypatch.setattr(lwcserve, "fd_limit", lambda: 200)
+    started = []
+    monkeypatch.setattr(lwcserve, "_measure", lambda *a, **k: started.append(a[1]) or
+                        Result.failure("lwc-conns", NO_MECHANISM, "stub", params=a[1]))
+    out = []
+    lwcserve.measure_conns("/nonexistent/isob", True, 0.1, out.append)
+    skipped = [r for r in out if r.status == "skipped"]
+    assert {r.params["conns"] for r in skipped} == {256, 1024}
+    assert len(skipped) == 6
+    for r in skipped:
+        assert "the limit here is 200" in r.reason and "descriptors" in r.reason
+    # Nothing was started for a refused point.
+    assert {p["conns"] for p in started} == {16}
+
+
+@pytest.fixture
+def small_sweep(monkeypatch):
+    monkeypatch.setattr(lwcserve, "VARIANTS", (("http", 0),))
+    monkeypatch.setattr(lwcserve, "QUICK_LENGTHS", (1, 8))
+    monkeypatch.setattr(lwcserve, "QUICK_CONCURRENCY", (16,))
+
+
+def _run(bench: str) -> list[Result]:
+    seen = []
+    out = lwcserve.run(bench, str(ISOB), True, 0.3, lambda r, a, b: seen.append((r, a, b)))
+    assert [r for r, _, _ in seen] == out
+    assert all(a <= b for _, a, b in seen)
+    return out
+
+
+def _store(tmp_path: Path, results: list[Result]) -> dict:
+    with Store.open(tmp_path / "r.sqlite", create=True) as s:
+        run_id = s.begin_run(["isobench", "run", "lwc-serve"], {})
+        for r in results:
+            s.add_result(run_id, r)
+        s.finish_run(run_id, "ok")
+        return summary.build(runs.load_run(s, run_id))
+
+
+@NEEDS_ISOB
+def test_lwc_serve_real_run(small_sweep, tmp_path):
+    before = set(proc.descendants())
+    out = _run("lwc-serve")
+    assert set(proc.descendants()) <= before, "a server or loadgen outlived its point"
+    assert len(out) == 3 * 2
+    for r in out:
+        assert r.status == "ok", r.reason
+        p = r.params
+        assert r.mechanism == NO_MECHANISM and r.counter == "loadgen" and r.unit == "ns"
+        assert p["proto"] == "http" and p["conns"] == lwcserve.CONNECTIONS
+        # Every request was verified, and sessions of L requests add up.
+        assert p["verified"] == p["requests"] > 0 and p["throughput_rps"] > 0
+        assert p["sessions_done"] * p["session"] <= p["requests"]
+        assert p["latency_p50_us"] <= p["latency_p99_us"] <= p["latency_max_us"]
+        assert p["client_busy"] is not None and p["server_busy"] is not None
+        assert len(r.samples) > 0
+    # shared serves in one process.  (How many session processes fork and
+    # rollback have when the run ends depends on timing: with L = 1 all may
+    # be between sessions.)
+    assert {r.params["server_processes"] for r in out if r.params["server"] == "shared"} == {1}
+
+    doc = _store(tmp_path, out)
+    sec = doc["sections"]["lwc-serve"]
+    assert [v["proto"] for v in sec["serve"]] == ["http"]
+    rows = sec["serve"][0]["rows"]
+    assert [(r["server"], r["session"]) for r in rows] == [
+        ("shared", 1), ("shared", 8), ("fork", 1), ("fork", 8), ("rollback", 1), ("rollback", 8)]
+    by = {(r.params["server"], r.params["session"]): r.params["throughput_rps"] for r in out}
+    for row in rows:
+        assert row["throughput_rps"] == pytest.approx(by[(row["server"], row["session"])])
+        assert row["saturated"] in ("server", "client", "both", "neither")
+    text = table.run_report(doc)
+    assert "lwc-serve: isob serve --session MODE, http" in text and "rollback" in text
+    assert "threat model:" in text
+    assert "## lwC use cases as servers" in report.render_md(doc, [])
+    drawn = [p for p in plots.draw(doc) if p.name == "lwc-serve"]
+    assert len(drawn) == 1 and drawn[0].figure is not None
+
+
+@NEEDS_ISOB
+@pytest.mark.skipif(shutil.which("memcached") is None, reason="needs memcached")
+def test_lwc_conns_real_run(small_sweep, tmp_path):
+    before = set(proc.descendants())
+    out = _run("lwc-conns")
+    assert set(proc.descendants()) <= before
+    assert [r.params["server"] for r in out] == ["per-connection", "direct", "memcached"]
+    for r in out:
+        assert r.status == "ok", r.reason
+        assert r.params["conns"] == 16 and r.params["verified"] == r.params["requests"] > 0
+        # Long-lived connections: each opened once, none finished its session.
+        assert r.params["connects"] == 16 and r.params["sessions_done"] == 0
+    # One process serves every connection of direct and memcached (how many
+    # contexts per-connection has when the run ends depends on timing).
+    assert out[1].params["server_processes"] == out[2].params["server_processes"] == 1
+    doc = _store(tmp_path, out)
+    assert [r["server"] for r in doc["sections"]["lwc-serve"]["conns"]] == [
+        "per-connection", "direct", "memcached"]
+
+
+def test_failed_points_are_shown_with_their_reason(tmp_path):
+    r = Result.failure("lwc-serve", NO_MECHANISM, "isob loadgen saw 1 error(s), the first: x",
+                       params={"server": "fork", "proto": "memcache", "startup_mb": 64,
+                               "session": 4})
+    doc = _store(tmp_path, [r])
+    sec = doc["sections"]["lwc-serve"]
+    assert sec["failed"][0]["reason"].startswith("isob loadgen saw 1 error")
+    assert "FAILED: server=fork proto=memcache startup_mb=64 session=4" in render.text(sec, doc)
+
+
+def test_no_section_without_results(tmp_path):
+    doc = _store(tmp_path, [])
+    assert "lwc-serve" not in doc["sections"]
+    assert section.build(runs.RunData(run={}, db="", results=[], configs=[]), {}) is None
+    assert ("lwc-serve", section.build) in sections.SECTIONS
+
+
+def test_saturation_verdicts():
+    s = section._saturation
+    assert s(0.2, 0.95) == "server" and s(0.95, 0.3) == "client"
+    assert s(0.95, 0.95) == "both" and s(0.1, 0.1) == "neither" and s(None, 1.0) == "unknown"
+
+
+@pytest.mark.parametrize("args, says", [
+    (("serve", "-m", "direct", "--session", "bogus"), "--session"),
+    (("serve", "-m", "direct", "--startup-mb", "x"), "--startup-mb"),
+    (("serve", "-m", "direct", "--preload-keys", "-1"), "--preload-keys"),
+])
+def test_serve_bad_session_options(isobench, args, says):
+    from conftest import assert_one_error_line
+    assert says in assert_one_error_line(isobench(*args))
+
+
+@NEEDS_ISOB
+def test_sigterm_mid_run_leaves_no_process(isobench):
+    import os
+    import signal
+    import sqlite3
+    import time
+    run = isobench.start("run", "lwc-serve", "--seconds", "30", "-q", ISOBENCH_ISOB=str(ISOB))
+    # Wait (bounded) until the first point is being measured: a result row
+    # never comes before 30 s, so the job row is the sign.
+    for _ in range(1200):
+        try:
+            with sqlite3.connect(isobench.db) as conn:
+                if conn.execute("SELECT id FROM jobs").fetchall():
+                    break
+        except sqlite3.Error:
+            pass
+        time.sleep(0.05)
+    # Most likely into the first point, with a server and loadgen running;
+    # the assertion holds whenever the signal lands.
+    time.sleep(0.5)
+    os.kill(run.pid, signal.SIGTERM)
+    report, p = run.finish()
+    assert p.returncode == 143, p.stderr
+    assert report["left"] == [], report["left"]
