@@ -98,7 +98,7 @@ def create_plots(s: Mapping, doc: Mapping) -> list:
     if not series:
         return [plots.Plot("lwc-create", title, None, "No lwc-create results in this run.")]
     plt = plots._pyplot()
-    colours = plots._colours([str(h) for h in s["heaps"]])
+    colours = plots.colours([str(h) for h in s["heaps"]])
     fig, ax = plt.subplots(figsize=(9, 5.6))
     for f in series:
         c = colours[str(f["heap_mib"])]
@@ -286,7 +286,7 @@ def refmon_plots(s: Mapping, doc: Mapping) -> list:
         return [plots.Plot("refmon", title, None, "No refmon results in this run.")]
     plt = plots._pyplot()
     cfgs = s["configs"]
-    colours = plots._colours(cfgs)
+    colours = plots.colours(cfgs)
     fig, ax = plt.subplots(figsize=(11, 5))
     width = 0.8 / max(len(cfgs), 1)
     for j, c in enumerate(cfgs):

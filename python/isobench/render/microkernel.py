@@ -204,7 +204,7 @@ STYLES = ("-", "--", ":", "-.")
 
 
 def delegate_plot(section: Mapping, doc: Mapping):
-    from .plots import Plot, _colours, _pyplot
+    from .plots import Plot, _pyplot, colours
     title = "Delegation latency against chain depth"
     rows = [r for r in section["rows"] if r["hop"] or r["end_to_end"]]
     if not rows:
@@ -213,7 +213,7 @@ def delegate_plot(section: Mapping, doc: Mapping):
     plt = _pyplot()
     variants = sorted({str(r["variant"]) for r in rows})
     regions = sorted({r["region"] for r in rows if r["region"] is not None})
-    colours = _colours(variants)
+    colour_of = colours(variants)
     fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharex=True)
     for ax, key, what in ((axes[0], "hop", "per hop"), (axes[1], "end_to_end", "end to end")):
         for v in variants:
@@ -223,7 +223,7 @@ def delegate_plot(section: Mapping, doc: Mapping):
                 if not pts:
                     continue
                 ax.plot([d for d, _ in pts], [c["us"] for _, c in pts], STYLES[k % 4],
-                        marker="o", ms=3, color=colours[v], label=f"{v} {_size(size)}")
+                        marker="o", ms=3, color=colour_of[v], label=f"{v} {_size(size)}")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         depths = sorted({r["depth"] for r in rows if r["depth"]})
@@ -245,7 +245,7 @@ def delegate_plot(section: Mapping, doc: Mapping):
 
 
 def sched_plot(section: Mapping, doc: Mapping):
-    from .plots import Plot, _colours, _pyplot
+    from .plots import Plot, _pyplot, colours
     title = "Scheduling overhead against the number of workers"
     rows = [r for r in section["rows"] if r["vs_ideal"]]
     if not rows:
@@ -255,7 +255,7 @@ def sched_plot(section: Mapping, doc: Mapping):
     panels = list(dict.fromkeys((r["mode"], r["cpus"]) for r in rows))
     kinds = list(dict.fromkeys(r["kind"] for r in rows))
     slices = sorted({r["slice_us"] for r in rows})
-    colours = _colours([str(k) for k in kinds])
+    colour_of = colours([str(k) for k in kinds])
     cols = min(2, len(panels))
     nrows = (len(panels) + cols - 1) // cols
     fig, axes = plt.subplots(nrows, cols, figsize=(6 * cols, 4 * nrows), squeeze=False,
@@ -268,7 +268,7 @@ def sched_plot(section: Mapping, doc: Mapping):
                 if not pts:
                     continue
                 ax.plot([n for n, _ in pts], [v["overhead_pct"] for _, v in pts],
-                        STYLES[k % 4], marker="o", ms=3, color=colours[str(kind)],
+                        STYLES[k % 4], marker="o", ms=3, color=colour_of[str(kind)],
                         label=f"{kind}, {sl} us slices")
         ax.axhline(0.0, color="black", lw=1)
         ax.set_xscale("log", base=2)

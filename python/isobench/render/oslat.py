@@ -195,9 +195,9 @@ def markdown(section: Mapping, doc: Mapping) -> str:
 # ---- plots ----
 
 def _colours(names: Sequence[str]) -> dict[str, object]:
-    from .plots import _pyplot
-    cmap = _pyplot().get_cmap("tab10")
-    return {n: cmap(i % 10) for i, n in enumerate(names)}
+    # In the order given (none first), from the report's colour-blind-safe palette.
+    from .plots import PALETTE
+    return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(names)}
 
 
 MARKERS = "osD^v<>pX*h"

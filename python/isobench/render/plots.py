@@ -87,6 +87,21 @@ def styles(names: Sequence[str]) -> dict[str, dict]:
     return {n: style(i) for i, n in enumerate(order)}
 
 
+def colours(names: Sequence[str]) -> dict[str, str]:
+    """A colour of PALETTE per name, in sorted order, for plots whose series
+    are not mechanisms (heap sizes, confinements, chain variants); beyond
+    eight names the colours repeat, so such plots also vary marker or line."""
+    return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(sorted(set(names)))}
+
+
+def band(ax, x, lo, hi, colour) -> None:
+    """A shaded interval around a curve, where at least two points have one."""
+    pts = [(a, b, c) for a, b, c in zip(x, lo, hi) if b is not None and c is not None and b > 0]
+    if len(pts) >= 2:
+        ax.fill_between([p[0] for p in pts], [p[1] for p in pts], [p[2] for p in pts],
+                        color=colour, alpha=0.15, lw=0)
+
+
 def mechanism_styles(doc: Mapping) -> dict[str, dict]:
     """styles() over every mechanism of the run, whichever benchmark measured
     it: a mechanism keeps its colour, marker and line from plot to plot of

@@ -179,7 +179,7 @@ def worksweep_plots(s: Mapping, doc: Mapping) -> list:
     if not curves:
         return [plots.Plot("worksweep", title, None, "No worksweep points with k > 0.")]
     plt = plots._pyplot()
-    colours = plots._colours([f"{c['mechanism']} {c['placement']}" for c in curves])
+    colours = plots.colours([f"{c['mechanism']} {c['placement']}" for c in curves])
     fig, (ax_r, ax_t) = plt.subplots(1, 2, figsize=(12, 5.4))
     for c in curves:
         name = f"{c['mechanism']} {c['placement']}"
@@ -197,7 +197,7 @@ def worksweep_plots(s: Mapping, doc: Mapping) -> list:
         ax_r.plot([p["k"] for p in rp], [p["ratio"]["value"] for p in rp], style, marker="o",
                   ms=3, color=colours[name], label=name)
         ivs = [p["ratio"]["interval"] for p in rp]
-        plots._band(ax_r, [p["k"] for p in rp], [iv[0] if iv else None for iv in ivs],
+        plots.band(ax_r, [p["k"] for p in rp], [iv[0] if iv else None for iv in ivs],
                     [iv[1] if iv else None for iv in ivs], colours[name])
         for b in c["break_even"]:
             if b["bound"] == "=" and b["k"]:
@@ -446,7 +446,7 @@ def scale_plots(s: Mapping, doc: Mapping) -> list:
     if not curves:
         return [plots.Plot("scale", title, None, "No scale switch results in this run.")]
     plt = plots._pyplot()
-    colours = plots._colours([f"{c['mechanism']} {c['placement']}" for c in curves])
+    colours = plots.colours([f"{c['mechanism']} {c['placement']}" for c in curves])
     fig, ax = plt.subplots(figsize=(9, 5.2))
     for c in curves:
         name = f"{c['mechanism']} {c['placement']}"
@@ -455,7 +455,7 @@ def scale_plots(s: Mapping, doc: Mapping) -> list:
         ax.plot(xs, [p["time"]["value"] for p in pts], marker="o", ms=3, color=colours[name],
                 label=name)
         ivs = [p["time"]["interval"] for p in pts]
-        plots._band(ax, xs, [iv[0] if iv else None for iv in ivs],
+        plots.band(ax, xs, [iv[0] if iv else None for iv in ivs],
                     [iv[1] if iv else None for iv in ivs], colours[name])
     ax.set_xscale("log")
     ax.set_yscale("log")
