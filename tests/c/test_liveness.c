@@ -24,6 +24,7 @@
 #include "isobench/harness.h"
 #include "isobench/mechanism.h"
 #include "tap.h"
+#include "children.h"
 
 /* The alarm of one case: far above anything that works, far below the
  * suite's time-out. */
@@ -42,36 +43,6 @@
 
 static const struct isob_mechanism *cur;
 
-/* The children of this process, from /proc; returns how many. */
-static int children(pid_t *out, int max)
-{
-    DIR *d = opendir("/proc");
-    CHECK(d != NULL);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        int pid = atoi(e->d_name);
-        if (pid <= 0)
-            continue;
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%d/stat", pid);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        int ppid = 0;
-        if (fgets(buf, sizeof buf, f)) {
-            char *q = strrchr(buf, ')');
-            if (!q || sscanf(q + 2, "%*c %d", &ppid) != 1)
-                ppid = 0;
-        }
-        fclose(f);
-        if (ppid == getpid() && n < max)
-            out[n++] = pid;
-    }
-    closedir(d);
-    return n;
-}
-
 /* Create a compartment of cur and find its server process: the one child
  * this case's process has.  Skips mechanisms without one. */
 static struct isob_comp *make_with_server(pid_t *server)
@@ -80,7 +51,7 @@ static struct isob_comp *make_with_server(pid_t *server)
     if (cur->probe(why, sizeof why) != 0)
         SKIP("%s: %s", cur->name, why);
     pid_t before[4];
-    CHECK_EQ_LONG(children(before, 4), 0);
+    CHECK_EQ_LONG(tap_children(before, 4), 0);
     struct isob_comp_spec spec;
     isob_spec_defaults(&spec);
     struct isob_comp *c = NULL;
@@ -88,7 +59,7 @@ static struct isob_comp *make_with_server(pid_t *server)
     CHECK_EQ_LONG(isob_call(c, ISOB_ENTRY_EMPTY), 0);
     CHECK(isob_comp_why(c) == NULL);
     pid_t kids[4];
-    int n = children(kids, 4);
+    int n = tap_children(kids, 4);
     if (n == 0) {
         isob_comp_destroy(c);
         SKIP("%s has no server process (a thread ends only with its process)", cur->name);
@@ -111,7 +82,7 @@ static void check_dead_and_destroy(struct isob_comp *c)
     CHECK(strstr(isob_comp_why(c), "died: signal 9") != NULL);
     isob_comp_destroy(c);
     pid_t kids[4];
-    CHECK_EQ_LONG(children(kids, 4), 0);
+    CHECK_EQ_LONG(tap_children(kids, 4), 0);
 }
 
 static void t_killed_while_idle(void)
@@ -186,7 +157,7 @@ static void t_heap_failure_is_enomem_at_create(void)
             BIG_HEAP >> 20, rc ? isob_strerror(rc) : "created");
     CHECK_EQ_LONG(rc, -ENOMEM);
     pid_t kids[4];
-    CHECK_EQ_LONG(children(kids, 4), 0);
+    CHECK_EQ_LONG(tap_children(kids, 4), 0);
     /* The same mechanism with a heap that fits still works. */
     spec.heap_size = ISOB_DEFAULT_HEAP_SIZE;
     CHECK_EQ_LONG(isob_comp_create(cur, &spec, &c), 0);
@@ -217,7 +188,7 @@ static void t_pin_failure_is_create_error(void)
     fprintf(stderr, "# %s: server on CPU %d: %s\n", cur->name, bad, rc ? isob_strerror(rc) : "created");
     CHECK_EQ_LONG(rc, -EINVAL);
     pid_t kids[4];
-    CHECK_EQ_LONG(children(kids, 4), 0);
+    CHECK_EQ_LONG(tap_children(kids, 4), 0);
 }
 
 static void t_serves_when_caller_is_pid_1(void)

@@ -26,6 +26,7 @@
 
 #include "isobench/lwc.h"
 #include "tap.h"
+#include "children.h"
 
 /* The alarm of one case: far above anything that works. */
 #define CASE_ALARM_S 30
@@ -50,35 +51,6 @@ static struct lwc_msg msg1(uint64_t a)
     struct lwc_msg m = {{0}};
     m.w[0] = a;
     return m;
-}
-
-/* The children of this process, from /proc. */
-static int count_children(void)
-{
-    DIR *d = opendir("/proc");
-    CHECK(d != NULL);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        int pid = atoi(e->d_name);
-        if (pid <= 0)
-            continue;
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%d/stat", pid);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        int ppid = 0;
-        if (fgets(buf, sizeof buf, f)) {
-            char *q = strrchr(buf, ')');
-            if (!q || sscanf(q + 2, "%*c %d", &ppid) != 1)
-                ppid = 0;
-        }
-        fclose(f);
-        n += ppid == getpid();
-    }
-    closedir(d);
-    return n;
 }
 
 static long open_fds(void)
@@ -137,7 +109,7 @@ static void t_switch_arguments_round_trip(void)
     CHECK(lwc_pid(h) > 0 && lwc_pid(h) != getpid());
     CHECK(lwc_why(h) == NULL);
     CHECK_EQ_LONG(lwc_destroy(h), 0);
-    CHECK_EQ_LONG(count_children(), 0);
+    CHECK_EQ_LONG(tap_children(NULL, 0), 0);
 }
 
 /* Two contexts: each switch returns from the one switched to, with its
@@ -170,7 +142,7 @@ static void t_two_contexts_answer_for_themselves(void)
         }
     lwc_destroy(hs[0]);
     lwc_destroy(hs[1]);
-    CHECK_EQ_LONG(count_children(), 0);
+    CHECK_EQ_LONG(tap_children(NULL, 0), 0);
 }
 
 /* Shared anonymous mappings of this process: the link pages of the lwc
@@ -232,7 +204,7 @@ static void t_many_contexts_each_alone(void)
     }
     for (int k = 0; k < MANY; k++)
         CHECK_EQ_LONG(lwc_destroy(hs[k]), 0);
-    CHECK_EQ_LONG(count_children(), 0);
+    CHECK_EQ_LONG(tap_children(NULL, 0), 0);
 }
 
 /* A context blocks until its first switch: it has run none of its own
@@ -461,7 +433,7 @@ static void t_crash_is_failed_switch(void)
     CHECK_EQ_LONG(lwc_switch(h, NULL, NULL, NULL), -EOWNERDEAD);
     CHECK_EQ_LONG(lwc_destroy(h), 0);
     CHECK_EQ_LONG(lwc_switch(h, NULL, NULL, NULL), -ESRCH);
-    CHECK_EQ_LONG(count_children(), 0);
+    CHECK_EQ_LONG(tap_children(NULL, 0), 0);
 }
 
 /* Killed while idle: the next switch fails at once with the cause. */
@@ -561,7 +533,7 @@ static void t_credentials_refused_at_create(void)
         SKIP("root may take any uid");
     struct lwc_spec sp = {.res = LWC_RES_CRED, .cred = {0, 0}};
     CHECK_EQ_LONG(lwc_create(&sp, 1, 0, NULL, NULL), -EPERM);
-    CHECK_EQ_LONG(count_children(), 0);
+    CHECK_EQ_LONG(tap_children(NULL, 0), 0);
 }
 
 /* ---- bad input ---- */
@@ -594,7 +566,7 @@ static void t_malformed_spec_is_einval(void)
     CHECK_EQ_LONG(lwc_create(NULL, 0, LWC_SYSTRAP, NULL, NULL), -EINVAL);  /* traps nothing */
     struct lwc_spec futex_trap = {.res = LWC_RES_SYSCALL, .sys = {SYS_futex}};
     CHECK_EQ_LONG(lwc_create(&futex_trap, 1, LWC_SYSTRAP, NULL, NULL), -EINVAL);
-    CHECK_EQ_LONG(count_children(), 0);
+    CHECK_EQ_LONG(tap_children(NULL, 0), 0);
     /* Handles that name nothing. */
     CHECK_EQ_LONG(lwc_switch(0, NULL, NULL, NULL), -ESRCH);
     CHECK_EQ_LONG(lwc_switch(17, NULL, NULL, NULL), -ESRCH);
@@ -811,7 +783,7 @@ static void t_systrap_allows_denies_injects(void)
     CHECK_EQ_LONG(lwc_syscall(h, &deny), -EINVAL);
     lwc_destroy(h);
     remove_file(path);
-    CHECK_EQ_LONG(count_children(), 0);
+    CHECK_EQ_LONG(tap_children(NULL, 0), 0);
 }
 
 /* A switch without an answer denies the call with EPERM; a trapped
@@ -845,7 +817,7 @@ static void t_systrap_default_deny_and_death(void)
     CHECK_EQ_LONG(lwc_switch(h, NULL, NULL, &back), -EOWNERDEAD);
     CHECK(strstr(lwc_why(h), "signal 11") != NULL);
     lwc_destroy(h);
-    CHECK_EQ_LONG(count_children(), 0);
+    CHECK_EQ_LONG(tap_children(NULL, 0), 0);
 }
 
 /* ---- nesting, lifetime, leaks ---- */
@@ -943,7 +915,7 @@ static void t_create_destroy_leaks_nothing(void)
             continue;  /* the first round may set up lazily-made state */
         CHECK_EQ_LONG(open_fds(), fds);
         CHECK(vm_kib() - kib < 64);
-        CHECK_EQ_LONG(count_children(), 0);
+        CHECK_EQ_LONG(tap_children(NULL, 0), 0);
         CHECK(waitpid(-1, NULL, WNOHANG) <= 0);
     }
     lwc_free_shared(sh);

@@ -26,6 +26,7 @@
 #include "isobench/lwc.h"
 #include "isobench/serve.h"
 #include "tap.h"
+#include "children.h"
 
 /* Seconds a socket read may wait before the case fails. */
 #define IO_TIMEOUT_S 20
@@ -37,35 +38,6 @@ struct srv {
     unsigned port;
     int err;      /* the server's stderr */
 };
-
-/* The children of this process, from /proc. */
-static int count_children(void)
-{
-    DIR *d = opendir("/proc");
-    CHECK(d != NULL);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        int pid = atoi(e->d_name);
-        if (pid <= 0)
-            continue;
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%d/stat", pid);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        int ppid = 0;
-        if (fgets(buf, sizeof buf, f)) {
-            char *q = strrchr(buf, ')');
-            if (!q || sscanf(q + 2, "%*c %d", &ppid) != 1)
-                ppid = 0;
-        }
-        fclose(f);
-        n += ppid == getpid();
-    }
-    closedir(d);
-    return n;
-}
 
 /* Orphans of the server come back to this process, to be counted (the
  * attribute is not inherited across the fork of each case). */
@@ -253,7 +225,7 @@ static void check_sessions(const char *mode, int forgets)
         CHECK_EQ_LONG(pids[1], s.pid);
     }
     CHECK_EQ_LONG(stop_serve(&s), 0);
-    CHECK_EQ_LONG(count_children(), 0);
+    CHECK_EQ_LONG(tap_children(NULL, 0), 0);
 }
 
 static void t_rollback_forgets_each_session(void) { check_sessions("rollback", 1); }
@@ -302,7 +274,7 @@ static void t_per_connection_sees_only_its_own(void)
     for (int i = 0; i < CONNS; i++)
         close(fds[i]);
     CHECK_EQ_LONG(stop_serve(&s), 0);
-    CHECK_EQ_LONG(count_children(), 0);
+    CHECK_EQ_LONG(tap_children(NULL, 0), 0);
 }
 
 /* Sessions still open when the server is told to stop: their processes
@@ -318,7 +290,7 @@ static void check_end_with_server(const char *mode)
         CHECK(strcmp(ask(fds[i], "set a 0 0 1\r\n1\r\n", "\r\n"), "STORED\r\n") == 0);
     }
     CHECK_EQ_LONG(stop_serve(&s), 0);
-    CHECK_EQ_LONG(count_children(), 0);
+    CHECK_EQ_LONG(tap_children(NULL, 0), 0);
     for (int i = 0; i < 4; i++)
         close(fds[i]);
 }
@@ -359,7 +331,7 @@ static void t_bad_options_refused(void)
         /* One line. */
         CHECK(n > 0 && err[n - 1] == '\n' && memchr(err, '\n', n - 1) == NULL);
     }
-    CHECK_EQ_LONG(count_children(), 0);
+    CHECK_EQ_LONG(tap_children(NULL, 0), 0);
 }
 
 int main(void)
