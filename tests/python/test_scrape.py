@@ -208,6 +208,16 @@ def test_plain_matches_the_table(real):
                 assert all(m["at_canary"] and m["found"] == 1 for m in c["methods"])
 
 
+def test_every_target_here_matches_the_table(real):
+    # The whole matrix on this machine: every mechanism isob lists, so that
+    # a new mechanism without its rule (or with a wrong one) fails here.
+    doc, p = real.json("scrape", "--json", "-q")
+    listed = {t["target"] for t in doc["targets"]}
+    assert {"plain", "pipe-writer", "pipe-reader", "direct", "lwc", "seccomp"} <= listed
+    assert doc["differences"] == [] and doc["broken_promises"] == [], doc["differences"][:3]
+    assert p.returncode == 0, p.stderr
+
+
 def test_a_table_that_disagrees_names_the_cell(real, tmp_path):
     # A non-dumpable process "found" by the same uid: the opposite of the
     # kernel's rule, on any machine (root or not, any Yama).
