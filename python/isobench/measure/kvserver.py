@@ -286,7 +286,13 @@ def start_memcached(cpu: int | None) -> tuple[Server, int]:
 def start_isob(isob: str, mechanism: str, cpu: int | None) -> tuple[Server, int]:
     # --port 0: isob picks a free port itself and names it in its ready line.
     argv = [isob, "serve", "-m", mechanism, "--port", "0", "--heap-mb", str(HEAP_MB)]
-    server = Server(_pin(argv, cpu))
+    return start_serve(_pin(argv, cpu))
+
+
+def start_serve(argv: list[str]) -> tuple[Server, int]:
+    """An `isob serve ... --port 0` started and waited for: (server, the port
+    its ready line names).  A server that fails to get ready is stopped."""
+    server = Server(argv)
 
     def ready() -> int | None:
         m = READY.search(server.output())

@@ -53,7 +53,8 @@ import time
 from typing import Callable, Iterator
 
 from . import proc
-from .kvserver import READY, Server, StartError, _connectable, _cpus, _pin, _wait_ready, free_port
+from .kvserver import (Server, StartError, _connectable, _cpus, _pin, _wait_ready,
+                       free_port, start_serve)
 from .records import NO_MECHANISM, Result
 from ..store import now_ms
 
@@ -145,19 +146,7 @@ def start_isob(isob: str, extra: list[str], cpu: int | None) -> tuple[Server, in
             *extra]
     if cpu is not None:
         argv += ["--cpu", str(cpu)]
-    server = Server(argv)
-
-    def ready() -> int | None:
-        m = READY.search(server.output())
-        return int(m[1]) if m else None
-
-    try:
-        _wait_ready(server, ready)
-        port = ready()
-    except BaseException:
-        server.stop()
-        raise
-    return server, port
+    return start_serve(argv)
 
 
 def start_memcached(cpu: int | None, conns: int) -> tuple[Server, int]:
