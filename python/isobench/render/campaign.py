@@ -168,20 +168,11 @@ def _heatmap(name: str, title: str, hosts: Sequence[str],
 
 # ---- Markdown and HTML ----
 
-def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    def esc(t) -> str:
-        return str(t).replace("|", "\\|")
-    out = ["| " + " | ".join(esc(h) for h in headers) + " |",
-           "|" + "|".join("---" for _ in headers) + "|"]
-    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
-    return "\n".join(out)
-
-
 def render_md(doc: Mapping, plot_list: Sequence[plots.Plot]) -> str:
     hosts = host_names(doc)
     out = [f"# isobench campaign {doc['campaign']}", "",
            f"Selection: `{_selection_text(doc) or '-'}`. Each cell: {doc['cell']}.", "",
-           "## Hosts", "", _md_table(HOST_HEADERS, host_rows(doc))]
+           "## Hosts", "", table.md_table(HOST_HEADERS, host_rows(doc))]
     for m in doc["missing"]:
         out += ["", f"- **{m['host']}**: {m['status']}"
                 + (f" in {m['stage']}" if m.get("stage") else "")
@@ -189,7 +180,7 @@ def render_md(doc: Mapping, plot_list: Sequence[plots.Plot]) -> str:
     for note in doc["notes"]:
         out += ["", f"_Note: {note}._"]
     for t in doc["tables"]:
-        out += ["", f"## {t['title']}", "", _md_table(("mechanism", *hosts), table_rows(t, hosts))]
+        out += ["", f"## {t['title']}", "", table.md_table(("mechanism", *hosts), table_rows(t, hosts))]
     out.append("")
     for p in plot_list:
         out += [f"![{p.title}]({p.name}.png)" if p.figure is not None else f"_{p.note}_", ""]

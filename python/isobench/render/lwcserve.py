@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from .sections import Renderer
+from . import table
 
 # One colour per mode in every panel, whichever modes a panel has.
 COLOURS = {"shared": "#1f77b4", "fork": "#ff7f0e", "rollback": "#2ca02c"}
@@ -85,10 +85,7 @@ def markdown(section: Mapping, doc: Mapping) -> str:
     out = ["## lwC use cases as servers (lwc-serve, lwc-conns)", ""]
     for title, key, rows in _tables(section):
         head = [h.format(key=key) for h in HEAD]
-        out += [f"**{title}**", "", "| " + " | ".join(head) + " |",
-                "|" + "|".join("---" for _ in head) + "|"]
-        out += ["| " + " | ".join(r) + " |" for r in rows]
-        out.append("")
+        out += [f"**{title}**", "", table.md_table(head, rows), ""]
     out += [_saturation_line(section), "", "Threat model: " + section["threat_model"], ""]
     out += [f"- {line}" for line in _failed_lines(section)]
     return "\n".join(out)
@@ -130,6 +127,3 @@ def plots(section: Mapping, doc: Mapping) -> list:
     return [Plot("lwc-serve", title, fig, "",
                  "isob serve -m direct with each session mode under isob loadgen; rollback "
                  "discards a context per session, fork starts a process per session.")]
-
-
-RENDERER = Renderer(text=text, markdown=markdown, plots=plots)

@@ -37,13 +37,6 @@ def _size(n) -> str:
     return table.fmt_bytes(n) if isinstance(n, (int, float)) else "-"
 
 
-def _md(hs: Sequence[str], rs: Sequence[Sequence[str]]) -> str:
-    esc = lambda c: str(c).replace("|", "\\|")
-    lines = ["| " + " | ".join(esc(h) for h in hs) + " |", "|" + "|".join("---" for _ in hs) + "|"]
-    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rs]
-    return "\n".join(lines)
-
-
 def _problems(section: Mapping) -> list[str]:
     return [f"{p['status']}: {p['where']}: {p['reason']}" for p in section.get("problems") or ()]
 
@@ -107,10 +100,10 @@ def ipc_markdown(section: Mapping, doc: Mapping) -> str:
     out = ["## Microkernel IPC: round trips under each protection", "", IPC_NOTE + ".", ""]
     for t in section["tables"]:
         hs, rows = _ipc_table(t, True)
-        out += [f"### {t['placement']} [us]", "", _md(hs, rows), ""]
+        out += [f"### {t['placement']} [us]", "", table.md_table(hs, rows), ""]
     if section["slides"]:
         out += ["### CHERI microkernel slides (published, other hardware)", "",
-                _md(SLIDE_HEADERS, _slide_rows(section)), ""]
+                table.md_table(SLIDE_HEADERS, _slide_rows(section)), ""]
     out += [f"- {p}" for p in _problems(section)]
     return "\n".join(out)
 
@@ -156,7 +149,7 @@ def delegate_text(section: Mapping, doc: Mapping) -> str:
 def delegate_markdown(section: Mapping, doc: Mapping) -> str:
     hs, rows = _delegate_table(section)
     return "\n".join(["## Microkernel delegation: a region down a chain of tasks", "",
-                      DELEGATE_NOTE + ".", "", _md(hs, rows), "",
+                      DELEGATE_NOTE + ".", "", table.md_table(hs, rows), "",
                       *[f"- {p}" for p in _problems(section)]])
 
 
@@ -194,7 +187,7 @@ def sched_text(section: Mapping, doc: Mapping) -> str:
 def sched_markdown(section: Mapping, doc: Mapping) -> str:
     hs, rows = _sched_table(section, True)
     return "\n".join(["## Microkernel scheduling: many workers, fixed work", "",
-                      SCHED_NOTE + ".", "", _md(hs, rows), "",
+                      SCHED_NOTE + ".", "", table.md_table(hs, rows), "",
                       *[f"- {p}" for p in _problems(section)]])
 
 

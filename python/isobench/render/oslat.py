@@ -168,13 +168,6 @@ def text(section: Mapping, doc: Mapping) -> str:
     return "\n".join(out)
 
 
-def _md_table(hs: Sequence[str], rs: Sequence[Sequence[str]]) -> str:
-    esc = lambda c: str(c).replace("|", "\\|")
-    lines = ["| " + " | ".join(esc(h) for h in hs) + " |", "|" + "|".join("---" for _ in hs) + "|"]
-    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rs]
-    return "\n".join(lines)
-
-
 def markdown(section: Mapping, doc: Mapping) -> str:
     out = ["## OS latencies under confinements (SEIMI's Tables IV, V, VI, III)", "",
            METHOD_NOTE.format(ours=section["our_method"], theirs=section["seimi_method"],
@@ -185,7 +178,7 @@ def markdown(section: Mapping, doc: Mapping) -> str:
     out.append("")
     for t in section["tables"]:
         out += [f"### {_title(t)}", "",
-                _md_table(headers(t), rows(t, with_interval=True) + average_rows(t)), ""]
+                table.md_table(headers(t), rows(t, with_interval=True) + average_rows(t)), ""]
     extra = _undefined(section) + _notes(section)
     if extra:
         out += [f"- {line}" for line in extra] + [""]

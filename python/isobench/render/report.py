@@ -300,15 +300,6 @@ def results_note(doc: Mapping) -> str:
 
 # ---- Markdown ----
 
-def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    def esc(t) -> str:
-        return str(t).replace("|", "\\|")
-    out = ["| " + " | ".join(esc(h) for h in headers) + " |",
-           "|" + "|".join("---" for _ in headers) + "|"]
-    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
-    return "\n".join(out)
-
-
 def _ratio_md(c: Mapping) -> str:
     return table.ratio_text(c)
 
@@ -347,33 +338,33 @@ def render_md(doc: Mapping, plot_list, all_published: bool = False) -> str:
     out = [f"# isobench run {run['run_id']}", "",
            f"Measured {run.get('started')} with isobench {__version__}; "
            f"statistics as defined in {METHODOLOGY}: {results_note(doc)}", "",
-           "## Platform", "", md_table(("", ""), env_rows(run.get("environment") or {})), "",
+           "## Platform", "", table.md_table(("", ""), env_rows(run.get("environment") or {})), "",
            "## Soundness", ""]
     out += [f"- **{f['severity']} {f['id']}**: {f['what']}. Next: {f['next']} ({f['doc']})."
             for f in doc["findings"]] or ["No findings: none of the soundness checks fired."]
     m = attackers.from_environment(run.get("environment") or {})
     if m:
         out += ["", "## Isolation by attacker", "", attackers.context_line(m[1]) + ".", "",
-                md_table(attackers.MATRIX_HEADERS, attackers.matrix_rows(m[0]))]
+                table.md_table(attackers.MATRIX_HEADERS, attackers.matrix_rows(m[0]))]
     sw = _switch_md_rows(doc)
     if sw:
         out += ["", "## Switch cost (payload 0, round trip)", "",
-                md_table(("mechanism", "placement", "value", "from", "ns", "95% interval ns",
+                table.md_table(("mechanism", "placement", "value", "from", "ns", "95% interval ns",
                           "ratio to direct [95%]"), sw)]
     kv = _kv_md_rows(doc)
     if kv:
         out += ["", "## Key-value store, time per get", "",
-                md_table(("mechanism", "placement", "data", "value", "from", "ns",
+                table.md_table(("mechanism", "placement", "data", "value", "from", "ns",
                           "ratio to direct [95%]"), kv)]
     for block in sections.markdown_blocks(doc):
         out += ["", block]
     if doc["aggregates"]:
         out += ["", "## Averages (geometric means of ratios)", "",
-                md_table(("average", "value", "as overhead", "results", "method"),
+                table.md_table(("average", "value", "as overhead", "results", "method"),
                          _aggregate_rows(doc["aggregates"]))]
     published = published_rows(doc, all_published)
     out += ["", "## Published figures (not measured here)", "",
-            md_table(PUBLISHED_HEADERS, published) if published else
+            table.md_table(PUBLISHED_HEADERS, published) if published else
             "_None with a local configuration in this run to stand beside._", ""]
     if published_note(doc, all_published):
         out += [f"_{published_note(doc, all_published)}_", ""]

@@ -27,7 +27,7 @@ class Renderer:
     first: bool = False
 
 
-from . import lwc, microkernel, oslat, workloads  # noqa: E402  (the families' renderers, in modules of their own)
+from . import lwc, lwcserve, microkernel, oslat, workloads  # noqa: E402  (the families' renderers, in modules of their own)
 
 # Section name -> its renderer.
 RENDERERS: dict[str, Renderer] = {
@@ -51,17 +51,8 @@ RENDERERS: dict[str, Renderer] = {
     "microkernel-sched": Renderer(text=microkernel.sched_text,
                                   markdown=microkernel.sched_markdown,
                                   plots=microkernel.sched_plots),
+    "lwc-serve": Renderer(text=lwcserve.text, markdown=lwcserve.markdown, plots=lwcserve.plots),
 }
-
-
-def _register() -> None:
-    # lwcserve imports Renderer from here, so it registers itself once
-    # RENDERERS exists.
-    from . import lwcserve
-    RENDERERS["lwc-serve"] = lwcserve.RENDERER
-
-
-_register()
 
 
 def each(doc: Mapping):

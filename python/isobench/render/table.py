@@ -20,7 +20,6 @@ from typing import Any, Mapping, Sequence
 
 from ..analysis import units
 from ..analysis.runs import BASELINE, HEADLINE_PHASE, OUTPUT_PARAMS, server_label
-from . import sections
 
 # The widest line a default table or note may take: a terminal of 100
 # columns, or a paper's listing, shows it without wrapping.
@@ -619,6 +618,9 @@ def run_report(doc: Mapping, extra: Sequence[str] = (), wide: bool = False) -> s
     kvs = kv_server_table(doc)
     if kvs:
         out += ["", kvs]
+    # The families' renderers use this module's helpers: imported here, not
+    # at the top, so that either side may be imported first.
+    from . import sections
     for block in sections.text_blocks(doc):
         out += ["", block]
     # One line per configuration and reason, with how many repetitions it
@@ -720,3 +722,15 @@ def repetition_report(doc: Mapping) -> str:
             "repetition values; within: 1.4826 MAD / median of the pooled samples)\n"
             + render(REPETITION_HEADERS, rows, {"payload", "reps", "repetition values",
                                                 "CV between", "robust CV within"}))
+
+
+# ---- Markdown ----
+
+def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown (GitHub) table; a '|' inside a cell is escaped."""
+    def esc(t) -> str:
+        return str(t).replace("|", "\\|")
+    out = ["| " + " | ".join(esc(h) for h in headers) + " |",
+           "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)

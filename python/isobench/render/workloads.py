@@ -36,21 +36,12 @@ def text_of(blocks: Sequence[Block]) -> str:
     return "\n\n".join(out)
 
 
-def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    def esc(t) -> str:
-        return str(t).replace("|", "\\|")
-    out = ["| " + " | ".join(esc(h) for h in headers) + " |",
-           "|" + "|".join("---" for _ in headers) + "|"]
-    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
-    return "\n".join(out)
-
-
 def markdown_of(heading: str, blocks: Sequence[Block]) -> str:
     out = [f"## {heading}", ""]
     for b in blocks:
         out += [f"**{b.title}**", ""]
         if b.rows:
-            out += [md_table(b.headers, b.rows), ""]
+            out += [table.md_table(b.headers, b.rows), ""]
         out += [f"- {n}" for n in b.notes]
         if b.notes:
             out.append("")
