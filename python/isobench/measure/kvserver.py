@@ -266,12 +266,18 @@ def _connectable(port: int) -> bool:
         return False
 
 
-def start_memcached(cpu: int | None) -> tuple[Server, int]:
+def start_memcached(cpu: int | None, heap_mb: int = HEAP_MB, max_conns: int | None = None,
+                    missing_skips: bool = False) -> tuple[Server, int]:
+    """memcached on loopback (one thread, a free port, TCP only), waited for.
+    Not installed: StartError, a skip where missing_skips says so."""
     exe = shutil.which("memcached")
     if exe is None:
-        raise StartError("memcached is not on PATH (scripts/setup-system.sh installs it)")
+        raise StartError("memcached is not on PATH (scripts/setup-system.sh installs it)",
+                         skipped=missing_skips)
     port = free_port()
-    argv = [exe, "-t", "1", "-p", str(port), "-l", "127.0.0.1", "-m", str(HEAP_MB), "-U", "0"]
+    argv = [exe, "-t", "1", "-p", str(port), "-l", "127.0.0.1", "-m", str(heap_mb), "-U", "0"]
+    if max_conns is not None:
+        argv += ["-c", str(max_conns)]
     if os.geteuid() == 0:
         argv += ["-u", "root"]  # memcached refuses to run as root without -u
     server = Server(_pin(argv, cpu))

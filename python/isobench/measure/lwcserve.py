@@ -46,15 +46,12 @@ throughput.
 from __future__ import annotations
 
 import json
-import os
 import resource
 import shutil
-import time
 from typing import Callable, Iterator
 
-from . import proc
-from .kvserver import (Server, StartError, _connectable, _cpus, _pin, _wait_ready,
-                       free_port, start_serve)
+from . import kvserver, proc
+from .kvserver import Server, StartError, _cpus, start_serve
 from .records import NO_MECHANISM, Result
 from ..store import now_ms
 
@@ -150,22 +147,7 @@ def start_isob(isob: str, extra: list[str], cpu: int | None) -> tuple[Server, in
 
 
 def start_memcached(cpu: int | None, conns: int) -> tuple[Server, int]:
-    exe = shutil.which("memcached")
-    if exe is None:
-        raise StartError("memcached is not on PATH (scripts/setup-system.sh installs it)",
-                         skipped=True)
-    port = free_port()
-    argv = [exe, "-t", "1", "-p", str(port), "-l", "127.0.0.1", "-m", str(MEMCACHED_MB), "-U", "0",
-            "-c", str(conns + FD_SLACK)]
-    if os.geteuid() == 0:
-        argv += ["-u", "root"]  # memcached refuses to run as root without -u
-    server = Server(_pin(argv, cpu))
-    try:
-        _wait_ready(server, lambda: port if _connectable(port) else None)
-    except BaseException:
-        server.stop()
-        raise
-    return server, port
+    return kvserver.start_memcached(cpu, MEMCACHED_MB, conns + FD_SLACK, missing_skips=True)
 
 
 def run_loadgen(isob: str, port: int, server_pid: int, *, proto: str, conns: int,
