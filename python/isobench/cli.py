@@ -1085,7 +1085,7 @@ def cmd_campaign_show(args: argparse.Namespace) -> int:
 def cmd_campaign_report(args: argparse.Namespace) -> int:
     if not args.output:
         raise UsageError("-o '' names no folder: give the folder to write the report into")
-    render_campaign.prepare(Path(args.output))
+    report.prepare(Path(args.output))
     doc = _campaign_doc(args)
     try:
         written = render_campaign.write(doc, Path(args.output))

@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from . import plots, table
+from . import plots, report, table
 from ..errors import UsageError
 
 DPI = 110
@@ -236,21 +236,9 @@ def render_html(doc: Mapping, plot_list: Sequence[plots.Plot], out_dir: Path) ->
     return "\n".join(parts)
 
 
-def prepare(out_dir: Path) -> Path:
-    out_dir = Path(out_dir)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        probe = out_dir / ".isobench-write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as e:
-        raise UsageError(f"cannot write the report to {out_dir}: {e.strerror or e}") from None
-    return out_dir
-
-
 def write(doc: Mapping, out_dir: Path) -> dict:
     """The campaign report in out_dir; what was written."""
-    out_dir = prepare(out_dir)
+    out_dir = report.prepare(out_dir)
     plot_list = heatmap_plots(doc)
     files = [n for p in plot_list for n in plots.save(p, out_dir)]
     (out_dir / "index.html").write_text(render_html(doc, plot_list, out_dir))
