@@ -22,6 +22,7 @@
 #include "isob_wasm.h"
 #include "../../src/benches/workload.h"
 #include "tap.h"
+#include "children.h"
 
 extern const struct isob_mechanism isob_mech_direct, isob_mech_process_futex, isob_mech_wasm,
     isob_mech_seccomp;
@@ -608,31 +609,6 @@ static void t_pipeio_verifies_each_transfer(void)
 
 /* ---- scale ---- */
 
-/* Children of this process, from /proc. */
-static size_t children(pid_t *out, size_t max)
-{
-    size_t n = 0;
-    DIR *d = opendir("/proc");
-    CHECK(d != NULL);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        char path[300], buf[512];
-        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        size_t got = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[got] = 0;
-        char *p = strrchr(buf, ')'), st;
-        int ppid;
-        if (p && sscanf(p + 1, " %c %d", &st, &ppid) == 2 && ppid == getpid() && n < max)
-            out[n++] = (pid_t)atoi(e->d_name);
-    }
-    closedir(d);
-    return n;
-}
-
 /* process-futex, but the server of the third compartment dies right after
  * it is created; or, with enospc_after, creation fails like pkey_alloc
  * out of keys. */
@@ -642,13 +618,15 @@ static int dying_create(const struct isob_comp_spec *s, struct isob_comp **o)
     if (creates == enospc_after)
         return -ENOSPC;
     pid_t before[64], after[64];
-    size_t nb = children(before, 64);
+    int nb = tap_children(before, 64);
+    CHECK(nb <= 64);
     int rc = isob_mech_process_futex.create(s, o);
     if (rc == 0 && creates == kill_at) {
-        size_t na = children(after, 64);
-        for (size_t i = 0; i < na; i++) {
+        int na = tap_children(after, 64);
+        CHECK(na <= 64);
+        for (int i = 0; i < na; i++) {
             int old = 0;
-            for (size_t j = 0; j < nb; j++)
+            for (int j = 0; j < nb; j++)
                 old |= after[i] == before[j];
             if (!old) {
                 kill(after[i], SIGKILL);
@@ -690,7 +668,7 @@ static void t_scale_counts_and_cleans_up(void)
     free(l);
     free(out);
     pid_t left[4];
-    CHECK_EQ_LONG(children(left, 4), 0);
+    CHECK_EQ_LONG(tap_children(left, 4), 0);
 }
 
 static void t_scale_reports_a_death(void)
@@ -709,7 +687,7 @@ static void t_scale_reports_a_death(void)
     free(l);
     free(out);
     pid_t left[4];
-    CHECK_EQ_LONG(children(left, 4), 0);
+    CHECK_EQ_LONG(tap_children(left, 4), 0);
 }
 
 static void t_scale_reports_the_errno(void)
