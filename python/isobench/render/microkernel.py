@@ -16,16 +16,6 @@ def fmt(v) -> str:
     return table.fmt_num(v)
 
 
-def _x(r: Mapping | None, with_interval: bool = False) -> str:
-    if not r:
-        return "-"
-    text = table.fmt_ratio(r["value"])
-    iv = r.get("interval")
-    if with_interval and iv:
-        text += f" [{table.fmt_ratio(iv['low'])}..{table.fmt_ratio(iv['high'])}]"
-    return text
-
-
 def _t(cell: Mapping | None) -> str:
     """A time in us, else in its own unit."""
     if not cell:
@@ -58,7 +48,7 @@ def _ipc_table(t: Mapping, with_interval: bool) -> tuple[list[str], list[list[st
             line.append(f"{fmt(c['p5_us'])}..{fmt(c['p95_us'])}" if c and c.get("p5_us")
                         is not None else "-")
             if p != "none":
-                line += [_x((c or {}).get("vs_none"), with_interval),
+                line += [table.fmt_ratio_record((c or {}).get("vs_none"), with_interval),
                          fmt((c or {}).get("delta_us"))]
         rows.append(line)
     return hs, rows
@@ -166,7 +156,8 @@ def _sched_table(section: Mapping, with_interval: bool) -> tuple[list[str], list
                 if w.get("slices_done") is not None else "-")
         rows.append([str(r["kind"]), str(r["workers"]), str(r["slice_us"]), str(r["mode"]),
                      str(r["cpus"]), _t(r["makespan"]), fmt(r["ideal_us"]),
-                     _x(v, with_interval), f"{v['overhead_pct']:+.1f}%" if v else "-",
+                     table.fmt_ratio_record(v, with_interval),
+                     f"{v['overhead_pct']:+.1f}%" if v else "-",
                      fmt(r["voluntary"]), fmt(r["involuntary"]), fmt(r["ns_per_switch"]), work])
     return hs, rows
 

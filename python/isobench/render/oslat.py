@@ -21,16 +21,6 @@ def _us(v) -> str:
     return table.fmt_num(v)
 
 
-def _x(slow: Mapping | None, with_interval: bool = False) -> str:
-    if not slow:
-        return "-"
-    text = table.fmt_ratio(slow["value"])
-    iv = slow.get("interval")
-    if with_interval and iv:
-        text += f" [{table.fmt_ratio(iv['low'])}..{table.fmt_ratio(iv['high'])}]"
-    return text
-
-
 def _cell_text(cell: Mapping | None) -> str:
     if not cell:
         return "-"
@@ -66,10 +56,10 @@ def rows(t: Mapping, with_interval: bool = False, cols: Sequence[str] | None = N
             cell = r["cells"].get(col)
             line.append(_cell_text(cell))
             if col != "none":
-                line.append(_x((cell or {}).get("slowdown"), with_interval))
+                line.append(table.fmt_ratio_record((cell or {}).get("slowdown"), with_interval))
         if published and t["has_published"]:
             p = r["published"] or {}
-            line += [_us(p.get("native")), _us(p.get("seimi")), _x(
+            line += [_us(p.get("native")), _us(p.get("seimi")), table.fmt_ratio_record(
                 {"value": p["slowdown"]} if p.get("slowdown") else None)]
         out.append(line)
     return out

@@ -232,14 +232,23 @@ def source_text(h: Mapping) -> str:
     return h["source"] + (f" {flags}" if flags else "") + one
 
 
+def fmt_ratio_record(r: Mapping | None, with_interval: bool = True) -> str:
+    """A ratio record of the summary document ({value, interval}) as
+    "4.37 [4.03..4.73]" ("-" where there is none)."""
+    if not r:
+        return "-"
+    text = fmt_ratio(r["value"])
+    iv = r.get("interval")
+    if with_interval and iv:
+        text += f" [{fmt_ratio(iv['low'])}..{fmt_ratio(iv['high'])}]"
+    return text
+
+
 def ratio_text(c: Mapping) -> str:
     r = c.get("ratio")
     if r is None:
         return "baseline" if c["role"] == "baseline" else "-"
-    iv = r.get("interval")
-    if iv:
-        return f"{fmt_ratio(r['value'])} [{fmt_ratio(iv['low'])}..{fmt_ratio(iv['high'])}]"
-    return fmt_ratio(r["value"])
+    return fmt_ratio_record(r)
 
 
 def reps_text(c: Mapping, asked: int | None) -> str:
