@@ -269,11 +269,13 @@ def _faults(entry: Mapping | None) -> dict | None:
             "fault_site": (outputs(entry, "fault_site") or [None])[0]}
 
 
-def _gbps(entry: Mapping | None, t: Mapping | None) -> dict | None:
+def _gbps(entry: Mapping | None, t: Mapping | None, bytes_param: str) -> dict | None:
+    """The rate of moving entry's params[bytes_param] bytes in time t (a time
+    record in its own unit: ms for memops, us for pipeio)."""
     if entry is None or t is None:
         return None
-    size = entry["params"].get("size_bytes")
-    return inverse(t, "GB/s", lambda ms: units.gb_per_s(size, units.convert(ms, "ms", "ns")))
+    nbytes = entry["params"].get(bytes_param)
+    return inverse(t, "GB/s", lambda v: units.gb_per_s(nbytes, units.convert(v, t["unit"], "ns")))
 
 
 def memops(data: RunData, doc: Mapping) -> dict | None:
@@ -291,8 +293,8 @@ def memops(data: RunData, doc: Mapping) -> dict | None:
         rows.append({"size_bytes": size, "size_mib": (out_e or in_e)["params"].get("size_mib"),
                      "step": step, "mechanism": mech, "placement": place,
                      "out": t_out, "in": t_in, "in_over_out": ratio_of(in_e, out_e),
-                     "gbps_out": _gbps(out_e, t_out) if moves else None,
-                     "gbps_in": _gbps(in_e, t_in) if moves else None,
+                     "gbps_out": _gbps(out_e, t_out, "size_bytes") if moves else None,
+                     "gbps_in": _gbps(in_e, t_in, "size_bytes") if moves else None,
                      "faults_out": _faults(out_e), "faults_in": _faults(in_e),
                      "thp": (out_e or in_e)["params"].get("thp"), "abi": _abi(in_e)})
     return {"unit": "ms", "rows": rows, "published": [],
@@ -317,13 +319,6 @@ def _cold(entry: Mapping | None) -> dict | None:
             "min": units.convert(min(colds), "ns", "us"), "max": units.convert(max(colds), "ns", "us")}
 
 
-def _stream_gbps(entry: Mapping | None, t: Mapping | None) -> dict | None:
-    if entry is None or t is None:
-        return None
-    nbytes = entry["params"].get("stream_bytes")
-    return inverse(t, "GB/s", lambda us: units.gb_per_s(nbytes, units.convert(us, "us", "ns")))
-
-
 def pipeio(data: RunData, doc: Mapping) -> dict | None:
     es = entries(doc, "pipeio")
     if not es:
@@ -341,8 +336,8 @@ def pipeio(data: RunData, doc: Mapping) -> dict | None:
         rows.append({"variant": variant, "payload": payload, "mechanism": mech, "placement": place,
                      "out": t_out, "in": t_in, "in_over_out": ratio_of(in_e, out_e),
                      "cold_out": _cold(out_e), "cold_in": _cold(in_e),
-                     "gbps_out": _stream_gbps(out_e, t_out) if stream else None,
-                     "gbps_in": _stream_gbps(in_e, t_in) if stream else None,
+                     "gbps_out": _gbps(out_e, t_out, "stream_bytes") if stream else None,
+                     "gbps_in": _gbps(in_e, t_in, "stream_bytes") if stream else None,
                      "short_reads": sum(int(x) for e in (out_e, in_e) if e
                                         for x in outputs(e, "short_reads")),
                      "io_by_in": (outputs(in_e, "io_by") or [None])[0] if in_e else None,
