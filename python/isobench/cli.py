@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import __version__
-from .analysis import attackers, checks, compare, reference, runs, stats, summary
+from .analysis import (attackers, checks, compare, precision, reference, runs, stats,
+                       summary)
 from .measure import (kvserver, lifecycle, lwcserve, progress, runner, scrape, serve, sysinfo,
                       system, validate)
 from .render import report, table
@@ -195,6 +196,8 @@ def _add_run(sub) -> None:
                "  isobench run switch -m thread --placement same-cpu,cross-cpu\n"
                "  isobench run pingpong                      benchmarks of OS primitives take no -m\n"
                "  isobench run switch kv --repeat 5          5 fresh processes each, shuffled\n"
+               "  isobench run switch --target-ci 2          repeat until every 95% interval\n"
+               "                                             is within +-2% of its value\n"
                "  isobench run kv-server --quick             isob serve beside memcached\n"
                "  isobench run oslat --quick --confine none,seccomp-allow,ptrace\n"
                "                                             OS latencies under confinements\n"
@@ -249,6 +252,18 @@ def _add_run(sub) -> None:
                         f"a significance test; without either, "
                         + ", ".join(f"{b}: {n}" for b, n in runner.BENCHMARK_REPEAT.items())
                         + f", as its experiment asks; at most {validate.MAX_REPEAT})")
+    p.add_argument("--target-ci", type=validate.percent(validate.MIN_TARGET_CI,
+                                                         validate.MAX_TARGET_CI),
+                   metavar="PCT",
+                   help="after the planned repetitions, add one more fresh process at a time "
+                        "to each (benchmark, mechanism) whose headline's 95%% interval is "
+                        "wider than +-PCT%% of the headline (the larger half), until every "
+                        "one is within it or has --max-repeat repetitions; the run's record "
+                        "says which reached the target")
+    p.add_argument("--max-repeat", type=validate.bounded_whole(2, validate.MAX_REPEAT),
+                   metavar="N",
+                   help="with --target-ci: at most N repetitions per (benchmark, mechanism) "
+                        f"(default: {ADAPTIVE_MAX_REPEAT}, or --repeat if larger)")
     p.add_argument("--seed", type=validate.bounded_whole(0, validate.MAX_SEED), metavar="S",
                    help="seed of the shuffled order (default: a random one; either way it is "
                         "recorded with the run)")
@@ -590,6 +605,81 @@ def _with_bench_args(opts: runner.Options, bench_args) -> runner.Options:
     return dataclasses.replace(opts, bench_args=bench_args)
 
 
+# run --target-ci: repetitions per (benchmark, mechanism) at most, unless
+# --max-repeat says otherwise.  Kalibera and Jones's examples reach a few
+# percent within 10 to 30 repetitions of a steady benchmark.
+ADAPTIVE_MAX_REPEAT = 20
+
+
+def _adaptive(args: argparse.Namespace, repeat: int) -> int | None:
+    """The cap of --target-ci's repetitions, or None without --target-ci."""
+    if args.target_ci is None:
+        if args.max_repeat is not None:
+            raise UsageError("--max-repeat caps --target-ci's repetitions: give --target-ci "
+                             "too, or --repeat N for a fixed number")
+        return None
+    cap = args.max_repeat if args.max_repeat is not None else max(ADAPTIVE_MAX_REPEAT, repeat)
+    if cap < repeat:
+        raise UsageError(f"--max-repeat {cap} is below the {repeat} repetitions the run "
+                         "starts with: raise it, or lower --repeat")
+    return cap
+
+
+class _TargetCI:
+    """run --target-ci: after each round, which pairs get one more repetition."""
+
+    def __init__(self, store: Store, run_id_of: Callable[[], int], jobs: runner.Plan,
+                 pct: float, cap: int):
+        self.store, self.run_id_of, self.jobs = store, run_id_of, jobs
+        self.pct, self.cap = pct, cap
+        self.round = 0
+        self.outcome: dict = {"target_ci_pct": pct, "max_repeat": cap}
+
+    def text(self) -> str:
+        """What the run's end says of the target."""
+        o = self.outcome
+        rounds = f"after {o.get('rounds', 0)} added round{'s' if o.get('rounds') != 1 else ''}"
+        if o.get("reached"):
+            return f"--target-ci {self.pct:g}%: every headline is within it ({rounds})"
+        missed = o.get("not_reached", [])
+        lines = [f"--target-ci {self.pct:g}%: {len(missed)} headline"
+                 f"{'s' if len(missed) != 1 else ''} not within it ({rounds}; at most "
+                 f"{self.cap} repetitions each, --max-repeat):"]
+        lines += [f"  {t}" for t in missed[:10]]
+        if len(missed) > 10:
+            lines.append(f"  ... and {len(missed) - 10} more (`isobench show --json`: "
+                         "options.target_ci)")
+        if o.get("not_extended_failed"):
+            lines.append("  not repeated, a result failed: "
+                         + ", ".join(o["not_extended_failed"]))
+        return "\n".join(lines)
+
+    def __call__(self):
+        data = runs.load_run(self.store, self.run_id_of())
+        wide, failed = precision.assess(data, self.pct / 100)
+        done: dict[tuple[str, str], int] = {}
+        for r in data.results:
+            key = (r["benchmark"], r["mechanism"])
+            done[key] = max(done.get(key, 0), r.get("repetition") or 0)
+        want = {(w.benchmark, w.mechanism) for w in wide} - failed
+        capped = sorted({w.label for w in wide
+                         if done.get((w.benchmark, w.mechanism), 0) >= self.cap})
+        pairs = {p for p in want if done.get(p, 0) < self.cap}
+        self.outcome.update({"rounds": self.round, "reached": not wide,
+                             "not_reached": [w.text() for w in wide],
+                             "capped": capped,
+                             "not_extended_failed": sorted(f"{b} -m {m}" for b, m in
+                                                           {(w.benchmark, w.mechanism)
+                                                            for w in wide} & failed)})
+        if not pairs:
+            return None
+        self.round += 1
+        extra = self.jobs.more(pairs, done, self.round)
+        worst = max(wide, key=lambda w: float("inf") if w.width is None else w.width)
+        return extra, (f"--target-ci {self.pct:g}%: {len(wide)} headline"
+                       f"{'s are' if len(wide) != 1 else ' is'} wider (widest: {worst.text()})")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     driver = Driver(find_isob())
     catalog = driver.catalog()
@@ -609,6 +699,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     repeat = args.repeat or (runner.QUICK_REPEAT if args.quick else runner.DEFAULT_REPEAT)
     own_repeat = ({} if args.repeat or args.quick else
                   {b: n for b, n in runner.BENCHMARK_REPEAT.items() if b in benches})
+    cap = _adaptive(args, max([repeat, *own_repeat.values()]))
     per_bench = ({kvserver.BENCHMARK: _kvserver_mechanisms(args, catalog)}
                  if kvserver.BENCHMARK in benches else None)
     jobs = runner.plan(catalog, benches, mechs, repeat=repeat, seed=seed,
@@ -620,7 +711,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         env["mechanism_props"] = {m.name: list(m.props) for m in catalog.mechanisms}
         docs: list[dict] = []
 
+        target = (_TargetCI(store, lambda: run_id, jobs, args.target_ci, cap)
+                  if cap is not None else None)
+
         def finish(failed: bool) -> None:
+            if target is not None:
+                store.set_options(run_id, {**(store.run(run_id).get("options") or {}),
+                                           "target_ci": target.outcome})
             store.finish_run(run_id, "failed" if failed else "ok")
             doc = summary.build(runs.load_run(store, run_id))
             store.set_aggregates(run_id, doc["aggregates"])
@@ -643,9 +740,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                                           if any(own.values()) else {}),
                                        **{k: v for k, v in (("counter", args.counter),
                                                             ("scope", args.scope)) if v}})
-            with progress.make(len(jobs), estimate, quiet=args.quiet) as shown:
+            note = (f"then more repetitions where a headline's 95% interval is wider than "
+                    f"+-{args.target_ci:g}% (--target-ci), up to {cap} per (benchmark, "
+                    "mechanism): not in this estimate" if cap is not None else None)
+            with progress.make(len(jobs), estimate, quiet=args.quiet, note=note) as shown:
                 failed = lifecycle.record(store, driver, run_id, env, jobs, opts, shown, guard,
-                                          finish)
+                                          finish, more=target)
                 shown.finish()
         except lifecycle.Interrupted as sig:
             # Before record() took over: nothing ran yet.
@@ -655,6 +755,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             store.finish_run(run_id, "interrupted", end_reason=sig.name)
             raise lifecycle.RunInterrupted(run_id, sig, store.path) from None
         _print_run(store, run_id, args.json, docs[0] if docs else None, wide=args.wide)
+    if target is not None and not args.quiet:
+        print(target.text(), file=sys.stderr)
     return EXIT_FAILED if failed else EXIT_OK
 
 

@@ -130,18 +130,36 @@ class StoreSink(runner.Sink):
         self.job_id = None
 
 
+# What a run asks after its planned jobs (run --target-ci): the jobs to run
+# next and why, or None when nothing more is wanted.
+More = Callable[[], "tuple[list[runner.Job], str] | None"]
+
+
 def record(store: Store, driver: Driver, run_id: int, env: dict, jobs: Iterable[runner.Job],
            opts: runner.Options, progress: "progress_.Progress | None", guard: Guard,
-           finish: Callable[[bool], None]) -> bool:
-    """Run the jobs into run_id; True when a result failed.  finish(failed) writes
-    what the run ends with (status, aggregates) while signals are held off.
+           finish: Callable[[bool], None], more: More | None = None) -> bool:
+    """Run the jobs into run_id; True when a result failed.  Then, while
+    more() returns jobs, run those too (each round after the last has been
+    stored, so that more() can read it).  finish(failed) writes what the run
+    ends with (status, aggregates) while signals are held off.
 
     Raises RunInterrupted (after marking the run) when a stop signal arrived.
     """
     own = proc.adopt_orphans()
     sink = StoreSink(store, run_id, env, own_descendants=own)
     try:
+        jobs = list(jobs) if more is not None else jobs
         failed = runner.run_jobs(driver, jobs, opts, sink, progress)
+        seq = len(jobs) + 1 if more is not None else 0
+        while more is not None:
+            asked = more()
+            if not asked:
+                break
+            extra, why = asked
+            if progress:
+                progress.extend(extra, why)
+            failed = runner.run_jobs(driver, extra, opts, sink, progress, first_seq=seq) or failed
+            seq += len(extra)
         guard.closing = True
         finish(failed)
         return failed

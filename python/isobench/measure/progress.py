@@ -32,7 +32,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, TextIO
+from typing import Callable, Mapping, Sequence, TextIO
 
 from .records import Result
 
@@ -123,6 +123,7 @@ class Progress:
         self.results = 0
         self.job = None
         self.first_estimate: float | None = None
+        self.note: str | None = None  # said after the plan line (make())
 
     # -- the run --
 
@@ -144,7 +145,8 @@ class Progress:
         basis = ("from earlier runs in this store" if self.estimator and self.estimator.from_history
                  else "a first guess: no earlier run in this store")
         return (f"plan: {self.total} job{'s' if self.total != 1 else ''}, about "
-                f"{fmt_duration(est)} ({basis}; refined as jobs finish)")
+                f"{fmt_duration(est)} ({basis}; refined as jobs finish)"
+                + (f"; {self.note}" if self.note else ""))
 
     def summary_line(self) -> str:
         took = self.clock() - self.run_t0
@@ -156,6 +158,21 @@ class Progress:
         """The total time of the run, as its last progress line."""
         self.close()
         self._write(self.summary_line() + "\n")
+
+    def extend(self, jobs: Sequence, why: str) -> None:
+        """More jobs join the run after its plan (run --target-ci): the total
+        and the estimate grow by them, and a line says why."""
+        self.total += len(jobs)
+        if self.estimator is not None:
+            counts = dict(self.estimator.counts)
+            for job in jobs:
+                key = self._key(job)
+                counts[key] = counts.get(key, 0) + 1
+            self.estimator.counts = counts
+        self._say(f"{why}: {len(jobs)} more job{'s' if len(jobs) != 1 else ''}")
+
+    def _say(self, text: str) -> None:
+        self._write(text + "\n")
 
     def left(self) -> float | None:
         """Seconds the rest of the plan is expected to take, the current job's
@@ -265,6 +282,9 @@ class BarProgress(Progress):
         self.close()
         self.console.print(self.summary_line(), markup=False)
 
+    def _say(self, text: str) -> None:
+        self.console.print(text, markup=False, highlight=False)
+
     def __rich__(self):
         from rich.console import Group
         from rich.progress_bar import ProgressBar
@@ -292,11 +312,15 @@ class BarProgress(Progress):
 
 
 def make(total: int, estimator: Estimator | None, quiet: bool = False,
-         stream: TextIO = sys.stderr) -> Progress:
-    """The display for this stderr: the bar on a terminal, else plain lines."""
+         stream: TextIO = sys.stderr, note: str | None = None) -> Progress:
+    """The display for this stderr: the bar on a terminal, else plain lines.
+    note, when given, follows the plan line (what the estimate leaves out)."""
     if not quiet and estimator is not None and _is_terminal(stream):
-        return BarProgress(total, stream, estimator)
-    return Progress(total, stream, quiet, estimator)
+        shown: Progress = BarProgress(total, stream, estimator)
+    else:
+        shown = Progress(total, stream, quiet, estimator)
+    shown.note = note
+    return shown
 
 
 def _is_terminal(stream: TextIO) -> bool:

@@ -206,6 +206,26 @@ class Plan:
                     for args in self._args(rng, split, order, repeat):
                         yield Job(name, m, rep, repeat, args)
 
+    def more(self, pairs: Iterable[tuple[str, str]], done: Mapping[tuple[str, str], int],
+             round_: int) -> list[Job]:
+        """One more repetition of each (benchmark, mechanism name) in pairs, in
+        the plan's order of benchmarks and a shuffled order of mechanisms
+        (random.Random((seed, round_)): reproducible like the plan).  done
+        gives the repetitions each pair already has; the new ones are numbered
+        after them, so that every repetition stays a fresh process of its own."""
+        want = set(pairs)
+        rng = random.Random(f"{self.seed}:{round_}")
+        jobs = []
+        for name, mechs, split, order in self._mechs:
+            for m in self._shuffled(rng, mechs, 2) if mechs is not None else [None]:
+                key = (name, m or NO_MECHANISM)
+                if key not in want:
+                    continue
+                rep = done.get(key, self.repeat_of(name)) + 1
+                for args in self._args(rng, split, order, 2):
+                    jobs.append(Job(name, m, rep, rep, args))
+        return jobs
+
     @staticmethod
     def _shuffled(rng: random.Random, items: Sequence[str], repeat: int) -> list[str]:
         # One repetition keeps the order given.
@@ -465,11 +485,13 @@ class Sink:
 
 
 def run_jobs(driver: Driver, jobs: Iterable[Job], opts: Options, sink: Sink,
-             progress: "progress_.Progress | None" = None) -> bool:
-    """Run every job in turn; True when any record failed."""
+             progress: "progress_.Progress | None" = None, first_seq: int = 1) -> bool:
+    """Run every job in turn, numbered from first_seq; True when any record
+    failed.  The sink hears of the first header only when first_seq is 1
+    (later calls continue a run that already has it)."""
     failed = False
-    seen_header = False
-    for seq, job in enumerate(jobs, 1):
+    seen_header = first_seq > 1
+    for seq, job in enumerate(jobs, first_seq):
         sink.job_started(job, seq)
         if progress:
             progress.start(job)

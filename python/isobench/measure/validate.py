@@ -66,6 +66,27 @@ def seconds(high: float):
     return parse
 
 
+# run --target-ci: the narrowest and widest precision one may ask for
+# (percent of the headline, the larger half of its 95% interval).
+MIN_TARGET_CI = 0.1
+MAX_TARGET_CI = 100.0
+
+
+def percent(low: float, high: float):
+    """An argparse type: a percentage from low to high (a trailing % is allowed)."""
+
+    def parse(text: str) -> float:
+        t = text[:-1] if text.endswith("%") else text
+        if not _SECONDS.fullmatch(t):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a percentage (e.g. 2 or 2.5%)")
+        v = float(t)
+        if not low <= v <= high:
+            raise argparse.ArgumentTypeError(f"{text!r} is not from {low:g}% to {high:g}%")
+        return v
+
+    return parse
+
+
 def size_tokens(text: str) -> tuple[str, ...]:
     """kv data sizes as written (argparse type): byte counts in ASCII digits with
     an optional K, M or G suffix.  Their range is checked against Limits."""
