@@ -517,7 +517,7 @@ static void during_hijack(struct stall *s)
     uint64_t *lo = (uint64_t *)(s->caller_frame - VM_STACK_SCAN);
     uint64_t *hi = (uint64_t *)s->caller_frame;
     for (uint64_t *p = lo; p < hi; p++)
-        if (returns_from_call_to(*p, (const void *)isob_trusted_call)) {
+        if (returns_from_call_to(*p, (const void *)isob_window_trusted_call)) {
             s->found++;
             *p = (uintptr_t)vm_hijack_land;
         }
