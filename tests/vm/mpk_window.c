@@ -15,8 +15,9 @@
  * ran with the key open (a fault fails it too: the entry must work).
  *
  * How it replaces a function:
- *   memset    its GOT slot: the slot the PLT stub that `memset` names
- *             jumps through (an IFUNC's, in this static binary), made
+ *   memset    its GOT slots: every slot that the start-up code filled with
+ *             memset's implementation (an IFUNC's IRELATIVE relocation, in
+ *             this static binary; its PLT stub jumps through one), made
  *             writable with mprotect first, so that the check tests the
  *             window and not RELRO;
  *   the rest  their first bytes (`movabs $hook, %rax; jmp *%rax`), as a
@@ -27,6 +28,7 @@
  * library, host calls through host.c): there they must end in a breach,
  * which shows that each of them can fail.  mpk_init runs that binary for
  * each check (vm_window_attacks). */
+#include <elf.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,6 +49,8 @@
 #define WIN_IO 64u
 /* A descriptor number no file has here: the errno path of a host call. */
 #define WIN_BAD_FD 987
+/* GOT slots replaced at most (memset's: its PLT stub's, and any other). */
+#define WIN_MAX_SLOTS 8
 
 enum win_target { WT_MEMSET, WT_WRITE, WT_READ, WT_MADVISE, WT_GETRUSAGE, WT_ERRNO, WT__N };
 
@@ -136,18 +140,23 @@ static void unprotect(void *at, size_t len, int prot)
         vm_fail(__LINE__, "mprotect %p: %s", (void *)lo, strerror(errno));
 }
 
-/* The GOT slot that the PLT stub at plt jumps through: the stub is
- * `[endbr64;] [bnd] jmp *disp32(%rip)`. */
-static void **got_slot_of(const void *plt)
+/* This static binary's GOT slots that the start-up code filled through
+ * IRELATIVE relocations (the IFUNCs: memset and its kin), between the
+ * linker's __rela_iplt_start and __rela_iplt_end. */
+extern const Elf64_Rela __rela_iplt_start[] __attribute__((weak));
+extern const Elf64_Rela __rela_iplt_end[] __attribute__((weak));
+
+/* Every such slot that holds fn (as resolved), at most max; their count.
+ * A PLT stub of fn jumps through one of them. */
+static size_t got_slots_of(const void *fn, void ***slots, size_t max)
 {
-    const unsigned char *p = plt;
-    for (int i = 0; i < 12; i++)
-        if (p[i] == 0xff && p[i + 1] == 0x25) {
-            int32_t disp;
-            memcpy(&disp, p + i + 2, 4);
-            return (void **)(uintptr_t)(p + i + 6 + disp);
-        }
-    return NULL;
+    size_t n = 0;
+    for (const Elf64_Rela *r = __rela_iplt_start; r && r < __rela_iplt_end; r++) {
+        void **slot = (void **)(uintptr_t)r->r_offset;
+        if (ELF64_R_TYPE(r->r_info) == R_X86_64_IRELATIVE && *slot == fn && n < max)
+            slots[n++] = slot;
+    }
+    return n;
 }
 
 static void patch_slot(struct patch *pt, void **slot, void *hook)
@@ -216,23 +225,26 @@ void vm_window_attack(const struct isob_mechanism *m, int target)
         VM_EXPECT(isob_call(c, ISOB_ENTRY_MEM_ALLOC) == 0);
     }
 
-    struct patch pt;
+    struct patch pt[WIN_MAX_SLOTS];
+    size_t n_pt = 1;
     switch (target) {
     case WT_MEMSET: {
-        void **slot = got_slot_of((const void *)memset);
-        if (!slot)
-            vm_fail(__LINE__, "memset at %p is not a PLT stub: no GOT slot to replace",
-                    (const void *)memset);
-        printf("# memset's PLT stub %p jumps through the GOT slot %p\n", (const void *)memset,
-               (void *)slot);
-        patch_slot(&pt, slot, (void *)hook_memset);
+        void **slots[WIN_MAX_SLOTS];
+        n_pt = got_slots_of((const void *)memset, slots, WIN_MAX_SLOTS);
+        if (n_pt == 0)
+            vm_fail(__LINE__, "no GOT slot holds memset (%p) here", (const void *)memset);
+        for (size_t i = 0; i < n_pt; i++) {
+            printf("# GOT slot %p holds memset (%p): made writable, pointed at the attacker's "
+                   "function\n", (void *)slots[i], (const void *)memset);
+            patch_slot(&pt[i], slots[i], (void *)hook_memset);
+        }
         break;
     }
-    case WT_WRITE: patch_code(&pt, (void *)write, (void *)hook_fail); break;
-    case WT_READ: patch_code(&pt, (void *)read, (void *)hook_fail); break;
-    case WT_MADVISE: patch_code(&pt, (void *)madvise, (void *)hook_fail); break;
-    case WT_GETRUSAGE: patch_code(&pt, (void *)getrusage, (void *)hook_fail); break;
-    case WT_ERRNO: patch_code(&pt, (void *)__errno_location, (void *)hook_errno); break;
+    case WT_WRITE: patch_code(&pt[0], (void *)write, (void *)hook_fail); break;
+    case WT_READ: patch_code(&pt[0], (void *)read, (void *)hook_fail); break;
+    case WT_MADVISE: patch_code(&pt[0], (void *)madvise, (void *)hook_fail); break;
+    case WT_GETRUSAGE: patch_code(&pt[0], (void *)getrusage, (void *)hook_fail); break;
+    case WT_ERRNO: patch_code(&pt[0], (void *)__errno_location, (void *)hook_errno); break;
     }
 
     /* Between here and unpatch, nothing but the call runs. */
@@ -262,7 +274,8 @@ void vm_window_attack(const struct isob_mechanism *m, int target)
         break;
     }
     uint32_t pkru = isob_rdpkru();
-    unpatch(&pt);
+    for (size_t i = 0; i < n_pt; i++)
+        unpatch(&pt[i]);
 
     printf("# %s: the entry returned %ld with PKRU 0x%08x; the attacker's function ran %d "
            "times, each with the key closed\n", win_names[target], ret, pkru, win_closed_calls);
