@@ -322,6 +322,36 @@ void vm_window_attack(const struct isob_mechanism *m, int target)
     isob_comp_destroy(c);
 }
 
+/* The untrusted side asks the kernel to read the secret for it: write(2)
+ * of the secret's address to a pipe, with the key closed.  The kernel's
+ * accesses to user memory honour PKRU, so the call fails with EFAULT; that
+ * is also why the window's host calls keep the key open (window.c). */
+static void c_syscall_reads_secret(void *arg)
+{
+    const struct isob_mechanism *m = arg;
+    struct isob_comp *c = vm_make(m);
+    struct isob_mpk_view v;
+    vm_view(c, &v);
+    struct isob_msg *msg = m->shared(c);
+    msg->arg[0] = (int64_t)WIN_SECRET;
+    VM_EXPECT(isob_call(c, ISOB_ENTRY_SECRET_PLANT) == 0);
+    const void *secret = (const void *)(uintptr_t)msg->arg[1];
+    int pfd[2];
+    VM_EXPECT(pipe(pfd) == 0);
+    VM_EXPECT(isob_rdpkru() & (1u << (2 * v.pkey)));
+    ssize_t r = write(pfd[1], secret, sizeof(uint64_t));
+    int err = errno;
+    printf("# write(pipe, secret's address, 8) with key %d closed: %zd (%s)\n", v.pkey, r,
+           r < 0 ? strerror(err) : "written");
+    if (r > 0) {
+        uint64_t got = 0;
+        if (read(pfd[0], &got, sizeof got) == (ssize_t)sizeof got && got == WIN_SECRET)
+            vm_breach("the kernel read the secret for the untrusted side: PKRU not honoured");
+    }
+    VM_EXPECT(r == -1 && err == EFAULT);
+    isob_comp_destroy(c);
+}
+
 /* ---- the list ------------------------------------------------------------- */
 
 struct win_check {
@@ -346,6 +376,9 @@ static void c_window(void *arg)
 
 void vm_window_attacks(const struct isob_mechanism *m, const char *leaky)
 {
+    if (!leaky)
+        vm_check("attack: write(2) of the secret's address to a pipe, key closed (EFAULT)",
+                 c_syscall_reads_secret, (void *)m, VM_PASS);
     for (int t = 0; t < WT__N; t++) {
         char name[200];
         snprintf(name, sizeof name, "%swindow attack: replace %s, then call the entry%s",
