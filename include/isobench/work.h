@@ -93,6 +93,9 @@ static inline size_t isob_work_heap_size(size_t arena_bytes)
  *                      that runs the trusted code: the caller's own for
  *                      in-process mechanisms, the server for process
  *                      mechanisms, which thus make the call themselves;
+ *   mpk, mpk-bridge    the window copy's own system calls
+ *                      (src/trusted/window.c), with host.c's results: no
+ *                      C library code may run while the key is open;
  *   wasm               an import ("isob", "host_call") that the host
  *                      implements (wasm.c), as WASI does: buffers are
  *                      linear-memory offsets, checked against the memory,
