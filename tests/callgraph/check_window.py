@@ -21,6 +21,10 @@ fails on
   - a target that is not the start of an instruction, or code that runs
     off the end of a range.
 
+The window text is also inspected as ERIM inspects a binary: a WRPKRU or
+XRSTOR/XRSTORS encoding at any byte offset of it is a finding (the gate's
+own WRPKRUs are tests/c/test_mpk_gate.c's business).
+
 `ret` ends a path: the gate's own returns run after it closed the key, and
 the trusted code's return to addresses on the trusted stack, which only
 the key opens.  `syscall` is allowed: the kernel is trusted.
@@ -38,6 +42,7 @@ the binary cannot be examined.
 """
 import argparse
 import re
+import struct
 import subprocess
 import sys
 
@@ -169,6 +174,36 @@ def walk(insns, ranges, entries):
     return findings, {"instructions": len(seen), "functions": sorted(labels), "syscalls": syscalls}
 
 
+def code_bytes(binary, lo, hi):
+    """The file's bytes at virtual addresses [lo, hi), from its PT_LOAD segments."""
+    with open(binary, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[4] != 2:
+        raise Unusable(f"{binary} is not a 64-bit ELF file")
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    for i in range(phnum):
+        p_type, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+        if p_type == 1 and p_vaddr <= lo and hi <= p_vaddr + p_filesz:
+            return data[p_offset + lo - p_vaddr:p_offset + hi - p_vaddr]
+    raise Unusable(f"{lo:#x}..{hi:#x} lies in no loaded segment of {binary}")
+
+
+def stray_pkru_writes(binary, lo, hi):
+    """ERIM's inspection of the window text: WRPKRU (0f 01 ef) or XRSTOR/XRSTORS
+    (0f ae /5, 0f c7 /3, memory operand) at any byte offset, each a way to
+    change PKRU from inside the trusted text that the gate does not check."""
+    code, found = code_bytes(binary, lo, hi), []
+    for i in range(len(code) - 2):
+        a, b, c = code[i], code[i + 1], code[i + 2]
+        if (a, b, c) == (0x0F, 0x01, 0xEF):
+            found.append(f"{lo + i:#x}: WRPKRU bytes (0f 01 ef) in the window text")
+        elif a == 0x0F and b in (0xAE, 0xC7) and c >> 6 != 3 and (c >> 3) & 7 == (5 if b == 0xAE else 3):
+            found.append(f"{lo + i:#x}: {'XRSTOR' if b == 0xAE else 'XRSTORS'} bytes "
+                         f"({a:02x} {b:02x} {c:02x}) in the window text")
+    return found
+
+
 def relro(binary):
     """Findings about full RELRO (BIND_NOW and GNU_RELRO)."""
     found = []
@@ -212,6 +247,9 @@ def main():
             if addr not in insns:
                 raise Unusable(f"{e} at {addr:#x} lies outside the trusted text")
         findings, stats = walk(insns, ranges, entries)
+        for name, lo, hi in ranges:
+            if name == "window":
+                findings += stray_pkru_writes(a.binary, lo, hi)
         if a.relro:
             findings += relro(a.binary)
     except Unusable as e:
