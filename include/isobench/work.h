@@ -6,9 +6,11 @@
  * The kernels are freestanding C like the rest of src/trusted/, and they
  * are compiled once for the native build: the benchmarks' `out` placement
  * calls the very same functions (same object code, same flags) that the
- * ISOB_ENTRY_WORK..IO_SUM entries run inside a compartment.  The wasm
- * mechanisms compile the same source to wasm32, which is another ABI; the
- * benchmarks label it so.
+ * ISOB_ENTRY_WORK..IO_SUM entries run inside a compartment.  The MPK
+ * mechanisms run a second build of the same source with the same code
+ * generation flags (src/trusted/window.c), which must call nothing outside
+ * itself while the key is open.  The wasm mechanisms compile the same
+ * source to wasm32, which is another ABI; the benchmarks label it so.
  *
  * Message layouts of the entries (see trusted.h for the numbering).  64-bit
  * values travel in arg[]; the entry's return value is a 31-bit fold of
