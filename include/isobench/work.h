@@ -6,9 +6,11 @@
  * The kernels are freestanding C like the rest of src/trusted/, and they
  * are compiled once for the native build: the benchmarks' `out` placement
  * calls the very same functions (same object code, same flags) that the
- * ISOB_ENTRY_WORK..IO_SUM entries run inside a compartment.  The wasm
- * mechanisms compile the same source to wasm32, which is another ABI; the
- * benchmarks label it so.
+ * ISOB_ENTRY_WORK..IO_SUM entries run inside a compartment.  The MPK
+ * mechanisms run a second build of the same source with the same code
+ * generation flags (src/trusted/window.c), which must call nothing outside
+ * itself while the key is open.  The wasm mechanisms compile the same
+ * source to wasm32, which is another ABI; the benchmarks label it so.
  *
  * Message layouts of the entries (see trusted.h for the numbering).  64-bit
  * values travel in arg[]; the entry's return value is a 31-bit fold of
@@ -93,6 +95,9 @@ static inline size_t isob_work_heap_size(size_t arena_bytes)
  *                      that runs the trusted code: the caller's own for
  *                      in-process mechanisms, the server for process
  *                      mechanisms, which thus make the call themselves;
+ *   mpk, mpk-bridge    the window copy's own system calls
+ *                      (src/trusted/window.c), with host.c's results: no
+ *                      C library code may run while the key is open;
  *   wasm               an import ("isob", "host_call") that the host
  *                      implements (wasm.c), as WASI does: buffers are
  *                      linear-memory offsets, checked against the memory,

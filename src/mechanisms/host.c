@@ -2,7 +2,9 @@
  * in whatever process runs the trusted code: the caller's for in-process
  * mechanisms, the server for process mechanisms, so the system call is
  * made where the compartment lives, as a library inside it would make it.
- * wasm guests reach their own implementation in wasm.c instead.  What the
+ * wasm guests reach their own implementation in wasm.c instead, and the
+ * MPK gate's window copy of the trusted code its own system calls
+ * (src/trusted/window.c), with the same results.  What the
  * untrusted side grants host calls is in host_grant.c. */
 #include <errno.h>
 #include <sys/mman.h>

@@ -509,7 +509,8 @@ static long __attribute__((noinline)) stalled_call(struct stall *s)
 }
 
 /* The attacker thread looks on the caller's stack for return addresses of
- * calls into the trusted code and points each at vm_hijack_land: it cannot
+ * calls into the trusted code (the window copy the gate calls, or the
+ * ordinary copy the legacy gate calls) and points each at vm_hijack_land: it cannot
  * tell the live one from those earlier calls left below the stack pointer,
  * and rewriting those does no harm. */
 static void during_hijack(struct stall *s)
@@ -517,7 +518,8 @@ static void during_hijack(struct stall *s)
     uint64_t *lo = (uint64_t *)(s->caller_frame - VM_STACK_SCAN);
     uint64_t *hi = (uint64_t *)s->caller_frame;
     for (uint64_t *p = lo; p < hi; p++)
-        if (returns_from_call_to(*p, (const void *)isob_trusted_call)) {
+        if (returns_from_call_to(*p, (const void *)isob_window_trusted_call) ||
+            returns_from_call_to(*p, (const void *)isob_trusted_call)) {
             s->found++;
             *p = (uintptr_t)vm_hijack_land;
         }

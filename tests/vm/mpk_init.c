@@ -8,6 +8,9 @@
  *    merely some fault) for mpk and mpk-bridge;
  *  - the attacks of mpk_attacks.c on both, which must all be stopped, and
  *    on the test-only legacy gate (mpk_legacy.c), which must lose them;
+ *  - the GOT/PLT attack on the window (mpk_window.c) on both, which must be
+ *    stopped, and on both again in mpk_init_leaky (this program linked
+ *    with the leaky window build), where it must win;
  *  - `isob switch` on both, from a static isob copied into the guest as
  *    /isob, whose medians are printed as evidence that the benchmark runs
  *    there, never as timings: under TCG they mean nothing;
@@ -16,8 +19,8 @@
  *
  * As PID 1 it sets up what the checks need (console, /proc), prints one
  * TAP-like line per check to the console, a summary line that run-mpk.sh
- * parses, and powers the machine off.  Run as a program (`mpk_init ISOB`,
- * the mpk-native test) it prints the same lines and exits 0, 1 when a check
+ * parses, and powers the machine off.  Run as a program (`mpk_init ISOB
+ * LEAKY`, the mpk-native test) it prints the same lines and exits 0, 1 when a check
  * failed, or 77 (a skip) when the mechanisms cannot run here.  Every check
  * runs in a forked child with a time-out, so a crash fails that check and
  * not the run. */
@@ -60,6 +63,9 @@ static int n_run, n_failed;
 static const char *prefix = "";
 static const struct isob_mechanism *cur;
 static const char *isob_path = ISOB_GUEST_PATH;
+/* Where run-mpk.sh puts mpk_init_leaky in the guest. */
+#define LEAKY_GUEST_PATH "/mpk_init_leaky"
+static const char *leaky_path = LEAKY_GUEST_PATH;
 /* What the isob medians come from, for their label. */
 static const char *where = "QEMU TCG";
 
@@ -501,21 +507,33 @@ static void run_mechanism(const char *name)
     vm_check("isolation enforced by PKU", c_isolation, NULL, VM_PASS);
     vm_check("outside readers ignore the key (scrape)", c_scrape, (void *)name, VM_PASS);
     vm_attacks(cur, 0);
+    vm_window_attacks(cur, NULL);
 }
 
 int main(int argc, char **argv)
 {
+    /* One window attack, in this process: how mpk_init runs the checks of
+     * the leaky build (this same program, linked with it). */
+    if (argc == 4 && strcmp(argv[1], "--window-attack") == 0) {
+        setvbuf(stdout, NULL, _IONBF, 0);
+        const struct isob_mechanism *m = isob_mechanism_find(argv[2]);
+        if (!m)
+            vm_fail(__LINE__, "no mechanism %s", argv[2]);
+        vm_window_attack(m, atoi(argv[3]));
+        return 0;
+    }
     int as_init = getpid() == 1;
     if (as_init) {
         setup_system();
     } else {
         setvbuf(stdout, NULL, _IOLBF, 0);
         where = "native test run";
-        if (argc != 2) {
-            fprintf(stderr, "usage: mpk_init ISOB\n");
+        if (argc != 3) {
+            fprintf(stderr, "usage: mpk_init ISOB LEAKY\n");
             return 2;
         }
         isob_path = argv[1];
+        leaky_path = argv[2];
     }
     struct utsname u;
     if (uname(&u) == 0)
@@ -540,6 +558,13 @@ int main(int argc, char **argv)
     prefix = "mpk-legacy (test fixture, must lose)";
     cur = &mpk_legacy_mech;
     vm_attacks(&mpk_legacy_mech, 1);
+
+    /* The window built as the trusted code once was must lose the GOT
+     * attack, in the program linked with it. */
+    prefix = "mpk";
+    vm_window_attacks(isob_mechanism_find("mpk"), leaky_path);
+    prefix = "mpk-bridge";
+    vm_window_attacks(isob_mechanism_find("mpk-bridge"), leaky_path);
 
     prefix = "isob";
     vm_check("switch -m mpk --quick --n 2000 runs in the guest", c_isob_switch, (void *)"mpk",

@@ -48,12 +48,24 @@ void vm_fail(int line, const char *fmt, ...) __attribute__((noreturn, format(pri
 struct isob_comp *vm_make(const struct isob_mechanism *m);
 void vm_view(struct isob_comp *c, struct isob_mpk_view *v);
 
+/* What the gate calls inside the window: the window copy of the trusted
+ * code (src/trusted/window.c). */
+long isob_window_trusted_call(struct isob_trusted *t, unsigned entry, struct isob_msg *msg,
+                              size_t cap);
+
 /* The legacy gate (mpk_legacy.c). */
 extern const struct isob_mechanism mpk_legacy_mech;
 int mpk_legacy_view(struct isob_comp *c, struct isob_mpk_view *v);
 
 /* The attacks (mpk_attacks.c), against compartments of m. */
 void vm_attacks(const struct isob_mechanism *m, int legacy);
+
+/* The GOT/PLT attack on the window (mpk_window.c): one check per function
+ * the window once called, against compartments of m; with leaky, each
+ * check runs in that program (the leaky window build) and must lose. */
+void vm_window_attacks(const struct isob_mechanism *m, const char *leaky);
+/* One of those checks, in this process (mpk_init_leaky --window-attack). */
+void vm_window_attack(const struct isob_mechanism *m, int target);
 
 /* mpk_attack_x86.S.  The register state a jump into gate code starts with:
  * every general register but rsp from here, rsp on a fake stack whose

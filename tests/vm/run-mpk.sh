@@ -1,7 +1,7 @@
 #!/bin/sh
 # Run the MPK test (mpk_init) as /init of a QEMU TCG guest.
 #
-# usage: run-mpk.sh MPK_INIT [CACHE_DIR [ISOB]]
+# usage: run-mpk.sh MPK_INIT [CACHE_DIR [ISOB [LEAKY]]]
 #
 # QEMU's software emulator with `-cpu max` implements protection keys, which
 # the machines isobench is developed on lack.  The guest kernel is a Debian
@@ -11,12 +11,14 @@
 # with pkeys cannot be had.  ISOB, a static isob, goes into the guest as
 # /isob, where mpk_init runs `isob switch` on both mpk mechanisms; timings
 # inside TCG mean nothing, so their medians are printed only as evidence
-# that the benchmark runs, and labelled so.
+# that the benchmark runs, and labelled so.  LEAKY, mpk_init linked with the
+# leaky window build, goes in as /mpk_init_leaky for the window checks.
 set -u
 
-init=${1:?usage: run-mpk.sh MPK_INIT [CACHE_DIR [ISOB]]}
+init=${1:?usage: run-mpk.sh MPK_INIT [CACHE_DIR [ISOB [LEAKY]]]}
 cache=${2:-build/vm}
 isob=${3:-}
+leaky=${4:-}
 # Seconds the guest may run; a TCG boot of the cloud kernel takes a few.
 VM_TIMEOUT_S=${ISOB_VM_TIMEOUT_S:-120}
 # The Debian metapackage that names the current cloud kernel package.
@@ -32,6 +34,7 @@ command -v qemu-system-x86_64 >/dev/null 2>&1 ||
 command -v cpio >/dev/null 2>&1 || skip "cpio not found (Debian: apt-get install cpio)"
 [ -x "$init" ] || fail "no test binary at $init"
 [ -z "$isob" ] || [ -x "$isob" ] || fail "no isob binary at $isob"
+[ -z "$leaky" ] || [ -x "$leaky" ] || fail "no leaky test binary at $leaky"
 mkdir -p "$cache" || fail "cannot create $cache"
 cache=$(cd "$cache" && pwd)
 kdir=$cache/kernel
@@ -91,6 +94,7 @@ trap 'rm -rf "$run"' EXIT
 mkdir -p "$run/root/dev" "$run/root/proc" "$run/root/sys" &&
     cp "$init" "$run/root/init" &&
     { [ -z "$isob" ] || cp "$isob" "$run/root/isob"; } &&
+    { [ -z "$leaky" ] || cp "$leaky" "$run/root/mpk_init_leaky"; } &&
     (cd "$run/root" && find . | cpio -o -H newc --quiet) >"$run/initrd.cpio" ||
     fail "cannot build the initramfs"
 

@@ -26,7 +26,10 @@
  *     caller's stack pointer and the slot's address there, clear the
  *     direction flag (the trusted code's string instructions assume it
  *     clear, and the caller chose it), and call the trusted code with the
- *     trusted state, the shared buffer and its size from the slot.
+ *     trusted state, the shared buffer and its size from the slot.  The
+ *     trusted code called is the window copy (src/trusted/window.c): no
+ *     instruction outside this file and that copy runs until step 5 has
+ *     closed the key (tests/callgraph checks the built binary).
  *  5. Back on the caller's stack, release the slot and close: WRPKRU with
  *     the immediate PKRU_CLOSED, compare what was written with the same
  *     immediate and loop back on a mismatch.  A jump straight to the
@@ -93,7 +96,7 @@
     SITE    \g, MPK_ROLE_INSN, movl %r11d, %esi
     SITE    \g, MPK_ROLE_INSN, movq MPK_SLOT_MSG(%rcx), %rdx
     SITE    \g, MPK_ROLE_INSN, movq MPK_SLOT_CAP(%rcx), %rcx
-    SITE    \g, MPK_ROLE_INSN, call isob_trusted_call
+    SITE    \g, MPK_ROLE_INSN, call isob_window_trusted_call
     SITE    \g, MPK_ROLE_INSN, popq %rdx
     SITE    \g, MPK_ROLE_INSN, popq %rcx
     SITE    \g, MPK_ROLE_INSN, movl $0, MPK_SLOT_BUSY(%rcx)
@@ -109,8 +112,10 @@
 
     /* The call inside the window must be a direct one: through a PLT its
      * target would come from a GOT slot the untrusted side may write.
-     * Hidden references make the linker resolve both at link time. */
-    .hidden isob_trusted_call
+     * Hidden references make the linker resolve both at link time.  Its
+     * target is the window copy of the trusted code (src/trusted/window.c),
+     * which calls nothing outside itself and the kernel. */
+    .hidden isob_window_trusted_call
 
 /* The gate states: MPK_SLOTS pages, one per key (gate.h).  They sit in a
  * section of their own that is not writable in the file: a leak checker

@@ -16,6 +16,11 @@
  * the gate as a separate function, as ERIM's call through a function does.
  * Both are reached, like every mechanism, through the ops table's pointer.
  *
+ * The trusted code the gate runs is the window copy (src/trusted/window.c):
+ * it calls nothing outside itself and the kernel, so that no instruction
+ * outside the trusted text runs while the key is open (no PLT, no GOT
+ * slot; tests/callgraph checks the built binary).
+ *
  * Threat model: the untrusted side may write any memory it can address,
  * from any thread, and jump to any instruction of the gate.  It does not
  * run WRPKRU or XRSTOR of its own elsewhere in the binary (ERIM ensures
