@@ -410,6 +410,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     driver = Driver(find_isob())
     catalog = driver.catalog()
     mechs, context = isolation_entries(driver, catalog.mechanisms, args.timeout, args.skip_isolation)
+    # ERIM's binary inspection: the mpk mechanisms' stray PKRU writers.
+    inspected = ([] if args.skip_isolation else
+                 attackers.with_inspection(mechs, *driver.inspect(timeout=args.timeout)))
     benches = [{"name": b.name, "summary": b.summary, "needs_mechanism": b.needs_mechanism}
                for b in catalog.benchmarks]
     if args.json:
@@ -417,6 +420,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         print(table.list_report(mechs, benches))
         print("\n" + attackers.format_matrix(mechs, context))
+        if inspected:
+            print("\n".join(inspected))
     return EXIT_FAILED if any(m["isolation"] == "failed" for m in mechs) else EXIT_OK
 
 
