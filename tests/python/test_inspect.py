@@ -5,12 +5,13 @@ evidence; against the fake driver (fixtures/fake_isob.py)."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
 
 from conftest import load_fake
-from isobench.analysis import inspect, quantities, stats
+from isobench.analysis import attackers, inspect, quantities, stats
 
 FAKE = load_fake()
 
@@ -130,14 +131,41 @@ def test_list_states_the_stray_sites_in_the_mpk_evidence(isobench):
     mechs = {m["name"]: m for m in doc["mechanisms"]}
     cell = mechs["mpk"]["attackers"]["in-process"]
     assert cell["inspection"]["status"] == "ok"
-    assert "pkey_set+0x32 at libc.so.6+0x109352" in cell["evidence"]
-    assert "writes PKRU" in cell["evidence"]
+    assert any("pkey_set+0x32 at libc.so.6+0x109352" in s and "writes PKRU" in s
+               for s in cell["inspection"]["strays"])
+    # The fake's mpk is not available: its evidence stays why not.
+    assert cell["evidence"] == "CPU has no PKU"
     # Only the MPK mechanisms carry it.
     assert "inspection" not in mechs["process-futex"]["attackers"]["in-process"]
     p = isobench("list")
     assert p.returncode == 0
     assert "mpk: ERIM's binary inspection of /opt/isob/build/isob" in p.stdout
     assert "2 of 2 recorded gate WRPKRUs, 2 stray sites" in p.stdout
+
+
+def test_an_available_mpk_cell_states_the_strays_in_its_evidence(fake):
+    """with_inspection on a matrix where mpk ran: the strays join its
+    evidence, the verdict stays what was measured, other mechanisms are
+    untouched."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, str(fake.__file__), "inspect", "--quick"],
+                         capture_output=True, text=True, env={"FAKE_ISOB_INSPECT": "1"})
+    lines = [json.loads(l) for l in out.stdout.splitlines()]
+    mechs = [{"name": "mpk", "available": True, "attackers": {
+                 "in-process": {"verdict": "enforced", "method": "load, store",
+                                "evidence": "SEGV_PKUERR"}}},
+             {"name": "thread", "available": True, "attackers": {
+                 "in-process": {"verdict": "leaks", "method": None, "evidence": None}}}]
+    notes = attackers.with_inspection(mechs, lines, None)
+    cell = mechs[0]["attackers"]["in-process"]
+    assert cell["verdict"] == "enforced"
+    assert cell["evidence"].startswith("SEGV_PKUERR; stray PKRU writers outside the gate: ")
+    assert "WRPKRU pkey_set+0x32 at libc.so.6+0x109352" in cell["evidence"]
+    assert "XRSTOR ld-linux-x86-64.so.2+0x12254" in cell["evidence"]
+    assert "inspection" not in mechs[1]["attackers"]["in-process"]
+    assert notes[0].startswith("mpk: ERIM's binary inspection of /opt/isob/build/isob")
+    assert "not available" not in notes[0]
 
 
 def test_list_says_when_the_inspection_did_not_run(isobench):

@@ -187,7 +187,9 @@ def with_inspection(mechanisms: Sequence[dict], lines: Sequence[Mapping],
     WRPKRU or XRSTOR in its evidence with the attack it enables.  The
     in-process verdict is left as measured: it covers loads and stores, and
     a stray site is reached only by an attacker who controls the untrusted
-    side's control flow.  Returns the lines to print under the matrix."""
+    side's control flow.  A mechanism not available here keeps its evidence
+    (why it is not); the scan is attached all the same.  Returns the lines
+    to print under the matrix."""
     from .inspect import summary_of  # the site records and their attacks
     mpk = [m for m in mechanisms if str(m.get("name", "")).startswith("mpk")]
     if not mpk:
@@ -202,7 +204,7 @@ def with_inspection(mechanisms: Sequence[dict], lines: Sequence[Mapping],
                                                "evidence": None})
         cell["inspection"] = scan
         strays = scan.get("strays") or []
-        if strays:
+        if strays and m.get("available", True):
             extra = "stray PKRU writers outside the gate: " + "; ".join(strays)
             cell["evidence"] = f"{cell['evidence']}; {extra}" if cell.get("evidence") else extra
     names = ", ".join(m["name"] for m in mpk)
