@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -147,8 +149,6 @@ def test_an_available_mpk_cell_states_the_strays_in_its_evidence(fake):
     """with_inspection on a matrix where mpk ran: the strays join its
     evidence, the verdict stays what was measured, other mechanisms are
     untouched."""
-    import subprocess
-    import sys
     out = subprocess.run([sys.executable, str(fake.__file__), "inspect", "--quick"],
                          capture_output=True, text=True, env={"FAKE_ISOB_INSPECT": "1"})
     lines = [json.loads(l) for l in out.stdout.splitlines()]
