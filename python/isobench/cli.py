@@ -281,6 +281,8 @@ BENCH_OPTIONS = (
     ("--slice", validate.number_list, "LIST", "sched: slice lengths in us (default 10,100)"),
     ("--mode", validate.name_list, "LIST", "sched: yield, preempt (default: both)"),
     ("--cpus", validate.name_list, "LIST", "sched: one, all (default: both)"),
+    ("--pid", validate.number_list, "PID",
+     "inspect: the process whose executable mappings are scanned (default: an isob process)"),
 )
 
 

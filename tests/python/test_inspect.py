@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import load_fake
+from conftest import assert_one_error_line, load_fake
 from isobench.analysis import attackers, inspect, quantities, stats
 
 FAKE = load_fake()
@@ -61,6 +61,16 @@ def test_cost_per_page_is_the_pass_over_its_pages(isobench):
     assert pub == {"erim-inspect-page-low": 3.5, "erim-inspect-page-high": 6.2,
                    "erim-inspect-total": 17.7}
     assert s["published_per_page"]["value"] == pytest.approx(17.7e3 / 3918)
+
+
+def test_pid_is_passed_to_inspect_only(isobench):
+    p = isobench("run", "inspect", "--quick", "--pid", "4242", FAKE_ISOB_INSPECT="1")
+    assert p.returncode == 0, p.stderr
+    runs = [a for a in isobench.isob_calls() if a[:1] == ["inspect"]]
+    assert runs and all(a[a.index("--pid") + 1] == "4242" for a in runs)
+    p = isobench("run", "switch", "-m", "direct", "--pid", "4242", FAKE_ISOB_INSPECT="1")
+    assert_one_error_line(p)
+    assert "inspect does" in p.stderr
 
 
 def test_an_unreadable_mapping_is_unscanned_not_clean(isobench):
