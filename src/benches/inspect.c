@@ -173,8 +173,8 @@ static void in_emit(struct isob_xclock *x, const struct isob_inspect *in, const 
     isob_jw_close(&w, ']');
     fputc('}', f);
     int bad = fclose(f) != 0;
-    isob_emit_result(&x->ctx, "inspect", bad ? "{}" : buf, failure ? NULL : s, NULL, failure ? "failed" : "ok",
-                     failure, NULL);
+    isob_emit_result(&x->ctx, "inspect", bad ? "{}" : buf, failure ? NULL : s, NULL,
+                     failure ? "failed" : "ok", failure, NULL);
     free(buf);
 }
 
@@ -275,7 +275,8 @@ static int in_run(struct isob_bench_ctx *ctx)
 
 const struct isob_bench isob_bench_inspect = {
     .name = "inspect",
-    .summary = "ERIM's binary inspection: WRPKRU/XRSTOR at every byte of executable memory, and its cost per page",
+    .summary = "ERIM's binary inspection: WRPKRU/XRSTOR at every byte of executable memory, "
+               "and its cost per page",
     .needs_mechanism = 0,
     .run = in_run,
     .check = in_check,
