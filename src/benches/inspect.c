@@ -216,10 +216,11 @@ static int in_run(struct isob_bench_ctx *ctx)
     size_t n = isob_mpk_test_sites(&sites), gates = 0;
     uintptr_t *addrs = calloc(n ? n : 1, sizeof *addrs);
     unsigned passes = ctx->opts.quick ? INSPECT_QUICK_PASSES : INSPECT_PASSES;
-    struct isob_samples s;
+    struct isob_samples s = {0};
     const char *failure = NULL;
     char reason[200];
     if (!addrs || isob_samples_alloc(&s, passes, 1) != 0 || isob_inspect_find(in) != 0) {
+        isob_samples_free(&s);
         free(addrs);
         isob_inspect_free(&self);
         isob_inspect_free(&target);
