@@ -70,6 +70,8 @@ static void usage(FILE *f)
         "  --slice LIST        sched: slice lengths in microseconds [10,100]\n"
         "  --mode LIST         sched: yield (after each slice), preempt [yield,preempt]\n"
         "  --cpus LIST         sched: one (every worker on one CPU), all [one,all]\n"
+        "  --pid PID           inspect: the process whose executable mappings are scanned\n"
+        "                      [this isob process]\n"
         "  --check             check the benchmark's options as a run would, measure\n"
         "                      nothing: exit 0, or 2 with the reason\n"
         "  --limit N           scale only: most compartments to create [1000]\n"
@@ -395,7 +397,7 @@ enum { OPT_N = 256, OPT_WARMUP, OPT_BATCH_K, OPT_BATCH_REPS, OPT_EMPTY_N, OPT_QU
        OPT_PLACEMENT, OPT_CPU, OPT_COUNTER, OPT_SCOPE, OPT_PRIMITIVE, OPT_JSON, OPT_VERSION,
        OPT_SIZES, OPT_ITERATIONS, OPT_SEED, OPT_CONFINE, OPT_LIMITS, OPT_TARGET, OPT_MAX_BYTES,
        OPT_PTRACE_PAGES, OPT_LIMIT, OPT_PROTECT, OPT_PAYLOAD, OPT_DEPTH, OPT_VARIANT, OPT_WORKERS,
-       OPT_SLICE, OPT_MODE, OPT_CPUS, OPT_CHECK };
+       OPT_SLICE, OPT_MODE, OPT_CPUS, OPT_CHECK, OPT_PID };
 
 int main(int argc, char **argv)
 {
@@ -422,7 +424,7 @@ int main(int argc, char **argv)
         {"depth", required_argument, 0, OPT_DEPTH}, {"variant", required_argument, 0, OPT_VARIANT},
         {"workers", required_argument, 0, OPT_WORKERS}, {"slice", required_argument, 0, OPT_SLICE},
         {"mode", required_argument, 0, OPT_MODE}, {"cpus", required_argument, 0, OPT_CPUS},
-        {"check", no_argument, 0, OPT_CHECK},
+        {"check", no_argument, 0, OPT_CHECK}, {"pid", required_argument, 0, OPT_PID},
         {0, 0, 0, 0},
     };
     struct isob_bench_opts o = {
@@ -486,6 +488,7 @@ int main(int argc, char **argv)
         case OPT_SLICE: o.slices = optarg; break;
         case OPT_MODE: o.modes = optarg; break;
         case OPT_CPUS: o.cpus = optarg; break;
+        case OPT_PID: o.pid = optarg; break;
         case OPT_SIZES: o.nsizes = parse_sizes(optarg, o.sizes); break;
         case OPT_ITERATIONS: o.iterations = parse_count("--iterations", optarg); break;
         case OPT_LIMIT: o.limit = parse_count("--limit", optarg); break;
@@ -563,7 +566,7 @@ int main(int argc, char **argv)
     const struct { const char *name, *value; } own[] = {
         {"--protect", o.protect}, {"--payload", o.payloads}, {"--depth", o.depths},
         {"--variant", o.variants}, {"--workers", o.workers}, {"--slice", o.slices},
-        {"--mode", o.modes}, {"--cpus", o.cpus},
+        {"--mode", o.modes}, {"--cpus", o.cpus}, {"--pid", o.pid},
     };
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
         if (own[i].value && !isob_bench_takes(b, own[i].name)) {

@@ -40,6 +40,7 @@ struct isob_bench_opts {
     const char *slices;        /* --slice: sched's slice lengths in microseconds */
     const char *modes;         /* --mode: sched's yield or preempt */
     const char *cpus;          /* --cpus: sched's one CPU or all CPUs */
+    const char *pid;           /* --pid: inspect's target process, or NULL for isob itself */
 };
 
 /* An option only some benchmarks take: isob refuses it for the others,

@@ -168,6 +168,8 @@ struct isob_map {
     uintptr_t start, end;
     char perms[5];
     char path[256];
+    uint64_t offset;       /* of start in the mapped file */
+    unsigned long inode;   /* the file's inode, 0 for none */
     long rss_kb, swap_kb;  /* -1: unknown (a maps file has no Rss or Swap) */
     int vm_io, vm_pfnmap;  /* VmFlags io, pf (0 when the file has no VmFlags) */
 };
@@ -188,6 +190,10 @@ struct isob_scan_plan {
 };
 
 const char *isob_map_class_name(enum isob_map_class c);
+
+/* One header line of a maps or smaps file ("start-end perms offset dev
+ * inode [path]"); 0 or -EINVAL.  Rss and Swap are then unknown (-1). */
+int isob_map_parse(const char *line, struct isob_map *m);
 
 /* The class of one mapping, budget aside. */
 enum isob_map_class isob_map_classify(const struct isob_map *m);

@@ -296,6 +296,8 @@ BENCH_OPTIONS = (
     ("--slice", validate.number_list, "LIST", "sched: slice lengths in us (default 10,100)"),
     ("--mode", validate.name_list, "LIST", "sched: yield, preempt (default: both)"),
     ("--cpus", validate.name_list, "LIST", "sched: one, all (default: both)"),
+    ("--pid", validate.number_list, "PID",
+     "inspect: the process whose executable mappings are scanned (default: an isob process)"),
 )
 
 
@@ -425,6 +427,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     driver = Driver(find_isob())
     catalog = driver.catalog()
     mechs, context = isolation_entries(driver, catalog.mechanisms, args.timeout, args.skip_isolation)
+    # ERIM's binary inspection: the mpk mechanisms' stray PKRU writers.
+    inspected = ([] if args.skip_isolation else
+                 attackers.with_inspection(mechs, *driver.inspect(timeout=args.timeout)))
     benches = [{"name": b.name, "summary": b.summary, "needs_mechanism": b.needs_mechanism}
                for b in catalog.benchmarks]
     if args.json:
@@ -432,6 +437,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         print(table.list_report(mechs, benches))
         print("\n" + attackers.format_matrix(mechs, context))
+        if inspected:
+            print("\n".join(inspected))
     return EXIT_FAILED if any(m["isolation"] == "failed" for m in mechs) else EXIT_OK
 
 

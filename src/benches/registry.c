@@ -18,6 +18,7 @@ extern const struct isob_bench isob_bench_lwc_switch;
 extern const struct isob_bench isob_bench_lwc_create;
 extern const struct isob_bench isob_bench_refmon;
 extern const struct isob_bench isob_bench_lwc_sign;
+extern const struct isob_bench isob_bench_inspect;
 
 const struct isob_bench *const isob_benches[] = {
     &isob_bench_switch,
@@ -35,6 +36,7 @@ const struct isob_bench *const isob_benches[] = {
     &isob_bench_lwc_create,
     &isob_bench_refmon,
     &isob_bench_lwc_sign,
+    &isob_bench_inspect,
     NULL,
 };
 

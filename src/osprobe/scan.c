@@ -70,6 +70,8 @@ static int parse_header(const char *line, struct isob_map *m)
     memset(m, 0, sizeof *m);
     m->start = (uintptr_t)start;
     m->end = (uintptr_t)end;
+    m->offset = (uint64_t)offset;
+    m->inode = inode;
     memcpy(m->perms, perms, 5);
     const char *path = line + n;
     size_t len = strcspn(path, "\n");
@@ -79,6 +81,11 @@ static int parse_header(const char *line, struct isob_map *m)
     m->path[len] = 0;
     m->rss_kb = m->swap_kb = -1;
     return 0;
+}
+
+int isob_map_parse(const char *line, struct isob_map *m)
+{
+    return parse_header(line, m);
 }
 
 /* A header line starts with the start address and a dash. */

@@ -7,20 +7,22 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "isobench/inspect.h"
 #include "mpk.h"
 #include "tap.h"
 
 /* Longest x86 instruction, in bytes. */
 #define X86_MAX_INSN 15
 
-static int is_wrpkru(const unsigned char *p) { return p[0] == 0x0f && p[1] == 0x01 && p[2] == 0xef; }
+/* The patterns of ERIM's inspection (inspect.h), on three readable bytes. */
+static int is_wrpkru(const unsigned char *p) { return isob_insn_match(p, 3) == ISOB_INSN_WRPKRU; }
 
 /* XRSTOR (0F AE /5) and XRSTORS (0F C7 /3) with a memory operand restore
  * PKRU from memory as WRPKRU writes it from EAX. */
 static int is_xrstor(const unsigned char *p)
 {
-    unsigned reg = (p[2] >> 3) & 7, mod = p[2] >> 6;
-    return p[0] == 0x0f && mod != 3 && ((p[1] == 0xae && reg == 5) || (p[1] == 0xc7 && reg == 3));
+    int k = isob_insn_match(p, 3);
+    return k == ISOB_INSN_XRSTOR || k == ISOB_INSN_XRSTORS;
 }
 
 /* ERIM's binary inspection, on the gate's own code: every WRPKRU encoding

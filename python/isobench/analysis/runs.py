@@ -54,7 +54,9 @@ BENCHMARK_KINDS = {"switch": MICRO, "pingpong": MICRO, "oslat": MICRO, "kv": MAC
                    "lwc-create": MICRO, "lwc-switch": MICRO, "refmon": MICRO,
                    "lwc-sign": MACRO,
                    # docs/serve.md: servers under isob loadgen.
-                   "lwc-serve": MACRO, "lwc-conns": MACRO}
+                   "lwc-serve": MACRO, "lwc-conns": MACRO,
+                   # docs/inspect.md: the cost of ERIM's scan per page.
+                   "inspect": MICRO}
 
 # Result params that report what happened rather than select what was
 # measured (the kv benchmark prints its own mean, request counts, store
@@ -93,6 +95,11 @@ OUTPUT_PARAMS = frozenset({
     "client_busy", "client_cpu_s", "server_busy", "server_cpu_s", "server_processes",
     "latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p999_us",
     "latency_mean_us", "latency_max_us",
+    # inspect (docs/inspect.md): what the scan found and covered; what it
+    # scanned (target, patterns) stays the identity.
+    "target_exe", "patterns", "passes", "bytes_scanned", "mappings", "mappings_unscanned",
+    "bytes_unscanned", "gate_sites_recorded", "gate_sites_found", "stray_sites", "sites",
+    "unscanned",
 })
 
 # How a result finds its baseline among the `direct` results of the same run

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from . import lwc, lwcserve, microkernel, oslat, workloads
+from . import inspect, lwc, lwcserve, microkernel, oslat, workloads
 from .runs import RunData
 
 Builder = Callable[[RunData, Mapping], "dict | None"]
@@ -36,6 +36,8 @@ SECTIONS: tuple[tuple[str, Builder], ...] = (
     ("microkernel-delegate", microkernel.build_delegate),
     ("microkernel-sched", microkernel.build_sched),
     ("lwc-serve", lwcserve.build),
+    # ERIM's binary inspection (docs/inspect.md).
+    ("inspect", inspect.build),
 )
 
 

@@ -275,6 +275,20 @@ class Driver:
             return Isolation.untested(f"isolation test did not run: {why}")
         return _isolation_from(line)
 
+    def inspect(self, timeout: float = ISOLATION_TIMEOUT) -> tuple[list[dict], str | None]:
+        """The lines of ``isob inspect --quick`` (ERIM's inspection of an isob
+        process: the binary and every library it maps), and why there is no
+        result line when there is none."""
+        lines, garbage, ex = self.ask(["inspect", "--quick"], timeout)
+        if any(l["type"] == "result" for l in lines):
+            return lines, None
+        why = describe_exit(ex, timeout)
+        if why is None:
+            why = (f"isob printed {garbage[0]}" if garbage else
+                   f"isob printed no result line (exit status {ex.returncode}"
+                   f"{': ' + ex.stderr_tail() if ex.stderr_tail() else ''})")
+        return lines, f"the inspection did not run: {why}"
+
     def version(self, timeout: float = VERSION_TIMEOUT) -> dict | None:
         """{"version","cc","cflags"} from ``isob --version --json``; None if it has none.
 

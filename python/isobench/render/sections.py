@@ -27,7 +27,7 @@ class Renderer:
     first: bool = False
 
 
-from . import lwc, lwcserve, microkernel, oslat, workloads  # noqa: E402  (the families' renderers, in modules of their own)
+from . import inspect, lwc, lwcserve, microkernel, oslat, workloads  # noqa: E402  (the families' renderers, in modules of their own)
 
 # Section name -> its renderer.
 RENDERERS: dict[str, Renderer] = {
@@ -52,6 +52,7 @@ RENDERERS: dict[str, Renderer] = {
                                   markdown=microkernel.sched_markdown,
                                   plots=microkernel.sched_plots),
     "lwc-serve": Renderer(text=lwcserve.text, markdown=lwcserve.markdown, plots=lwcserve.plots),
+    "inspect": Renderer(text=inspect.text, markdown=inspect.markdown),
 }
 
 

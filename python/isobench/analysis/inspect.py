@@ -1,0 +1,141 @@
+"""ERIM's binary inspection (docs/inspect.md): the sites `isob inspect` found
+in a process's executable memory, each a recorded gate site or a stray with
+the attack it enables, and the scan's cost per 4 KiB page with its interval
+over repetitions, beside ERIM's published 3.5 to 6.2 us per page
+(data/reference.csv).
+
+The same site records and attack sentences serve `isobench list`, which
+states the stray sites in the evidence of the mpk mechanisms
+(attackers.with_inspection)."""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping, Sequence
+
+from .quantities import (entries, geomean_of, not_ok, outputs, published, quantity, scaled,
+                         time_of)
+from .runs import RunData
+
+# ERIM's program in its inspection measurement (Konrad 2023, §3.1.2: 17.7 ms
+# for 3,918 pages of 4 KiB): the local cost is also given for this many pages.
+ERIM_PAGES = 3918
+PUBLISHED_IDS = ("erim-inspect-page-low", "erim-inspect-page-high", "erim-inspect-total")
+
+# What each instruction lets an attacker who controls the untrusted side's
+# control flow do, when it is not the gate's.
+ATTACKS = {
+    "wrpkru": "an in-process attacker that jumps there with chosen eax (ecx = edx = 0) writes "
+              "PKRU: every key opens",
+    "xrstor": "an in-process attacker that jumps there with edx:eax selecting PKRU (bit 9) "
+              "and an XSAVE area of its own restores PKRU from it: every key opens",
+    "xrstors": "none from user mode: XRSTORS is privileged (#GP at CPL 3)",
+}
+
+
+def where(site: Mapping) -> str:
+    """A site as "symbol at file+offset" (the file's base name)."""
+    base = os.path.basename(str(site.get("file") or "?"))
+    at = f"{base}+{site.get('offset')}"
+    sym = site.get("symbol")
+    return f"{sym} at {at}" if sym else at
+
+
+def classify(site: Mapping) -> dict:
+    """One site as shown: where, the instruction, gate or stray, and the
+    attack a stray enables."""
+    insn = str(site.get("insn"))
+    gate = bool(site.get("gate"))
+    return {"file": site.get("file"), "offset": site.get("offset"), "insn": insn,
+            "bytes": site.get("bytes"), "symbol": site.get("symbol"), "where": where(site),
+            "role": "gate" if gate else "stray",
+            "attack": None if gate else ATTACKS.get(insn, "unknown instruction"),
+            "spans_mappings": bool(site.get("spans_mappings"))}
+
+
+def stray_lines(sites: Sequence[Mapping]) -> list[str]:
+    """One sentence per stray site that user mode can execute."""
+    out = []
+    for s in map(classify, sites):
+        if s["role"] == "stray" and s["insn"] != "xrstors":
+            out.append(f"{s['insn'].upper()} {s['where']}: {s['attack']}")
+    return out
+
+
+def per_page(entry: Mapping) -> dict | None:
+    """The scan's time per 4 KiB page in us: each repetition's median pass
+    over its own page count, the geometric mean with its t interval over
+    repetitions; with one repetition, its median with the one-process
+    interval."""
+    f = entry.get("to_ns")
+    vals = []
+    for r in entry["repetitions"]:
+        pages = (r.get("outputs") or {}).get("pages")
+        if f is None or r.get("median") is None or not pages:
+            continue
+        vals.append(r["median"] * f / 1000.0 / pages)
+    if len(vals) >= 2:
+        return geomean_of(vals, "us")
+    pages = outputs(entry, "pages")
+    t = time_of(entry, "us")
+    if not pages or t is None:
+        return None
+    return scaled(t, 1.0 / pages[-1], "us")
+
+
+def build(data: RunData, doc: Mapping) -> dict | None:
+    es = entries(doc, "inspect")
+    bad = not_ok(doc, "inspect")
+    if not es and not bad:
+        return None
+    targets = []
+    for e in es:
+        page = per_page(e)
+        last = {k: (outputs(e, k) or [None])[-1] for k in (
+            "pages", "bytes_scanned", "mappings", "mappings_unscanned", "bytes_unscanned",
+            "gate_sites_recorded", "gate_sites_found", "stray_sites", "target_exe", "passes",
+            "patterns")}
+        sites = [classify(s) for s in (outputs(e, "sites") or [[]])[-1]]
+        unscanned = list((outputs(e, "unscanned") or [[]])[-1])
+        # The sites must be the same in every repetition: the same files.
+        kinds = {tuple(sorted((s.get("file"), s.get("offset")) for s in rep))
+                 for rep in outputs(e, "sites")}
+        erim_total = scaled(page, ERIM_PAGES / 1000.0, "ms") if page else None
+        targets.append({
+            "target": e["params"].get("target"), **last,
+            "per_pass": time_of(e, "ms"), "per_page": page, "erim_pages_local": erim_total,
+            "sites": sites, "unscanned": unscanned,
+            "strays": sum(1 for s in sites if s["role"] == "stray"),
+            "gates": sum(1 for s in sites if s["role"] == "gate"),
+            "same_sites_every_repetition": len(kinds) <= 1,
+            "reps": e["headline"]["reps"]})
+    pub = published(PUBLISHED_IDS)
+    pub_page = None
+    by = {p["id"]: p for p in pub}
+    if "erim-inspect-total" in by:
+        v = by["erim-inspect-total"]["value"] * 1000.0 / ERIM_PAGES
+        pub_page = quantity(v, None, None, 1, "us",
+                            f"{by['erim-inspect-total']['text']} ms / {ERIM_PAGES:,} pages")
+    return {"targets": targets, "published": pub, "published_per_page": pub_page,
+            "erim_pages": ERIM_PAGES,
+            "published_caveat": "published, other hardware and another scanner: ERIM's "
+                                "inspection of its own benchmark program",
+            "not_ok": bad}
+
+
+def summary_of(lines: Sequence[Mapping]) -> dict | None:
+    """The result line of one `isob inspect` run (driver.inspect), as `list`
+    attaches it: the sites classified, the counts, or None when it has none."""
+    for line in lines:
+        if line.get("type") == "result" and line.get("benchmark") == "inspect":
+            p = line.get("params") or {}
+            if line.get("status") != "ok":
+                return {"status": line.get("status"), "reason": line.get("reason")}
+            sites = [classify(s) for s in p.get("sites") or []]
+            return {"status": "ok", "target_exe": p.get("target_exe"), "sites": sites,
+                    "strays": stray_lines(p.get("sites") or []),
+                    "gate_sites_found": p.get("gate_sites_found"),
+                    "gate_sites_recorded": p.get("gate_sites_recorded"),
+                    "mappings": p.get("mappings"), "unscanned": list(p.get("unscanned") or [])}
+    return None
+
