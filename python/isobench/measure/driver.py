@@ -160,8 +160,9 @@ class Isolation:
                "enforced", "partial", "none", "untested", or "failed" (it
                claims isolation and the in-process cell leaks, or the test
                broke)
-    attackers: the four cells, {"in-process", "same-uid", "other-uid",
-               "root"} -> {"verdict", "method", "evidence", ...}
+    attackers: the five cells, {"in-process", "same-uid", "other-uid",
+               "root", "pre-attached"} -> {"verdict", "method", "evidence",
+               "condition", ...}
     """
 
     state: str
@@ -361,7 +362,8 @@ def _str(v: object) -> str:
 
 
 DETAIL_KEYS = ("claims", "verdict", "read", "write", "intact", "expected_fault", "target",
-               "yama_ptrace_scope", "secret_intact_after")
+               "yama_ptrace_scope", "secret_intact_after", "matrix_version", "caller_tracer_pid",
+               "caller_closed")
 
 
 def _isolation_from(line: dict) -> Isolation:
