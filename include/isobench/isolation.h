@@ -99,6 +99,7 @@ struct isob_isolation {
     long caller_tracer_pid; /* TracerPid of the caller when it created the compartment
                              * (a negative errno when unreadable) */
     int caller_closed;    /* 0: the caller made itself non-dumpable before creating it;
+                           * 1: not taken (in-process: the secret is in the caller);
                            * else the negative errno of that step */
     int secret_intact_after; /* the secret was intact after every probe: 1, 0, -1 unknown */
     struct isob_cell cells[ISOB_ATK__COUNT];

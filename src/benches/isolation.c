@@ -93,6 +93,18 @@ static void describe_fault(char *buf, size_t len)
         snprintf(buf, len, "fault: SIGBUS (si_code %d)", (int)fault_code);
 }
 
+/* The caller's own step before it creates a compartment of its own
+ * process (server.h): only where the compartment is another process, which
+ * then inherits it.  An in-process compartment's secret is in the caller,
+ * whose own threads are its same-uid attacker, and which any code of the
+ * process could make dumpable again: the step would change what that cell
+ * measures, not what the mechanism defends.  0 closed, 1 not applicable,
+ * or a negative errno. */
+static int close_caller(const struct isob_mechanism *m)
+{
+    return (m->props & ISOB_SEPARATE_AS) ? isob_caller_close_to_readers() : 1;
+}
+
 static long plant(struct isob_comp *c, uint64_t *trusted_addr)
 {
     struct isob_msg *msg = c->mech->shared(c);
@@ -331,7 +343,7 @@ static void same_uid_helper(void *arg, void *out)
     uint64_t trusted_addr = 0;
     /* As the matrix's own caller does (begin). */
     rep->tracer_pid = isob_tracer_pid(0);
-    rep->closed = isob_caller_close_to_readers();
+    rep->closed = close_caller(m);
     rep->rc = isob_comp_create(m, &spec, &c);
     if (rep->rc) {
         snprintf(rep->why, sizeof rep->why, "create as uid %d: %s", ISOB_OSP_OTHER_UID, isob_strerror(rep->rc));
@@ -424,7 +436,7 @@ static void pre_attached_helper(void *arg, void *out)
     if (rep->attach_rc)
         return;
     rep->tracer_pid = isob_tracer_pid(0);
-    rep->closed = isob_caller_close_to_readers();
+    rep->closed = close_caller(m);
     struct isob_comp_spec spec;
     isob_spec_defaults(&spec);
     struct isob_comp *c;
@@ -484,7 +496,9 @@ static void pre_attached_cell(const struct isob_mechanism *m, struct isob_cell *
              "caller's non-dumpable step %s",
              yama, rep.tracer_pid, rep.stats.followed, rep.stats.followed == 1 ? "" : "es",
              rep.stats.set_rewritten, rep.stats.set_rewritten == 1 ? "" : "s", rep.stats.get_faked,
-             rep.stats.get_faked == 1 ? "" : "s", rep.closed ? isob_strerror(rep.closed) : "reported success");
+             rep.stats.get_faked == 1 ? "" : "s",
+             rep.closed == 1 ? "not taken (an in-process compartment)"
+                             : rep.closed ? isob_strerror(rep.closed) : "reported success");
     if (rep.create_rc) {
         /* The same creation succeeded untraced (begin), so a refusal is the
          * server's check of TracerPid (server.h), which says EPERM. */
@@ -658,7 +672,7 @@ static int begin(const struct isob_mechanism *m, struct isob_isolation *r, struc
      * attach to it from here on, and its servers are closed from birth. */
     r->caller_tracer_pid = isob_tracer_pid(0);
     r->same_uid_tracer_pid = r->caller_tracer_pid;
-    r->caller_closed = isob_caller_close_to_readers();
+    r->caller_closed = close_caller(m);
     int rc = isob_comp_create(m, &spec, cp);
     if (rc) {
         r->verdict = "failed";
@@ -811,7 +825,10 @@ void isob_isolation_emit(FILE *f, const struct isob_mechanism *m, const struct i
     isob_jw_str(&w, "yama", r->yama < 0 ? "absent (no Yama in this kernel)"
                             : r->yama <= 3 ? yama_words[r->yama] : "an unknown ptrace_scope");
     isob_jw_int(&w, "caller_tracer_pid", r->caller_tracer_pid);
-    isob_jw_bool(&w, "caller_closed", r->caller_closed == 0);
+    if (r->caller_closed == 1)
+        isob_jw_raw(&w, "caller_closed", "null");
+    else
+        isob_jw_bool(&w, "caller_closed", r->caller_closed == 0);
     if (r->secret_intact_after < 0)
         isob_jw_raw(&w, "secret_intact_after", "null");
     else
