@@ -575,7 +575,7 @@ static void conditions(const struct isob_mechanism *m, struct isob_isolation *r)
         snprintf(c, n, "covers loads and stores by address from the caller while the compartment is closed");
 
     c = r->cells[ISOB_ATK_SAME_UID].condition;
-    int separate = !r->same_uid_self;
+    int separate = (m->props & ISOB_SEPARATE_AS) != 0;
     long tracer = geteuid() == 0 ? r->same_uid_tracer_pid : r->caller_tracer_pid;
     if (separate)
         snprintf(c, n, "for compartments created while no process traced the caller (Yama ptrace_scope: %s; "
@@ -584,8 +584,9 @@ static void conditions(const struct isob_mechanism *m, struct isob_isolation *r)
     else
         snprintf(c, n, "the secret lives in the caller's own process: any thread of it reaches it, and a "
                        "separate same-uid process while the caller is dumpable (Yama ptrace_scope: %s)", yama);
-    add(r->cells[ISOB_ATK_SAME_UID].evidence, sizeof r->cells[0].evidence,
-        "; Yama ptrace_scope: %s; the caller's TracerPid at creation: %ld", yama, tracer);
+    if (r->cells[ISOB_ATK_SAME_UID].probed)
+        add(r->cells[ISOB_ATK_SAME_UID].evidence, sizeof r->cells[0].evidence,
+            "; Yama ptrace_scope: %s; the caller's TracerPid at creation: %ld", yama, tracer);
 
     snprintf(r->cells[ISOB_ATK_OTHER_UID].condition, n,
              "another uid without capabilities: the kernel's uid check, whatever the mechanism");
@@ -716,8 +717,11 @@ int isob_isolation_matrix(const struct isob_mechanism *m, struct isob_isolation 
 {
     struct isob_comp *c;
     uint64_t trusted_addr;
-    if (begin(m, r, &c, &trusted_addr))
+    if (begin(m, r, &c, &trusted_addr)) {
+        /* What each cell would cover, beside why it is untested. */
+        conditions(m, r);
         return 0;
+    }
     in_process(c, trusted_addr, r);
     /* The in-process attempts may have changed a secret that was not
      * protected; the OS-level probes start from the planted value. */

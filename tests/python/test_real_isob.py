@@ -190,3 +190,11 @@ def test_the_pre_attached_tracer_is_measured_by_the_real_driver():
     assert "the compartment's process" in leak["evidence"]
     direct = isolation_line("direct")["attackers"]["pre-attached"]
     assert direct["verdict"] == "leaks" and "the caller's own process" in direct["evidence"]
+
+
+def test_mpk_in_process_cell_names_what_it_covers():
+    """Measured or not (no PKU here), the in-process cell of the MPK
+    mechanisms says it covers loads and stores, not signal frames."""
+    for name in ("mpk", "mpk-bridge"):
+        cond = isolation_line(name)["attackers"]["in-process"]["condition"]
+        assert "loads and stores" in cond and "not sigreturn frames" in cond, cond
