@@ -584,6 +584,10 @@ static void conditions(const struct isob_mechanism *m, struct isob_isolation *r)
     else
         snprintf(c, n, "the secret lives in the caller's own process: any thread of it reaches it, and a "
                        "separate same-uid process while the caller is dumpable (Yama ptrace_scope: %s)", yama);
+    if (strcmp(m->name, "lwc") == 0)
+        add(c, n, "; the context's own view of its creator is not tested here: LWC_UNMAP hides a range "
+                  "from it, and only a non-dumpable creator (caller_closed) keeps it from reading it "
+                  "(docs/lwc.md)");
     if (r->cells[ISOB_ATK_SAME_UID].probed)
         add(r->cells[ISOB_ATK_SAME_UID].evidence, sizeof r->cells[0].evidence,
             "; Yama ptrace_scope: %s; the caller's TracerPid at creation: %ld", yama, tracer);
