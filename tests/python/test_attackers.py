@@ -89,9 +89,11 @@ def test_list_json_has_the_matrix(isobench):
     assert mechs["process-futex"]["isolation"] == "enforced"
     assert mechs["direct"]["attackers"]["in-process"]["verdict"] == "leaks"
     assert mechs["direct"]["isolation"] == "none"
-    # Not available here: every cell untested, with the reason.
+    # Not available here: every cell untested, with the reason, and still
+    # what it would cover.
     assert all(c["verdict"] == "untested" and c["evidence"] == "CPU has no PKU"
                for c in mechs["mpk"]["attackers"].values())
+    assert "not sigreturn frames" in mechs["mpk"]["attackers"]["in-process"]["condition"]
 
 
 def test_a_leaking_os_cell_makes_it_partial(isobench):

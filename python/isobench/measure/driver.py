@@ -263,10 +263,12 @@ class Driver:
         raise DriverError(f"`{self.path} {' '.join(args)} --check` failed: {what}")
 
     def isolation(self, mech: Mechanism, timeout: float = ISOLATION_TIMEOUT) -> Isolation:
-        if not mech.available:
-            return Isolation.untested(mech.reason or "not available here")
+        # Asked even when not available here: the line then says why, and
+        # still what each cell would cover (its conditions).
         lines, garbage, ex = self.ask(["isolation", "-m", mech.name], timeout)
         line = next((l for l in lines if l["type"] == "isolation"), None)
+        if line is None and not mech.available:
+            return Isolation.untested(mech.reason or "not available here")
         if line is None:
             why = describe_exit(ex, timeout)
             if why is None:
@@ -372,7 +374,12 @@ def _isolation_from(line: dict) -> Isolation:
     reason = line.get("reason")
     if verdict == "skipped":
         why = reason or "isolation test skipped"
-        return Isolation("untested", why, detail, attackers.untested_cells(why))
+        cells = attackers.untested_cells(why)
+        raw = line.get("attackers")
+        for a, c in (raw.items() if isinstance(raw, Mapping) else ()):
+            if a in cells and isinstance(c, Mapping) and isinstance(c.get("condition"), str):
+                cells[a]["condition"] = c["condition"]
+        return Isolation("untested", why, detail, cells)
     try:
         cells = attackers.cells_from_line(line)
     except ValueError as e:
