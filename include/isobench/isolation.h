@@ -13,6 +13,14 @@
  *   other-uid   without capabilities, as another uid, and as root, against
  *   root        the process that holds the trusted heap (the compartment's
  *               server, or for in-process mechanisms the caller's own).
+ *   pre-attached  a same-uid tracer attached to the caller before the
+ *               compartment existed (osprobe.h, the pre-attached tracer),
+ *               in a helper that stands for a freshly started caller
+ *
+ * Each cell also carries its condition: what it covers and under what it
+ * was measured and holds (the same-uid cell of a separate address space:
+ * for compartments created while no process traced the caller, with Yama's
+ * ptrace_scope and the caller's TracerPid at creation in its evidence).
  *
  * Measured, never declared: every cell comes from attempts on this
  * machine.  A cell that could not be tried is untested, with the reason.
@@ -32,14 +40,17 @@
 #define ISOB_SECRET 0x5ec2e7c0ffee1234ull
 
 /* Version of the matrix in `isob isolation` output.  History:
- *   1  the four attackers, per-probe details, Yama's ptrace_scope. */
-#define ISOB_MATRIX_VERSION 1
+ *   1  the four attackers, per-probe details, Yama's ptrace_scope.
+ *   2  a condition per cell, the pre-attached tracer, caller_tracer_pid
+ *      and caller_closed (the caller made itself non-dumpable first). */
+#define ISOB_MATRIX_VERSION 2
 
 enum isob_attacker {
     ISOB_ATK_IN_PROCESS,
     ISOB_ATK_SAME_UID,
     ISOB_ATK_OTHER_UID,
     ISOB_ATK_ROOT,
+    ISOB_ATK_PRE_ATTACHED,
     ISOB_ATK__COUNT
 };
 
@@ -54,10 +65,16 @@ struct isob_cell {
     int verdict;          /* enum isob_cell_verdict */
     char method[200];     /* what was tried, or what got through */
     char evidence[640];   /* what was seen: fault codes, errno, trap kinds */
+    char condition[480];  /* what it covers; under what it was measured and holds */
     /* OS-level cells only. */
     int probed;           /* the probes ran (res and who are valid) */
     struct isob_identity_info who;
     struct isob_osprobe_result res[ISOB_OSP__COUNT];
+    /* The pre-attached cell only. */
+    int traced;           /* the tracer attached (tstats) */
+    int tprobed;          /* and its probes ran (tres) */
+    struct isob_osprobe_result tres[ISOB_TRACER_PROBES];
+    struct isob_tracer_stats tstats;
 };
 
 struct isob_isolation {
@@ -78,6 +95,12 @@ struct isob_isolation {
     long os_target_pid;
     uintptr_t os_target_addr;
     int yama;             /* Yama's ptrace_scope, -1 when absent */
+    long same_uid_tracer_pid; /* the same for the caller of the same-uid cell (as root: a helper) */
+    long caller_tracer_pid; /* TracerPid of the caller when it created the compartment
+                             * (a negative errno when unreadable) */
+    int caller_closed;    /* 0: the caller made itself non-dumpable before creating it;
+                           * 1: not taken (in-process: the secret is in the caller);
+                           * else the negative errno of that step */
     int secret_intact_after; /* the secret was intact after every probe: 1, 0, -1 unknown */
     struct isob_cell cells[ISOB_ATK__COUNT];
 };

@@ -134,6 +134,57 @@ void isob_identity_self(struct isob_identity_info *info);
 /* Yama's ptrace_scope (0-3), or -1 when Yama is absent. */
 int isob_yama_ptrace_scope(void);
 
+/* The TracerPid of /proc/PID/status (pid 0: the calling process): the
+ * pid of the process tracing it, 0 when none, or a negative errno. */
+long isob_tracer_pid(pid_t pid);
+
+/* ---- The pre-attached tracer (src/osprobe/tracer.c) ----
+ *
+ * A process of the caller's uid without capabilities that attaches to the
+ * caller with PTRACE_SEIZE (PTRACE_O_TRACEFORK, VFORK, CLONE) before the
+ * caller goes on, as any process of the user may where Yama is absent or
+ * at 0, and follows every process the caller starts from then on.  It
+ * rewrites prctl(PR_SET_DUMPABLE, 0) to 1 at its entry and makes
+ * prctl(PR_GET_DUMPABLE) return 0, in every tracee, so that a process
+ * believes itself closed to readers when it is not; on request it reads a
+ * target with process_vm_readv and /proc/PID/mem.  It does not hide itself
+ * from TracerPid.  It dies with the caller; stopping it detaches every
+ * tracee, which goes on. */
+
+#define ISOB_TRACER_PROBES 2
+enum { ISOB_TRACER_VM_READV, ISOB_TRACER_MEM_READ };
+
+struct isob_tracer_stats {
+    int attached;       /* the caller was seized and stopped */
+    int followed;       /* processes traced: the caller and those it started since */
+    int set_rewritten;  /* prctl(PR_SET_DUMPABLE, 0) turned into 1 */
+    int get_faked;      /* prctl(PR_GET_DUMPABLE) made to return 0 */
+};
+
+struct isob_tracer {
+    pid_t pid;
+    int cmd_fd, reply_fd;
+    struct isob_tracer_stats stats;
+};
+
+/* "process_vm_readv", "/proc/PID/mem read". */
+const char *isob_tracer_probe_name(int p);
+
+/* Start the tracer and wait until it has attached to the calling process
+ * and stopped it once.  0, or a negative errno with why (the kernel's
+ * refusal of PTRACE_SEIZE: EPERM under Yama 1 or more, or when the caller
+ * is not dumpable; -ENOTSUP where the probe is not built). */
+int isob_tracer_attach(struct isob_tracer *t, char *why, size_t len);
+
+/* Have the tracer read target (process_vm_readv, /proc/PID/mem); res as
+ * the probes of isob_osprobe_run fill theirs.  0 or a negative errno. */
+int isob_tracer_probe(struct isob_tracer *t, const struct isob_osprobe_target *target,
+                      struct isob_osprobe_result res[ISOB_TRACER_PROBES]);
+
+/* End the tracer (every tracee is detached and goes on) and wait for it;
+ * stats (may be NULL): what it did. */
+void isob_tracer_stop(struct isob_tracer *t, struct isob_tracer_stats *stats);
+
 /* ---- The outside reader: scanning a process's memory for a canary ----
  *
  * What is read comes from the target's own /proc/PID/smaps (or maps): every

@@ -56,6 +56,9 @@ struct isob_server_spec {
      * struct isob_comp_spec), n_host_fds of them. */
     const int *host_fds;
     unsigned n_host_fds;
+    /* Test mechanisms only: the server accepts any tracer (see
+     * isob_server_accept_tracer). */
+    int test_any_tracer;
 };
 
 /* In the freshly forked server: die with the caller (PR_SET_PDEATHSIG, then
@@ -94,9 +97,31 @@ int isob_server_stop(struct isob_server *s, int timeout_ms);
 void isob_server_describe(int status, char *buf, size_t len);
 
 /* Close the calling process to OS-level readers without root
- * (PR_SET_DUMPABLE 0; src/mechanisms/server_close.c): 0 or a negative
- * errno.  isob_server_enter does it before mapping the heap. */
+ * (PR_SET_DUMPABLE 0, then PR_GET_DUMPABLE must say 0;
+ * src/mechanisms/server_close.c), and refuse to go on while traced: a
+ * tracer other than the one accepted (isob_server_accept_tracer) in
+ * TracerPid is -ISOB_ETRACED.  0 or a negative errno.  isob_server_enter
+ * does it before mapping the heap. */
 int isob_server_close_to_readers(void);
+
+/* The errno of a server that found itself traced: it holds no trusted
+ * heap, and the compartment's creation fails with -ISOB_ETRACED. */
+#define ISOB_ETRACED EPERM
+
+/* The caller's step before it creates compartments: PR_SET_DUMPABLE 0,
+ * verified with PR_GET_DUMPABLE.  It shuts out every same-uid attacher
+ * from then on, and the servers it forks are closed from their first
+ * instruction.  A tracer attached before it can fake both calls, which is
+ * why the matrix's same-uid verdicts carry their condition.  0 or a
+ * negative errno. */
+int isob_caller_close_to_readers(void);
+
+/* The one tracer servers of this process accept: the tracer of isob's
+ * own confinement (confine ptrace), which isob started itself.  0: none.
+ * ISOB_ANY_TRACER: any (test mechanisms only: the deliberately open
+ * variant that shows the check is what closes the pre-attached tracer). */
+#define ISOB_ANY_TRACER ((pid_t)-1)
+void isob_server_accept_tracer(pid_t pid);
 
 /* End this process with exit_group itself, not _exit(): for a forked
  * process that may be confined (a server, a measuring process).  A

@@ -412,8 +412,11 @@ def isolation_entries(driver: Driver, mechanisms, timeout: float,
     the probes: the listing of `list`, and what `run` records."""
     mechs, yama = [], None
     for m in mechanisms:
-        iso = (Isolation.untested("not run (--skip-isolation)") if skip and m.available
-               else driver.isolation(m, timeout=timeout))
+        if skip:
+            iso = Isolation.untested("not run (--skip-isolation)" if m.available
+                                     else m.reason or "not available here")
+        else:
+            iso = driver.isolation(m, timeout=timeout)
         yama = iso.detail.get("yama_ptrace_scope", yama)
         mechs.append({"name": m.name, "summary": m.summary, "available": m.available,
                       "reason": m.reason, "isolation": iso.state, "isolation_reason": iso.reason,

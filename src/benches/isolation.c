@@ -4,10 +4,12 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "isobench/bench.h"
 #include "isobench/isolation.h"
+#include "isobench/server.h"
 
 static sigjmp_buf fault_jmp;
 static volatile sig_atomic_t fault_sig, fault_code;
@@ -25,6 +27,7 @@ static const char *const attacker_names[ISOB_ATK__COUNT] = {
     [ISOB_ATK_SAME_UID] = "same-uid",
     [ISOB_ATK_OTHER_UID] = "other-uid",
     [ISOB_ATK_ROOT] = "root",
+    [ISOB_ATK_PRE_ATTACHED] = "pre-attached",
 };
 
 const char *isob_attacker_name(enum isob_attacker a)
@@ -88,6 +91,18 @@ static void describe_fault(char *buf, size_t len)
         snprintf(buf, len, "fault: SIGSEGV (%s)", isob_segv_code_name(fault_code));
     else
         snprintf(buf, len, "fault: SIGBUS (si_code %d)", (int)fault_code);
+}
+
+/* The caller's own step before it creates a compartment of its own
+ * process (server.h): only where the compartment is another process, which
+ * then inherits it.  An in-process compartment's secret is in the caller,
+ * whose own threads are its same-uid attacker, and which any code of the
+ * process could make dumpable again: the step would change what that cell
+ * measures, not what the mechanism defends.  0 closed, 1 not applicable,
+ * or a negative errno. */
+static int close_caller(const struct isob_mechanism *m)
+{
+    return (m->props & ISOB_SEPARATE_AS) ? isob_caller_close_to_readers() : 1;
 }
 
 static long plant(struct isob_comp *c, uint64_t *trusted_addr)
@@ -314,6 +329,8 @@ struct same_uid_report {
     struct isob_identity_info who;
     struct isob_osprobe_result res[ISOB_OSP__COUNT];
     long intact;
+    long tracer_pid;   /* the helper's TracerPid when it created the compartment */
+    int closed;        /* its isob_caller_close_to_readers() */
 };
 
 static void same_uid_helper(void *arg, void *out)
@@ -324,6 +341,9 @@ static void same_uid_helper(void *arg, void *out)
     isob_spec_defaults(&spec);
     struct isob_comp *c;
     uint64_t trusted_addr = 0;
+    /* As the matrix's own caller does (begin). */
+    rep->tracer_pid = isob_tracer_pid(0);
+    rep->closed = close_caller(m);
     rep->rc = isob_comp_create(m, &spec, &c);
     if (rep->rc) {
         snprintf(rep->why, sizeof rep->why, "create as uid %d: %s", ISOB_OSP_OTHER_UID, isob_strerror(rep->rc));
@@ -371,12 +391,216 @@ static void same_uid_as_root(const struct isob_mechanism *m, struct isob_cell *c
     memcpy(cell->res, rep.res, sizeof rep.res);
     cell->probed = 1;
     r->same_uid_self = rep.self;
+    r->same_uid_tracer_pid = rep.tracer_pid;
     os_cell(cell, ISOB_ID_SAME_UID, rep.self);
     if (rep.intact != 1) {
         r->secret_intact_after = rep.intact < 0 ? -1 : 0;
         add(cell->evidence, sizeof cell->evidence, "; the secret was %s afterwards",
             rep.intact < 0 ? "of unknown state" : "left changed");
     }
+}
+
+/* The pre-attached cell.  A helper stands for a freshly started caller
+ * (dumpable, as every process is when it starts; as root: uid
+ * ISOB_OSP_OTHER_UID, as for the same-uid cell); the tracer of osprobe.h
+ * attaches to it first, then it does what the matrix's caller does: makes
+ * itself non-dumpable, creates the compartment, plants the secret; then the
+ * tracer reads the process that holds it. */
+struct tracer_report {
+    char why[160];          /* why the tracer did not attach */
+    int attach_rc;
+    long tracer_pid;        /* the caller's TracerPid at creation */
+    int closed;             /* the caller's isob_caller_close_to_readers(), as it saw it */
+    int create_rc;
+    int step_rc;            /* planting or locating the secret; the tracer's probe */
+    const char *step;
+    int self;               /* the secret is in the caller's own process */
+    long target_pid;
+    long intact;
+    struct isob_tracer_stats stats;
+    struct isob_osprobe_result res[ISOB_TRACER_PROBES];
+};
+
+/* How long the traced helper may take: every system call stops twice. */
+#define TRACER_HELPER_TIMEOUT_MS 30000
+
+static void pre_attached_helper(void *arg, void *out)
+{
+    const struct isob_mechanism *m = arg;
+    struct tracer_report *rep = out;
+    /* A process is dumpable when it starts; the matrix's own caller is
+     * not any more (begin), and this helper is its fork. */
+    prctl(PR_SET_DUMPABLE, 1);
+    struct isob_tracer t;
+    rep->attach_rc = isob_tracer_attach(&t, rep->why, sizeof rep->why);
+    if (rep->attach_rc)
+        return;
+    rep->tracer_pid = isob_tracer_pid(0);
+    rep->closed = close_caller(m);
+    struct isob_comp_spec spec;
+    isob_spec_defaults(&spec);
+    struct isob_comp *c;
+    rep->create_rc = isob_comp_create(m, &spec, &c);
+    if (rep->create_rc == 0) {
+        uint64_t addr = 0;
+        struct isob_place where = {0, 0};
+        if (plant(c, &addr) != 0 || !addr) {
+            rep->step = "planting the secret";
+            rep->step_rc = -EIO;
+        } else {
+            where.addr = (uintptr_t)addr;
+            rep->step_rc = m->locate ? m->locate(c, addr, &where) : 0;
+            rep->step = "locating the secret";
+        }
+        if (rep->step_rc == 0) {
+            rep->self = where.pid == 0 || where.pid == getpid();
+            rep->target_pid = rep->self ? getpid() : where.pid;
+            struct isob_osprobe_target tg = {(pid_t)rep->target_pid, where.addr, ISOB_SECRET, 0};
+            rep->step = "the tracer's probe";
+            rep->step_rc = isob_tracer_probe(&t, &tg, rep->res);
+            rep->intact = secret_intact(c);
+        }
+        isob_comp_destroy(c);
+    }
+    isob_tracer_stop(&t, &rep->stats);
+}
+
+static void pre_attached_cell(const struct isob_mechanism *m, struct isob_cell *cell, struct isob_isolation *r)
+{
+    struct tracer_report rep;
+    char why[160] = "";
+    struct isob_cred cred = {geteuid() == 0 ? ISOB_OSP_OTHER_UID : -1, 0, TRACER_HELPER_TIMEOUT_MS};
+    int rc = isob_osprobe_helper_cred(&cred, pre_attached_helper, (void *)m, &rep, sizeof rep, why, sizeof why);
+    long uid = cred.uid >= 0 ? cred.uid : (long)getuid();
+    snprintf(cell->method, sizeof cell->method,
+             "a uid %ld tracer seizes the caller before creation, follows forks, keeps them dumpable; "
+             "process_vm_readv, /proc/PID/mem", uid);
+    cell->verdict = ISOB_CELL_UNTESTED;
+    if (rc) {
+        snprintf(cell->evidence, sizeof cell->evidence, "not probed: %s", why);
+        return;
+    }
+    const char *yama = r->yama < 0 ? "absent" : r->yama == 0 ? "0" : r->yama == 1 ? "1" : r->yama == 2 ? "2" : "3";
+    if (rep.attach_rc) {
+        int refused = rep.attach_rc == -EPERM || rep.attach_rc == -EACCES;
+        cell->verdict = refused ? ISOB_CELL_ENFORCED : ISOB_CELL_UNTESTED;
+        snprintf(cell->evidence, sizeof cell->evidence, "%s%s (Yama ptrace_scope: %s)",
+                 refused ? "the kernel refused the attach: " : "", rep.why, yama);
+        return;
+    }
+    cell->traced = 1;
+    cell->tstats = rep.stats;
+    snprintf(cell->evidence, sizeof cell->evidence,
+             "attached (Yama ptrace_scope: %s); the caller's TracerPid at creation: %ld; followed %d "
+             "process%s, rewrote PR_SET_DUMPABLE 0 to 1 %d time%s, faked PR_GET_DUMPABLE %d time%s; the "
+             "caller's non-dumpable step %s",
+             yama, rep.tracer_pid, rep.stats.followed, rep.stats.followed == 1 ? "" : "es",
+             rep.stats.set_rewritten, rep.stats.set_rewritten == 1 ? "" : "s", rep.stats.get_faked,
+             rep.stats.get_faked == 1 ? "" : "s",
+             rep.closed == 1 ? "not taken (an in-process compartment)"
+                             : rep.closed ? isob_strerror(rep.closed) : "reported success");
+    if (rep.create_rc) {
+        /* The same creation succeeded untraced (begin), so a refusal is the
+         * server's check of TracerPid (server.h), which says EPERM. */
+        if (rep.create_rc == -ISOB_ETRACED) {
+            cell->verdict = ISOB_CELL_ENFORCED;
+            add(cell->evidence, sizeof cell->evidence,
+                "; creation refused (%s): the server found itself traced after making itself non-dumpable "
+                "and held no trusted heap", isob_errno_name(rep.create_rc));
+        } else {
+            add(cell->evidence, sizeof cell->evidence, "; creation failed while traced: %s",
+                isob_strerror(rep.create_rc));
+        }
+        return;
+    }
+    if (rep.step_rc) {
+        add(cell->evidence, sizeof cell->evidence, "; %s failed: %s", rep.step, isob_strerror(rep.step_rc));
+        return;
+    }
+    memcpy(cell->tres, rep.res, sizeof rep.res);
+    cell->tprobed = 1;
+    add(cell->evidence, sizeof cell->evidence, "; target: the %s (pid %ld)",
+        rep.self ? "caller's own process" : "compartment's process", rep.target_pid);
+    int leaks = 0, denied = 0;
+    char leaked[80] = "";
+    for (int p = 0; p < ISOB_TRACER_PROBES; p++) {
+        const struct isob_osprobe_result *pr = &rep.res[p];
+        add(cell->evidence, sizeof cell->evidence, "; %s: ", isob_tracer_probe_name(p));
+        if (pr->secret_seen) {
+            add(cell->evidence, sizeof cell->evidence, "read the secret");
+            add(leaked, sizeof leaked, "%s%s", leaks ? ", " : "", isob_tracer_probe_name(p));
+            leaks++;
+        } else if (pr->outcome == ISOB_OSP_DENIED) {
+            add(cell->evidence, sizeof cell->evidence, "%s", errno_name(pr->err));
+            denied++;
+        } else if (pr->outcome == ISOB_OSP_GRANTED) {
+            add(cell->evidence, sizeof cell->evidence, "granted, other data");
+        } else {
+            add(cell->evidence, sizeof cell->evidence, "untested (%s)", pr->note[0] ? pr->note : errno_name(pr->err));
+        }
+    }
+    if (rep.intact != 1)
+        add(cell->evidence, sizeof cell->evidence, "; the secret was %s afterwards",
+            rep.intact < 0 ? "of unknown state" : "changed");
+    if (leaks) {
+        cell->verdict = ISOB_CELL_LEAKS;
+        snprintf(cell->method, sizeof cell->method,
+                 "%s, by a uid %ld tracer attached to the caller before creation", leaked, uid);
+    } else if (denied == ISOB_TRACER_PROBES) {
+        cell->verdict = ISOB_CELL_ENFORCED;
+    }
+}
+
+/* What each cell covers, and under what it was measured and holds. */
+static void conditions(const struct isob_mechanism *m, struct isob_isolation *r)
+{
+    const char *yama = r->yama < 0 ? "absent" : r->yama == 0 ? "0" : r->yama == 1 ? "1" : r->yama == 2 ? "2" : "3";
+    char *c = r->cells[ISOB_ATK_IN_PROCESS].condition;
+    size_t n = sizeof r->cells[0].condition;
+    if (!r->claims)
+        snprintf(c, n, "none claimed: the caller's loads and stores reach the compartment's memory");
+    else if (m->escape)
+        snprintf(c, n, "covers the guest's own attempts on host memory (the mechanism's escape tests); "
+                       "the host's code is trusted and not tested");
+#ifdef SEGV_PKUERR
+    else if (m->fault_code == SEGV_PKUERR)
+        snprintf(c, n, "covers loads and stores by address from untrusted code (PKRU denies the trusted "
+                       "key); not sigreturn frames: a signal handler that writes PKRU into its frame is not "
+                       "defended; code that runs WRPKRU or XRSTOR itself is outside this test");
+#endif
+    else if (m->props & ISOB_SEPARATE_AS)
+        snprintf(c, n, "covers loads and stores by address from the caller: the trusted heap is not mapped "
+                       "in the caller's address space");
+    else
+        snprintf(c, n, "covers loads and stores by address from the caller while the compartment is closed");
+
+    c = r->cells[ISOB_ATK_SAME_UID].condition;
+    int separate = (m->props & ISOB_SEPARATE_AS) != 0;
+    long tracer = geteuid() == 0 ? r->same_uid_tracer_pid : r->caller_tracer_pid;
+    if (separate)
+        snprintf(c, n, "for compartments created while no process traced the caller (Yama ptrace_scope: %s; "
+                       "the caller's TracerPid at creation: %ld); a tracer attached before creation is the "
+                       "pre-attached cell", yama, tracer);
+    else
+        snprintf(c, n, "the secret lives in the caller's own process: any thread of it reaches it, and a "
+                       "separate same-uid process while the caller is dumpable (Yama ptrace_scope: %s)", yama);
+    if (strcmp(m->name, "lwc") == 0)
+        add(c, n, "; the context's own view of its creator is not tested here: LWC_UNMAP hides a range "
+                  "from it, and only a non-dumpable creator (caller_closed) keeps it from reading it "
+                  "(docs/lwc.md)");
+    if (r->cells[ISOB_ATK_SAME_UID].probed)
+        add(r->cells[ISOB_ATK_SAME_UID].evidence, sizeof r->cells[0].evidence,
+            "; Yama ptrace_scope: %s; the caller's TracerPid at creation: %ld", yama, tracer);
+
+    snprintf(r->cells[ISOB_ATK_OTHER_UID].condition, n,
+             "another uid without capabilities: the kernel's uid check, whatever the mechanism");
+    snprintf(r->cells[ISOB_ATK_ROOT].condition, n,
+             "root with CAP_SYS_PTRACE passes the kernel's ptrace access check; shown, never counted in "
+             "the summary");
+    snprintf(r->cells[ISOB_ATK_PRE_ATTACHED].condition, n,
+             "a same-uid tracer attached to the caller before the compartment existed, which follows forks and "
+             "rewrites the dumpability calls but does not hide from TracerPid; one that also rewrote what its "
+             "tracee reads could pass any check inside the compartment; never counted in the summary");
 }
 
 static void os_cells(const struct isob_mechanism *m, struct isob_comp *c, uint64_t trusted_addr,
@@ -425,6 +649,7 @@ static void os_cells(const struct isob_mechanism *m, struct isob_comp *c, uint64
             plant(c, &again);
         }
     }
+    pre_attached_cell(m, &r->cells[ISOB_ATK_PRE_ATTACHED], r);
 }
 
 /* Set up: probe, create, plant.  0 with *cp and *trusted_addr, or 1 when
@@ -448,6 +673,11 @@ static int begin(const struct isob_mechanism *m, struct isob_isolation *r, struc
     struct isob_comp_spec spec;
     isob_spec_defaults(&spec);
     spec.server_cpu = -1;
+    /* The caller's own defence first (server.h): no same-uid process may
+     * attach to it from here on, and its servers are closed from birth. */
+    r->caller_tracer_pid = isob_tracer_pid(0);
+    r->same_uid_tracer_pid = r->caller_tracer_pid;
+    r->caller_closed = close_caller(m);
     int rc = isob_comp_create(m, &spec, cp);
     if (rc) {
         r->verdict = "failed";
@@ -491,8 +721,11 @@ int isob_isolation_matrix(const struct isob_mechanism *m, struct isob_isolation 
 {
     struct isob_comp *c;
     uint64_t trusted_addr;
-    if (begin(m, r, &c, &trusted_addr))
+    if (begin(m, r, &c, &trusted_addr)) {
+        /* What each cell would cover, beside why it is untested. */
+        conditions(m, r);
         return 0;
+    }
     in_process(c, trusted_addr, r);
     /* The in-process attempts may have changed a secret that was not
      * protected; the OS-level probes start from the planted value. */
@@ -501,6 +734,7 @@ int isob_isolation_matrix(const struct isob_mechanism *m, struct isob_isolation 
         all_untested(r, "the secret could not be planted again at the same address");
     else
         os_cells(m, c, trusted_addr, r);
+    conditions(m, r);
     isob_comp_destroy(c);
     return 0;
 }
@@ -511,6 +745,28 @@ static void emit_cell(struct isob_jw *w, const char *key, const struct isob_cell
     isob_jw_str(w, "verdict", isob_cell_verdict_name(cell->verdict));
     isob_jw_str(w, "method", cell->method[0] ? cell->method : NULL);
     isob_jw_str(w, "evidence", cell->evidence[0] ? cell->evidence : NULL);
+    isob_jw_str(w, "condition", cell->condition[0] ? cell->condition : NULL);
+    if (cell->traced) {
+        isob_jw_obj(w, "tracer");
+        isob_jw_int(w, "followed", cell->tstats.followed);
+        isob_jw_int(w, "set_dumpable_rewritten", cell->tstats.set_rewritten);
+        isob_jw_int(w, "get_dumpable_faked", cell->tstats.get_faked);
+        isob_jw_close(w, '}');
+        isob_jw_arr(w, "probes");
+        for (int p = 0; p < ISOB_TRACER_PROBES && cell->tprobed; p++) {
+            const struct isob_osprobe_result *r = &cell->tres[p];
+            static const char *const outcomes[] = {"untested", "denied", "granted"};
+            isob_jw_obj(w, NULL);
+            isob_jw_str(w, "probe", isob_tracer_probe_name(p));
+            isob_jw_str(w, "outcome", outcomes[r->outcome]);
+            isob_jw_str(w, "errno", r->err ? errno_name(r->err) : NULL);
+            isob_jw_bool(w, "secret_seen", r->secret_seen);
+            isob_jw_str(w, "note", r->note[0] ? r->note : NULL);
+            isob_jw_bool(w, "leak", r->secret_seen);
+            isob_jw_close(w, '}');
+        }
+        isob_jw_close(w, ']');
+    }
     if (cell->probed) {
         isob_jw_obj(w, "identity");
         isob_jw_str(w, "how", cell->who.how);
@@ -576,6 +832,11 @@ void isob_isolation_emit(FILE *f, const struct isob_mechanism *m, const struct i
         "2: only CAP_SYS_PTRACE may attach", "3: no process may attach"};
     isob_jw_str(&w, "yama", r->yama < 0 ? "absent (no Yama in this kernel)"
                             : r->yama <= 3 ? yama_words[r->yama] : "an unknown ptrace_scope");
+    isob_jw_int(&w, "caller_tracer_pid", r->caller_tracer_pid);
+    if (r->caller_closed == 1)
+        isob_jw_raw(&w, "caller_closed", "null");
+    else
+        isob_jw_bool(&w, "caller_closed", r->caller_closed == 0);
     if (r->secret_intact_after < 0)
         isob_jw_raw(&w, "secret_intact_after", "null");
     else

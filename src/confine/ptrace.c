@@ -26,6 +26,7 @@
 #include "isobench/confine.h"
 #include "isobench/futex.h"
 #include "isobench/mechanism.h"
+#include "isobench/server.h"
 
 /* How long set-up waits for the tracer to attach. */
 #define PT_SETUP_TIMEOUT_MS 5000
@@ -118,6 +119,9 @@ static int pt_apply(struct isob_confine_state *st, const struct isob_confine_req
         isob_confine_helper_stop(st);
         return rc;
     }
+    /* The servers this process starts from now on are traced by this
+     * tracer, which isob started itself: they accept it (server.h). */
+    isob_server_accept_tracer(st->helper);
     struct isob_bpf b = {0};
     isob_bpf_prologue(&b);
     isob_bpf_match(&b, req->calls, req->ncalls, SECCOMP_RET_TRACE, SECCOMP_RET_ALLOW);

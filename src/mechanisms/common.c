@@ -145,6 +145,8 @@ static void __attribute__((noreturn)) server_main(pid_t parent, const struct iso
             keep[n++] = spec->host_fds[i];
     keep_only(keep, n);
     isob_server_default_signals();
+    if (spec->test_any_tracer)
+        isob_server_accept_tracer(ISOB_ANY_TRACER);
     struct isob_trusted *t = NULL;
     int rc = isob_server_enter(parent, spec->cpu, spec->heap_size, &t);
     if (rc == 0 && spec->setup)

@@ -57,7 +57,7 @@ static void pf_serve(void *arg, struct isob_trusted *t)
     }
 }
 
-static int pf_create(const struct isob_comp_spec *spec, struct isob_comp **out)
+static int pf_create_server(const struct isob_comp_spec *spec, struct isob_comp **out, int any_tracer)
 {
     if (spec->shared_size <= sizeof(struct pf_shared))
         return -EINVAL;
@@ -74,7 +74,7 @@ static int pf_create(const struct isob_comp_spec *spec, struct isob_comp **out)
     struct isob_server_spec ss = {.cpu = spec->server_cpu, .heap_size = spec->heap_size,
                                   .host_fds = spec->host_fds, .n_host_fds = spec->n_host_fds,
                                   .setup = pf_setup, .serve = pf_serve, .arg = p,
-                                  .keep_fd = {-1, -1}};
+                                  .keep_fd = {-1, -1}, .test_any_tracer = any_tracer};
     int rc = isob_server_start(&p->server, &ss);
     if (rc != 0) {
         isob_unmap(p->sh, p->shared_size);
@@ -84,6 +84,16 @@ static int pf_create(const struct isob_comp_spec *spec, struct isob_comp **out)
     p->tid = isob_phs_tid(&p->sh->hs);
     *out = &p->base;
     return 0;
+}
+
+static int pf_create(const struct isob_comp_spec *spec, struct isob_comp **out)
+{
+    return pf_create_server(spec, out, 0);
+}
+
+static int pf_create_traceable(const struct isob_comp_spec *spec, struct isob_comp **out)
+{
+    return pf_create_server(spec, out, 1);
 }
 
 static __attribute__((noinline, cold)) long pf_died(struct pf_comp *p)
@@ -133,6 +143,22 @@ const struct isob_mechanism isob_mech_process_futex = {
     .props = ISOB_ISOLATES_MEMORY | ISOB_SEPARATE_AS | ISOB_TWO_CONTEXTS,
     .probe = isob_phs_probe,
     .create = pf_create,
+    .call = pf_call,
+    .shared = pf_shared_msg,
+    .destroy = pf_destroy,
+    .locate = pf_locate,
+};
+
+/* process-futex with its server's refusal to run traced switched off: the
+ * deliberately open variant the tests use to show that this refusal is
+ * what closes the compartment to a tracer attached before it existed
+ * (server.h, isob_server_accept_tracer). */
+const struct isob_mechanism isob_mech_test_traceable = {
+    .name = "test-traceable",
+    .summary = "TEST ONLY: process-futex whose server does not refuse to run traced",
+    .props = ISOB_ISOLATES_MEMORY | ISOB_SEPARATE_AS | ISOB_TWO_CONTEXTS | ISOB_TEST_ONLY,
+    .probe = isob_phs_probe,
+    .create = pf_create_traceable,
     .call = pf_call,
     .shared = pf_shared_msg,
     .destroy = pf_destroy,

@@ -59,9 +59,12 @@ struct sc_comp {
 static int sc_confine(void)
 {
     /* A server killed by the filter leaves no core dump, and other
-     * processes of the same user cannot ptrace it. */
-    if (prctl(PR_SET_DUMPABLE, 0) != 0)
-        return -errno;
+     * processes of the same user cannot ptrace it: checked as every
+     * server's step is (isob_server_enter did it once; a tracer could have
+     * undone it since, and then this refuses). */
+    int closed = isob_server_close_to_readers();
+    if (closed)
+        return closed;
     /* free() must never hand memory back to the kernel once brk and munmap
      * are forbidden, and libseccomp frees its program after loading it. */
     mallopt(M_TRIM_THRESHOLD, INT_MAX);

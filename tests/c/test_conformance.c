@@ -221,6 +221,24 @@ static void t_isolation_matrix(void)
                            *root = &r.cells[ISOB_ATK_ROOT];
     CHECK(same->probed);
     CHECK_EQ_LONG(r.os_target_self, !(cur->props & ISOB_SEPARATE_AS));
+    /* Every measured cell says what it covers and under what it holds. */
+    for (int a = 0; a < ISOB_ATK__COUNT; a++)
+        CHECK(r.cells[a].condition[0] != 0);
+    CHECK(strstr(same->evidence, "TracerPid at creation: 0") != NULL);
+    /* The pre-attached tracer: a server refuses to start under it; an
+     * in-process compartment is read through the caller it holds. */
+    const struct isob_cell *pre = &r.cells[ISOB_ATK_PRE_ATTACHED];
+#if defined(__x86_64__)
+    if (isob_yama_ptrace_scope() <= 0) {
+        CHECK(pre->traced);
+        if (cur->props & ISOB_SEPARATE_AS) {
+            CHECK_EQ_LONG(pre->verdict, ISOB_CELL_ENFORCED);
+            CHECK(strstr(pre->evidence, "creation refused") != NULL);
+        } else if (!(cur->props & ISOB_ISOLATES_MEMORY)) {
+            CHECK_EQ_LONG(pre->verdict, ISOB_CELL_LEAKS);
+        }
+    }
+#endif
     if (cur->props & ISOB_SEPARATE_AS) {
         CHECK_EQ_LONG(same->verdict, ISOB_CELL_ENFORCED);
     } else {

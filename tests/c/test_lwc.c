@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -678,6 +679,70 @@ static void t_restrict_makes_overlay_eperm(void)
     lwc_destroy(h);
 }
 
+/* UNMAP hides, it does not protect: a context reads the range its creator
+ * unmapped from it through process_vm_readv and /proc/CREATOR/mem, as any
+ * process of the uid reads a dumpable one.  lwc_restrict takes away the
+ * first (the context's filter) but not the second; only a non-dumpable
+ * creator (isob_caller_close_to_readers, what isob's matrix does before it
+ * creates compartments) closes both.  As root the case first becomes an
+ * ordinary uid: a context that holds CAP_SYS_PTRACE reads anything. */
+static void t_unmap_hides_but_does_not_protect(void)
+{
+    alarm(CASE_ALARM_S);
+    if (geteuid() == 0) {
+        gid_t g = 65534;
+        uid_t u = 65534;
+        CHECK(setgroups(0, NULL) == 0 && setresgid(g, g, g) == 0 && setresuid(u, u, u) == 0);
+        CHECK(prctl(PR_SET_DUMPABLE, 1) == 0);
+    }
+    volatile uint64_t *r = (volatile uint64_t *)anon_pages(1);
+    r[0] = 0x5ec2e75ec2e7ull;
+    struct lwc_spec sp = {.res = LWC_RES_VM, .how = LWC_UNMAP, .vm = {(void *)r, page()}};
+    int caller;
+    struct lwc_msg in;
+    int h = lwc_create(&sp, 1, 0, &caller, &in);
+    if (h == LWC_SWITCHED) {
+        for (;;) {
+            uint64_t v = 0, w = 0;
+            struct iovec l = {&v, sizeof v}, rr = {(void *)r, sizeof v};
+            ssize_t n = process_vm_readv(getppid(), &l, 1, &rr, 1, 0);
+            long vm_err = n == sizeof v ? 0 : errno;
+            char path[64];
+            snprintf(path, sizeof path, "/proc/%d/mem", (int)getppid());
+            int fd = open(path, O_RDONLY);
+            long mem_err = fd < 0 ? errno : pread(fd, &w, sizeof w, (off_t)(uintptr_t)r) == sizeof w ? 0 : errno;
+            if (fd >= 0)
+                close(fd);
+            struct lwc_msg out = {{(uint64_t)vm_err, v, (uint64_t)mem_err, w}};
+            lwc_switch(caller, &out, &caller, &in);
+        }
+    }
+    CHECK(h > 0);
+    struct lwc_msg back;
+    CHECK_EQ_LONG(lwc_switch(h, NULL, NULL, &back), 0);
+    fprintf(stderr, "# unrestricted: process_vm_readv %s, /proc/CREATOR/mem %s\n",
+            back.w[0] ? strerror((int)back.w[0]) : "read it", back.w[2] ? strerror((int)back.w[2]) : "read it");
+    CHECK_EQ_LONG(back.w[0], 0);
+    CHECK(back.w[1] == 0x5ec2e75ec2e7ull);
+    CHECK_EQ_LONG(back.w[2], 0);
+    CHECK(back.w[3] == 0x5ec2e75ec2e7ull);
+    CHECK_EQ_LONG(lwc_restrict(h), 0);
+    CHECK_EQ_LONG(lwc_switch(h, NULL, NULL, &back), 0);
+    fprintf(stderr, "# restricted: process_vm_readv %s, /proc/CREATOR/mem %s\n",
+            back.w[0] ? strerror((int)back.w[0]) : "read it", back.w[2] ? strerror((int)back.w[2]) : "read it");
+    CHECK_EQ_LONG(back.w[0], EPERM);
+    CHECK_EQ_LONG(back.w[2], 0);
+    CHECK(back.w[3] == 0x5ec2e75ec2e7ull);
+    /* The creator non-dumpable: the kernel refuses the context too. */
+    CHECK_EQ_LONG(prctl(PR_SET_DUMPABLE, 0), 0);
+    CHECK_EQ_LONG(lwc_switch(h, NULL, NULL, &back), 0);
+    fprintf(stderr, "# creator non-dumpable: /proc/CREATOR/mem %s\n",
+            back.w[2] ? strerror((int)back.w[2]) : "read it");
+    CHECK(back.w[2] == EACCES || back.w[2] == EPERM);
+    CHECK(back.w[3] == 0);
+    lwc_destroy(h);
+}
+
 /* ---- SYSTRAP ---- */
 
 static char tmpdir[64];
@@ -939,6 +1004,7 @@ int main(void)
     TAP_CASE(t_malformed_spec_is_einval);
     TAP_CASE(t_overlay_copy_and_share);
     TAP_CASE(t_restrict_makes_overlay_eperm);
+    TAP_CASE(t_unmap_hides_but_does_not_protect);
     TAP_CASE(t_systrap_allows_denies_injects);
     TAP_CASE(t_systrap_default_deny_and_death);
     TAP_CASE(t_nested_contexts);

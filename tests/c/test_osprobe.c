@@ -19,6 +19,7 @@
 #include "isobench/isolation.h"
 #include "isobench/mechanism.h"
 #include "isobench/osprobe.h"
+#include "isobench/server.h"
 #include "tap.h"
 
 #define FIXTURE_SECRET 0x0123456789abcdefull
@@ -316,6 +317,164 @@ static void t_writes_touch_only_the_secret(void)
     CHECK(words[0] == 0x1111 && words[1] == FIXTURE_SECRET && words[2] == 0x3333);
 }
 
+/* ---- The pre-attached tracer and the defences against it ---- */
+
+/* Attach the tracer of osprobe.h to this process; a kernel that refuses
+ * it for Yama is a SKIP with the reason (nothing here to measure). */
+static void attach_tracer(struct isob_tracer *t)
+{
+    char why[160] = "";
+    int rc = isob_tracer_attach(t, why, sizeof why);
+    if (rc == -ENOTSUP)
+        SKIP("%s", why);
+    if (rc && isob_yama_ptrace_scope() >= 1)
+        SKIP("Yama ptrace_scope %d keeps a child from tracing its parent: %s", isob_yama_ptrace_scope(), why);
+    if (rc)
+        fprintf(stderr, "# attach: %s\n", why);
+    CHECK_EQ_LONG(rc, 0);
+}
+
+static void show_tracer(const char *what, const struct isob_osprobe_result *res, const struct isob_tracer_stats *st)
+{
+    for (int p = 0; p < ISOB_TRACER_PROBES; p++)
+        fprintf(stderr, "# %s: %s: outcome %d, %s, seen %d\n", what, isob_tracer_probe_name(p), res[p].outcome,
+                res[p].err ? strerror(res[p].err) : "-", res[p].secret_seen);
+    fprintf(stderr, "# %s: followed %d, rewrote %d, faked %d\n", what, st->followed, st->set_rewritten,
+            st->get_faked);
+}
+
+/* The probe can see a leak: a child forked while the tracer holds its
+ * parent makes itself non-dumpable and checks it, as every server does,
+ * and believes it; the tracer rewrote the one call, faked the other, and
+ * reads the child's secret through both channels. */
+static void t_pre_attached_tracer_keeps_a_fork_open(void)
+{
+    become_unprivileged();
+    struct isob_tracer t;
+    attach_tracer(&t);
+    CHECK_EQ_LONG(isob_tracer_pid(0), t.pid);
+    int addr_pipe[2], go_pipe[2];
+    CHECK(pipe(addr_pipe) == 0 && pipe(go_pipe) == 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        static volatile uint64_t secret = FIXTURE_SECRET;
+        struct { uintptr_t a; long closed; } rep = {(uintptr_t)&secret, isob_caller_close_to_readers()};
+        if (write(addr_pipe[1], &rep, sizeof rep) != (ssize_t)sizeof rep)
+            _exit(3);
+        char b;
+        while (read(go_pipe[0], &b, 1) < 0 && errno == EINTR)
+            ;
+        _exit(0);
+    }
+    struct { uintptr_t a; long closed; } rep;
+    CHECK(read(addr_pipe[0], &rep, sizeof rep) == (ssize_t)sizeof rep);
+    /* The child was told it is closed... */
+    CHECK_EQ_LONG(rep.closed, 0);
+    struct isob_osprobe_target tg = {pid, rep.a, FIXTURE_SECRET, 0};
+    struct isob_osprobe_result res[ISOB_TRACER_PROBES];
+    CHECK_EQ_LONG(isob_tracer_probe(&t, &tg, res), 0);
+    CHECK(write(go_pipe[1], "x", 1) == 1);
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    struct isob_tracer_stats stats;
+    isob_tracer_stop(&t, &stats);
+    show_tracer("fork", res, &stats);
+    /* ...and is not: both reads get the secret. */
+    CHECK(res[ISOB_TRACER_VM_READV].secret_seen);
+    CHECK(res[ISOB_TRACER_MEM_READ].secret_seen);
+    CHECK(stats.followed >= 2);
+    CHECK(stats.set_rewritten >= 1 && stats.get_faked >= 1);
+    CHECK_EQ_LONG(isob_tracer_pid(0), 0);
+}
+
+/* A server refuses to start while traced: every mechanism with a
+ * separate address space fails its creation with -ISOB_ETRACED under the
+ * pre-attached tracer.  The deliberately open variant (test-traceable,
+ * process-futex without the check) is created, and the same tracer reads
+ * its secret: the check is what closes the hole. */
+static void t_traced_servers_refuse_to_start(void)
+{
+    become_unprivileged();
+    struct isob_tracer t;
+    attach_tracer(&t);
+    int refused = 0;
+    const struct isob_mechanism *open_variant = NULL;
+    for (const struct isob_mechanism *const *m = isob_mechanisms; *m; m++) {
+        if (strcmp((*m)->name, "test-traceable") == 0)
+            open_variant = *m;
+        if (!((*m)->props & ISOB_SEPARATE_AS) || ((*m)->props & ISOB_TEST_ONLY))
+            continue;
+        char why[256];
+        if ((*m)->probe(why, sizeof why) != 0) {
+            fprintf(stderr, "# %s: not available: %s\n", (*m)->name, why);
+            continue;
+        }
+        struct isob_comp_spec spec;
+        isob_spec_defaults(&spec);
+        struct isob_comp *c = NULL;
+        int rc = isob_comp_create(*m, &spec, &c);
+        fprintf(stderr, "# %s traced: create %s\n", (*m)->name, rc ? isob_errno_name(rc) : "succeeded");
+        if (rc == 0)
+            isob_comp_destroy(c);
+        CHECK_EQ_LONG(rc, -ISOB_ETRACED);
+        refused++;
+    }
+    CHECK(refused >= 4);
+    CHECK(open_variant != NULL);
+    struct isob_comp_spec spec;
+    isob_spec_defaults(&spec);
+    struct isob_comp *c;
+    CHECK_EQ_LONG(isob_comp_create(open_variant, &spec, &c), 0);
+    struct isob_msg *msg = open_variant->shared(c);
+    msg->arg[0] = (int64_t)ISOB_SECRET;
+    CHECK_EQ_LONG(isob_call(c, ISOB_ENTRY_SECRET_PLANT), 0);
+    struct isob_place where;
+    CHECK_EQ_LONG(open_variant->locate(c, (uint64_t)msg->arg[1], &where), 0);
+    struct isob_osprobe_target tg = {where.pid, where.addr, ISOB_SECRET, 0};
+    struct isob_osprobe_result res[ISOB_TRACER_PROBES];
+    CHECK_EQ_LONG(isob_tracer_probe(&t, &tg, res), 0);
+    isob_comp_destroy(c);
+    struct isob_tracer_stats stats;
+    isob_tracer_stop(&t, &stats);
+    show_tracer("test-traceable", res, &stats);
+    CHECK(res[ISOB_TRACER_VM_READV].secret_seen && res[ISOB_TRACER_MEM_READ].secret_seen);
+    CHECK(stats.set_rewritten >= 1);
+}
+
+/* The caller's own step (isob_caller_close_to_readers) shuts out a tracer
+ * that comes after it: the same attach that succeeds on a caller without
+ * the step is refused with EPERM after it. */
+static void t_closed_caller_refuses_later_tracers(void)
+{
+    become_unprivileged();
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        /* Without the step: the tracer gets in. */
+        struct isob_tracer t;
+        char why[160] = "";
+        int rc = isob_tracer_attach(&t, why, sizeof why);
+        if (rc == 0)
+            isob_tracer_stop(&t, NULL);
+        _exit(rc == 0 ? 0 : rc == -ENOTSUP ? 4 : 1);
+    }
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 4)
+        SKIP("the pre-attached tracer is not built for this architecture");
+    if (isob_yama_ptrace_scope() >= 1 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+        SKIP("Yama ptrace_scope %d keeps a child from tracing its parent", isob_yama_ptrace_scope());
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK_EQ_LONG(isob_caller_close_to_readers(), 0);
+    CHECK_EQ_LONG(prctl(PR_GET_DUMPABLE), 0);
+    struct isob_tracer t;
+    char why[160] = "";
+    int rc = isob_tracer_attach(&t, why, sizeof why);
+    fprintf(stderr, "# after the step: %s\n", rc ? why : "attached");
+    CHECK_EQ_LONG(rc, -EPERM);
+}
+
 int main(void)
 {
     TAP_CASE(t_dumpable_child_leaks_to_same_uid);
@@ -327,5 +486,8 @@ int main(void)
     TAP_CASE(t_process_mechanisms_refuse_other_uid);
     TAP_CASE(t_process_mechanisms_refuse_same_uid);
     TAP_CASE(t_writes_touch_only_the_secret);
+    TAP_CASE(t_pre_attached_tracer_keeps_a_fork_open);
+    TAP_CASE(t_traced_servers_refuse_to_start);
+    TAP_CASE(t_closed_caller_refuses_later_tracers);
     return tap_done();
 }

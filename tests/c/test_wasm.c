@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -338,6 +339,71 @@ static void t_host_faults_are_not_swallowed(void)
     isob_comp_destroy(c);
 }
 
+/* A SIGSEGV sent to the process (kill, tgkill) is no guard fault, even
+ * while a guard reservation exists: with no handler before the wasm one it
+ * ends the process with SIGSEGV, as it would without the wasm mechanism. */
+static void t_sent_segv_kills(void)
+{
+    for (int how = 0; how < 2; how++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            setrlimit(RLIMIT_CORE, &(struct rlimit){0, 0});
+            signal(SIGSEGV, SIG_DFL);
+            struct isob_wasm_linear lin;
+            struct isob_comp *c = make(&lin);
+            (void)c;
+            if (how == 0)
+                kill(getpid(), SIGSEGV);
+            else
+                syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGSEGV);
+            _exit(0); /* survived: the signal was swallowed */
+        }
+        int st;
+        CHECK(waitpid(pid, &st, 0) == pid);
+        if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV))
+            fprintf(stderr, "# %s: wait status 0x%x\n", how ? "tgkill" : "kill", (unsigned)st);
+        CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
+    }
+}
+
+static volatile sig_atomic_t sent_seen;
+
+static void on_sent(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    if (si->si_code <= 0 && si->si_pid == getpid())
+        sent_seen++;
+}
+
+/* A sent SIGSEGV goes to what was there before the wasm handler (a handler,
+ * or SIG_IGN), and the guard handler stays: the next out-of-bounds guest
+ * access is still a trap, not the end of the host. */
+static void t_guest_traps_after_a_sent_segv(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sent;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaction(SIGSEGV, &sa, NULL) == 0);
+    struct isob_wasm_linear lin;
+    struct isob_comp *c = make(&lin);
+    CHECK(kill(getpid(), SIGSEGV) == 0);
+    CHECK_EQ_LONG(sent_seen, 1);
+    CHECK_EQ_LONG(isob_wasm_poke(c, 0xfffffff0u, 0), -EFAULT);
+    CHECK_EQ_LONG(isob_wasm_peek(c, 0xfffffff0u, &(uint64_t){0}), -EFAULT);
+    isob_comp_destroy(c);
+    /* Ignored before: ignored still, and the guard handler stays. */
+    signal(SIGSEGV, SIG_IGN);
+    c = make(&lin);
+    CHECK(kill(getpid(), SIGSEGV) == 0);
+    CHECK_EQ_LONG(isob_wasm_poke(c, 0xfffffff0u, 0), -EFAULT);
+    CHECK(kill(getpid(), SIGSEGV) == 0);
+    CHECK_EQ_LONG(isob_wasm_poke(c, 0xfffffff0u, 0), -EFAULT);
+    isob_comp_destroy(c);
+}
+
 int main(void)
 {
     const char *names[] = {"wasm", "wasm-bounds"};
@@ -360,6 +426,8 @@ int main(void)
         RUN(t_guard_reservation_covers_every_address);
         RUN(t_verdict_comes_from_guest_escapes);
         RUN(t_host_faults_are_not_swallowed);
+        RUN(t_sent_segv_kills);
+        RUN(t_guest_traps_after_a_sent_segv);
 #undef RUN
     }
     return tap_done();

@@ -7,9 +7,10 @@ from isobench.analysis import attackers
 from isobench.measure.driver import _isolation_from
 
 
-def cells(inp, same="enforced", other="enforced", root="leaks"):
-    return {a: {"verdict": v, "method": f"{a} method", "evidence": f"{a} evidence"}
-            for a, v in zip(attackers.ATTACKERS, (inp, same, other, root))}
+def cells(inp, same="enforced", other="enforced", root="leaks", tracer="enforced"):
+    return {a: {"verdict": v, "method": f"{a} method", "evidence": f"{a} evidence",
+                "condition": f"{a} condition"}
+            for a, v in zip(attackers.ATTACKERS, (inp, same, other, root, tracer))}
 
 
 @pytest.mark.parametrize("matrix, claims, want", [
@@ -17,6 +18,10 @@ def cells(inp, same="enforced", other="enforced", root="leaks"):
     (cells("enforced"), True, "enforced"),
     (cells("enforced", root="enforced"), True, "enforced"),
     (cells("enforced", root="untested"), True, "enforced"),
+    # The pre-attached tracer is the other side of same-uid's condition:
+    # shown, never counted.
+    (cells("enforced", tracer="leaks"), True, "enforced"),
+    (cells("enforced", tracer="untested"), True, "enforced"),
     # In-process enforced, an OS-level cell leaks or could not be tested.
     (cells("enforced", same="leaks"), True, "partial"),
     (cells("enforced", other="leaks"), True, "partial"),
@@ -44,6 +49,14 @@ def test_cells_are_validated():
         attackers.cells_from_line({"attackers": odd})
     with pytest.raises(ValueError):
         attackers.cells_from_line({})
+    # Version 2 must carry the pre-attached cell; version 1 never had it.
+    v2 = cells("enforced")
+    del v2["pre-attached"]
+    with pytest.raises(ValueError, match="pre-attached"):
+        attackers.cells_from_line({"matrix_version": 2, "attackers": v2})
+    got = attackers.cells_from_line({"matrix_version": 1, "attackers": v2})
+    assert got["pre-attached"]["verdict"] == "untested"
+    assert "matrix version 1" in got["pre-attached"]["evidence"]
 
 
 def test_a_line_without_a_matrix_is_untested_never_enforced():
@@ -65,19 +78,22 @@ def test_list_json_has_the_matrix(isobench):
     for m in doc["mechanisms"]:
         assert set(m["attackers"]) == set(attackers.ATTACKERS), m["name"]
         for a, c in m["attackers"].items():
-            assert {"verdict", "method", "evidence"} <= set(c)
+            assert {"verdict", "method", "evidence", "condition"} <= set(c)
             assert c["verdict"] in attackers.CELL_VERDICTS
         # The one word is the rule applied to the cells, never declared.
         assert m["isolation"] == attackers.summary(m["attackers"], "isolates_memory" in m["props"])
     mechs = by_name(doc["mechanisms"])
     pf = mechs["process-futex"]["attackers"]
-    assert [pf[a]["verdict"] for a in attackers.ATTACKERS] == ["enforced", "enforced", "enforced", "leaks"]
+    assert [pf[a]["verdict"] for a in attackers.ATTACKERS] == ["enforced", "enforced", "enforced", "leaks",
+                                                               "enforced"]
     assert mechs["process-futex"]["isolation"] == "enforced"
     assert mechs["direct"]["attackers"]["in-process"]["verdict"] == "leaks"
     assert mechs["direct"]["isolation"] == "none"
-    # Not available here: every cell untested, with the reason.
+    # Not available here: every cell untested, with the reason, and still
+    # what it would cover.
     assert all(c["verdict"] == "untested" and c["evidence"] == "CPU has no PKU"
                for c in mechs["mpk"]["attackers"].values())
+    assert "not sigreturn frames" in mechs["mpk"]["attackers"]["in-process"]["condition"]
 
 
 def test_a_leaking_os_cell_makes_it_partial(isobench):
@@ -123,7 +139,7 @@ def test_run_records_the_matrix_and_show_and_report_print_it(isobench, tmp_path)
     # The default table names each cell's verdict; --wide adds how it was found.
     matrix = shown.stdout[shown.stdout.index("Isolation by attacker"):]
     row = next(l for l in matrix.splitlines() if l.startswith("process-futex "))
-    assert row.split()[1:] == ["enforced", "enforced", "enforced", "enforced", "leaks"]
+    assert row.split()[1:] == ["enforced", "enforced", "enforced", "enforced", "leaks", "enforced"]
     wide = isobench("show", "--wide")
     assert any(l.startswith("process-futex") and "enforced (SEGV_MAPERR)" in l
                for l in wide.stdout.splitlines())
@@ -140,3 +156,50 @@ def test_a_run_of_os_primitives_only_asks_no_isolation(isobench):
     assert p.returncode == 0, p.stderr
     assert "isolation" not in doc["environment"]
     assert not any(c[0] == "isolation" for c in isobench.isob_calls())
+
+
+def test_cells_carry_their_conditions_and_evidence(isobench):
+    doc, p = isobench.json("list", "--json")
+    assert p.returncode == 0, p.stderr
+    mechs = by_name(doc["mechanisms"])
+    same = mechs["process-futex"]["attackers"]["same-uid"]
+    assert same["condition"].startswith("for compartments created while no process traced the caller")
+    assert "Yama ptrace_scope" in same["evidence"] and "TracerPid at creation" in same["evidence"]
+    assert mechs["process-futex"]["isolation_detail"]["caller_tracer_pid"] == 0
+    tracer = mechs["process-futex"]["attackers"]["pre-attached"]
+    assert tracer["verdict"] == "enforced" and "creation refused" in tracer["evidence"]
+    # Where the tracer gets in, the cell names the probes that read the secret.
+    direct = mechs["direct"]["attackers"]["pre-attached"]
+    assert direct["verdict"] == "leaks"
+    assert [pr["probe"] for pr in direct["probes"] if pr["leak"]] == ["process_vm_readv", "/proc/PID/mem read"]
+
+
+def test_a_leaking_tracer_cell_is_shown_and_does_not_change_the_summary(isobench):
+    doc, p = isobench.json("list", "--json", FAKE_ISOB_MATRIX="tracer-leaks")
+    pf = by_name(doc["mechanisms"])["process-futex"]
+    assert pf["attackers"]["pre-attached"]["verdict"] == "leaks"
+    assert pf["isolation"] == "enforced"
+    p = isobench("list", FAKE_ISOB_MATRIX="tracer-leaks")
+    row = next(l for l in p.stdout.splitlines() if l.startswith("process-futex") and "SEGV_MAPERR" in l)
+    assert row.rstrip().endswith("leaks: vm_readv,mem-read")
+
+
+def test_list_prints_each_condition_once(isobench):
+    p = isobench("list")
+    assert p.returncode == 0, p.stderr
+    out = p.stdout[p.stdout.index("Conditions"):]
+    line = next(l for l in out.splitlines() if l.startswith("  same-uid (process-futex"))
+    assert "for compartments created while no process traced the caller" in line
+    assert sum("pre-attached (" in l for l in out.splitlines()) == 1
+    row = next(l for l in p.stdout.splitlines() if l.startswith("process-futex") and "SEGV_MAPERR" in l)
+    assert row.rstrip().endswith("enforced (refused traced)")
+
+
+def test_matrix_version_1_lines_still_read(isobench):
+    doc, p = isobench.json("list", "--json", FAKE_ISOB_MATRIX="v1")
+    assert p.returncode == 0, p.stderr
+    pf = by_name(doc["mechanisms"])["process-futex"]
+    assert pf["isolation"] == "enforced"
+    assert pf["attackers"]["pre-attached"]["verdict"] == "untested"
+    assert "matrix version 1" in pf["attackers"]["pre-attached"]["evidence"]
+    assert pf["attackers"]["same-uid"]["condition"] is None

@@ -1,14 +1,24 @@
 """The isolation matrix: who can reach a compartment's secret, per attacker.
 
-``isob isolation -m M`` measures four cells (src/benches/isolation.c):
+``isob isolation -m M`` measures five cells (src/benches/isolation.c):
 
-    in-process  the untrusted side itself (read and write by address; wasm:
-                the guest's escape attempts)
-    same-uid    OS-level probes (process_vm_*, /proc/PID/mem, ptrace,
-    other-uid   pidfd_getfd) as an unprivileged process of the caller's uid,
-    root        as another uid, and as root
+    in-process    the untrusted side itself (read and write by address;
+                  wasm: the guest's escape attempts)
+    same-uid      OS-level probes (process_vm_*, /proc/PID/mem, ptrace,
+    other-uid     pidfd_getfd) as an unprivileged process of the caller's
+    root          uid, as another uid, and as root
+    pre-attached  a same-uid tracer attached to the caller before the
+                  compartment existed, which follows the fork, keeps the
+                  server dumpable and reads it (process_vm_readv,
+                  /proc/PID/mem)
 
-each ``{"verdict", "method", "evidence"}``, the verdict one of CELL_VERDICTS.
+each ``{"verdict", "method", "evidence", "condition"}``, the verdict one of
+CELL_VERDICTS, the condition what the cell covers and under what it was
+measured and holds (the same-uid cell of a separate address space: "for
+compartments created while no process traced the caller", with Yama's
+ptrace_scope and the caller's TracerPid at creation in its evidence).  A
+line of matrix version 1 has no conditions and no pre-attached cell: that
+cell is then untested, with the reason.
 This module owns the one-word summary (the rule below, also in
 docs/mechanisms.md) and the one rendering of the matrix that ``list``,
 ``show`` and the report print.
@@ -23,8 +33,10 @@ The summary rule:
     partial   in-process is enforced, and same-uid or other-uid is not (it
               leaks, or could not be tested)
 
-Root is shown but never lowers the summary: root gets through everything
-but a few kernel features this matrix does not use.
+Root and pre-attached are shown but never lower the summary: root gets
+through everything but a few kernel features this matrix does not use,
+and the summary holds under the same-uid cell's condition, which the
+pre-attached cell tests the other side of.
 """
 
 from __future__ import annotations
@@ -32,8 +44,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-ATTACKERS = ("in-process", "same-uid", "other-uid", "root")
+ATTACKERS = ("in-process", "same-uid", "other-uid", "root", "pre-attached")
 OS_ATTACKERS = ATTACKERS[1:]
+# Cells a line of matrix version 1 does not have.
+LATER_ATTACKERS = {"pre-attached": 2}
 CELL_VERDICTS = ("enforced", "leaks", "not-applicable", "untested")
 SUMMARIES = ("enforced", "partial", "none", "untested", "failed")
 
@@ -45,11 +59,13 @@ PROBE_SHORT = {
 }
 
 
+
 @dataclass(frozen=True)
 class Cell:
     verdict: str
     method: str | None = None
     evidence: str | None = None
+    condition: str | None = None
 
     def __post_init__(self):
         if self.verdict not in CELL_VERDICTS:
@@ -59,7 +75,7 @@ class Cell:
 def untested_cells(why: str | None) -> dict[str, dict]:
     """Every cell untested for one reason (a mechanism not available here, a
     test that did not run)."""
-    return {a: {"verdict": "untested", "method": None, "evidence": why} for a in ATTACKERS}
+    return {a: {"verdict": "untested", "method": None, "evidence": why, "condition": None} for a in ATTACKERS}
 
 
 def cells_from_line(line: Mapping) -> dict[str, dict]:
@@ -68,13 +84,17 @@ def cells_from_line(line: Mapping) -> dict[str, dict]:
     raw = line.get("attackers")
     if not isinstance(raw, Mapping):
         raise ValueError("no attackers matrix")
+    version = line.get("matrix_version")
     out = {}
     for a in ATTACKERS:
         c = raw.get(a)
+        if c is None and a in LATER_ATTACKERS and isinstance(version, int) and version < LATER_ATTACKERS[a]:
+            c = {"verdict": "untested", "method": None,
+                 "evidence": f"not measured: matrix version {version} has no {a} cell", "condition": None}
         if not isinstance(c, Mapping):
             raise ValueError(f"no {a!r} cell")
-        Cell(str(c.get("verdict")), c.get("method"), c.get("evidence"))  # validates
-        out[a] = dict(c)
+        Cell(str(c.get("verdict")), c.get("method"), c.get("evidence"), c.get("condition"))  # validates
+        out[a] = {"condition": None, **c}
     return out
 
 
@@ -105,6 +125,12 @@ def short_cell(attacker: str, cell: Mapping, expected_fault: str | None = None) 
     if v == "enforced" and probes:
         errs = sorted({p["errno"] for p in probes if p.get("errno")})
         return f"enforced ({'/'.join(errs)})" if errs else "enforced"
+    if v == "enforced" and attacker == "pre-attached":
+        ev = cell.get("evidence") or ""
+        if "creation refused" in ev:
+            return "enforced (refused traced)"
+        if "refused the attach" in ev:
+            return "enforced (attach refused)"
     return v
 
 
@@ -157,9 +183,29 @@ def format_matrix(mechanisms: Sequence[Mapping], context: Mapping | None = None,
                 notes.append(f"  {m['name']} {a}: untested: {c['evidence']}")
     if notes:
         out += ["Untested cells:", *notes]
+    conds = condition_lines(mechanisms)
+    if conds:
+        out += ["Conditions (what each cell covers, and under what it holds):", *conds]
     out.append("Each cell's method and evidence: `isobench list --json` (attackers); rule: "
                "docs/mechanisms.md.")
     return "\n".join(out)
+
+
+def condition_lines(mechanisms: Sequence[Mapping]) -> list[str]:
+    """Each cell's condition once, with the mechanisms it is the condition
+    of, in the order of ATTACKERS: the text under the matrix."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for m in mechanisms:
+        for a in ATTACKERS:
+            cond = ((m.get("attackers") or {}).get(a) or {}).get("condition")
+            if cond:
+                groups.setdefault((a, cond), []).append(m["name"])
+    out = []
+    for a in ATTACKERS:
+        for (att, cond), names in groups.items():
+            if att == a:
+                out.append(f"  {a} ({', '.join(names)}): {cond}")
+    return out
 
 
 def from_environment(env: Mapping | None) -> tuple[list[dict], dict] | None:

@@ -160,8 +160,9 @@ class Isolation:
                "enforced", "partial", "none", "untested", or "failed" (it
                claims isolation and the in-process cell leaks, or the test
                broke)
-    attackers: the four cells, {"in-process", "same-uid", "other-uid",
-               "root"} -> {"verdict", "method", "evidence", ...}
+    attackers: the five cells, {"in-process", "same-uid", "other-uid",
+               "root", "pre-attached"} -> {"verdict", "method", "evidence",
+               "condition", ...}
     """
 
     state: str
@@ -262,10 +263,12 @@ class Driver:
         raise DriverError(f"`{self.path} {' '.join(args)} --check` failed: {what}")
 
     def isolation(self, mech: Mechanism, timeout: float = ISOLATION_TIMEOUT) -> Isolation:
-        if not mech.available:
-            return Isolation.untested(mech.reason or "not available here")
+        # Asked even when not available here: the line then says why, and
+        # still what each cell would cover (its conditions).
         lines, garbage, ex = self.ask(["isolation", "-m", mech.name], timeout)
         line = next((l for l in lines if l["type"] == "isolation"), None)
+        if line is None and not mech.available:
+            return Isolation.untested(mech.reason or "not available here")
         if line is None:
             why = describe_exit(ex, timeout)
             if why is None:
@@ -375,7 +378,8 @@ def _str(v: object) -> str:
 
 
 DETAIL_KEYS = ("claims", "verdict", "read", "write", "intact", "expected_fault", "target",
-               "yama_ptrace_scope", "secret_intact_after")
+               "yama_ptrace_scope", "secret_intact_after", "matrix_version", "caller_tracer_pid",
+               "caller_closed")
 
 
 def _isolation_from(line: dict) -> Isolation:
@@ -384,7 +388,12 @@ def _isolation_from(line: dict) -> Isolation:
     reason = line.get("reason")
     if verdict == "skipped":
         why = reason or "isolation test skipped"
-        return Isolation("untested", why, detail, attackers.untested_cells(why))
+        cells = attackers.untested_cells(why)
+        raw = line.get("attackers")
+        for a, c in (raw.items() if isinstance(raw, Mapping) else ()):
+            if a in cells and isinstance(c, Mapping) and isinstance(c.get("condition"), str):
+                cells[a]["condition"] = c["condition"]
+        return Isolation("untested", why, detail, cells)
     try:
         cells = attackers.cells_from_line(line)
     except ValueError as e:

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "isob_wasm.h"
 #include "wasm_memory.h"
@@ -134,29 +136,52 @@ void isob_wasm_bounds_memory_free(wasm_rt_memory_t *m)
  * there. */
 static struct sigaction previous_segv;
 
+/* A SIGSEGV that is not a guard fault, as if this handler were not there:
+ * to the handler before ours, ignored where it was ignored (a sent one
+ * only: the kernel does not let a fault be ignored), and otherwise the
+ * default action, which ends the process with SIGSEGV. */
+static void not_ours(int sig, siginfo_t *si, void *uc)
+{
+    if (previous_segv.sa_flags & SA_SIGINFO) {
+        previous_segv.sa_sigaction(sig, si, uc);
+        return;
+    }
+    if (previous_segv.sa_handler == SIG_IGN && si->si_code <= 0)
+        return;
+    if (previous_segv.sa_handler != SIG_DFL && previous_segv.sa_handler != SIG_IGN) {
+        previous_segv.sa_handler(sig);
+        return;
+    }
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(SIGSEGV, &dfl, NULL);
+    if (si->si_code > 0)
+        return; /* the faulting instruction runs again, and the fault kills */
+    /* A sent SIGSEGV does not come back by itself: send it again, now with
+     * the default action and unblocked (SA_NODEFER), so it ends the
+     * process before this handler returns. */
+    sigset_t segv;
+    sigemptyset(&segv);
+    sigaddset(&segv, SIGSEGV);
+    sigprocmask(SIG_UNBLOCK, &segv, NULL);
+    syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGSEGV);
+}
+
 static void on_segv(int sig, siginfo_t *si, void *uc)
 {
     unsigned char *base = isob_wasm_guard_active;
     uintptr_t addr = (uintptr_t)si->si_addr;
-    if (base && addr - (uintptr_t)base < ISOB_WASM_GUARD_RESERVATION) {
+    /* Ours: a fault the kernel raised (si_code > 0; a signal sent by kill,
+     * tgkill or sigqueue has si_code <= 0 and no fault address) at an
+     * address inside the reservation of the guest now running. */
+    if (si->si_code > 0 && base && addr - (uintptr_t)base < ISOB_WASM_GUARD_RESERVATION) {
         isob_wasm_guard_active = NULL;
         /* Longjmps back to the call that entered the guest. */
         wasm_rt_trap(WASM_RT_TRAP_OOB);
     }
-    if (previous_segv.sa_flags & SA_SIGINFO) {
-        previous_segv.sa_sigaction(sig, si, uc);
-    } else if (previous_segv.sa_handler != SIG_DFL && previous_segv.sa_handler != SIG_IGN) {
-        previous_segv.sa_handler(sig);
-    } else {
-        /* Nobody handled SIGSEGV before us: restore the default action and
-         * return, so the faulting instruction runs again and the process
-         * dies of the fault as it would have without the wasm mechanism. */
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigemptyset(&dfl.sa_mask);
-        sigaction(SIGSEGV, &dfl, NULL);
-    }
+    not_ours(sig, si, uc);
 }
 
 int isob_wasm_fault_handler_install(void)
