@@ -90,8 +90,74 @@ def test_a_kv_mean_over_fewer_sizes_is_marked(tmp_path):
     part = sized(sized(fixture("clean_run"), ("direct", "mpk"), 16384), ("direct",), 65536)
     kv = paper.kv_tex(_doc(tmp_path / "part", part))
     mpk = next(l for l in kv.splitlines() if l.startswith("mpk &"))
-    assert "--" in mpk and mpk.rstrip(" \\").endswith("$^\\dagger$")
+    last = mpk.rstrip(" \\").split(" & ")[-1]
+    assert "--" in mpk and "$^\\dagger$" in last and "n=2" in last
     assert "not comparable" in kv
+
+
+# ---- kv.tex: intervals, readings, resolutions ----
+
+KV_TSC = {"counter": "tsc", "unit": "tsc_ticks", "counter_why": "no PMU", "tsc_hz": 2.6e9,
+          "tsc_hz_source": "kernel", "counter_step": 26,
+          "empty_region": {"median": 46, "mean": 46.3, "min": 44, "p5": 46, "p95": 48, "n": 100}}
+
+
+def _kv_result(mech, size, rep, samples, header=KV_TSC):
+    return {"benchmark": "kv", "mechanism": mech,
+            "params": {"placement": "same-cpu", "variant": "get", "data_bytes": size, "seed": 1},
+            "unit": "tsc_ticks", "counter": "tsc", "status": "ok", "reason": None,
+            "dropped": 0, "warmup": 10, "batched": None, "empty_region": 46.0,
+            "repetition": rep, "header": header, "samples": {"primary": list(samples)}}
+
+
+def _kv_steps_run():
+    """direct and uthread on a counter of 26-tick steps: at 4 KiB every
+    repetition reads 4 and 5 steps (104 and 130 ticks: uthread 1.25 = 5/4
+    steps); at 1 MiB uthread reads 0.6x direct in the middle, but its
+    repetitions spread over a factor of 4, so its interval holds 1."""
+    results = []
+    spread = (0.25, 0.5, 1.0, 2.0, 4.0)
+    for rep in range(1, 6):
+        results.append(_kv_result("direct", 4096, rep, [104] * 51))
+        results.append(_kv_result("uthread", 4096, rep, [130] * 51))
+        results.append(_kv_result("direct", 1 << 20, rep, [26_000] * 51))
+        results.append(_kv_result("uthread", 1 << 20, rep,
+                                  [round(15_600 * spread[rep - 1] / 26) * 26] * 51))
+    doc = fixture("clean_run")
+    doc["results"] = results
+    return doc
+
+
+def test_kv_ratios_carry_intervals_readings_and_resolutions(tmp_path):
+    from isobench.render import paper
+    doc = _doc(tmp_path, _kv_steps_run())
+    s = doc["sections"]["kv"]
+    uthread = next(r for r in s["rows"] if r["mechanism"] == "uthread")
+    few = uthread["cells"]["4096"]["ratio"]
+    assert few["value"] == pytest.approx(1.25)
+    assert few["quantized"] and few["few_steps"] and few["steps"] == [5, 4]
+    # One step on each side: 1/5 + 1/4 of the ratio.
+    assert few["resolution_rel"] == pytest.approx(0.45)
+    big = uthread["cells"][str(1 << 20)]["ratio"]
+    assert big["value"] == pytest.approx(0.6, rel=0.01)
+    assert big["includes_one"] and big["reading"] == "no difference shown"
+    kv = paper.kv_tex(doc)
+    row = next(l for l in kv.splitlines() if l.startswith("uthread &"))
+    cells = row.rstrip(" \\").split(" & ")
+    # 4 KiB: never a bare 1.25 -- marked q, with its interval and its resolution.
+    assert cells[2].startswith("1.25$^{q}$") and "$\\pm$45\\%" in cells[2] and "[" in cells[2]
+    # 1 MiB: 0.6, marked as holding 1, and the caption says it is not faster.
+    # (direct reads 1,000 steps there: a long region, not quantized.)
+    assert cells[3].startswith("0.600$^{\\circ}$") and "[" in cells[3]
+    assert "not faster than direct" in kv
+    # The mean over both sizes, with its interval and n.
+    assert "n=2" in cells[4] and "[" in cells[4]
+    assert "steps of 26 tsc_ticks" in kv
+    # No ratio anywhere without an interval or a mark saying it has none.
+    for line in kv.splitlines():
+        if line.startswith("uthread &"):
+            for cell in line.rstrip(" \\").split(" & ")[2:]:
+                assert "[" in cell or "no CI" in cell or cell == "--"
 
 
 def test_csv_is_tidy(tmp_path):

@@ -108,7 +108,8 @@ def average_ratio(rows: Sequence[Row], level: float = stats.CI_LEVEL) -> dict | 
     value = math.exp(centre)
     reps = sorted({g.n for pair in groups for g in pair})
     out = {"of": "ratio", "method": stats.GEOMETRIC_MEAN, "value": value, "n": m,
-           "rows": [r.key for r in rows], "reps": [reps[0], reps[-1]], "interval": None,
+           "rows": [r.key for r in rows], "ratios": [math.exp(x.mean - b.mean) for x, b in groups],
+           "reps": [reps[0], reps[-1]], "interval": None,
            "note": None}
     single = [r.key for r, (x, b) in zip(rows, groups)
               if min(x.n, b.n) < stats.MIN_REPS_FOR_INTERVAL]
