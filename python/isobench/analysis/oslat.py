@@ -10,10 +10,13 @@ its slowdown: the ratio to none's headline in the same row of the same run,
 with its interval over repetitions (summary.ratio_of).
 
 Averages, per table and column, over the rows that stand for one of SEIMI's
-columns (AVERAGED):
+columns (AVERAGED) and that every confinement of the table has, so that
+the averages of one table run over the same rows (n of `of`; a column with
+more rows of its own has their average too, as `own`):
 
     geomean_ratio   the geometric mean of the slowdowns (isobench's rule,
-                    docs/methodology.md), also given as an overhead
+                    docs/methodology.md), also given as an overhead, with
+                    its 95% interval over repetitions (averages.py)
     seimi_method    the geometric mean of the percentage overheads, which is
                     how SEIMI's printed averages of Tables IV-VI come out
                     (Tables V and VI exactly; ../seed-experiments.md §3).
@@ -273,7 +276,7 @@ def _new_row(key: tuple[str, str, str, str], published: Mapping) -> dict:
             "published": published.get((prim, cell)), "cells": {}, "_entries": {}}
 
 
-def _average(g: Mapping | None, tab: str) -> dict | None:
+def _average(g: Mapping | None, tab: str, of: int) -> dict | None:
     """An average of slowdowns (averages.average_ratio) as the table holds it,
     with SEIMI's method over the same rows where SEIMI printed such an
     average."""
@@ -282,7 +285,8 @@ def _average(g: Mapping | None, tab: str) -> dict | None:
     iv = g["interval"]
     avg = {"geomean_ratio": {"value": g["value"], "overhead_pct": 100.0 * (g["value"] - 1.0),
                              "interval": iv, "note": g["note"], "method": averages.METHOD},
-           "n": g["n"], "rows": list(g["rows"]), "reps": g["reps"], "seimi_method": None}
+           "n": g["n"], "of": of, "rows": list(g["rows"]), "reps": g["reps"],
+           "seimi_method": None}
     if tab in PRINTED_AVERAGES:
         v, why = geomean_of_percentages(g["ratios"])
         avg["seimi_method"] = {"value_pct": v, "undefined": why}
@@ -308,13 +312,10 @@ def _table(tab: str, place: str, rows: list[dict], columns: Sequence[str],
     common = averages.shared(cols)
     out = {}
     for col in cols:
-        g = common.averages.get(col)
-        if g is None:
-            out[col] = {"geomean_ratio": None, "seimi_method": None, "n": 0, "of": of,
-                        "rows": [], "own": _average(common.own.get(col), tab)}
-            continue
-        avg = _average(g, tab)
-        avg.update({"of": of, "own": _average(common.own.get(col), tab)})
+        own = _average(common.own.get(col), tab, of)
+        avg = _average(common.averages.get(col), tab, of) or {
+            "geomean_ratio": None, "seimi_method": None, "n": 0, "of": of, "rows": []}
+        avg["own"] = own
         out[col] = avg
     # SEIMI's own average, recomputed from all its columns of the table (not
     # only those this run measured), beside the figure it printed.

@@ -13,7 +13,7 @@ from . import table
 PUBLISHED_HEADERS = ("pub. native us", "pub. SEIMI us", "pub. x")
 METHOD_NOTE = ("x none: slowdown, the cell's headline over none's in the same row and run "
                "(1 = no cost); averages over SEIMI's columns (marked *) that every "
-               "confinement of the table has (n=rows/averaged rows): {ours}, with its 95% "
+               "confinement of the table has (rows: how many of the averaged rows): {ours}, with its 95% "
                "interval over repetitions; SEIMI's "
                "own averages are a {theirs}, shown under that name only.  pub.: SEIMI's "
                "figures, {note}.")
@@ -67,17 +67,23 @@ def rows(t: Mapping, with_interval: bool = False, cols: Sequence[str] | None = N
     return out
 
 
-def _average_text(a: Mapping | None) -> str:
-    """An average of slowdowns with its interval over repetitions and the
-    rows it runs over: "1.24 [0.92..1.68] n=7/8" (n=7 of the table's 8
-    averaged rows: those every confinement has)."""
+def _average_text(a: Mapping | None, n: bool = False) -> str:
+    """An average of slowdowns with its interval over repetitions,
+    "1.24 [0.92..1.68]", and (n) the rows it runs over, " n=7/8"."""
     g = (a or {}).get("geomean_ratio")
     if not g:
         return "-"
     text = table.fmt_ratio_record(g)
     if not g.get("interval"):
         text += " (no interval)"
-    return text + f" n={a['n']}/{a['of']}"
+    return text + (f" n={a['n']}/{a['of']}" if n else "")
+
+
+def _shared_text(t: Mapping) -> str:
+    """How many of the averaged rows every confinement's average runs over."""
+    ns = {a["n"] for a in t["averages"].values() if a and a.get("geomean_ratio")}
+    of = next((a["of"] for a in t["averages"].values() if a), 0)
+    return f"{ns.pop()}/{of} rows" if len(ns) == 1 else "n rows"
 
 
 def average_rows(t: Mapping, cols: Sequence[str] | None = None,
@@ -85,7 +91,7 @@ def average_rows(t: Mapping, cols: Sequence[str] | None = None,
     """Two lines under a table: the geometric mean of ratios, and SEIMI's
     method (where SEIMI printed such an average), ours and published."""
     width = len(headers(t, cols, published))
-    ours = ["average: geomean of ratios [95%]"]
+    ours = [f"average: geomean of ratios [95%], {_shared_text(t)}"]
     own = ["  over each one's own rows"]
     theirs = ["SEIMI's method: geomean of % overheads"]
     for col in t["columns"] if cols is None else cols:
@@ -96,7 +102,7 @@ def average_rows(t: Mapping, cols: Sequence[str] | None = None,
             continue
         a = t["averages"].get(col) or {}
         ours.append(_average_text(a))
-        own.append(_average_text(a.get("own")) if a.get("own") else "")
+        own.append(_average_text(a.get("own"), n=True) if a.get("own") else "")
         s = a.get("seimi_method")
         theirs.append("-" if s is None else ("undefined" if s["value_pct"] is None
                                              else f"{s['value_pct']:.1f}%"))
