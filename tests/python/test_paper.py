@@ -153,6 +153,12 @@ def test_kv_ratios_carry_intervals_readings_and_resolutions(tmp_path):
     # The mean over both sizes, with its interval and n.
     assert "n=2" in cells[4] and "[" in cells[4]
     assert "steps of 26 tsc_ticks" in kv
+    # The console's kv table reads them the same way.
+    from isobench.render import table
+    console = "\n".join(table.narrow_tables(doc))
+    lines = [l for l in console.splitlines() if l.startswith("uthread")]
+    assert "1.25 [" in lines[0] and "q±45%" in lines[0] and "=1" not in lines[0]
+    assert "0.600 [" in lines[1] and "=1" in lines[1]
     # No ratio anywhere without an interval or a mark saying it has none.
     for line in kv.splitlines():
         if line.startswith("uthread &"):
