@@ -69,7 +69,8 @@ def test_switch_and_kv_tables_hold_the_headlines(tmp_path):
     assert sw.index("direct &") < sw.index("mpk &") < sw.index("process-futex &")
     assert "Across CPUs" in sw and "baseline" in sw
     kv = paper.kv_tex(doc)
-    assert "4 KiB" in kv and "direct & same-cpu" in kv
+    # One placement: in the caption, not a column.
+    assert "4 KiB" in kv and "\ndirect & " in kv and "compartment (same-cpu)" in kv
     # Two placements: the switch table spans both columns of a paper.
     assert "\\begin{table*}" in sw and "\\end{table*}" in sw
 
@@ -89,9 +90,11 @@ def test_a_kv_mean_over_fewer_sizes_is_marked(tmp_path):
     # direct also at 64 KiB, mpk not: mpk's mean is over 2 of the 3 sizes.
     part = sized(sized(fixture("clean_run"), ("direct", "mpk"), 16384), ("direct",), 65536)
     kv = paper.kv_tex(_doc(tmp_path / "part", part))
-    mpk = next(l for l in kv.splitlines() if l.startswith("mpk &"))
-    last = mpk.rstrip(" \\").split(" & ")[-1]
-    assert "--" in mpk and "$^\\dagger$" in last and "n=2" in last
+    lines = kv.splitlines()
+    i = next(i for i, l in enumerate(lines) if l.startswith("mpk &"))
+    mpk, under = lines[i], lines[i + 1]
+    assert "--" in mpk and mpk.rstrip(" \\").endswith("$^\\dagger$")
+    assert under.rstrip(" \\[2pt]").endswith("n=2}")
     assert "not comparable" in kv
 
 
@@ -142,28 +145,36 @@ def test_kv_ratios_carry_intervals_readings_and_resolutions(tmp_path):
     assert big["value"] == pytest.approx(0.6, rel=0.01)
     assert big["includes_one"] and big["reading"] == "no difference shown"
     kv = paper.kv_tex(doc)
-    row = next(l for l in kv.splitlines() if l.startswith("uthread &"))
-    cells = row.rstrip(" \\").split(" & ")
-    # 4 KiB: never a bare 1.25 -- marked q, with its interval and its resolution.
-    assert cells[2].startswith("1.25$^{q}$") and "$\\pm$45\\%" in cells[2] and "[" in cells[2]
+    lines = kv.splitlines()
+    i = next(i for i, l in enumerate(lines) if l.startswith("uthread &"))
+    cells = lines[i].rstrip(" \\").split(" & ")
+    under = lines[i + 1].replace("\\\\[2pt]", "").rstrip().split(" & ")
+    # 4 KiB: never a bare 1.25 -- marked q, its interval and its resolution under it.
+    assert cells[1] == "1.25$^{q}$"
+    assert "[" in under[1] and "$\\pm$45\\%" in under[1]
     # 1 MiB: 0.6, marked as holding 1, and the caption says it is not faster.
     # (direct reads 1,000 steps there: a long region, not quantized.)
-    assert cells[3].startswith("0.600$^{\\circ}$") and "[" in cells[3]
+    assert cells[2] == "0.600$^{\\circ}$" and "[" in under[2]
     assert "not faster than direct" in kv
     # The mean over both sizes, with its interval and n.
-    assert "n=2" in cells[4] and "[" in cells[4]
-    assert "steps of 26 tsc_ticks" in kv
+    assert "n=2" in under[3] and "[" in under[3]
+    assert "steps of 26 tsc\\_ticks" in kv
+    if shutil.which("pdflatex"):  # the marks and resolutions compile too
+        (tmp_path / "kv.tex").write_text(kv)
+        (tmp_path / "main.tex").write_text(PREAMBLE % "kv.tex")
+        run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
+                              "main.tex"], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120)
+        assert run.returncode == 0, run.stdout[-2000:]
     # The console's kv table reads them the same way.
     from isobench.render import table
     console = "\n".join(table.narrow_tables(doc))
     lines = [l for l in console.splitlines() if l.startswith("uthread")]
     assert "1.25 [" in lines[0] and "q±45%" in lines[0] and "=1" not in lines[0]
     assert "0.600 [" in lines[1] and "=1" in lines[1]
-    # No ratio anywhere without an interval or a mark saying it has none.
-    for line in kv.splitlines():
-        if line.startswith("uthread &"):
-            for cell in line.rstrip(" \\").split(" & ")[2:]:
-                assert "[" in cell or "no CI" in cell or cell == "--"
+    # No ratio anywhere without an interval under it, or a mark saying it has none.
+    for main, sub in zip(cells[1:], under[1:]):
+        assert "[" in sub or "no CI" in sub or main == "--"
 
 
 def test_csv_is_tidy(tmp_path):

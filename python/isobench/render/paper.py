@@ -153,23 +153,24 @@ def _pct(v: float) -> str:
     return f"{100 * v:.2g}" if v < 0.1 else f"{100 * v:.0f}"
 
 
-def _kv_ratio_cell(r: Mapping | None) -> str:
-    r"""A ratio with its interval and its marks: $^\circ$ where the interval
-    includes 1 (no difference from direct shown), $^q$ where it is a ratio
-    of quantized values; where either value is a few counter steps, the
-    resolution itself ($\pm$ what one step on each side moves it by)."""
+def _kv_ratio_cell(r: Mapping | None) -> tuple[str, str]:
+    r"""A ratio and, for the line under it, its interval: marked $^\circ$
+    where the interval includes 1 (no difference from direct shown), $^q$
+    where it is a ratio of quantized values; where either value is a few
+    counter steps, the line under it gives the resolution itself ($\pm$ what
+    one step on each side moves it by)."""
     if r is None:
-        return "--"
+        return "--", ""
     marks = " ".join(m for m, on in (("\\circ", r["includes_one"]), ("q", r["quantized"])) if on)
     text = table.fmt_sig(r["value"]) + (f"$^{{{marks}}}$" if marks else "")
     iv = r.get("interval")
     small = f"[{table.fmt_sig(iv['low'])}, {table.fmt_sig(iv['high'])}]" if iv else "no CI"
     if r["few_steps"]:
         small += f" $\\pm${_pct(r['resolution_rel'])}\\%"
-    return text + " " + _small(small)
+    return text, _small(small)
 
 
-def _kv_time_cell(c: Mapping) -> str:
+def _kv_time_cell(c: Mapping) -> tuple[str, str]:
     if c.get("ns") is not None:
         unit = table.time_unit(c["ns"])
         lo, hi = c.get("interval_ns") or (None, None)
@@ -178,13 +179,13 @@ def _kv_time_cell(c: Mapping) -> str:
         v = f"{table.fmt_sig(c['value'])} {c['unit'] or ''}".rstrip()
         iv = table.fmt_interval((c.get("interval") or {}).get("low"),
                                 (c.get("interval") or {}).get("high"))
-    return tex(v) + ("$^{q}$" if c.get("quantized") else "") + (
-        " " + _small(tex(iv)) if iv != "-" else "")
+    return (tex(v) + ("$^{q}$" if c.get("quantized") else ""),
+            _small(tex(iv)) if iv != "-" else _small("no CI"))
 
 
-def _kv_average_cell(a: Mapping | None, sizes: int) -> str:
+def _kv_average_cell(a: Mapping | None, sizes: int) -> tuple[str, str]:
     if a is None:
-        return "--"
+        return "--", ""
     iv = a.get("interval")
     text = table.fmt_sig(a["value"])
     # Over fewer sizes than the table's columns: marked, and the caption
@@ -192,10 +193,12 @@ def _kv_average_cell(a: Mapping | None, sizes: int) -> str:
     if a["n"] < sizes or not a.get("shared", True):
         text += r"$^\dagger$"
     small = f"[{table.fmt_sig(iv['low'])}, {table.fmt_sig(iv['high'])}]" if iv else "no CI"
-    return text + " " + _small(small + f" n={a['n']}")
+    return text, _small(small + f" n={a['n']}")
 
 
 def kv_tex(doc: Mapping) -> str | None:
+    """kv.tex: two lines per mechanism, the values and, under them, their
+    95% intervals (and resolutions), so that the table keeps a paper's width."""
     s = (doc.get("sections") or {}).get("kv")
     if not s:
         return None
@@ -206,7 +209,10 @@ def kv_tex(doc: Mapping) -> str | None:
         return (row["mechanism"] != BASELINE, row["placement"] != "same-cpu",
                 g["value"] if g else float("inf"), row["label"])
 
-    head = ["Mechanism & Placement & " + " & ".join(tex(table.fmt_bytes(z)) for z in sizes)
+    # One placement: said in the caption, not in a column of its own.
+    places = list(dict.fromkeys(row["placement"] for row in s["rows"]))
+    lead = "Mechanism & Placement" if len(places) > 1 else "Mechanism"
+    head = [lead + " & " + " & ".join(tex(table.fmt_bytes(z)) for z in sizes)
             + r" & Geo.\ mean \\"]
     body = []
     for row in sorted(s["rows"], key=order):
@@ -214,22 +220,26 @@ def kv_tex(doc: Mapping) -> str | None:
         for z in sizes:
             c = row["cells"].get(str(z))
             if c is None:
-                cells.append("--")
+                cells.append(("--", ""))
             elif row["mechanism"] == BASELINE:
                 cells.append(_kv_time_cell(c))
             else:
                 cells.append(_kv_ratio_cell(c["ratio"]))
-        cells.append("--" if row["mechanism"] == BASELINE
+        cells.append(("--", "") if row["mechanism"] == BASELINE
                      else _kv_average_cell(row["average"], len(sizes)))
-        body.append(f"{tex(row['label'])} & {tex(row['placement'])} & " + " & ".join(cells)
-                    + r" \\")
+        first = tex(row["label"]) + (f" & {tex(row['placement'])}" if len(places) > 1 else "")
+        body.append(first + " & " + " & ".join(m for m, _ in cells) + r" \\")
+        body.append(" & " * (2 if len(places) > 1 else 1) + " & ".join(sub for _, sub in cells)
+                    + r" \\[2pt]")
     shared = "; ".join(f"{tex(place)}: " + tex(", ".join(table.fmt_bytes(z) for z in zs))
                        for place, zs in s["shared_sizes"].items())
     any_dagger = any(row["average"] and (row["average"]["n"] < len(sizes)
                                           or not row["average"].get("shared", True))
                      for row in s["rows"] if row["mechanism"] != BASELINE)
-    steps = ", ".join(f"{x:g} {unit or ''}".rstrip() for x, unit in s["counter_steps"])
-    caption = ("Key-value store inside the compartment: time per get of direct (first row) "
+    steps = tex(", ".join(f"{x:g} {unit or ''}".rstrip() for x, unit in s["counter_steps"]))
+    caption = ("Key-value store inside the compartment"
+               + (f" ({tex(places[0])})" if len(places) == 1 else "")
+               + ": time per get of direct (first row) "
                "and each mechanism's ratio to it, per data size, with 95\\% intervals over "
                "repetitions (Welch t on the log ratio); geometric mean of the ratios over "
                "the sizes every mechanism of the placement has"
@@ -247,7 +257,8 @@ def kv_tex(doc: Mapping) -> str | None:
                     f"moves these ratios by up to $\\pm${_pct(s['largest_resolution_rel'])}\\%"
                     f"; where a value is under {STEPS_FEW} steps the cell gives that bound "
                     "itself")
-    return _table("kv", caption + ".", "@{}ll" + "r" * (len(sizes) + 1) + "@{}", head, body,
+    return _table("kv", caption + ".", "@{}" + "l" * (2 if len(places) > 1 else 1)
+                  + "r" * (len(sizes) + 1) + "@{}", head, body,
                   doc["run"], wide=len(sizes) > 5)
 
 
