@@ -159,13 +159,6 @@ def test_kv_ratios_carry_intervals_readings_and_resolutions(tmp_path):
     # The mean over both sizes, with its interval and n.
     assert "n=2" in under[3] and "[" in under[3]
     assert "steps of 26 tsc\\_ticks" in kv
-    if shutil.which("pdflatex"):  # the marks and resolutions compile too
-        (tmp_path / "kv.tex").write_text(kv)
-        (tmp_path / "main.tex").write_text(PREAMBLE % "kv.tex")
-        run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
-                              "main.tex"], cwd=tmp_path, capture_output=True, text=True,
-                             timeout=120)
-        assert run.returncode == 0, run.stdout[-2000:]
     # The console's kv table reads them the same way.
     from isobench.render import table
     console = "\n".join(table.narrow_tables(doc))
@@ -319,3 +312,17 @@ def test_a_mechanism_keeps_its_look_from_plot_to_plot(tmp_path):
     fig = plots.kv_plot(doc).figure
     assert [c.get_label() for c in fig.axes[0].containers] == ["direct", "thread", "mpk"]
     plots._pyplot().close(fig)
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None,
+                    reason="no TeX engine (pdflatex: texlive-latex-base and "
+                           "texlive-latex-recommended for booktabs)")
+def test_kv_marks_and_resolutions_compile(tmp_path):
+    from isobench.render import paper
+    kv = paper.kv_tex(_doc(tmp_path, _kv_steps_run()))
+    assert "\\circ" in kv and "$\\pm$45" in kv
+    (tmp_path / "kv.tex").write_text(kv)
+    (tmp_path / "main.tex").write_text(PREAMBLE % "kv.tex")
+    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:]
