@@ -252,7 +252,7 @@ def kv_tex(doc: Mapping) -> str | None:
         caption += "; $^\\dagger$: a mean over fewer sizes than the table's, not comparable " \
                    "with a mean over all of them"
     if s["any_quantized"]:
-        caption += (f". $^q$: medians read on a counter that advances in steps of {steps} "
+        caption += (f". $^q$: medians read on a counter that advances in steps of {steps}"
                     ", so a ratio is one of step counts: one step on each side "
                     f"moves these ratios by up to $\\pm${_pct(s['largest_resolution_rel'])}\\%"
                     f"; where a value is under {STEPS_FEW} steps the cell gives that bound "
