@@ -22,6 +22,7 @@ from fixture_runs import fixture
 from isobench.analysis import campaign as analysis_campaign
 from isobench.measure import campaign as measure_campaign, slurm
 from isobench.render import campaign as render_campaign
+from isobench.errors import UsageError
 from isobench.store import Store, interchange
 
 
@@ -255,6 +256,54 @@ def test_the_heat_map_has_a_cell_per_host_and_mechanism(tmp_path):
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels and not any(l.startswith("direct ") for l in labels)  # baselines left out
     assert len(ax.texts) == 2 * len(labels)
+
+
+def _config(mech, params, ratio, unit="tsc_ticks", role="mechanism"):
+    """A configuration of a summary document, as campaign tables read it."""
+    label = " ".join(["worksweep", mech, *(f"{k}={v}" for k, v in sorted(params.items()))])
+    return {"benchmark": "worksweep", "mechanism": mech, "params": params, "unit": unit,
+            "role": role, "label": label, "headline_phase": True,
+            "headline": {"value": 100.0 * ratio, "interval": None, "reps": 5},
+            "ratio": None if role == "baseline" else {
+                "value": ratio, "interval": {"low": ratio * 0.9, "high": ratio * 1.1},
+                "note": None}}
+
+
+def test_rows_are_keyed_by_every_identity_param_not_in_the_title():
+    place = {"placement": "same-cpu"}
+    doc = {"configs": [_config("uthread", {**place, "k": k, "trial_iterations": 100}, r)
+                       for k, r in ((4096, 1.01), (1, 3.0), (64, 1.4))]
+           + [_config("direct", {**place, "k": k, "trial_iterations": 100}, 1.0,
+                      role="baseline") for k in (1, 64, 4096)]}
+    (t,) = analysis_campaign.tables([("alpha", doc), ("beta", doc)])
+    assert t["title"] == "worksweep placement=same-cpu"
+    # One row per k, in numeric order, the baselines last; the param every
+    # row has alike (trial_iterations) is not in the labels.
+    assert [r["label"] for r in t["rows"]] == [
+        "uthread k=1", "uthread k=64", "uthread k=4096", "direct k=1", "direct k=64",
+        "direct k=4096"]
+    assert [r["cells"]["beta"]["value"] for r in t["rows"][:3]] == [3.0, 1.4, 1.01]
+    assert t["rows"][0]["params"] == {"k": 1, "trial_iterations": 100}
+    rows = render_campaign.table_rows(t, ["alpha", "beta"])
+    assert rows[0] == ["uthread k=1", "3.00 [2.70..3.30]", "3.00 [2.70..3.30]"]
+
+
+def test_a_second_configuration_in_a_filled_cell_is_an_error():
+    params = {"placement": "same-cpu", "k": 64}
+    one = [_config("uthread", params, 1.4), _config("uthread", params, 1.5, unit="cycles")]
+    (t,) = analysis_campaign.tables([("alpha", {"configs": one[:1]}),
+                                     ("beta", {"configs": one[1:]})])
+    # Rows of one mechanism in two units are two rows, the unit in the label.
+    assert [r["label"] for r in t["rows"]] == ["uthread [tsc_ticks]", "uthread [cycles]"]
+    # Two configurations of one host that no row param tells apart would
+    # share a cell: refused, naming both, instead of the last one winning.
+    twin = [_config("uthread", {"placement": "same-cpu", "k": 64}, 1.4),
+            _config("uthread", {"placement": "same-cpu", "k": 64}, 1.6)]
+    twin[1]["label"] += " (again)"
+    with pytest.raises(UsageError, match=r"campaign table 'worksweep placement=same-cpu': "
+                       r"host alpha has two configurations for one cell \('worksweep "
+                       r"uthread k=64 placement=same-cpu' and '.*\(again\)'\)"):
+        analysis_campaign.tables([("alpha", {"configs": twin})])
 
 
 def test_show_of_an_unknown_campaign_is_one_line(isobench, tmp_path):

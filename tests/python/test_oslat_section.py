@@ -91,6 +91,42 @@ def test_averages_both_ways_over_seimis_columns_only(tmp_path):
     assert pub["geomean_ratio"]["overhead_pct"] == pytest.approx(39.52, abs=0.01)
 
 
+def test_every_average_has_its_interval_over_repetitions(tmp_path):
+    s = _doc(tmp_path)["sections"]["oslat"]
+    for t in s["tables"]:
+        for col, a in t["averages"].items():
+            g = a["geomean_ratio"]
+            iv = g["interval"]
+            # Every repetition of a cell is value x (0.99, 1.0, 1.01) on both
+            # sides: a narrow interval, never of zero width, around the factor.
+            assert iv["low"] < g["value"] < iv["high"], (t["table"], col)
+            assert iv["high"] / iv["low"] < 1.1
+            assert a["rows"] and a["n"] == len(a["rows"])
+    vi = _table(s, "VI")["averages"]["ptrace"]
+    assert vi["geomean_ratio"]["interval"]["low"] < 5.0 < vi["geomean_ratio"]["interval"]["high"]
+
+
+def test_columns_average_over_the_rows_they_share(tmp_path):
+    # ptrace did not measure udp 4B: every column of Table VI then averages
+    # over pipe 1B alone, and seccomp's average over its own two rows is
+    # kept apart under `own`.
+    run = oslat_run(FACTORS, per_cell={("seccomp-allow:300-args", "udp", "4B"): 2.0})
+    run["results"] = [r for r in run["results"] if not (
+        r["params"]["confine"] == "ptrace" and r["params"].get("cell") == "4B")]
+    t = _table(_doc(tmp_path, run)["sections"]["oslat"], "VI")
+    sec, pt = t["averages"]["seccomp-allow:300-args"], t["averages"]["ptrace"]
+    assert t["shared_rows"] == ["pipe 1B"]
+    assert (sec["n"], sec["of"], pt["n"]) == (1, 2, 1)
+    assert sec["geomean_ratio"]["value"] == pytest.approx(1.2, rel=1e-3)
+    assert pt["own"] is None
+    own = sec["own"]
+    assert own["n"] == 2 and own["geomean_ratio"]["value"] == pytest.approx(
+        (1.2 * 2.0) ** 0.5, rel=1e-3)
+    text = "\n".join(" ".join(r) for r in render_oslat.average_rows(t))
+    assert "average: geomean of ratios [95%], 1/2 rows" in text
+    assert "over each one's own rows" in text and "n=2/2" in text
+
+
 def test_seimi_method_reproduces_its_printed_averages():
     # Tables V and VI exactly as the paper computed them (seed-experiments §3).
     pcts_v = [27.2, 11.7, 33.0, 12.6, 84.4, 63.2, 33.6, 67.8]

@@ -69,7 +69,8 @@ def test_switch_and_kv_tables_hold_the_headlines(tmp_path):
     assert sw.index("direct &") < sw.index("mpk &") < sw.index("process-futex &")
     assert "Across CPUs" in sw and "baseline" in sw
     kv = paper.kv_tex(doc)
-    assert "4 KiB" in kv and "direct & same-cpu" in kv
+    # One placement: in the caption, not a column.
+    assert "4 KiB" in kv and "\ndirect & " in kv and "compartment (same-cpu)" in kv
     # Two placements: the switch table spans both columns of a paper.
     assert "\\begin{table*}" in sw and "\\end{table*}" in sw
 
@@ -89,9 +90,84 @@ def test_a_kv_mean_over_fewer_sizes_is_marked(tmp_path):
     # direct also at 64 KiB, mpk not: mpk's mean is over 2 of the 3 sizes.
     part = sized(sized(fixture("clean_run"), ("direct", "mpk"), 16384), ("direct",), 65536)
     kv = paper.kv_tex(_doc(tmp_path / "part", part))
-    mpk = next(l for l in kv.splitlines() if l.startswith("mpk &"))
+    lines = kv.splitlines()
+    i = next(i for i, l in enumerate(lines) if l.startswith("mpk &"))
+    mpk, under = lines[i], lines[i + 1]
     assert "--" in mpk and mpk.rstrip(" \\").endswith("$^\\dagger$")
+    assert under.rstrip(" \\[2pt]").endswith("n=2}")
     assert "not comparable" in kv
+
+
+# ---- kv.tex: intervals, readings, resolutions ----
+
+KV_TSC = {"counter": "tsc", "unit": "tsc_ticks", "counter_why": "no PMU", "tsc_hz": 2.6e9,
+          "tsc_hz_source": "kernel", "counter_step": 26,
+          "empty_region": {"median": 46, "mean": 46.3, "min": 44, "p5": 46, "p95": 48, "n": 100}}
+
+
+def _kv_result(mech, size, rep, samples, header=KV_TSC):
+    return {"benchmark": "kv", "mechanism": mech,
+            "params": {"placement": "same-cpu", "variant": "get", "data_bytes": size, "seed": 1},
+            "unit": "tsc_ticks", "counter": "tsc", "status": "ok", "reason": None,
+            "dropped": 0, "warmup": 10, "batched": None, "empty_region": 46.0,
+            "repetition": rep, "header": header, "samples": {"primary": list(samples)}}
+
+
+def _kv_steps_run():
+    """direct and uthread on a counter of 26-tick steps: at 4 KiB every
+    repetition reads 4 and 5 steps (104 and 130 ticks: uthread 1.25 = 5/4
+    steps); at 1 MiB uthread reads 0.6x direct in the middle, but its
+    repetitions spread over a factor of 4, so its interval holds 1."""
+    results = []
+    spread = (0.25, 0.5, 1.0, 2.0, 4.0)
+    for rep in range(1, 6):
+        results.append(_kv_result("direct", 4096, rep, [104] * 51))
+        results.append(_kv_result("uthread", 4096, rep, [130] * 51))
+        results.append(_kv_result("direct", 1 << 20, rep, [26_000] * 51))
+        results.append(_kv_result("uthread", 1 << 20, rep,
+                                  [round(15_600 * spread[rep - 1] / 26) * 26] * 51))
+    doc = fixture("clean_run")
+    doc["results"] = results
+    return doc
+
+
+def test_kv_ratios_carry_intervals_readings_and_resolutions(tmp_path):
+    from isobench.render import paper
+    doc = _doc(tmp_path, _kv_steps_run())
+    s = doc["sections"]["kv"]
+    uthread = next(r for r in s["rows"] if r["mechanism"] == "uthread")
+    few = uthread["cells"]["4096"]["ratio"]
+    assert few["value"] == pytest.approx(1.25)
+    assert few["quantized"] and few["few_steps"] and few["steps"] == [5, 4]
+    # One step on each side: 1/5 + 1/4 of the ratio.
+    assert few["resolution_rel"] == pytest.approx(0.45)
+    big = uthread["cells"][str(1 << 20)]["ratio"]
+    assert big["value"] == pytest.approx(0.6, rel=0.01)
+    assert big["includes_one"] and big["reading"] == "no difference shown"
+    kv = paper.kv_tex(doc)
+    lines = kv.splitlines()
+    i = next(i for i, l in enumerate(lines) if l.startswith("uthread &"))
+    cells = lines[i].rstrip(" \\").split(" & ")
+    under = lines[i + 1].replace("\\\\[2pt]", "").rstrip().split(" & ")
+    # 4 KiB: never a bare 1.25 -- marked q, its interval and its resolution under it.
+    assert cells[1] == "1.25$^{q}$"
+    assert "[" in under[1] and "$\\pm$45\\%" in under[1]
+    # 1 MiB: 0.6, marked as holding 1, and the caption says it is not faster.
+    # (direct reads 1,000 steps there: a long region, not quantized.)
+    assert cells[2] == "0.600$^{\\circ}$" and "[" in under[2]
+    assert "not faster than direct" in kv
+    # The mean over both sizes, with its interval and n.
+    assert "n=2" in under[3] and "[" in under[3]
+    assert "steps of 26 tsc\\_ticks" in kv
+    # The console's kv table reads them the same way.
+    from isobench.render import table
+    console = "\n".join(table.narrow_tables(doc))
+    lines = [l for l in console.splitlines() if l.startswith("uthread")]
+    assert "1.25 [" in lines[0] and "q±45%" in lines[0] and "=1" not in lines[0]
+    assert "0.600 [" in lines[1] and "=1" in lines[1]
+    # No ratio anywhere without an interval under it, or a mark saying it has none.
+    for main, sub in zip(cells[1:], under[1:]):
+        assert "[" in sub or "no CI" in sub or main == "--"
 
 
 def test_csv_is_tidy(tmp_path):
@@ -236,3 +312,17 @@ def test_a_mechanism_keeps_its_look_from_plot_to_plot(tmp_path):
     fig = plots.kv_plot(doc).figure
     assert [c.get_label() for c in fig.axes[0].containers] == ["direct", "thread", "mpk"]
     plots._pyplot().close(fig)
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None,
+                    reason="no TeX engine (pdflatex: texlive-latex-base and "
+                           "texlive-latex-recommended for booktabs)")
+def test_kv_marks_and_resolutions_compile(tmp_path):
+    from isobench.render import paper
+    kv = paper.kv_tex(_doc(tmp_path, _kv_steps_run()))
+    assert "\\circ" in kv and "$\\pm$45" in kv
+    (tmp_path / "kv.tex").write_text(kv)
+    (tmp_path / "main.tex").write_text(PREAMBLE % "kv.tex")
+    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:]

@@ -151,6 +151,31 @@ def test_kv_averages_use_the_get_phase_and_never_pool_placements(tmp_path):
     assert all(a["method"] == "geometric-mean" for a in aggs.values())
 
 
+def test_kv_averages_have_intervals_and_run_over_the_sizes_all_mechanisms_share(tmp_path):
+    results = []
+    for rep in (1, 2, 3):
+        wobble = 1 + (rep - 2) / 50  # repetitions 2% apart
+        for size in (4096, 65536, 1 << 20):
+            results.append(kv("direct", size, "get", round(2000 * wobble), rep))
+            results.append(kv("mpk", size, "get", round(3000 / wobble), rep))
+            if size != 1 << 20:  # uthread skipped at 1 MiB
+                results.append(kv("uthread", size, "get", round(4000 * wobble), rep))
+    _, built = entry(tmp_path, run_of(*results), "mpk")
+    aggs = {a["mechanism"]: a for a in built["aggregates"]}
+    mpk, ut = aggs["mpk"], aggs["uthread"]
+    # Both over the two sizes they share, said so, each with its interval.
+    assert (mpk["n"], ut["n"]) == (2, 2) and mpk["shared"] and ut["shared"]
+    assert mpk["rows"] == ut["rows"] == [{"data_bytes": 4096}, {"data_bytes": 65536}]
+    assert mpk["left_out"] == [{"data_bytes": 1 << 20}] and ut["left_out"] == []
+    assert mpk["value"] == pytest.approx(1.5, rel=0.01)
+    assert mpk["interval"]["low"] < mpk["value"] < mpk["interval"]["high"]
+    assert ut["value"] == pytest.approx(2.0, rel=0.01)
+    # mpk's average over all three of its sizes is kept apart, with its own interval.
+    assert mpk["own"]["n"] == 3 and mpk["own"]["interval"]["low"] < 1.5 \
+        < mpk["own"]["interval"]["high"]
+    assert ut["own"] is None
+
+
 def test_the_document_is_plain_json(tmp_path):
     import json
     built = summary.build(load_doc(tmp_path, fixture("flawed_run")))

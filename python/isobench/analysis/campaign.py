@@ -12,8 +12,10 @@ values are shown only when asked for (`--absolute`), with a warning, and
 no value is ever averaged over hosts.
 
 A table is one population (runs.POPULATION_PARAMS: benchmark, placement,
-payload, phase, primitive); its rows are mechanisms (with a sweep param
-such as kv's data size in the row label); its columns are hosts.
+payload, phase, primitive); its rows are mechanisms with every other
+identity param (kv's data size, worksweep's k, wasm's checks: those that
+differ between rows are in the row's label); its columns are hosts.  Two
+configurations of one host in one cell are an error, never last-one-wins.
 
 Document history ("campaign_version"):
 
@@ -22,9 +24,11 @@ Document history ("campaign_version"):
 
 from __future__ import annotations
 
+import json
 from typing import Mapping, Sequence
 
 from . import runs, summary
+from ..errors import UsageError
 from ..store import Store
 
 CAMPAIGN_VERSION = 1
@@ -84,13 +88,32 @@ def host_header(host: str, doc: Mapping) -> dict:
                 1 for r in doc["results"] if r["status"] == "failed")}
 
 
-def _sweep_label(params: Mapping) -> str:
-    parts = []
-    for k in runs.SWEEP_PARAMS:
-        if k in params:
-            v = params[k]
-            parts.append(f"{k}={v}")
-    return " ".join(parts)
+def row_params(params: Mapping) -> dict:
+    """The identity params of a configuration that its table's title does
+    not hold (runs.POPULATION_PARAMS are the title): all of them key a row,
+    so that configurations measured apart never share a cell (worksweep's
+    k = 1, 64 and 4,096 are three rows)."""
+    return {k: v for k, v in sorted(runs.identity(params).items())
+            if k not in runs.POPULATION_PARAMS or v is None}
+
+
+def _order(v) -> tuple:
+    """Numbers before anything else, in numeric order; the rest by their text."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return (0, v, "")
+    return (1, 0, json.dumps(v, sort_keys=True))
+
+
+def _row_key(mechanism: str, params: Mapping, unit: str | None) -> str:
+    return json.dumps([mechanism, row_params(params), unit], sort_keys=True)
+
+
+def _row_label(mechanism: str, params: Mapping, alike: Mapping) -> str:
+    """The mechanism and the row's params that tell it from the table's other
+    rows (kv's data size, worksweep's k), not those every row has alike."""
+    parts = [f"{k}={v}" for k, v in row_params(params).items()
+             if k not in alike or alike[k] != v]
+    return " ".join([mechanism, *parts])
 
 
 def _population_label(benchmark: str, params: Mapping) -> str:
@@ -129,7 +152,9 @@ def _shown(c: Mapping, absolute: bool) -> bool:
 
 
 def tables(docs: Sequence[tuple[str, Mapping]], absolute: bool = False) -> list[dict]:
-    """One table per population, rows mechanisms, columns hosts."""
+    """One table per population, rows mechanisms with every other identity
+    param (row_params), columns hosts.  Two configurations of one host
+    landing in one cell is an error (UsageError), never last-one-wins."""
     out: dict[str, dict] = {}
     for host, doc in docs:
         for c in doc["configs"]:
@@ -144,16 +169,35 @@ def tables(docs: Sequence[tuple[str, Mapping]], absolute: bool = False) -> list[
                                                       for k in runs.POPULATION_PARAMS
                                                       if c["params"].get(k) is not None},
                                        "rows": {}})
-            sweep = _sweep_label(c["params"])
-            label = c["mechanism"] + (f" {sweep}" if sweep else "")
-            row = t["rows"].setdefault(label, {"label": label, "mechanism": c["mechanism"],
-                                               "role": c["role"], "cells": {}})
+            key = _row_key(c["mechanism"], c["params"], c.get("unit"))
+            row = t["rows"].setdefault(key, {"mechanism": c["mechanism"], "role": c["role"],
+                                             "params": row_params(c["params"]),
+                                             "unit": c.get("unit"), "cells": {},
+                                             "labels": {}})
+            if host in row["cells"]:
+                raise UsageError(
+                    f"campaign table '{title}': host {host} has two configurations for one "
+                    f"cell ({row['labels'][host]!r} and {c['label']!r}); isobench cannot "
+                    "tell them apart: report this run's params")
             row["cells"][host] = cell
+            row["labels"][host] = c["label"]
     result = []
     for t in out.values():
         rows = list(t["rows"].values())
-        # The baseline last: it reads 1 everywhere and closes the table.
-        rows.sort(key=lambda r: (r["role"] == "baseline", ))
+        first = rows[0]["params"]
+        alike = {k: v for k, v in first.items() if all(
+            k in r["params"] and r["params"][k] == v for r in rows)}
+        units = {r["unit"] for r in rows if r["mechanism"] == rows[0]["mechanism"]}
+        for r in rows:
+            r["label"] = _row_label(r["mechanism"], r["params"], alike) + (
+                f" [{r['unit']}]" if len(units) > 1 else "")
+            del r["labels"]
+        # Rows in the order of their params (kv's sizes and worksweep's k
+        # ascending), the baseline last: it reads 1 everywhere and closes
+        # the table.
+        mechs = list(dict.fromkeys(r["mechanism"] for r in rows))
+        rows.sort(key=lambda r: (r["role"] == "baseline", mechs.index(r["mechanism"]),
+                                 [(k, _order(v)) for k, v in r["params"].items()]))
         result.append({**t, "rows": rows})
     return result
 

@@ -10,10 +10,13 @@ its slowdown: the ratio to none's headline in the same row of the same run,
 with its interval over repetitions (summary.ratio_of).
 
 Averages, per table and column, over the rows that stand for one of SEIMI's
-columns (AVERAGED):
+columns (AVERAGED) and that every confinement of the table has, so that
+the averages of one table run over the same rows (n of `of`; a column with
+more rows of its own has their average too, as `own`):
 
     geomean_ratio   the geometric mean of the slowdowns (isobench's rule,
-                    docs/methodology.md), also given as an overhead
+                    docs/methodology.md), also given as an overhead, with
+                    its 95% interval over repetitions (averages.py)
     seimi_method    the geometric mean of the percentage overheads, which is
                     how SEIMI's printed averages of Tables IV-VI come out
                     (Tables V and VI exactly; ../seed-experiments.md §3).
@@ -32,7 +35,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from . import reference, stats, units
+from . import averages, reference, stats, units
 from .runs import RunData
 
 BENCHMARK = "oslat"
@@ -230,6 +233,8 @@ def build(data: RunData, doc: Mapping) -> dict | None:
             if row["primitive"] == "ctx" and not row["cell"].endswith("overhead"):
                 cell["switch_us"] = _switch_us(e)
             row["cells"][col] = cell
+        # The repetitions' values, for the averages' intervals (_table).
+        row["_headlines"] = {col: e["headline"] for col, e in row["_entries"].items()}
         del row["_entries"]
 
     by_table: dict[tuple[str, str], list[dict]] = {}
@@ -241,6 +246,8 @@ def build(data: RunData, doc: Mapping) -> dict | None:
             TABLE_ORDER.index(kv[0][0]) if kv[0][0] in TABLE_ORDER else 99, kv[0][1])):
         tables.append(_table(tab, place, trows, [labels[c] for c in cols], printed.get(tab),
                              published))
+    for row in rows.values():
+        del row["_headlines"]
     return {
         "columns": [{"label": labels[c], "confine": c[0], "variant": c[1],
                      "threat": _threat(entries, c)} for c in cols],
@@ -269,6 +276,23 @@ def _new_row(key: tuple[str, str, str, str], published: Mapping) -> dict:
             "published": published.get((prim, cell)), "cells": {}, "_entries": {}}
 
 
+def _average(g: Mapping | None, tab: str, of: int) -> dict | None:
+    """An average of slowdowns (averages.average_ratio) as the table holds it,
+    with SEIMI's method over the same rows where SEIMI printed such an
+    average."""
+    if g is None:
+        return None
+    iv = g["interval"]
+    avg = {"geomean_ratio": {"value": g["value"], "overhead_pct": 100.0 * (g["value"] - 1.0),
+                             "interval": iv, "note": g["note"], "method": averages.METHOD},
+           "n": g["n"], "of": of, "rows": list(g["rows"]), "reps": g["reps"],
+           "seimi_method": None}
+    if tab in PRINTED_AVERAGES:
+        v, why = geomean_of_percentages(g["ratios"])
+        avg["seimi_method"] = {"value_pct": v, "undefined": why}
+    return avg
+
+
 def _table(tab: str, place: str, rows: list[dict], columns: Sequence[str],
            printed: Mapping | None, published: Mapping) -> dict:
     subject, programs = next(((t[1], t[2]) for t in TABLES if t[0] == tab), ("", ""))
@@ -276,23 +300,23 @@ def _table(tab: str, place: str, rows: list[dict], columns: Sequence[str],
     # SEIMI's columns first, in the paper's order; the rest as measured.
     rows = sorted(rows, key=lambda r: (not r["averaged"], order.get((r["primitive"], r["cell"]), 0)))
     present = [c for c in columns if any(c in r["cells"] for r in rows)]
-    averages = {}
-    for col in present:
-        if col == BASELINE:
-            continue
-        ratios = [r["cells"][col]["slowdown"]["value"] for r in rows if r["averaged"]
-                  and (r["cells"].get(col) or {}).get("slowdown")]
-        of = sum(1 for r in rows if r["averaged"])
-        if not ratios:
-            averages[col] = {"geomean_ratio": None, "seimi_method": None, "n": 0, "of": of}
-            continue
-        g = stats.geomean(ratios)
-        avg = {"geomean_ratio": {"value": g, "overhead_pct": 100.0 * (g - 1.0)},
-               "n": len(ratios), "of": of, "seimi_method": None}
-        if tab in PRINTED_AVERAGES:
-            v, why = geomean_of_percentages(ratios)
-            avg["seimi_method"] = {"value_pct": v, "undefined": why}
-        averages[col] = avg
+    averaged = [r for r in rows if r["averaged"]]
+    of = len(averaged)
+    cols = {col: [averages.Row.of(r["label"], r["_headlines"][col], r["_headlines"][BASELINE])
+                  for r in averaged
+                  if (r["cells"].get(col) or {}).get("slowdown") and col in r["_headlines"]]
+            for col in present if col != BASELINE}
+    # Every confinement over the rows all of them have, so that the averages
+    # of one table compare; a confinement with more rows of its own has their
+    # average too (own), under it.
+    common = averages.shared(cols)
+    out = {}
+    for col in cols:
+        own = _average(common.own.get(col), tab, of)
+        avg = _average(common.averages.get(col), tab, of) or {
+            "geomean_ratio": None, "seimi_method": None, "n": 0, "of": of, "rows": []}
+        avg["own"] = own
+        out[col] = avg
     # SEIMI's own average, recomputed from all its columns of the table (not
     # only those this run measured), beside the figure it printed.
     pub = [published[k] for k in AVERAGED.get(tab, ()) if (published.get(k) or {}).get("slowdown")]
@@ -306,5 +330,6 @@ def _table(tab: str, place: str, rows: list[dict], columns: Sequence[str],
                    "printed": dict(printed) if printed else None}
     return {"table": tab, "subject": subject, "lmbench": programs, "placement": place,
             "title": f"Table {tab}: {subject}", "columns": present, "rows": rows,
-            "averages": averages, "published_average": pub_avg,
+            "averages": out, "shared_rows": common.rows if cols else [],
+            "published_average": pub_avg,
             "has_published": any(r["published"] for r in rows)}

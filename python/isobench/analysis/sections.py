@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from . import inspect, lwc, lwcserve, microkernel, oslat, workloads
+from . import inspect, kv, lwc, lwcserve, microkernel, oslat, workloads
 from .runs import RunData
 
 Builder = Callable[[RunData, Mapping], "dict | None"]
@@ -31,6 +31,8 @@ SECTIONS: tuple[tuple[str, Builder], ...] = (
     ("lwc-switch", lwc.lwc_switch),
     ("refmon", lwc.refmon),
     ("lwc-sign", lwc.lwc_sign),
+    # kv's table as a paper holds it (render/paper.py's kv.tex).
+    ("kv", kv.build),
     ("oslat", oslat.build),
     ("microkernel-ipc", microkernel.build_ipc),
     ("microkernel-delegate", microkernel.build_delegate),

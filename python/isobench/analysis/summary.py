@@ -300,24 +300,61 @@ def _kv_server(entry: dict, ref: dict | None) -> dict:
 def aggregates(configs: Sequence[dict]) -> list[dict]:
     """Geometric means of ratios to the baseline, per benchmark, mechanism and
     population (runs.POPULATION_PARAMS), over the sweep params only (kv's
-    data sizes): never over placements, payloads or phases."""
-    groups: dict[tuple, list[dict]] = {}
+    data sizes): never over placements, payloads or phases.  Each has its 95%
+    interval over repetitions (averages.average_ratio), and the mechanisms of
+    one population are averaged over the sizes they all share, so that their
+    averages compare; n says how many.  A mechanism with more sizes of its
+    own also has the average over all of them (`own`)."""
+    import json
+
+    from . import averages
+    by_key = {tuple(c["key"]): c for c in configs}
+    pops: dict[tuple, dict[tuple, list[averages.Row]]] = {}
     for c in configs:
         if c["ratio"] is None or not c["headline_phase"]:
             continue
-        pop = runs.population(c["benchmark"], c["params"])
-        groups.setdefault((c["mechanism"], *pop), []).append(c)
+        base = by_key.get(tuple(c["ratio"]["to_key"]))
+        if base is None:
+            continue
+        p = c["params"]
+        pop = runs.population(c["benchmark"], p)
+        # Params that are neither the population nor a sweep (a mechanism's
+        # own, such as wasm's checks) make another column, never a row.
+        extra = tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in p.items()
+                             if k not in runs.POPULATION_PARAMS and k not in runs.SWEEP_PARAMS))
+        sweep = tuple((k, p[k]) for k in runs.SWEEP_PARAMS if k in p)
+        pops.setdefault(pop, {}).setdefault((c["mechanism"], extra), []).append(
+            averages.Row.of(sweep, c["headline"], base["headline"]))
     out = []
-    for (mech, bench, *pop), members in groups.items():
-        if len(members) < 2:
-            continue  # an average of one number is that number
-        over = sorted({k for c in members for k in c["params"] if k in runs.SWEEP_PARAMS})
+    for (bench, *pop), columns in pops.items():
         population = {k: v for k, v in zip(runs.POPULATION_PARAMS, pop) if v is not None}
-        name = " ".join([bench, mech, *(f"{k}={v}" for k, v in population.items())])
-        agg = stats.aggregate_ratios([c["ratio"]["value"] for c in members])
-        out.append({"name": f"{name}: ratio to direct over {', '.join(over) or 'configs'}",
-                    "benchmark": bench, "mechanism": mech, "population": population,
-                    "over": over, **agg})
+        over = sorted({k for rows in columns.values() for r in rows for k, _ in r.key})
+        common = averages.shared(columns, min_rows=2)
+        # The name shows the extra params that tell columns apart, not those
+        # every column has alike (kv's key and value sizes).
+        alike = set.intersection(*(set(extra) for _, extra in columns))
+        for (mech, extra), rows in columns.items():
+            agg = common.averages.get((mech, extra))
+            own = common.own.get((mech, extra))
+            if agg is None and own is None:
+                continue  # an average of one number is that number
+            on_shared = agg is not None
+            agg = agg or own
+            name = " ".join([bench, mech, *(f"{k}={json.loads(v)}" for k, v in extra
+                                           if (k, v) not in alike),
+                             *(f"{k}={v}" for k, v in population.items())])
+            out.append({"name": f"{name}: ratio to direct over {', '.join(over) or 'configs'}",
+                        "benchmark": bench, "mechanism": mech, "population": population,
+                        "params": {k: json.loads(v) for k, v in extra},
+                        "over": over, **agg,
+                        "rows": [dict(k) for k in agg["rows"]],
+                        # Whether n counts the rows every column of the population
+                        # shares (comparable with their averages) or only its own.
+                        "shared": on_shared,
+                        "own": ({**own, "rows": [dict(k) for k in own["rows"]]}
+                                if own is not None and on_shared else None),
+                        "left_out": [dict(r.key) for r in rows
+                                     if r.key not in agg["rows"]]})
     return out
 
 

@@ -12,7 +12,9 @@ from . import table
 
 PUBLISHED_HEADERS = ("pub. native us", "pub. SEIMI us", "pub. x")
 METHOD_NOTE = ("x none: slowdown, the cell's headline over none's in the same row and run "
-               "(1 = no cost); averages over SEIMI's columns (marked *): {ours}; SEIMI's "
+               "(1 = no cost); averages over SEIMI's columns (marked *) that every "
+               "confinement of the table has (rows: how many of the averaged rows): {ours}, with its 95% "
+               "interval over repetitions; SEIMI's "
                "own averages are a {theirs}, shown under that name only.  pub.: SEIMI's "
                "figures, {note}.")
 
@@ -65,22 +67,42 @@ def rows(t: Mapping, with_interval: bool = False, cols: Sequence[str] | None = N
     return out
 
 
+def _average_text(a: Mapping | None, n: bool = False) -> str:
+    """An average of slowdowns with its interval over repetitions,
+    "1.24 [0.92..1.68]", and (n) the rows it runs over, " n=7/8"."""
+    g = (a or {}).get("geomean_ratio")
+    if not g:
+        return "-"
+    text = table.fmt_ratio_record(g)
+    if not g.get("interval"):
+        text += " (no interval)"
+    return text + (f" n={a['n']}/{a['of']}" if n else "")
+
+
+def _shared_text(t: Mapping) -> str:
+    """How many of the averaged rows every confinement's average runs over."""
+    ns = {a["n"] for a in t["averages"].values() if a and a.get("geomean_ratio")}
+    of = next((a["of"] for a in t["averages"].values() if a), 0)
+    return f"{ns.pop()}/{of} rows" if len(ns) == 1 else "n rows"
+
+
 def average_rows(t: Mapping, cols: Sequence[str] | None = None,
                  published: bool = True) -> list[list[str]]:
     """Two lines under a table: the geometric mean of ratios, and SEIMI's
     method (where SEIMI printed such an average), ours and published."""
     width = len(headers(t, cols, published))
-    ours = ["average: geomean of ratios"]
+    ours = [f"average: geomean of ratios [95%], {_shared_text(t)}"]
+    own = ["  over each one's own rows"]
     theirs = ["SEIMI's method: geomean of % overheads"]
     for col in t["columns"] if cols is None else cols:
         ours.append("")
+        own.append("")
         theirs.append("")
         if col == "none":
             continue
         a = t["averages"].get(col) or {}
-        g = a.get("geomean_ratio")
-        n = f" ({a['n']}/{a['of']})" if a.get("n") != a.get("of") else ""
-        ours.append((table.fmt_ratio(g["value"]) + n) if g else "-")
+        ours.append(_average_text(a))
+        own.append(_average_text(a.get("own"), n=True) if a.get("own") else "")
         s = a.get("seimi_method")
         theirs.append("-" if s is None else ("undefined" if s["value_pct"] is None
                                              else f"{s['value_pct']:.1f}%"))
@@ -94,6 +116,8 @@ def average_rows(t: Mapping, cols: Sequence[str] | None = None,
                 text += f" (printed {pub['printed']['value_pct']:g}%)"
         theirs += ["", "", text]
     out = [ours[:width]]
+    if any(c for c in own[1:]):
+        out.append(own[:width])
     if any(c not in ("", "-") for c in theirs[1:]):
         out.append(theirs[:width])
     return out

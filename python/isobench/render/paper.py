@@ -9,7 +9,11 @@ a TeX engine is installed):
     switch.tex    round trip at payload 0 per mechanism, same and across CPUs,
                   with the 95% interval and the ratio to direct
     kv.tex        time per get of direct per data size, and every mechanism's
-                  ratio to it, with the geometric mean over the sizes
+                  ratio to it, each with its 95% interval and its marks
+                  (interval includes 1; ratio of quantized values, with
+                  its resolution), and the geometric mean over the sizes
+                  every mechanism shares with its interval (the kv section,
+                  analysis/kv.py)
 
 CSV (`report --format csv`, results.csv): one row per configuration in tidy
 form (one observation per row, one variable per column): the run, the
@@ -31,6 +35,7 @@ import io
 import json
 from typing import Mapping, Sequence
 
+from ..analysis.kv import STEPS_FEW
 from ..analysis.runs import BASELINE, OUTPUT_PARAMS
 from . import table
 
@@ -144,59 +149,117 @@ def switch_tex(doc: Mapping) -> str | None:
                   wide=len(places) > 1)
 
 
+def _pct(v: float) -> str:
+    return f"{100 * v:.2g}" if v < 0.1 else f"{100 * v:.0f}"
+
+
+def _kv_ratio_cell(r: Mapping | None) -> tuple[str, str]:
+    r"""A ratio and, for the line under it, its interval: marked $^\circ$
+    where the interval includes 1 (no difference from direct shown), $^q$
+    where it is a ratio of quantized values; where either value is a few
+    counter steps, the line under it gives the resolution itself ($\pm$ what
+    one step on each side moves it by)."""
+    if r is None:
+        return "--", ""
+    marks = " ".join(m for m, on in (("\\circ", r["includes_one"]), ("q", r["quantized"])) if on)
+    text = table.fmt_sig(r["value"]) + (f"$^{{{marks}}}$" if marks else "")
+    iv = r.get("interval")
+    small = f"[{table.fmt_sig(iv['low'])}, {table.fmt_sig(iv['high'])}]" if iv else "no CI"
+    if r["few_steps"]:
+        small += f" $\\pm${_pct(r['resolution_rel'])}\\%"
+    return text, _small(small)
+
+
+def _kv_time_cell(c: Mapping) -> tuple[str, str]:
+    if c.get("ns") is not None:
+        unit = table.time_unit(c["ns"])
+        lo, hi = c.get("interval_ns") or (None, None)
+        v, iv = table.fmt_time(c["ns"], unit), table.fmt_interval(lo, hi, unit[1])
+    else:
+        v = f"{table.fmt_sig(c['value'])} {c['unit'] or ''}".rstrip()
+        iv = table.fmt_interval((c.get("interval") or {}).get("low"),
+                                (c.get("interval") or {}).get("high"))
+    return (tex(v) + ("$^{q}$" if c.get("quantized") else ""),
+            _small(tex(iv)) if iv != "-" else _small("no CI"))
+
+
+def _kv_average_cell(a: Mapping | None, sizes: int) -> tuple[str, str]:
+    if a is None:
+        return "--", ""
+    iv = a.get("interval")
+    text = table.fmt_sig(a["value"])
+    # Over fewer sizes than the table's columns: marked, and the caption
+    # says which sizes.
+    if a["n"] < sizes or not a.get("shared", True):
+        text += r"$^\dagger$"
+    small = f"[{table.fmt_sig(iv['low'])}, {table.fmt_sig(iv['high'])}]" if iv else "no CI"
+    return text, _small(small + f" n={a['n']}")
+
+
 def kv_tex(doc: Mapping) -> str | None:
-    configs = [c for c in doc["configs"] if c["benchmark"] == "kv" and c["headline_phase"]
-               and isinstance(c["params"].get("data_bytes"), int)
-               and c["headline"]["value"] is not None]
-    if not configs:
+    """kv.tex: two lines per mechanism, the values and, under them, their
+    95% intervals (and resolutions), so that the table keeps a paper's width."""
+    s = (doc.get("sections") or {}).get("kv")
+    if not s:
         return None
-    sizes = sorted({c["params"]["data_bytes"] for c in configs})
-    by: dict[tuple[str, str], dict[int, Mapping]] = {}
-    for c in configs:
-        by.setdefault((c["mechanism"], c["params"].get("placement") or "same-cpu"),
-                      {})[c["params"]["data_bytes"]] = c
-    aggs = {(a["mechanism"], a["population"].get("placement")): a for a in doc["aggregates"]
-            if a["benchmark"] == "kv"}
+    sizes = s["sizes"]
 
-    def order(key):
-        mech, place = key
-        g = aggs.get(key)
-        return (mech != BASELINE, place != "same-cpu", g["value"] if g else float("inf"), mech)
+    def order(row):
+        g = row["average"]
+        return (row["mechanism"] != BASELINE, row["placement"] != "same-cpu",
+                g["value"] if g else float("inf"), row["label"])
 
-    head = ["Mechanism & Placement & " + " & ".join(tex(table.fmt_bytes(s)) for s in sizes)
+    # One placement: said in the caption, not in a column of its own.
+    places = list(dict.fromkeys(row["placement"] for row in s["rows"]))
+    lead = "Mechanism & Placement" if len(places) > 1 else "Mechanism"
+    head = [lead + " & " + " & ".join(tex(table.fmt_bytes(z)) for z in sizes)
             + r" & Geo.\ mean \\"]
     body = []
-    any_partial = False
-    for key in sorted(by, key=order):
-        mech, place = key
+    for row in sorted(s["rows"], key=order):
         cells = []
-        for s in sizes:
-            c = by[key].get(s)
+        for z in sizes:
+            c = row["cells"].get(str(z))
             if c is None:
-                cells.append("--")
-            elif mech == BASELINE:
-                cells.append(tex(table.fmt_time(c["headline"].get("ns")))
-                             if c["headline"].get("ns") is not None
-                             else tex(table.fmt_sig(c["headline"]["value"])))
+                cells.append(("--", ""))
+            elif row["mechanism"] == BASELINE:
+                cells.append(_kv_time_cell(c))
             else:
-                cells.append(table.fmt_sig(c["ratio"]["value"]) if c.get("ratio") else "--")
-        g = aggs.get(key)
-        # A mean over fewer sizes than the others is not comparable with
-        # theirs: marked, and the caption says why.
-        partial = g is not None and len(by[key]) < len(sizes)
-        any_partial = any_partial or partial
-        cells.append((table.fmt_sig(g["value"]) + (r"$^\dagger$" if partial else ""))
-                     if g else "--")
-        body.append(f"{tex(mech)} & {tex(place)} & " + " & ".join(cells) + r" \\")
-    return _table("kv", "Key-value store inside the compartment: time per get of direct "
-                  "(first row) and each mechanism's ratio to it, per data size; geometric "
-                  "mean of the ratios over the sizes. -- : not measured (skipped, see the "
-                  "report)"
-                  + ("; $^\\dagger$: a mean over the sizes measured only, not comparable "
-                     "with those of the full rows" if any_partial else "")
-                  + "; intervals in results.csv.",
-                  "@{}ll" + "r" * (len(sizes) + 1) + "@{}", head, body, doc["run"],
-                  wide=len(sizes) > 5)
+                cells.append(_kv_ratio_cell(c["ratio"]))
+        cells.append(("--", "") if row["mechanism"] == BASELINE
+                     else _kv_average_cell(row["average"], len(sizes)))
+        first = tex(row["label"]) + (f" & {tex(row['placement'])}" if len(places) > 1 else "")
+        body.append(first + " & " + " & ".join(m for m, _ in cells) + r" \\")
+        body.append(" & " * (2 if len(places) > 1 else 1) + " & ".join(sub for _, sub in cells)
+                    + r" \\[2pt]")
+    shared = "; ".join(f"{tex(place)}: " + tex(", ".join(table.fmt_bytes(z) for z in zs))
+                       for place, zs in s["shared_sizes"].items())
+    any_dagger = any(row["average"] and (row["average"]["n"] < len(sizes)
+                                          or not row["average"].get("shared", True))
+                     for row in s["rows"] if row["mechanism"] != BASELINE)
+    steps = tex(", ".join(f"{x:g} {unit or ''}".rstrip() for x, unit in s["counter_steps"]))
+    caption = ("Key-value store inside the compartment"
+               + (f" ({tex(places[0])})" if len(places) == 1 else "")
+               + ": time per get of direct (first row) "
+               "and each mechanism's ratio to it, per data size, with 95\\% intervals over "
+               "repetitions (Welch t on the log ratio); geometric mean of the ratios over "
+               "the sizes every mechanism of the placement has"
+               + (f" ({shared})" if shared else "")
+               + ", with its 95\\% interval over repetitions and n sizes. "
+               "$^\\circ$: the interval includes 1, so no difference from direct is shown "
+               "(a ratio below 1 there is not faster than direct). -- : not measured "
+               "(skipped, see the report)")
+    if any_dagger:
+        caption += "; $^\\dagger$: a mean over fewer sizes than the table's, not comparable " \
+                   "with a mean over all of them"
+    if s["any_quantized"]:
+        caption += (f". $^q$: medians read on a counter that advances in steps of {steps}"
+                    ", so a ratio is one of step counts: one step on each side "
+                    f"moves these ratios by up to $\\pm${_pct(s['largest_resolution_rel'])}\\%"
+                    f"; where a value is under {STEPS_FEW} steps the cell gives that bound "
+                    "itself")
+    return _table("kv", caption + ".", "@{}" + "l" * (2 if len(places) > 1 else 1)
+                  + "r" * (len(sizes) + 1) + "@{}", head, body,
+                  doc["run"], wide=len(sizes) > 5)
 
 
 def tex_files(doc: Mapping, platform_rows: Sequence[tuple[str, str]]) -> dict[str, str]:

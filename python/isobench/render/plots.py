@@ -555,6 +555,14 @@ def kv_overhead_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
         hi = [max(iv["high"] - a, 0) if iv.get("high") is not None else 0
               for a, iv in zip(v, ivs)]
         ax.errorbar(x, v, yerr=[lo, hi], capsize=2, label=mech, **st)
+        # A ratio whose interval holds 1 shows no difference from direct:
+        # its marker is drawn hollow (white inside), whichever side of 1 it is.
+        same = [(xx, vv) for xx, vv, c in zip(x, v, cs) if _kv_reading(doc, c) == "same"]
+        if same:
+            ax.plot([p[0] for p in same], [p[1] for p in same], linestyle="none",
+                    marker=st.get("marker", "o"),
+                    markersize=_pyplot().rcParams["lines.markersize"] * 0.55,
+                    color="white", zorder=5)
         ax.axhline(1.0, color="black", lw=0.8)
         if log:
             ax.set_yscale("log")
@@ -565,9 +573,31 @@ def kv_overhead_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
         fig = _kv_figure(doc, width, configs, draw,
                          "ratio to direct" + (", log scale" if log else ""),
                          lambda p: PLACEMENT_TEXT.get(p, p))
+    section = (doc.get("sections") or {}).get("kv") or {}
+    quant = ""
+    if section.get("any_quantized"):
+        steps = ", ".join(f"{x:g} {u or ''}".rstrip() for x, u in section["counter_steps"])
+        quant = (f" Medians read on a counter of step {steps}: one step on each side moves "
+                 f"these ratios by up to {100 * section['largest_resolution_rel']:.2g}% "
+                 "(kv.tex marks each such ratio).")
     return Plot("kv-overhead", title, fig, "", "Time per get relative to direct at the same "
                 "data size (1x: no overhead; overhead = ratio - 1), with the ratio's 95% "
-                "interval over repetitions (Welch t on the logs)." + _skip_note(doc))
+                "interval over repetitions (Welch t on the logs). A hollow marker: the "
+                "interval includes 1, so no difference from direct is shown (below 1 it is "
+                "not faster)." + quant + _skip_note(doc))
+
+
+def _kv_reading(doc: Mapping, c: Mapping) -> str | None:
+    """"same" where the kv section reads c's ratio as no difference from
+    direct (its interval holds 1)."""
+    section = (doc.get("sections") or {}).get("kv") or {}
+    place = c["params"].get("placement") or "same-cpu"
+    for row in section.get("rows", ()):
+        if row["mechanism"] == c["mechanism"] and row["placement"] == place and all(
+                c["params"].get(k) == v for k, v in row["params"].items()):
+            r = (row["cells"].get(str(c["params"]["data_bytes"])) or {}).get("ratio") or {}
+            return "same" if r.get("includes_one") else None
+    return None
 
 
 # ---- key-value server beside memcached ----

@@ -234,9 +234,26 @@ def _failures(doc: Mapping) -> list[list[str]]:
              r.get("reason") or ""] for r in doc["results"] if r["status"] != "ok"]
 
 
+AGGREGATE_HEADERS = ("average", "value [95% CI]", "as overhead", "rows", "method")
+
+
 def _aggregate_rows(aggs: Sequence[Mapping]) -> list[list[str]]:
-    return [[a["name"], f"{a['value']:.3f}", f"{a['value'] - 1:+.1%}", str(a["n"]), a["method"]]
-            for a in aggs]
+    """One line per average: its value with its interval over repetitions,
+    and n, the rows it runs over ("5 shared": the sizes every mechanism of
+    its population has; "7 own": that mechanism's sizes only, not
+    comparable with the others')."""
+    out = []
+    for a in aggs:
+        iv = a.get("interval")
+        value = table.fmt_ratio_interval(a["value"], iv) if iv else (
+            f"{table.fmt_sig(a['value'])} (no interval: {a.get('note') or 'too few repetitions'})")
+        rows = f"{a['n']} " + ("shared" if a.get("shared", True) else "own")
+        own = a.get("own")
+        if own:
+            rows += (f"; over all {own['n']} of its own: "
+                     + table.fmt_ratio_interval(own["value"], own.get("interval")))
+        out.append([a["name"], value, f"{a['value'] - 1:+.1%}", rows, a["method"]])
+    return out
 
 
 def _matrix_html(env: Mapping) -> list[str]:
@@ -268,7 +285,7 @@ def render_html(doc: Mapping, plot_list, out_dir, all_published: bool = False) -
         html_table(RESULT_HEADERS, [result_cells(c) for c in doc["configs"]]),
         *sections.html_blocks(doc),
         "<h2>Averages</h2>",
-        html_table(("average", "value", "as overhead", "results", "method"),
+        html_table(AGGREGATE_HEADERS,
                    _aggregate_rows(aggs)) if aggs else "<p class=\"note\">No ratios to average "
         "(an average runs over data sizes of one benchmark, mechanism, placement and phase).</p>",
         "<h2>Published figures beside local numbers</h2>",
@@ -360,7 +377,7 @@ def render_md(doc: Mapping, plot_list, all_published: bool = False) -> str:
         out += ["", block]
     if doc["aggregates"]:
         out += ["", "## Averages (geometric means of ratios)", "",
-                table.md_table(("average", "value", "as overhead", "results", "method"),
+                table.md_table(AGGREGATE_HEADERS,
                          _aggregate_rows(doc["aggregates"]))]
     published = published_rows(doc, all_published)
     out += ["", "## Published figures (not measured here)", "",

@@ -457,17 +457,37 @@ def benchmark_table(doc: Mapping, benchmark: str, configs: Sequence[Mapping]) ->
     for c in ordered(configs):
         v, iv = value_cells(c, header)
         rows.append([config_label(c, hide), str(c["params"].get("placement", "-")),
-                     size_text(c["params"]), v, iv, ratio_cell(c), status_text(c, asked)])
+                     size_text(c["params"]), v, iv, ratio_cell(c) + _kv_marks(doc, c),
+                     status_text(c, asked)])
     rows += _unmeasured(doc, benchmark, {c["mechanism"] for c in configs})
     headers = ("mechanism", "placement", "size", header, "95% CI", "vs direct [95% CI]", "status")
     right = NARROW_RIGHT | {header}
     return render_fit(headers, rows, right, flex=0)
 
 
+def _kv_marks(doc: Mapping, c: Mapping) -> str:
+    """kv's reading of a ratio (the kv section, analysis/kv.py): " =1" where
+    its interval holds 1 (no difference from direct shown, below 1 not
+    faster), " q+-45%" where either value is a few counter steps (a ratio
+    of step counts, with how far one step on each side moves it)."""
+    if c["benchmark"] != "kv" or not c.get("ratio"):
+        return ""
+    place = c["params"].get("placement") or "same-cpu"
+    for row in ((doc.get("sections") or {}).get("kv") or {}).get("rows", ()):
+        if row["mechanism"] == c["mechanism"] and row["placement"] == place and all(
+                c["params"].get(k) == v for k, v in row["params"].items()):
+            r = (row["cells"].get(str(c["params"].get("data_bytes"))) or {}).get("ratio") or {}
+            return ((" =1" if r.get("includes_one") else "")
+                    + (f" q±{100 * r['resolution_rel']:.2g}%" if r.get("few_steps") else ""))
+    return ""
+
+
 BENCHMARK_TITLES = {
     "switch": "switch: round trip into the compartment and back (size: payload).",
     "kv": "kv: time per get request (size: data in the store; set and warm-up phases are "
-          "stored too: `isobench export`).",
+          "stored too: `isobench export`). =1: the ratio's interval holds 1, no difference "
+          "from direct shown; q±N%: a ratio of a few counter steps, and how far one step "
+          "on each side moves it.",
 }
 
 
