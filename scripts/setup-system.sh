@@ -24,6 +24,8 @@ declare -A NEED=(
   [cpio]=cpio                                 # MPK tests: the initramfs
   [ssh]=openssh-client                        # campaigns: Ansible reaches hosts over SSH
   [/usr/sbin/sshd]=openssh-server             # campaign tests: two real SSH hosts on loopback
+  [pdflatex]=texlive-latex-base               # paper tests: the report's .tex tables compile
+  [/usr/share/texlive/texmf-dist/tex/latex/booktabs/booktabs.sty]=texlive-latex-recommended  # paper tests: booktabs, which the .tex tables use
 )
 
 # The arm64 build (make test-arm64) is cross-compiled on x86-64 hosts and
