@@ -83,3 +83,23 @@ def test_over_repetitions_is_a_maximum_when_one_repetition_is_short():
     # The maxima, never a quantile averaged with a maximum.
     assert c["max"] and not c["enough"] and c["interval"] is None and c["n"] == 114
     assert c["value"] == 80.0
+
+
+def test_kv_server_p99_needs_a_thousand_timed_requests():
+    from isobench.analysis import summary
+    from isobench.render import table
+
+    def entry(events):
+        return {"repetitions": [{"outputs": {"ops_per_s": 1000.0, "latency_avg_ns": 300e3,
+                                             "latency_p50_hi_ns": 256e3,
+                                             "latency_p99_hi_ns": 8192e3,
+                                             "latency_max_ns": 12256e3,
+                                             "latency_events": n}} for n in events]}
+    many = summary._kv_server(entry([98504, 97000]), None)
+    assert many["latency_p99_enough"] and many["latency_events_min"] == 97000
+    few = summary._kv_server(entry([98504, 640]), None)
+    assert not few["latency_p99_enough"] and few["latency_events_min"] == 640
+    doc = {"configs": [{"benchmark": "kv-server", "mechanism": "direct", "kv_server": few,
+                        "repetitions": [{}, {}]}], "results": []}
+    text = table.kv_server_table(doc)
+    assert "max 12,256 (n=640)" in text or "max 12256 (n=640)" in text
