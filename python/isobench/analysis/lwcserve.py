@@ -70,8 +70,10 @@ def _tails(cfg, ps: list[dict]) -> dict:
             # loadgen's figures are over every request, the kept samples only
             # a systematic subsample of them: its figures stand, in us.
             us = lambda v: None if v is None else v / 1000.0
-            top = p.get("latency_max_us", us(t.maximum))
-            mine = p.get(f"latency_{name}_us", us(t.value)) if t.enough else top
+            top = p.get("latency_max_us")
+            top = us(t.maximum) if top is None else top
+            mine = p.get(f"latency_{name}_us") if t.enough else top
+            mine = us(t.value) if mine is None else mine
             iv = (us(t.interval[0]), us(t.interval[1])) if t.interval else None
             per.append(tails.Tail(q, mine, iv, n, t.enough, t.method, top))
         out[name] = tails.over_repetitions(per)

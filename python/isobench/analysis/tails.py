@@ -16,11 +16,13 @@ number of samples below the population q-quantile, B ~ Binomial(n, q), and
 the innermost ones that still reach the level on both sides (each tail at
 most (1 - level) / 2).
 
-Over repetitions (fresh processes) the estimate is the median of the
-repetitions' quantiles; the interval is the envelope of their
-order-statistic intervals (from the lowest lower end to the highest upper
-end), which holds each repetition's own uncertainty and the spread between
-them.  A configuration some of whose repetitions failed has a censored
+The ranks assume independent samples; the requests of one run are not
+quite (a queue carries a slow moment over to the next requests), so one
+run's interval is optimistic.  Over repetitions (fresh processes) the
+estimate is the median of the repetitions' quantiles and the interval the
+envelope of their order-statistic intervals (from the lowest lower end to
+the highest upper end), which holds each repetition's own uncertainty and
+the spread between them.  A configuration some of whose repetitions failed has a censored
 latency: the requests of a failed repetition have no latency, so the
 quantile over the others is a lower bound ("at least").
 """
