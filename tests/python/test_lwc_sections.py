@@ -22,7 +22,8 @@ LINES = {1: (300.0, 3.0), 2: (310.0, 3.1), 3: (290.0, 2.9)}
 COW_US = 2.5
 
 
-def create_results(reps=(1, 2, 3), heaps=(1, 64)) -> list[dict]:
+def create_results(reps=(1, 2, 3), heaps=(1, 64), kink: float | None = None) -> list[dict]:
+    """kink: the cost per page beyond 256 pages (None: the same slope on)."""
     out = []
     for rep in reps:
         a, b = LINES[rep]
@@ -33,7 +34,10 @@ def create_results(reps=(1, 2, 3), heaps=(1, 64)) -> list[dict]:
                 for v, (va, vb) in (("lwc", (a, b)), ("fork", (a / 2, b))):
                     p = {**base, "variant": v, "dirty_pages": d, "faults_counted": "in the child",
                          "reps": 8, "minflt_min": d, "minflt_median": d, "minflt_max": d}
-                    out.append(result("lwc-create", "-", p, (va + vb * d) * 1000, rep))
+                    y = va + vb * d
+                    if kink is not None and d > 256:
+                        y = va + vb * 256 + kink * rep_factor(rep) * (d - 256)
+                    out.append(result("lwc-create", "-", p, y * 1000, rep))
             out.append(result("lwc-create", "-", {**base, "variant": "cow-fault",
                                                   "dirty_pages": 4096, "per": "page",
                                                   "pages": 4096, "minflt": 4105},
@@ -61,6 +65,20 @@ def test_lwc_create_fits_each_repetition_and_takes_the_interval_over_them(tmp_pa
     assert lwc["intercept"]["interval"] == pytest.approx([lo, hi], rel=2e-2)
     assert lwc["method"] == fit.OVER_REPETITIONS and lwc["reps"] == 3
     assert lwc["faults_proved"] is True
+    # The fixed cost is the D=0 point as measured: the geometric mean of the
+    # repetitions' medians, 300 us.
+    assert lwc["fixed"]["value"] == pytest.approx(scipy_stats.gmean(intercepts), rel=1e-3)
+    # Every segment's cost per page is the repetitions' slope, t over them.
+    for sg in lwc["segments"]:
+        assert sg["slope"]["value"] == pytest.approx(3.0, rel=1e-3)
+        lo, hi = scipy_stats.t.interval(0.95, 2, loc=3.0, scale=scipy_stats.sem(slopes))
+        assert sg["slope"]["interval"] == pytest.approx([lo, hi], rel=1e-2)
+    assert [(sg["from"], sg["to"]) for sg in lwc["segments"]] == [(0, 16), (16, 256),
+                                                                  (256, 4096)]
+    # Exact lines: nothing against one line; no bad fit.
+    assert lwc["linearity_p"] == pytest.approx(1.0) and lwc["bad_fit"] is False
+    assert lwc["why"].startswith("no evidence against one line")
+    assert lwc["cow_range"] == [0, 4096]
     # The slope over the kernel's own COW fault, paired by repetition.
     per = [b / (COW_US * rep_factor(r)) for r, (_, b) in LINES.items()]
     assert lwc["over_cow"]["value"] == pytest.approx(
@@ -77,6 +95,30 @@ def test_lwc_create_fits_each_repetition_and_takes_the_interval_over_them(tmp_pa
     assert skip["params"]["variant"] == "soft-dirty" and skip["cells"] == 2
 
 
+def test_a_kinked_cost_is_a_bad_fit_and_the_verdict_is_about_the_cows_pages(tmp_path):
+    # 3 us per page up to 256 pages, then 6: one line misdescribes it.
+    doc = summary_of(tmp_path, create_results(heaps=(1,), kink=6.0))
+    s = doc["sections"]["lwc-create"]
+    lwc = next(f for f in s["fits"] if f["variant"] == "lwc")
+    assert lwc["bad_fit"] is True and lwc["linearity_p"] < 1e-6
+    assert "one line does not fit" in lwc["why"] and "256..4096" in lwc["why"]
+    segs = {(sg["from"], sg["to"]): sg for sg in lwc["segments"]}
+    assert segs[(16, 256)]["slope"]["value"] == pytest.approx(3.0, rel=1e-2)
+    assert segs[(256, 4096)]["slope"]["value"] == pytest.approx(6.0, rel=1e-2)
+    # Per segment: 3 / 2.5 = 1.2 is within, 6 / 2.5 = 2.4 beyond ...
+    assert segs[(16, 256)]["verdict"] == "within"
+    assert segs[(256, 4096)]["verdict"] == "beyond"
+    # ... and the verdict is over the COW child's 4,096 fresh writes:
+    # (256 x 3 + 3,840 x 6) / 4,096 = 5.81 us per page, 2.3 x the fault.
+    chord = (256 * 3.0 + 3840 * 6.0) / 4096
+    assert lwc["per_page_cow_range"]["value"] == pytest.approx(chord, rel=1e-2)
+    assert lwc["over_cow"]["value"] == pytest.approx(chord / COW_US, rel=1e-2)
+    assert lwc["verdict"] == "beyond"
+    text = table.run_report(doc)
+    assert "BAD FIT lwc 1 MiB: one line does not fit" in text and "NO (p=" in text
+    assert "0..4,096 (COW's)" in text and "VERDICT: beyond" in text
+
+
 def test_lwc_create_with_one_repetition_uses_the_regression_interval(tmp_path):
     doc = summary_of(tmp_path, create_results(reps=(2,), heaps=(1,)), repeat=1)
     lwc = next(f for f in doc["sections"]["lwc-create"]["fits"] if f["variant"] == "lwc")
@@ -89,7 +131,15 @@ def test_lwc_create_with_one_repetition_uses_the_regression_interval(tmp_path):
     assert lwc["slope"]["value"] == pytest.approx(ref.slope, rel=1e-4)
     half = lwc["slope"]["interval"][1] - lwc["slope"]["value"]
     assert half == pytest.approx(t * ref.stderr, abs=1e-3)
-    assert lwc["over_cow"]["between"] == "one process"
+    # The segment 0..16 has three points: its own regression interval; 256..4096
+    # two: none.  The COW comparison over one process is a point estimate.
+    segs = {(sg["from"], sg["to"]): sg for sg in lwc["segments"]}
+    assert segs[(0, 16)]["slope"]["between"] == "one process"
+    assert segs[(256, 4096)]["slope"]["interval"] is None
+    assert lwc["over_cow"]["interval"] is None
+    assert lwc["verdict"] == "within (point estimate)"
+    # One repetition: no pure error, the piecewise test has 5 - 4 = 1 degree of freedom.
+    assert lwc["linearity"]["df"] == [2, 1] or lwc["linearity"]["df"] == (2, 1)
     text = render_sections.text_blocks(doc)[0]
     assert " 1p" in text and "regression interval within one process" in text
 
@@ -97,7 +147,9 @@ def test_lwc_create_with_one_repetition_uses_the_regression_interval(tmp_path):
 def test_lwc_create_renders_its_tables_and_plot(tmp_path):
     doc = summary_of(tmp_path, create_results())
     text = table.run_report(doc)
-    assert "lwc-create: create + switch + destroy = intercept + slope x dirty pages" in text
+    assert ("lwc-create: create + switch + destroy: the fixed cost and the cost per dirty page "
+            "by segment") in text
+    assert "us/page 16..256 [95%]" in text and "VERDICT: within" in text
     assert "PUBLISHED lwC" in text and "87.7" in text and "3.40" in text
     assert "lwc-create: the baselines" in text and "vfork" in text
     assert "SKIPPED dirty_pages=0 variant=soft-dirty: the kernel lacks" in text

@@ -209,3 +209,66 @@ def test_sigterm_mid_run_leaves_no_process(isobench):
     report, p = run.finish()
     assert p.returncode == 143, p.stderr
     assert report["left"] == [], report["left"]
+
+
+def _serve_result(server: str, session: int, latencies_ns: list[int], rep: int,
+                  status: str = "ok") -> dict:
+    """A stored lwc-serve result whose loadgen figures are those of its samples."""
+    from isobench.analysis import stats
+    xs = sorted(latencies_ns)
+    p = {"server": server, "proto": "memcache", "startup_mb": 0, "session": session,
+         "conns": 16}
+    if status == "ok":
+        p.update({"requests": len(xs), "verified": len(xs), "throughput_rps": 1000.0 * rep,
+                  "samples_every": 1, "client_busy": 0.5, "server_busy": 0.95,
+                  "server_processes": 1, "latency_max_us": xs[-1] / 1000.0,
+                  **{f"latency_{k}_us": stats.percentile_sorted(xs, q) / 1000.0
+                     for k, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99),
+                                  ("p999", 0.999))}})
+    from synthetic_runs import result
+    r = result("lwc-serve", "-", p, rep=rep, samples=latencies_ns, status=status,
+               reason=None if status == "ok" else "isob loadgen saw 1 error(s), the first: x")
+    r["counter"] = "loadgen"
+    return r
+
+
+def test_tail_quantiles_need_their_samples_and_failed_repetitions_give_bounds(tmp_path):
+    import random
+    from synthetic_runs import summary_of
+    rng = random.Random(5)
+    res = []
+    for rep in (1, 2, 3):
+        # 114 requests: p99 and p99.9 are the maximum; 3,000: p99 is a quantile.
+        res.append(_serve_result("fork", 1, [int(rng.expovariate(1 / 50e3)) + 1
+                                             for _ in range(114)], rep))
+        res.append(_serve_result("shared", 1, [int(rng.expovariate(1 / 50e3)) + 1
+                                               for _ in range(3000)], rep))
+    res.append(_serve_result("shared", 1, [], 4, status="failed"))
+    doc = summary_of(tmp_path, res)
+    sec = doc["sections"]["lwc-serve"]
+    rows = {r["server"]: r for r in sec["serve"][0]["rows"]}
+    fork, shared = rows["fork"], rows["shared"]
+    for q in ("p99", "p999"):
+        t = fork["latency"][q]
+        assert t["max"] and t["n"] == 114 and t["interval"] is None
+        assert fork[f"latency_{q}_us"] is None
+    # The maximum over repetitions is the median of their maxima.
+    maxima = sorted(r["params"]["latency_max_us"] for r in res
+                    if r["status"] == "ok" and r["params"]["server"] == "fork")
+    assert fork["latency"]["p999"]["value"] == pytest.approx(maxima[1])
+    p99 = shared["latency"]["p99"]
+    assert p99["enough"] and not p99["max"] and p99["n"] == 3000
+    lo, hi = p99["interval"]
+    assert lo <= p99["value"] <= hi
+    # The median over repetitions of each repetition's own p99.
+    mine = sorted(r["params"]["latency_p99_us"] for r in res
+                  if r["status"] == "ok" and r["params"]["server"] == "shared")
+    assert p99["value"] == pytest.approx(mine[1])
+    assert shared["latency"]["p999"]["max"] and shared["latency"]["p999"]["n"] == 3000
+    # One of four repetitions of shared failed: bounds, said so.
+    assert shared["failed_reps"] == 1 and shared["bound"]["throughput"] == "at most"
+    assert fork["failed_reps"] == 0 and fork["bound"] is None
+    text = render.text(sec, doc)
+    assert "max " in text and "(n=114)" in text and "(n=3,000)" in text
+    assert "<= " in text and "BOUND shared L=1: 1 of 4 repetitions failed" in text
+    assert "3 (1 failed)" in text

@@ -1,8 +1,10 @@
 """The lwc-serve and lwc-conns section (measure/lwcserve.py, docs/serve.md):
 per server and session length L (lwc-serve), per server and concurrency
 (lwc-conns), the throughput over repetitions with its interval, the
-latency percentiles isob loadgen measured over every request, and both CPU
-figures, with which of generator and server saturated its CPU first.
+latency quantiles isob loadgen measured over every request (p99 and p99.9
+only where the requests carry them, else the maximum: tails.py), and both
+CPU figures, with which of generator and server saturated its CPU first.
+A point some of whose repetitions failed gives bounds, and says so.
 
 The rows go out in a fixed order (variant, then server, then L or C) so
 that the renderer (render/lwcserve.py) only lays them out."""
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from . import stats
+from . import runs, stats, tails
 from .runs import RunData
 
 SERVE, CONNS = "lwc-serve", "lwc-conns"
@@ -46,20 +48,61 @@ def _saturation(client: float | None, server: float | None) -> str:
     return "neither"
 
 
-def _row(cfg, key: str) -> dict:
+# The latency quantiles of each row, with the name of their params key.
+QUANTILES = (("p50", 0.50), ("p99", 0.99), ("p999", 0.999))
+
+
+def _tails(cfg, ps: list[dict]) -> dict:
+    """Each quantile of QUANTILES over the configuration's repetitions
+    (tails.py): per repetition, isob loadgen's figure over all its requests
+    (n = requests) with the order-statistic interval of the kept samples,
+    or its maximum where n(1 - q) < tails.MIN_TAIL; then the median over
+    repetitions."""
+    out = {}
+    for name, q in QUANTILES:
+        per = []
+        for r, p in zip(cfg.results, ps):
+            xs = cfg.rep_samples.get(r["result_id"]) or []
+            n = p.get("requests") or len(xs)
+            if not n:
+                continue
+            t = tails.tail_of(xs, q, n)
+            # loadgen's figures are over every request, the kept samples only
+            # a systematic subsample of them: its figures stand, in us.
+            us = lambda v: None if v is None else v / 1000.0
+            top = p.get("latency_max_us")
+            top = us(t.maximum) if top is None else top
+            mine = p.get(f"latency_{name}_us") if t.enough else top
+            mine = us(t.value) if mine is None else mine
+            iv = (us(t.interval[0]), us(t.interval[1])) if t.interval else None
+            per.append(tails.Tail(q, mine, iv, n, t.enough, t.method, top))
+        out[name] = tails.over_repetitions(per)
+    return out
+
+
+def _row(cfg, key: str, failed: int = 0) -> dict:
+    """One (server, L or C) row.  failed: the repetitions of this point that
+    failed (no verified throughput): the throughput over the others is then
+    an upper bound and the latencies lower bounds, and the row says so."""
     ps = [r["params"] for r in cfg.results]
     tput = [p.get("throughput_rps") for p in ps if p.get("throughput_rps")]
     iv = stats.geomean_interval(tput) if tput else None
     client, server = _mean(p.get("client_busy") for p in ps), _mean(p.get("server_busy") for p in ps)
+    lat = _tails(cfg, ps)
     row = {"server": cfg.params.get("server"), key: cfg.params.get(key),
-           "reps": len(ps),
+           "reps": len(ps), "failed_reps": failed,
+           "bound": ({"throughput": "at most", "latency": "at least",
+                      "why": f"{failed} of {len(ps) + failed} repetitions failed and count in "
+                             "neither figure: the throughput of the others is an upper bound, "
+                             "their latencies lower bounds"} if failed else None),
            "throughput_rps": stats.geomean(tput) if tput else None,
            "throughput_lo": iv.low if iv else None, "throughput_hi": iv.high if iv else None,
            "client_busy": client, "server_busy": server,
            "server_processes": max((p.get("server_processes") or 0 for p in ps), default=None),
-           "saturated": _saturation(client, server)}
-    for q in ("p50", "p99", "p999"):
-        row[f"latency_{q}_us"] = _mean(p.get(f"latency_{q}_us") for p in ps)
+           "saturated": _saturation(client, server), "latency": lat}
+    for name, _ in QUANTILES:
+        t = lat.get(name)
+        row[f"latency_{name}_us"] = t["value"] if t and t["enough"] else None
     return row
 
 
@@ -80,16 +123,21 @@ def build(data: RunData, doc: Mapping) -> dict | None:
     failed_serve, failed_conns = _failed(data, SERVE, "session"), _failed(data, CONNS, "conns")
     if not (serve or conns or failed_serve or failed_conns):
         return None
+    def failed_of(c) -> int:
+        return sum(1 for r in data.results if r["benchmark"] == c.benchmark
+                   and r["status"] == "failed"
+                   and runs.identity(r.get("params") or {}) == c.params)
+
     variants: dict[tuple, list[dict]] = {}
     for c in serve:
         variants.setdefault((c.params.get("proto"), c.params.get("startup_mb") or 0), []).append(
-            _row(c, "session"))
+            _row(c, "session", failed_of(c)))
     order = lambda r: (SERVE_ORDER.index(r["server"]) if r["server"] in SERVE_ORDER else 9,
                        r["session"] or 0)
     serve_out = [{"proto": proto, "startup_mb": mb, "rows": sorted(rows, key=order)}
                  for (proto, mb), rows in sorted(variants.items(),
                                                  key=lambda kv: (kv[0][1], kv[0][0] != "memcache"))]
-    conn_rows = sorted((_row(c, "conns") for c in conns),
+    conn_rows = sorted((_row(c, "conns", failed_of(c)) for c in conns),
                        key=lambda r: (r["conns"] or 0,
                                       CONNS_ORDER.index(r["server"])
                                       if r["server"] in CONNS_ORDER else 9))

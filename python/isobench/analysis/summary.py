@@ -41,7 +41,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from .. import __version__
-from . import checks, reference, runs, sections, stats, units
+from . import checks, reference, runs, sections, stats, tails, units
 from .runs import Config, RunData
 
 SUMMARY_VERSION = 1
@@ -281,6 +281,13 @@ def _kv_server(entry: dict, ref: dict | None) -> dict:
            "latency_p50_hi_ns": mid("latency_p50_hi_ns"),
            "latency_p99_hi_ns": mid("latency_p99_hi_ns"),
            "throughput_vs_reference": None, "latency_vs_reference": None}
+    # p99 only where every repetition timed enough requests to carry it
+    # (tails.py); else the table gives the maximum, `max (n=...)`.
+    events = [int(o["latency_events"]) for o in outs
+              if isinstance(o.get("latency_events"), (int, float))]
+    out["latency_events_min"] = min(events) if events else None
+    out["latency_p99_enough"] = bool(events) and all(tails.enough(n, 0.99) for n in events)
+    out["latency_max_ns"] = mid("latency_max_ns")
     if ref is not None:
         ref_outs = [r["outputs"] for r in ref["repetitions"]]
         for key, name in (("ops_per_s", "throughput_vs_reference"),

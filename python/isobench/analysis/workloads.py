@@ -2,8 +2,9 @@
 evaluation's tables and the work-per-crossing curve.
 
 - worksweep: the overhead curve per mechanism (ratio to `direct` at the same
-  work k per crossing) and the break-even work per crossing for 5% and 1%
-  overhead, by the rule in break_even();
+  work k per crossing), the fixed cost of a crossing fitted over every k, and
+  the break-even work per crossing for 5% and 1% overhead derived from it
+  (BREAK_EVEN_RULE);
 - cpuwork, memops, pipeio: Morello's tables (CPU kernels, memory
   operations, pipe I/O) per mechanism: the median `out` and `in`, each with
   its interval, and in / out with its interval over repetitions; memops with
@@ -22,7 +23,9 @@ from __future__ import annotations
 import math
 from typing import Mapping, Sequence
 
-from . import units
+import numpy as np
+
+from . import fit, stats, units
 from .quantities import (entries, geomean_of, inverse, middle, not_ok, outputs, per_rep,
                          published, quantity, ratio_of, ratio_of_values, time_of)
 from .runs import BASELINE, RunData
@@ -34,106 +37,250 @@ from .runs import BASELINE, RunData
 THRESHOLDS = (0.05, 0.01)
 
 BREAK_EVEN_RULE = (
-    "overhead(k) = ratio to direct at the same k - 1.  Swept: the smallest k (k > 0) from which "
-    "on, at every larger k of the sweep, the upper end of the ratio's 95% interval over "
-    "repetitions lies below 1 + threshold (with one repetition: the ratio itself, labelled "
-    "'point').  Interpolated: where the curve crosses the threshold between the last k above "
-    "it and that k, linear in log k and log overhead (an overhead at or below 0 taken as "
-    "threshold / 1000); its band is the same crossing of the interval's lower and upper ends.  "
-    "Work: direct's time for that k, interpolated the same way.  '<=' means the overhead is "
-    "already below the threshold at the smallest k > 0 swept; 'not within the sweep', that "
-    "it never stays below up to the largest k.")
+    "time_mech(k) = c + (1 + g) x time_direct(k): c the fixed cost of a crossing, g how much "
+    "slower the work itself runs inside (0: not at all), fitted over every k swept by weighted "
+    "least squares on the differences mean(time_mech) - mean(time_direct) at each k (weights 1 "
+    "/ their variance over repetitions, each k's relative variance shrunk towards the median "
+    "over k, plus the spread tau^2 of c between k where the differences scatter more than "
+    "their variances allow: DerSimonian-Laird; interval: Knapp-Hartung, t with K - 2 df).  overhead(k) = c / time_direct(k) + g, "
+    "with time_direct(k) = a + b x k (direct's weighted line).  k*: the smallest k with "
+    "overhead(k) <= threshold; its band: where the 95% bounds of overhead(k) cross the "
+    "threshold.  'not reached': g (its point or, for the band's upper end, its upper bound) is at "
+    "or above the threshold, so no amount of work brings the overhead down to it; 'beyond "
+    "the sweep': k* lies past the largest k swept (extrapolated along direct's line).  A point "
+    "whose ratio interval lies wholly above that of the k before it is flagged non-monotone: "
+    "it counts in the fit with its own variance and vetoes nothing.")
+
+# The finest a repetition's time is taken to be known, relative to it: three
+# repetitions that agree to the last digit do not get unbounded weight.
+REL_FLOOR = 1e-3
 
 
-# An overhead at or below zero (a mechanism as fast as direct, within noise)
-# is taken as this fraction of the threshold when interpolating on log scales,
-# so that the interpolation stays monotone in the points: a lower curve never
-# crosses later than a higher one.
-_FLOOR = 1e-3
+def _mean_var(values: Sequence[float], resolution_ns: float) -> tuple[float, float | None, int]:
+    """Mean, variance of the mean (None with one value) and count of per-repetition
+    times in ns; the variance of one value at least (resolution^2 / 12) and
+    (REL_FLOOR x mean)^2."""
+    n = len(values)
+    m = math.fsum(values) / n
+    if n < 2:
+        return m, None, n
+    s2 = math.fsum((v - m) ** 2 for v in values) / (n - 1)
+    s2 = max(s2, resolution_ns ** 2 / 12.0, (REL_FLOOR * m) ** 2)
+    return m, s2 / n, n
 
 
-def _interp_log(x0: float, y0: float, x1: float, y1: float, y: float) -> float:
-    """The x at which the line through (x0, y0), (x1, y1) on log-log scales
-    reaches y (0 < y < y0); a y1 at or below zero counts as y * _FLOOR."""
-    y1 = max(y1, y * _FLOOR)
-    lx0, lx1 = math.log(x0), math.log(x1)
-    fy0, fy1, fy = math.log(y0), math.log(y1), math.log(y)
-    if fy1 == fy0:
-        return x1
-    return math.exp(lx0 + (lx1 - lx0) * (fy - fy0) / (fy1 - fy0))
+# How many degrees of freedom the median relative variance over k counts for
+# when each k's own is shrunk towards it: as much as three repetitions.
+PRIOR_DF = 2.0
 
 
-def crossing(ks: Sequence[float], ys: Sequence[float | None], threshold: float) -> dict:
-    """Where the curve ys(ks) (ks increasing, all > 0) falls below threshold
-    for good: {"k": ..., "bound": "=" | "<=" | "not reached", "index": i}.
-
-    index is the first k from which on every y is below the threshold; k
-    interpolates between it and the k before ("="), or is that first k itself
-    when there is no point before it to interpolate from ("<=": at most).
-    A missing y counts as not below."""
-    i = len(ks)
-    while i > 0 and ys[i - 1] is not None and ys[i - 1] < threshold:
-        i -= 1
-    if i == len(ks):
-        return {"k": None, "bound": "not reached", "index": None}
-    if i == 0 or ys[i - 1] is None:
-        # Below from the first point on, or the point before is missing: at most ks[i].
-        return {"k": ks[i], "bound": "<=", "index": i}
-    prev = ys[i - 1]
-    k = _interp_log(ks[i - 1], prev, ks[i], ys[i], threshold)
-    return {"k": min(max(k, ks[i - 1]), ks[i]), "bound": "=", "index": i}
+def _shrunk(per_k: Mapping[int, tuple[float, float | None, int]]) -> dict[int, float | None]:
+    """Each k's variance of the mean, its relative variance shrunk towards
+    the median over k (weights: its own df, PRIOR_DF for the median).  Three
+    repetitions fix a variance poorly (two df): unshrunk, a k whose three
+    happen to agree takes nearly all the weight of the fit."""
+    rel = {k: v * n / (m * m) for k, (m, v, n) in per_k.items() if v is not None and m}
+    if not rel:
+        return {k: v for k, (_, v, _) in per_k.items()}
+    prior = float(np.median(list(rel.values())))
+    out = {}
+    for k, (m, v, n) in per_k.items():
+        if k not in rel:
+            out[k] = v
+            continue
+        r = ((n - 1) * rel[k] + PRIOR_DF * prior) / (n - 1 + PRIOR_DF)
+        out[k] = r * m * m / n
+    return out
 
 
-def _interp_curve(ks: Sequence[float], vs: Sequence[float], k: float | None) -> float | None:
-    """vs(k) by log-log interpolation between swept ks (all > 0)."""
-    if k is None or not ks:
+def direct_line(times: Mapping[int, float]) -> tuple[float, float] | None:
+    """direct's time per call (ns) against k: a + b k, the weighted line
+    through its headlines (weights 1 / time^2, fit.weighted_line)."""
+    ks = sorted(k for k, v in times.items() if v and v > 0)
+    if len(ks) < 2:
         return None
-    pts = [(a, b) for a, b in zip(ks, vs) if b is not None and b > 0]
-    if not pts:
+    line = fit.weighted_line(ks, [times[k] for k in ks], [1.0 / times[k] ** 2 for k in ks])
+    return line.intercept, line.slope
+
+
+def crossing_model(mech: Mapping[int, tuple[Sequence[float], float]],
+                   base: Mapping[int, tuple[Sequence[float], float]],
+                   t_direct) -> dict | None:
+    """c and g of time_mech(k) = c + (1 + g) time_direct(k) (BREAK_EVEN_RULE).
+
+    mech, base: {k: (per-repetition times in ns, resolution in ns)};
+    t_direct(k): direct's line.  Weighted least squares of the differences
+    of the means on [1, t_direct(k)], weights 1 / (var mech + var direct);
+    one repetition on either side: weights 1 / time_mech^2 and no interval."""
+    ks = sorted(k for k in mech if k in base and mech[k][0] and base[k][0])
+    if not ks:
         return None
-    if k <= pts[0][0]:
-        return pts[0][1] if k == pts[0][0] else None
-    for (k0, v0), (k1, v1) in zip(pts, pts[1:]):
-        if k0 <= k <= k1:
-            t = (math.log(k) - math.log(k0)) / (math.log(k1) - math.log(k0))
-            return math.exp(math.log(v0) + t * (math.log(v1) - math.log(v0)))
-    return None
+    stats_m = {k: _mean_var(mech[k][0], mech[k][1]) for k in ks}
+    stats_d = {k: _mean_var(base[k][0], base[k][1]) for k in ks}
+    shrunk_m, shrunk_d = _shrunk(stats_m), _shrunk(stats_d)
+    rows = []
+    for k in ks:
+        (mm, vm, nm), (md, vd, nd) = stats_m[k], stats_d[k]
+        v = df = None
+        if vm is not None and vd is not None:
+            vm, vd = shrunk_m[k], shrunk_d[k]
+            v = vm + vd
+            # Welch-Satterthwaite degrees of freedom of this difference.
+            df = v * v / (vm * vm / (nm - 1) + vd * vd / (nd - 1))
+        rows.append((k, mm - md, v, df, mm))
+    point = any(v is None for _, _, v, _, _ in rows)
+    x = np.array([t_direct(k) for k, *_ in rows], float)
+    y = np.array([d for _, d, *_ in rows], float)
+    w = np.array([1.0 / (mm * mm) if point else 1.0 / v for _, _, v, _, mm in rows], float)
+    two = len({round(t, 9) for t in x}) >= 2
+    X = np.column_stack([np.ones_like(x), x]) if two else np.ones((len(x), 1))
+    A = X.T @ (X * w[:, None])
+    beta = np.linalg.solve(A, X.T @ (w * y))
+    c, g = float(beta[0]), float(beta[1]) if two else 0.0
+    out = {"c": c, "g": g, "ks": ks, "basis": "point" if point else "interval",
+           "differences": [{"k": k, "ns": d} for k, d, *_ in rows]}
+    if point:
+        out.update(cov=None, df=None, chi2=None, tau_ns=None, spread_p=None)
+        return out
+    # The crossing's cost need not be one number: at small k it overlaps the
+    # work differently (out-of-order execution), more than the repetitions'
+    # scatter allows.  That spread between k, tau^2 (ns^2), is estimated by
+    # the method of moments (DerSimonian and Laird, Controlled Clinical
+    # Trials 1986, for a meta-regression) and added to every difference's
+    # variance: the precise small-k points then share their weight, and the
+    # noisy large-k ones still count by their own variance.
+    p = X.shape[1]
+    dof = len(rows) - p
+    resid = y - X @ beta
+    chi2 = float((w * resid * resid).sum())
+    tau2 = 0.0
+    if dof > 0 and chi2 > dof:
+        inv = np.linalg.inv(A)
+        denom = float(w.sum() - np.trace(inv @ (X.T @ (X * (w * w)[:, None]))))
+        tau2 = max(0.0, (chi2 - dof) / denom) if denom > 0 else 0.0
+    v = np.array([v for _, _, v, _, _ in rows], float) + tau2
+    w = 1.0 / v
+    A = X.T @ (X * w[:, None])
+    beta = np.linalg.solve(A, X.T @ (w * y))
+    c, g = float(beta[0]), float(beta[1]) if two else 0.0
+    cov = np.linalg.inv(A)
+    if dof > 0:
+        # Knapp and Hartung's adjustment (Statistics in Medicine 2003), in
+        # its modified form: the covariance scaled by the weighted residuals'
+        # mean square where it exceeds 1, Student t with K - p degrees of
+        # freedom.  Weights estimated from three repetitions per k make the
+        # plain interval too narrow; this one holds its level (the tests
+        # simulate it).
+        r2 = y - X @ beta
+        cov = cov * max(1.0, float((w * r2 * r2).sum()) / dof)
+        df = float(dof)
+    else:
+        df = 1.0
+    full = np.zeros((2, 2))
+    full[:p, :p] = cov
+    out.update(c=c, g=g, cov=full.tolist(), df=max(df, 1.0), chi2=chi2,
+               tau_ns=math.sqrt(tau2),
+               spread_p=fit.f_sf(chi2 / dof, dof, 1e6) if dof > 0 else None)
+    return out
 
 
-def break_even(points: Sequence[Mapping], direct_ns: Mapping[int, float],
-               threshold: float) -> dict:
-    """The work per crossing at which a mechanism's overhead falls below
-    threshold (see BREAK_EVEN_RULE).  points: the curve's points with
-    "k" and "ratio" (a quantity, or None)."""
-    pts = [p for p in points if p["k"] > 0 and p.get("ratio") and p["ratio"]["value"]]
-    ks = [p["k"] for p in pts]
-    point = [p["ratio"]["value"] - 1.0 for p in pts]
-    have_iv = bool(pts) and all(p["ratio"]["interval"] for p in pts)
-    low = [p["ratio"]["interval"][0] - 1.0 for p in pts] if have_iv else None
-    high = [p["ratio"]["interval"][1] - 1.0 for p in pts] if have_iv else None
-    swept = crossing(ks, high if have_iv else point, threshold)
-    est = crossing(ks, point, threshold)
-    band = [crossing(ks, low, threshold), crossing(ks, high, threshold)] if have_iv else None
-    dks = sorted(k for k in direct_ns if k > 0)
-    dvs = [direct_ns[k] for k in dks]
+def _overhead_bounds(model: Mapping, t, q: float | None):
+    """overhead at direct's time t (a number or an array): estimate, lower
+    and upper 95% bound (q: the t quantile of the model's df)."""
+    t = np.asarray(t, float)
+    o = model["c"] / t + model["g"]
+    if model.get("cov") is None or q is None:
+        return o, o, o
+    (vc, cg), (_, vg) = model["cov"]
+    se = np.sqrt(np.maximum(vc / (t * t) + 2 * cg / t + vg, 0.0))
+    return o, o - q * se, o + q * se
 
-    def work(c: Mapping | None) -> float | None:
-        if c is None or c["k"] is None:
-            return None
-        return _interp_curve(dks, dvs, c["k"])
 
-    return {
-        "threshold": threshold,
-        "basis": "interval" if have_iv else "point",
-        "swept_k": ks[swept["index"]] if swept["index"] is not None else None,
-        "swept_bound": swept["bound"],
-        "k": est["k"], "bound": est["bound"],
-        "band": [band[0]["k"], band[1]["k"]] if band else None,
-        "band_bounds": [band[0]["bound"], band[1]["bound"]] if band else None,
-        "work_ns": work(est),
-        "work_band_ns": [work(band[0]), work(band[1])] if band else None,
-        "largest_k": ks[-1] if ks else None,
-    }
+# The band's search runs up to this many times direct's time at the
+# largest k swept (k* far past the sweep is reported as beyond it anyway).
+_SEARCH = 1e6
+
+
+def _crossing_t(f, t0: float, t1: float, threshold: float) -> float | None:
+    """The smallest t in [t0, t1] from which f(t) <= threshold on (f falls
+    with t, as c / t does): a log grid, then bisection.  t0 when f(t0) is
+    already at or below; None when f(t1) is still above."""
+    if f(t0) <= threshold:
+        return t0
+    if f(t1) > threshold:
+        return None
+    grid = np.geomspace(t0, t1, 600)
+    above = np.nonzero(f(grid) > threshold)[0]
+    i = int(above[-1])
+    lo, hi = float(grid[i]), float(grid[i + 1])
+    for _ in range(40):
+        mid = math.sqrt(lo * hi)
+        if f(mid) > threshold:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def break_even(model: Mapping | None, line: tuple[float, float] | None, threshold: float,
+               ks: Sequence[int]) -> dict:
+    """k* and its band for one threshold (BREAK_EVEN_RULE)."""
+    out = {"threshold": threshold, "k": None, "bound": "not reached", "band": None,
+           "band_bounds": None, "work_ns": None, "work_band_ns": None,
+           "basis": model["basis"] if model else None,
+           "largest_k": max(ks) if ks else None}
+    if model is None or line is None or line[1] <= 0:
+        out["bound"] = "no model"
+        return out
+    a, b = line
+    t0 = max(a, 1e-9)
+    t1 = (a + b * max(ks)) * _SEARCH
+
+    def k_of(t: float | None) -> tuple[float | None, str]:
+        if t is None:
+            return None, "not reached"
+        k = max((t - a) / b, 0.0)
+        if k <= 0:
+            return 0.0, "any"
+        return k, ("beyond the sweep" if k > max(ks) else "=")
+
+    q = (stats.t_quantile(1.0 - (1.0 - stats.CI_LEVEL) / 2.0, model["df"])
+         if model.get("cov") is not None else None)
+    est = _crossing_t(lambda t: _overhead_bounds(model, t, q)[0], t0, t1, threshold)
+    out["k"], out["bound"] = k_of(est)
+    out["work_ns"] = est if est is not None and out["k"] else (a if out["k"] == 0 else None)
+    if model.get("cov") is not None:
+        lo_t = _crossing_t(lambda t: _overhead_bounds(model, t, q)[1], t0, t1, threshold)
+        hi_t = _crossing_t(lambda t: _overhead_bounds(model, t, q)[2], t0, t1, threshold)
+        (klo, blo), (khi, bhi) = k_of(lo_t), k_of(hi_t)
+        out["band"], out["band_bounds"] = [klo, khi], [blo, bhi]
+        out["work_band_ns"] = [lo_t, hi_t]
+    return out
+
+
+def non_monotone(points: Sequence[Mapping]) -> list[int]:
+    """The k > 0 whose ratio interval lies wholly above the interval of the
+    k swept before it: the overhead rose with more work."""
+    out, prev = [], None
+    for p in sorted(points, key=lambda p: p["k"]):
+        r = p.get("ratio")
+        if p["k"] <= 0 or not r or not r.get("interval"):
+            prev = None
+            continue
+        lo, hi = r["interval"]
+        if prev is not None and lo > prev:
+            out.append(p["k"])
+        prev = hi
+    return out
+
+
+def _rep_values(e: Mapping) -> tuple[list[float], float]:
+    """An entry's per-repetition headline values and resolution, in ns."""
+    f = e.get("to_ns")
+    h = e["headline"]
+    if f is None:
+        return [], 0.0
+    return [v * f for v in h.get("values") or [] if v is not None], (h.get("resolution") or 0) * f
 
 
 def worksweep(data: RunData, doc: Mapping) -> dict | None:
@@ -147,6 +294,8 @@ def worksweep(data: RunData, doc: Mapping) -> dict | None:
     direct = next((pts for (m, _), pts in curves.items() if m == BASELINE), {})
     direct_ns = {k: e["headline"]["ns"] for k, e in direct.items()
                  if e["headline"].get("ns") is not None}
+    line = direct_line(direct_ns)
+    base = {k: _rep_values(e) for k, e in direct.items()}
     out = []
     for (mech, place), pts in sorted(curves.items(), key=lambda kv: (kv[0][0] != BASELINE, kv[0])):
         points = []
@@ -158,13 +307,38 @@ def worksweep(data: RunData, doc: Mapping) -> dict | None:
                              e["headline"]["reps"], "x") if r else None
             points.append({"k": k, "time": time_of(e, "ns"), "ratio": ratio,
                            "ns_per_iteration": middle(outputs(e, "ns_per_iteration"))})
-        be = ([break_even(points, direct_ns, t) for t in THRESHOLDS]
-              if mech != BASELINE else [])
-        out.append({"mechanism": mech, "placement": place, "points": points, "break_even": be})
+        model, be, flags = None, [], []
+        if mech != BASELINE and line is not None:
+            model = crossing_model({k: _rep_values(e) for k, e in pts.items()}, base,
+                                   lambda k: line[0] + line[1] * k)
+            be = [break_even(model, line, t, sorted(pts)) for t in THRESHOLDS]
+            flags = non_monotone(points)
+        out.append({"mechanism": mech, "placement": place, "points": points,
+                    "model": _model_record(model), "break_even": be, "non_monotone": flags})
     return {"thresholds": list(THRESHOLDS), "rule": BREAK_EVEN_RULE,
             "ks": sorted({k for pts in curves.values() for k in pts}),
+            "direct_line": ({"a_ns": line[0], "b_ns_per_k": line[1]} if line else None),
             "curves": out, "not_ok": not_ok(doc, "worksweep"),
             "baseline": "direct at the same k (same seeds, same checked values)"}
+
+
+def _model_record(model: Mapping | None) -> dict | None:
+    """c and g as quantities (ns, fraction) with their 95% intervals."""
+    if model is None:
+        return None
+    q = stats.t_quantile(1.0 - (1.0 - stats.CI_LEVEL) / 2.0, model["df"]) \
+        if model.get("cov") is not None else None
+
+    def one(v: float, var: float | None, unit: str) -> dict:
+        iv = [v - q * math.sqrt(var), v + q * math.sqrt(var)] if q is not None else None
+        return quantity(v, iv, "repetitions" if iv else None, 0, unit)
+
+    cov = model.get("cov")
+    return {"c": one(model["c"], cov[0][0] if cov else None, "ns"),
+            "g": one(model["g"], cov[1][1] if cov else None, "x"),
+            "basis": model["basis"], "df": model.get("df"), "tau_ns": model.get("tau_ns"),
+            "spread_p": model.get("spread_p"), "ks": model["ks"],
+            "differences": model["differences"]}
 
 
 # ---- the Morello tables: out and in, per mechanism ----

@@ -20,57 +20,101 @@ def _pub_ref(p: Mapping) -> str:
 
 # ---- lwc-create ----
 
+def _seg_label(sg: Mapping) -> str:
+    return f"{num(sg['from'])}..{num(sg['to'])}"
+
+
+def _linear_text(f: Mapping) -> str:
+    lin = f.get("linearity") or {}
+    if lin.get("p") is None:
+        return "untested"
+    return ("NO" if f.get("bad_fit") else "not rejected") + f" (p={lin['p']:.2g})"
+
+
 def create_blocks(s: Mapping) -> list[Block]:
     cows = {c["heap_mib"]: c for c in s["cow_fault"]}
-    heads = ("heap", "variant", "intercept us [95%]", "us per dirty page [95%]",
-             "COW fault us/page [95%]", "slope / COW [95%]", f"target <= {s['target']:g}",
-             "faults >= D")
-    rows, methods = [], set()
+    segs = list(dict.fromkeys(_seg_label(sg) for f in s["fits"] for sg in f.get("segments") or ()))
+    heads = ("heap", "variant", "fixed cost us (D=0) [95%]",
+             *(f"us/page {x} [95%]" for x in segs), "one line?", "faults >= D")
+    rows, methods, lines = [], set(), []
     for f in s["fits"]:
-        if f["variant"] not in ("lwc", "fork"):
-            continue
         methods.add(f["method"])
-        cow = cows.get(f["heap_mib"]) or {}
-        rows.append([f"{f['heap_mib']} MiB", f["variant"], q_text(f["intercept"]),
-                     q_text(f["slope"]), q_text(cow.get("per_page")), r_text(f["over_cow"]),
-                     f["verdict"] or "-", "yes" if f["faults_proved"] else "NO"])
+        by = {_seg_label(sg): sg for sg in f.get("segments") or ()}
+        rows.append([f"{f['heap_mib']} MiB", f["variant"], q_text(f.get("fixed")),
+                     *(q_text((by.get(x) or {}).get("slope")) for x in segs),
+                     _linear_text(f), "yes" if f["faults_proved"] else "NO"])
+        if f.get("bad_fit"):
+            lines.append(f"BAD FIT {f['variant']} {f['heap_mib']} MiB: {f['why']}")
     pub = {p["id"]: p for p in s["published"]}
     if "lwc-create" in pub:
         a, b = pub["lwc-create"], pub.get("lwc-create-per-dirty-page")
-        rows.append(["-", f"{PUBLISHED} lwC", num(a["value"]), num(b["value"]) if b else "-",
-                     "-", "-", "-", "-"])
+        rows.append(["-", f"{PUBLISHED} lwC", num(a["value"]),
+                     *((num(b["value"]) + " (one line)" if b else "-") for _ in segs), "-", "-"])
+    ds = sorted({p["dirty_pages"] for f in s["fits"] for p in f["points"]})
+    lin_methods = sorted({(f.get("linearity") or {}).get("method") for f in s["fits"]} - {None})
     notes = ["create, first switch, the context writes D pages (4 KiB, MADV_NOHUGEPAGE), "
-             "destroy; the line is fitted through the medians at D in "
-             + ", ".join(num(d) for d in sorted({p["dirty_pages"] for f in s["fits"]
-                                                 for p in f["points"]})),
+             "destroy, at D in " + ", ".join(num(d) for d in ds),
+             "fixed cost: the D=0 point as measured (geometric mean over repetitions), not a "
+             "line's intercept",
+             "us/page a..b: the cost per dirty page on that segment, the weighted least-squares "
+             "line (weights 1/y^2) through each repetition's medians at a <= D <= b",
              "intervals: " + "; ".join(sorted(m for m in methods if m)),
-             "COW fault: the kernel's own copy-on-write fault, timed page by page in a forked "
-             "child of the same run; slope / COW: the lwc's cost per dirty page over it, paired "
-             "by repetition",
+             f"one line?: whether one line describes every D; NO when p < {s['bad_fit_p']:g} "
+             "(then no single cost per page exists: read the segments); "
+             + "; ".join(lin_methods),
+             *lines,
              f"THP: {', '.join(s['thp']) or '-'} (advice: {', '.join(s['thp_advice']) or '-'})",
              INTERVAL_NOTE]
     if "lwc-create" in pub:
         notes.append(f"{PUBLISHED}: {_pub_ref(pub['lwc-create'])}; other hardware, other OS "
-                     "(the in-kernel lwC), heap not stated")
-    blocks = [Block("lwc-create: create + switch + destroy = intercept + slope x dirty pages "
-                    "(least squares)", heads, rows, set(heads[2:6]), notes)]
-    base_rows = []
+                     "(the in-kernel lwC), heap not stated; one line over every D")
+    blocks = [Block("lwc-create: create + switch + destroy: the fixed cost and the cost per "
+                    "dirty page by segment", heads, rows, set(heads[2:-2]), notes)]
+
+    cheads = ("heap", "variant", "dirty pages", "us/page [95%]", "COW fault us/page [95%]",
+              "/ COW [95%]", f"target <= {s['target']:g}")
+    crows = []
     for f in s["fits"]:
-        if f["variant"] in ("lwc", "fork"):
+        if f["variant"] not in ("lwc", "fork"):
             continue
-        base_rows.append([f"{f['heap_mib']} MiB", f["variant"], q_text(f["intercept"]),
-                          q_text(f["slope"]), "in-process rollback: D pages written, then put "
-                          "back"])
+        cow = cows.get(f["heap_mib"]) or {}
+        for sg in f.get("segments") or ():
+            crows.append([f"{f['heap_mib']} MiB", f["variant"], _seg_label(sg),
+                          q_text(sg.get("slope")), q_text(cow.get("per_page")),
+                          r_text(sg.get("over_cow")), sg.get("verdict") or "-"])
+        rng = f.get("cow_range")
+        if rng:
+            crows.append([f"{f['heap_mib']} MiB", f["variant"],
+                          f"{num(rng[0])}..{num(rng[1])} (COW's)",
+                          q_text(f.get("per_page_cow_range")), q_text(cow.get("per_page")),
+                          r_text(f["over_cow"]),
+                          ("VERDICT: " + f["verdict"]) if f.get("verdict") else "-"])
+    if "lwc-create-per-dirty-page" in pub:
+        crows.append(["-", f"{PUBLISHED} lwC", "one line", num(pub["lwc-create-per-dirty-page"]
+                                                               ["value"]), "-", "-", "-"])
+    cow_pages = sorted({c["pages"] for c in s["cow_fault"] if c.get("pages")})
+    blocks.append(Block(
+        f"lwc-create: cost per dirty page against the kernel's copy-on-write fault (target: "
+        f"lwc within {s['target']:g}x)", cheads, crows, set(cheads[3:6]),
+        ["COW fault: the kernel's own copy-on-write fault, timed page by page in a forked "
+         "child of the same run (median per page) over "
+         + (", ".join(num(p) for p in cow_pages) or "-") + " fresh pages",
+         "/ COW: the cost per page over it, paired by repetition; the VERDICT row is about the "
+         "same fresh writes as the COW child's: (y(b) - y(a)) / (b - a) from the smallest D to "
+         "the largest D at most the COW's pages; the segment rows show where the cost lies",
+         "within: the whole interval at or below the target; beyond: all of it above; "
+         "unresolved: it spans the target"]))
+
+    base_rows = []
     for f in s["fixed"]:
         what = {"vfork": "vfork + _exit + wait", "posix_spawn": "posix_spawn(/bin/true) + wait",
                 "pthread": "pthread_create + join"}.get(f["variant"], f["variant"])
-        base_rows.append([f"{f['heap_mib']} MiB", f["variant"], q_text(f["time"]), "-", what])
+        base_rows.append([f"{f['heap_mib']} MiB", f["variant"], q_text(f["time"]), what])
     base_rows.sort(key=lambda r: (int(r[0].split()[0]), r[1]))
-    blocks.append(Block("lwc-create: the baselines, per heap [us]",
-                        ("heap", "variant", "D=0 or each [95%]", "us per dirty page [95%]",
-                         "what"), base_rows, {"D=0 or each [95%]", "us per dirty page [95%]"},
-                        not_ok_notes(s)))
-    ds = sorted({p["dirty_pages"] for f in s["fits"] for p in f["points"]})
+    blocks.append(Block("lwc-create: the baselines, per heap [us] (soft-dirty and uffd-wp, "
+                        "in-process rollbacks, are in the first table)",
+                        ("heap", "variant", "each [95%]", "what"), base_rows,
+                        {"each [95%]"}, not_ok_notes(s)))
     series = [f for f in s["fits"] if f["variant"] in ("lwc", "fork")]
     if ds and series:
         heads3 = ("dirty pages", *(f"{f['variant']} {f['heap_mib']} MiB" for f in series))
@@ -89,6 +133,22 @@ def create_text(s: Mapping, doc: Mapping) -> str:
 
 def create_md(s: Mapping, doc: Mapping) -> str:
     return markdown_of("lwC creation (lwc-create)", create_blocks(s))
+
+
+def _segment_path(f: Mapping) -> list[tuple[float, float]]:
+    """The fixed cost at D=0, then each segment's cost per page in turn:
+    the piecewise line the table states (positive points only, log scale)."""
+    y = (f.get("fixed") or {}).get("value")
+    if y is None:
+        return []
+    path = [(0.0, y)]
+    for sg in f.get("segments") or ():
+        slope = (sg.get("slope") or {}).get("value")
+        if slope is None:
+            break
+        y += slope * (sg["to"] - sg["from"])
+        path.append((float(sg["to"]), y))
+    return [(x, v) for x, v in path if v > 0]
 
 
 def create_plots(s: Mapping, doc: Mapping) -> list:
@@ -111,12 +171,11 @@ def create_plots(s: Mapping, doc: Mapping) -> list:
         ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o" if lwc else "s", ms=4 if lwc else 3,
                     color=c, mfc=c if lwc else "none", capsize=2, lw=0,
                     elinewidth=1, label=f"{f['variant']}, heap {f['heap_mib']} MiB")
-        a, b = (f["intercept"] or {}).get("value"), (f["slope"] or {}).get("value")
-        if a is not None and b is not None:
-            fx = [x for x in (0, *sorted(set(xs))) if a + b * x > 0]
-            ax.plot(fx, [a + b * x for x in fx], "-" if lwc else "--", color=c, lw=1.2,
-                    label=f"fit: {num(a)} us + {num(b)} us/page ({f['variant']}, "
-                          f"{f['heap_mib']} MiB)")
+        path = _segment_path(f)
+        if path:
+            ax.plot([x for x, _ in path], [y for _, y in path], "-" if lwc else "--", color=c,
+                    lw=1.2, label=f"fixed cost {num(f['fixed']['value'])} us, then the segments' "
+                                  f"cost per page ({f['variant']}, {f['heap_mib']} MiB)")
     pub = {p["id"]: p for p in s["published"]}
     if "lwc-create" in pub and "lwc-create-per-dirty-page" in pub:
         a, b = pub["lwc-create"]["value"], pub["lwc-create-per-dirty-page"]["value"]
@@ -130,7 +189,7 @@ def create_plots(s: Mapping, doc: Mapping) -> list:
     ax.set_ylabel("create + switch + destroy [us], log scale")
     ax.legend(fontsize=7, loc="upper left")
     ax.set_title(f"{title} (run {doc['run']['run_id']}): median per point with its 95% "
-                 "interval, least-squares line per heap", fontsize=10)
+                 "interval; fixed cost and cost per page by segment", fontsize=10)
     fig.tight_layout()
     return [plots.Plot("lwc-create", title, fig, "", (
         "One line per resident heap: the lwc (filled, solid fit) and fork (hollow, dashed fit) "

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from . import table
+from ..analysis import tails
 
 # One colour per mode in every panel, whichever modes a panel has.
 COLOURS = {"shared": "#1f77b4", "fork": "#ff7f0e", "rollback": "#2ca02c"}
@@ -23,14 +24,50 @@ def _num(v, digits: int = 0) -> str:
     return f"{v:,.{digits}f}"
 
 
+def _tail(t: Mapping | None, bound: bool) -> str:
+    """A latency quantile: value [interval], or `max V (n=N)` where the
+    requests do not carry it; '>= ' where failed repetitions make it a lower
+    bound."""
+    if not t or t.get("value") is None:
+        return "-"
+    pre = ">= " if bound else ""
+    if t.get("max"):
+        return f"{pre}max {_num(t['value'], 1)} (n={t['n']:,})"
+    iv = t.get("interval")
+    return pre + _num(t["value"], 1) + (f" [{_num(iv[0], 1)}..{_num(iv[1], 1)}]" if iv else "")
+
+
 def _cells(r: Mapping, key: str) -> list[str]:
     iv = ("-" if r.get("throughput_lo") is None
           else f"{_num(r['throughput_lo'])}..{_num(r['throughput_hi'])}")
-    return [str(r.get("server")), str(r.get(key)), _num(r.get("throughput_rps")), iv,
-            _num(r.get("latency_p50_us"), 1), _num(r.get("latency_p99_us"), 1),
-            _num(r.get("latency_p999_us"), 1), _num(r.get("client_busy"), 2),
+    bound = bool(r.get("bound"))
+    lat = r.get("latency") or {}
+    reps = str(r.get("reps")) + (f" ({r['failed_reps']} failed)" if r.get("failed_reps") else "")
+    return [str(r.get("server")), str(r.get(key)),
+            ("<= " if bound else "") + _num(r.get("throughput_rps")), iv,
+            _tail(lat.get("p50"), bound), _tail(lat.get("p99"), bound),
+            _tail(lat.get("p999"), bound), _num(r.get("client_busy"), 2),
             _num(r.get("server_busy"), 2), _num(r.get("server_processes")),
-            str(r.get("saturated")), str(r.get("reps"))]
+            str(r.get("saturated")), reps]
+
+
+def _rows(section: Mapping) -> list[Mapping]:
+    return [r for v in section.get("serve") or [] for r in v["rows"]] + list(
+        section.get("conns") or [])
+
+
+def _notes(section: Mapping) -> list[str]:
+    out = ["latency [us]: isob loadgen's quantile over every request of a repetition, the median "
+           "over repetitions; [a..b]: the envelope of the repetitions' order-statistic 95% "
+           f"intervals; p99 and p99.9 only where n(1 - q) >= {tails.MIN_TAIL} requests lie beyond "
+           f"them (p99: {tails.needed(0.99):,}, p99.9: {tails.needed(0.999):,} requests), else "
+           "`max (n=...)`: the largest latency of n requests, not a quantile"]
+    for r in _rows(section):
+        if r.get("bound"):
+            key = "session" if "session" in r else "conns"
+            out.append(f"BOUND {r['server']} {'L' if key == 'session' else 'C'}={r.get(key)}: "
+                       f"{r['bound']['why']} ('<=', '>=')")
+    return out
 
 
 def _tables(section: Mapping) -> list[tuple[str, str, list[list[str]]]]:
@@ -76,7 +113,8 @@ def text(section: Mapping, doc: Mapping) -> str:
                   "  ".join(h.rjust(w) for h, w in zip(head, widths)),
                   "  ".join("-" * w for w in widths)]
         lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
-    lines += ["", _saturation_line(section), "threat model: " + section["threat_model"]]
+    lines += ["", *_notes(section), _saturation_line(section),
+              "threat model: " + section["threat_model"]]
     lines += _failed_lines(section)
     return "\n".join(lines).lstrip("\n")
 
@@ -86,7 +124,8 @@ def markdown(section: Mapping, doc: Mapping) -> str:
     for title, key, rows in _tables(section):
         head = [h.format(key=key) for h in HEAD]
         out += [f"**{title}**", "", table.md_table(head, rows), ""]
-    out += [_saturation_line(section), "", "Threat model: " + section["threat_model"], ""]
+    out += [*(f"- {n}" for n in _notes(section)), "", _saturation_line(section), "",
+            "Threat model: " + section["threat_model"], ""]
     out += [f"- {line}" for line in _failed_lines(section)]
     return "\n".join(out)
 

@@ -110,10 +110,18 @@ def _k_label(k: int) -> str:
 
 def _be_k(k, bound: str | None) -> str:
     if bound == "not reached":
-        return "not within the sweep"
+        return "not reached"
+    if bound == "no model":
+        return "-"
+    if bound == "any":
+        return "0"
     if k is None:
         return "-"
-    return ("<= " if bound == "<=" else "") + num(k)
+    return num(k) + (" (beyond the sweep)" if bound == "beyond the sweep" else "")
+
+
+def _band(lo, hi) -> str:
+    return f" [{lo}..{hi}]"
 
 
 def worksweep_blocks(s: Mapping) -> list[Block]:
@@ -128,30 +136,49 @@ def worksweep_blocks(s: Mapping) -> list[Block]:
                         for k in ks)])
         if c["break_even"] or c["mechanism"] != "direct":
             ratios.append([c["mechanism"], c["placement"],
-                           *(r_text(by_k[k]["ratio"]) if k in by_k else "-" for k in ks)])
+                           *(r_text(by_k[k]["ratio"]) + (" ^" if k in c.get("non_monotone", ())
+                                                         else "")
+                             if k in by_k else "-" for k in ks)])
     be_rows = []
     for c in s["curves"]:
+        m = c.get("model") or {}
         for b in c["break_even"]:
             band = b.get("band")
             bb = b.get("band_bounds") or [None, None]
             wb = b.get("work_band_ns")
+            flags = [f"non-monotone at k={', '.join(_k_label(k) for k in c['non_monotone'])}"] \
+                if c.get("non_monotone") else []
             be_rows.append([
                 c["mechanism"], c["placement"], f"{b['threshold']:.0%}",
-                _be_k(b["swept_k"], b["swept_bound"]),
-                _be_k(b["k"], b["bound"]) + (f" [{_be_k(band[0], bb[0])}..{_be_k(band[1], bb[1])}]"
-                                             if band else ""),
-                num(b["work_ns"]) + (f" [{num(wb[0])}..{num(wb[1])}]" if wb else ""),
-                b["basis"]])
+                _be_k(b["k"], b["bound"]) + (_band(_be_k(band[0], bb[0]), _be_k(band[1], bb[1]))
+                                             if band and b["k"] is not None else ""),
+                num(b["work_ns"]) + (_band(num(wb[0]), num(wb[1]) if wb[1] is not None
+                                           else "-") if wb and b["k"] is not None else ""),
+                q_text(m.get("c")), q_text(m.get("g"), lambda v: f"{v:+.2%}"),
+                "; ".join(flags + ([b["basis"]] if b["basis"] == "point" else [])) or "-"])
+    line = s.get("direct_line") or {}
+    notes = [f"rule: {s['rule']}"]
+    if line:
+        notes.append(f"direct's line: {num(line['a_ns'])} ns + {num(line['b_ns_per_k'])} ns x k")
+    spread = [f"{c['mechanism']} {c['placement']}: {num(c['model']['tau_ns'])} ns"
+              for c in s["curves"] if (c.get("model") or {}).get("tau_ns")]
+    if spread:
+        notes.append("spread of c between k (tau, in every interval): " + "; ".join(spread))
+    if any(c.get("non_monotone") for c in s["curves"]):
+        notes.append("^ in the ratio table: non-monotone, the ratio's interval lies wholly above "
+                     "that of the k before it (flagged; it counts in the fit by its variance)")
     blocks = [
         Block("worksweep: time per call [ns] against the work per crossing k (iterations of the "
               "kernel inside)", heads, times, right),
         Block("worksweep: ratio to direct at the same k [95% interval]; overhead = ratio - 1",
               heads, ratios, right, [INTERVAL_NOTE]),
-        Block("worksweep: break-even work per crossing (overhead at most 5% and 1%)",
-              ("mechanism", "placement", "overhead", "smallest swept k below",
-               "interpolated k [band]", "direct's work ns [band]", "basis"), be_rows,
-              {"smallest swept k below", "interpolated k [band]", "direct's work ns [band]"},
-              [f"rule: {s['rule']}"] + not_ok_notes(s)),
+        Block("worksweep: break-even work per crossing (overhead at most 5% and 1%), from the "
+              "fixed cost c fitted over every k",
+              ("mechanism", "placement", "overhead", "k* [95%]", "direct's work ns [95%]",
+               "fixed cost c ns [95%]", "work slower inside g [95%]", "flags"), be_rows,
+              {"k* [95%]", "direct's work ns [95%]", "fixed cost c ns [95%]",
+               "work slower inside g [95%]"},
+              notes + not_ok_notes(s)),
     ]
     return blocks
 
