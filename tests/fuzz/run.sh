@@ -52,7 +52,7 @@ H
   "$ROOT/src/serve/proto.c" "$ROOT/src/serve/exec.c" "$ROOT/src/serve/conn.c" \
   "$ROOT/src/serve/http.c" \
   "$ROOT/src/mechanisms/direct.c" "$ROOT/src/mechanisms/common.c" \
-  "$ROOT/src/mechanisms/server_close.c" \
+  "$ROOT/src/mechanisms/server_close.c" "$ROOT/src/osprobe/tracer.c" \
   "$ROOT/src/harness/pin.c" "$ROOT/src/trusted/trusted.c" "$ROOT/src/trusted/work.c" \
   "$ROOT/src/mechanisms/host.c" \
   -o "$OUT/fuzz_proto"
