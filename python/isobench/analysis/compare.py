@@ -565,7 +565,7 @@ def document(a: Mapping, b: Mapping, result: dict) -> dict:
 
 # The table shows the Holm-adjusted p, the one the verdict reads; --json
 # has the unadjusted p, t and df of every row beside it.
-# One table per benchmark, titled with it.
+# One table per benchmark and basis, titled with them.
 HEADERS = ("mechanism", "placement", "size", "A", "B", "B/A [95% CI]", "Holm p", "verdict")
 RIGHT = {"size", "A", "B", "B/A [95% CI]", "Holm p"}
 
@@ -605,8 +605,7 @@ def verdict_text(r: Row, interval: bool = True) -> str:
 
 def _row_cells(r: Row) -> list[str]:
     p = r.a["params"]
-    label = table.config_label(r.a) + (" (absolute)" if r.basis == ABSOLUTE else "")
-    return [label, str(p.get("placement", "-")), table.size_text(p),
+    return [table.config_label(r.a), str(p.get("placement", "-")), table.size_text(p),
             _value(r, r.a_value), _value(r, r.b_value), ratio_text(r), _fmt_p(r.p_holm),
             verdict_text(r, interval=False)]
 
@@ -655,8 +654,8 @@ def render(rows: Sequence[Row], doc: dict) -> str:
     out = [w(f"A: run {a['run_id']} in {a['db']} ({_machine_text(a)})"),
            w(f"B: run {b['run_id']} in {b['db']} ({_machine_text(b)})"),
            w("B/A: for mechanisms, (B / B's direct) / (A / A's direct): what isolation costs "
-             "on B relative to A; A and B are each run's ratio to its own direct. For direct "
-             "and rows marked (absolute), B / A. The 95% interval and p: Welch's t on the "
+             "on B relative to A; A and B are each run's ratio to its own direct. In the "
+             "absolute tables (direct, results without a baseline), B / A. The 95% interval and p: Welch's t on the "
              "logs of the repetitions (Welch-Satterthwaite df); Holm p: that p, Holm-adjusted. A row is 'slower' or "
              f"'faster' with at least {c['min_reps']} repetitions in every group, a "
              f"{c['method']}-adjusted p below {c['alpha']:.2g} over the rows of this compare, "
@@ -665,12 +664,14 @@ def render(rows: Sequence[Row], doc: dict) -> str:
         out.append(w(f"warning: {text}"))
     if doc["differences"] or doc["warnings"]:
         out.append("")
-    benches: dict[str, list[Row]] = {}
-    for r in rows:
-        benches.setdefault(r.a["benchmark"], []).append(r)
-    for bench, members in benches.items():
-        out += [f"{bench}:", table.render_fit(HEADERS, [_row_cells(r) for r in members], RIGHT,
-                                              flex=0), ""]
+    tables: dict[tuple, list[Row]] = {}
+    for r in sorted(rows, key=lambda r: r.basis == ABSOLUTE):
+        tables.setdefault((r.a["benchmark"], r.basis), []).append(r)
+    for (bench, basis), members in tables.items():
+        title = (f"{bench}, each run normalized to its own direct:" if basis == NORMALIZED else
+                 f"{bench}, absolute (B / A):")
+        out += [title, table.render_fit(HEADERS, [_row_cells(r) for r in members], RIGHT,
+                                        flex=0), ""]
     if not rows:
         out += ["(no results in common)", ""]
     if rows:
