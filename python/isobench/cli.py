@@ -529,12 +529,12 @@ def _add_compare(sub) -> None:
                     "at the same payload;\ncross-cpu results are normalized by direct's "
                     "same-cpu result.  Each ratio has a\n95% interval and a p from one "
                     "Welch t on the logs of the repetitions.  A row\nsays 'slower' or "
-                    f"'faster' only with >= {compare.MIN_REPS_FOR_VERDICT} repetitions a side "
-                    "(else 'inconclusive'), a\nHolm-adjusted p < 0.05 over the rows, and B/A "
-                    "outside the noise band.\nResults without a baseline (direct itself, "
-                    "pingpong) compare in absolute terms\nwithin one machine; across machines "
-                    "only with --absolute.  Averages are\ngeometric means with their "
-                    "interval within one placement, payload and phase.",
+                    f"'faster' only with >= {compare.MIN_REPS_FOR_VERDICT} repetitions a side\n"
+                    "(else 'inconclusive'), a Holm-adjusted p < 0.05 over the rows, and B/A "
+                    "outside\nthe noise band.  Results without a baseline (direct itself, "
+                    "pingpong) compare in\nabsolute terms within one machine; across machines "
+                    "only with --absolute.\nAverages are geometric means with their "
+                    "interval within one placement, payload\nand phase.",
         epilog="examples:\n  isobench compare 3 4\n"
                "  isobench compare 3 4 --noise-band 5\n"
                "  isobench compare 1 1 --db laptop.sqlite --db-b server.sqlite\n"

@@ -364,7 +364,8 @@ def test_the_ratio_of_ratios_is_one_welch_test_over_four_groups(seed):
     assert row.p_holm == pytest.approx(row.test.p)
     excludes = not row.interval.contains(1.0)
     assert (row.test.p < 0.05) == excludes
-    assert (row.verdict["word"] in compare.DIFFERS) == (excludes and abs(row.ratio - 1) > 0.021)
+    outside = not 1 / 1.02 <= row.ratio <= 1.02
+    assert (row.verdict["word"] in compare.DIFFERS) == (excludes and outside)
 
 
 def test_exact_directs_reduce_to_scipys_two_sample_test():
@@ -533,9 +534,11 @@ def test_the_geometric_mean_has_an_interval_with_a_shared_direct_counted_once():
 
 # ---- simulation: the error rates of compare's own verdicts ----
 
-def simulate(n, sigma, compares, effect=1.0, band=compare.NOISE_BAND, rows=10, seed=1):
+def simulate(n, sigma, compares, effect=1.0, band=compare.NOISE_BAND, rows=10, seed=1,
+             sigma_direct=None):
     """Pairs of runs with one direct and `rows` mechanisms each, every
-    configuration's repetitions lognormal with log-sd sigma; in B the first
+    configuration's repetitions lognormal with log-sd sigma (direct's
+    sigma_direct, if given); in B the first
     mechanism costs `effect` times more.  Returns the fraction of compares
     with a false "slower"/"faster" (in any row but the first, or in any row
     when effect is 1: the family-wise error), the same from unadjusted
@@ -547,10 +550,11 @@ def simulate(n, sigma, compares, effect=1.0, band=compare.NOISE_BAND, rows=10, s
     centres = [100.0 * (1.2 + 0.4 * i) for i in range(rows)]
     out = dict.fromkeys(("false", "raw", "row_p", "found", "cover"), 0)
     for _ in range(compares):
-        a = synthetic(1, lognormal(rng, 100, sigma, n),
+        sd = sigma if sigma_direct is None else sigma_direct
+        a = synthetic(1, lognormal(rng, 100, sd, n),
                       {f"m{i}": lognormal(rng, c, sigma, n) for i, c in enumerate(centres)},
                       "bench1")
-        b = synthetic(2, lognormal(rng, 100, sigma, n),
+        b = synthetic(2, lognormal(rng, 100, sd, n),
                       {f"m{i}": lognormal(rng, c * (effect if i == 0 else 1.0), sigma, n)
                        for i, c in enumerate(centres)}, "bench2")
         res = compare.compare(a, b, noise_band=band)
@@ -579,6 +583,11 @@ def test_identical_runs_give_a_false_difference_in_at_most_one_compare_in_fiftee
     assert sim["raw"] >= 0.15
     assert 0.03 <= sim["row_p"] <= 0.07
     assert 0.92 <= sim["cover"] <= 0.98
+    # A direct five times noisier than the mechanisms: its uncertainty is in
+    # every row's test, so the rows still err one time in twenty (a test
+    # that took each direct as exact erred in six rows of ten).
+    noisy = simulate(n=5, sigma=0.03, sigma_direct=0.15, compares=300, band=0.0, seed=3)
+    assert 0.02 <= noisy["row_p"] <= 0.08 and noisy["false"] <= 0.07
     # Three repetitions: never a verdict, though intervals exclude 1 as often.
     sim3 = simulate(n=3, sigma=0.05, compares=200, band=0.0)
     assert sim3["false"] == 0 and sim3["raw"] >= 0.1

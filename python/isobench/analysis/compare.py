@@ -495,7 +495,7 @@ def correction(rows: Sequence[Row], noise_band: float = NOISE_BAND) -> dict:
     family), how many differ after the correction and beyond the band."""
     words = [r.verdict["word"] for r in rows]
     short = sorted({r.reps for r in rows if r.test is not None and r.reps < MIN_REPS_FOR_VERDICT})
-    return {"method": CORRECTION, "alpha": stats.ALPHA, "noise_band": noise_band,
+    return {"method": CORRECTION, "alpha": round(stats.ALPHA, 12), "noise_band": noise_band,
             "min_reps": MIN_REPS_FOR_VERDICT, "rows": len(rows),
             "family": sum(r.eligible for r in rows),
             "differ": sum(w in DIFFERS for w in words), "slower": words.count("slower"),
