@@ -38,7 +38,7 @@ same repetitions: placements, payloads and phases are never pooled.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Mapping, Sequence
 
@@ -655,9 +655,9 @@ def render(rows: Sequence[Row], doc: dict) -> str:
            w(f"B: run {b['run_id']} in {b['db']} ({_machine_text(b)})"),
            w("B/A: for mechanisms, (B / B's direct) / (A / A's direct): what isolation costs "
              "on B relative to A; A and B are each run's ratio to its own direct. In the "
-             "absolute tables (direct, results without a baseline), B / A. The 95% interval and p: Welch's t on the "
-             "logs of the repetitions (Welch-Satterthwaite df); Holm p: that p, Holm-adjusted. A row is 'slower' or "
-             f"'faster' with at least {c['min_reps']} repetitions in every group, a "
+             "absolute tables (direct, results without a baseline), B / A. The 95% interval "
+             "and p: Welch's t on the logs of the repetitions (Welch-Satterthwaite df); Holm "
+             "p: that p, Holm-adjusted. A row is 'slower' or 'faster' with at least {c['min_reps']} repetitions in every group, a "
              f"{c['method']}-adjusted p below {c['alpha']:.2g} over the rows of this compare, "
              f"and B/A beyond the +-{_pct(c['noise_band'])} noise band.", indent=""), ""]
     for text in [*doc["differences"], *doc["warnings"]]:
