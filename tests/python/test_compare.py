@@ -180,6 +180,8 @@ def test_compare_command_counts_the_rows_after_holm(isobench):
     p = isobench("compare", "1", "2")
     assert p.returncode == 0, p.stderr
     text = " ".join(p.stdout.split())
+    assert "'slower' or 'faster' with at least 5 repetitions in every group, a Holm-adjusted p " \
+        "below 0.05 over the rows of this compare, and B/A beyond the +-2% noise band." in text
     assert "1 of 6 row(s) differ after Holm's correction over those 6" in text
     assert "1 slower, 0 faster" in text
     assert "switch, each run normalized to its own direct:" in p.stdout
