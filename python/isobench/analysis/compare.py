@@ -659,7 +659,8 @@ def render(rows: Sequence[Row], doc: dict) -> str:
              "and p: Welch's t on the logs of the repetitions (Welch-Satterthwaite df); Holm "
              "p: that p, Holm-adjusted. A row is 'slower' or 'faster' with at least "
              f"{c['min_reps']} repetitions in every group, a {c['method']}-adjusted p below "
-             f"{c['alpha']:.2g} over the rows of this compare, and B/A beyond the +-{_pct(c['noise_band'])} noise band.", indent=""), ""]
+             f"{c['alpha']:.2g} over the rows of this compare, and B/A beyond the "
+             f"+-{_pct(c['noise_band'])} noise band.", indent=""), ""]
     for text in [*doc["differences"], *doc["warnings"]]:
         out.append(w(f"warning: {text}"))
     if doc["differences"] or doc["warnings"]:
