@@ -55,8 +55,9 @@ MEDIAN, BATCHED = "median", "batched"
 # normality of the logs it assumes (the README's advice: cite full runs).
 MIN_REPS_FOR_VERDICT = 5
 # A difference inside +-NOISE_BAND is not called slower or faster even when
-# significant: two runs of one build on one machine drift by about that
-# much (frequency, page layout) beyond what their repetitions show.
+# significant: two runs of one build on one machine differ by a few percent
+# for reasons their repetitions do not see (frequency, page layout, load);
+# docs/methodology.md gives the pairs of runs that show it.
 NOISE_BAND = 0.02
 # The multiple-comparison correction over the rows of one compare.
 CORRECTION = "Holm"
