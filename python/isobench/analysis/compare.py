@@ -8,23 +8,38 @@ compared by what isolation costs on each, not by how fast each one is:
 
     B/A = (value_B / direct_B) / (value_A / direct_A)
 
-Every value is a configuration's headline (summary.py); the repetitions are
-the unit: the interval is a Welch t interval on the logs of the four sets of
-repetition values, and the Mann-Whitney U test compares A's repetitions,
-each divided by A's direct, with B's.  With too few repetitions for the
-test to reach p < 0.05, no p is printed and the row says so.
+The repetitions (fresh isob processes) are the unit.  One test gives a
+row's interval, its p and its verdict: Welch's t on the logarithm of B/A,
+a sum of the four configurations' mean log values (two for a row compared
+in absolute terms), each group's variance its own, the degrees of freedom
+Welch-Satterthwaite's (welch()).  A row says "slower" or "faster" only
+
+- with at least MIN_REPS_FOR_VERDICT repetitions in every group (else
+  "inconclusive (n=3)", the ratio and its interval still shown);
+- when its p, Holm-adjusted over every row of the compare that can have a
+  verdict, is below 0.05 (so that ten rows sharing one `direct` do not
+  produce a false "slower" one compare in four);
+- and when B/A lies outside the noise band (default +-2%): a significant
+  difference smaller than that reads "within noise band".
+
+Both runs' values of a configuration come from the same estimator: where
+the two headlines were chosen differently (the per-call median in one run,
+the batched estimate in the other) both sides are recomputed from the
+repetitions' medians and the row says so.
 
 Configurations without a baseline (direct itself, pingpong, memcached in
 kv-server) compare in absolute terms only within one machine, or across
 machines when asked for with --absolute (with a warning: cycles of one
 machine are not cycles of another).  Averages are geometric means within
-one population (runs.POPULATION_PARAMS): placements, payloads and
-phases are never pooled.
+one population (runs.POPULATION_PARAMS), with a Welch interval over the
+same repetitions: placements, payloads and phases are never pooled.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Mapping, Sequence
 
 from . import runs, stats, units
@@ -32,6 +47,189 @@ from ..render import table
 from .summary import config_by_key
 
 NORMALIZED, ABSOLUTE = "vs direct", "absolute"
+MEDIAN, BATCHED = "median", "batched"
+
+# Fewer repetitions than this in any group of a row, and the row gets no
+# verdict word: 3 values estimate the spread between processes with 2
+# degrees of freedom, too few to trust either the interval's width or the
+# normality of the logs it assumes (the README's advice: cite full runs).
+MIN_REPS_FOR_VERDICT = 5
+# A difference inside +-NOISE_BAND is not called slower or faster even when
+# significant: two runs of one build on one machine differ by a few percent
+# for reasons their repetitions do not see (frequency, page layout, load);
+# docs/methodology.md gives the pairs of runs that show it.
+NOISE_BAND = 0.02
+# The multiple-comparison correction over the rows of one compare.
+CORRECTION = "Holm"
+TEST = "Welch t on the log ratio, Welch-Satterthwaite df"
+
+
+# ---- the test: Welch's t on a sum of mean logs ----
+
+@dataclass(frozen=True)
+class Group:
+    """One configuration's repetition values on the log scale.
+
+    floor is the variance a quantized value carries whatever the
+    repetitions say, (resolution / geometric mean)^2 / 12 (a uniform error
+    over one step).  It is systematic, so it is a floor under the variance
+    of the MEAN, not divided by n: repetitions that all read the same step
+    know the value to that step, not better."""
+
+    mean: float
+    var: float
+    n: int
+    floor: float = 0.0
+
+    @classmethod
+    def of(cls, values: Sequence[float], resolution: float = 0.0) -> "Group":
+        logs = [math.log(v) for v in values]
+        m = math.fsum(logs) / len(logs)
+        var = math.fsum((x - m) ** 2 for x in logs) / (len(logs) - 1) if len(logs) > 1 else 0.0
+        floor = (resolution / math.exp(m)) ** 2 / 12.0 if resolution > 0 else 0.0
+        return cls(m, var, len(logs), floor)
+
+    @property
+    def random(self) -> float:
+        """The variance of the mean log from the repetitions' spread."""
+        return self.var / self.n
+
+    @property
+    def var_of_mean(self) -> float:
+        return max(self.random, self.floor)
+
+
+def t_ppf(p: float, df: float) -> float:
+    """The p-quantile of Student's t: Newton's method on stats.t_cdf from
+    the normal quantile (a few steps instead of stats.t_quantile's
+    bisection; the tests check both against scipy)."""
+    z = NormalDist().inv_cdf(p)
+    if math.isinf(df) or df > 1e7:
+        return z
+    x = z + (z ** 3 + z) / (4.0 * df)  # Cornish-Fisher's first term
+    c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    for _ in range(60):
+        pdf = math.exp(c - (df + 1) / 2 * math.log1p(x * x / df))
+        step = (stats.t_cdf(x, df) - p) / pdf
+        x -= step
+        if abs(step) < 1e-12 * max(1.0, abs(x)):
+            return x
+    return stats.t_quantile(p, df)
+
+
+@dataclass(frozen=True)
+class Welch:
+    """Welch's t for sum(c_i * mean log_i) over independent groups.
+
+    estimate is that sum (the log of B/A, or of a geometric mean of B/A
+    over rows), se its standard error, sqrt(sum c_i^2 Var(mean log_i)), df
+    the Welch-Satterthwaite degrees of freedom,
+
+        df = se^4 / sum((c_i^2 s_i^2 / n_i)^2 / (n_i - 1))
+
+    over the groups whose spread is estimated from their repetitions (a
+    group at its quantization floor counts as known: infinite df, as JCGM
+    100 (GUM) G.4 treats a systematic term).  Two groups with c = +1, -1
+    are scipy's ttest_ind(equal_var=False) on the logs."""
+
+    estimate: float
+    se: float
+    df: float
+    n: int
+    reps: int
+
+    @property
+    def t(self) -> float | None:
+        return self.estimate / self.se if self.se > 0 else None
+
+    @property
+    def p(self) -> float:
+        """Two-sided p of the null hypothesis estimate = 0 (B/A = 1)."""
+        if self.se == 0:
+            # Every value of every group equal (no spread, no resolution):
+            # no evidence of a difference if the values agree, else certainty.
+            return 1.0 if self.estimate == 0 else 0.0
+        t = abs(self.estimate) / self.se
+        if math.isinf(self.df) or self.df > 1e7:
+            return math.erfc(t / math.sqrt(2.0))
+        return min(1.0, 2.0 * stats.t_cdf(-t, self.df))
+
+    def interval(self, level: float = stats.CI_LEVEL, method: str = TEST) -> stats.Interval:
+        half = t_ppf(1.0 - (1.0 - level) / 2.0, self.df) * self.se if self.se > 0 else 0.0
+        return stats.Interval(math.exp(self.estimate - half), math.exp(self.estimate + half),
+                              level, method, self.n)
+
+
+def welch(terms: Sequence[tuple[float, Group]]) -> Welch | None:
+    """Welch's t of sum(c * mean log) over terms (c, group); None when a
+    group has fewer than stats.MIN_REPS_FOR_INTERVAL values."""
+    if not terms or any(g.n < stats.MIN_REPS_FOR_INTERVAL for _, g in terms):
+        return None
+    parts = [c * c * g.var_of_mean for c, g in terms]
+    var = math.fsum(parts)
+    denom = math.fsum((c * c * g.random) ** 2 / (g.n - 1) for c, g in terms
+                      if g.random >= g.floor and g.random > 0)
+    df = var ** 2 / denom if denom > 0 else math.inf
+    return Welch(math.fsum(c * g.mean for c, g in terms), math.sqrt(var), df,
+                 sum(g.n for _, g in terms), min(g.n for _, g in terms))
+
+
+def holm(ps: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p values (Holm 1979), in the order given:
+    the i-th smallest p times (m - i + 1), made monotone.  Rejecting where
+    the adjusted p < alpha keeps the family-wise error at alpha under any
+    dependence between the tests (rows sharing one `direct` are dependent)."""
+    m = len(ps)
+    out = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(sorted(range(m), key=lambda k: ps[k])):
+        running = max(running, min(1.0, (m - rank) * ps[i]))
+        out[i] = running
+    return out
+
+
+def verdict(ratio: float, interval: stats.Interval | None, reps: int, p_holm: float | None,
+            band: float = NOISE_BAND) -> dict:
+    """B against A in words, as pyperf's compare_to says it.
+
+    "inconclusive" below MIN_REPS_FOR_VERDICT repetitions in a group (with
+    reason "n=3"); "not significant" when the Holm-adjusted p >= 0.05;
+    "within noise band" when it is significant but B/A lies within
+    [1 / (1 + band), 1 + band]; else "slower" or "faster" by a factor >= 1,
+    its interval inverted for "faster".  Every headline is a cost, so
+    B/A > 1 means B is slower."""
+    base = {"word": None, "reason": None, "factor": None, "low": None, "high": None}
+    if interval is None:
+        return {**base, "word": "no interval",
+                "reason": f"n={reps}: fewer than {stats.MIN_REPS_FOR_INTERVAL} repetitions"}
+    if reps < MIN_REPS_FOR_VERDICT:
+        return {**base, "word": "inconclusive", "reason": f"n={reps}"}
+    if p_holm is None or p_holm >= stats.ALPHA:
+        return {**base, "word": "not significant"}
+    if 1.0 / (1.0 + band) <= ratio <= 1.0 + band:
+        return {**base, "word": "within noise band"}
+    if ratio >= 1.0:
+        return {**base, "word": "slower", "factor": ratio, "low": interval.low,
+                "high": interval.high}
+    return {**base, "word": "faster", "factor": 1.0 / ratio, "low": 1.0 / interval.high,
+            "high": 1.0 / interval.low}
+
+
+DIFFERS = ("slower", "faster")
+
+
+# ---- rows ----
+
+@dataclass(frozen=True)
+class Term:
+    """One group of a row: which run, which configuration, which estimator,
+    and its log-scale statistics; +1 or -1 in B/A."""
+
+    sign: int
+    side: str
+    key: tuple
+    estimator: str
+    group: Group
 
 
 @dataclass
@@ -43,26 +241,31 @@ class Row:
     b_value: float
     unit: str
     ratio: float
+    terms: tuple[Term, ...]
+    test: Welch | None
     interval: stats.Interval | None
-    test: stats.MannWhitney | None
+    estimators: dict
     notes: tuple[str, ...]
+    p_holm: float | None = None
+    band: float = NOISE_BAND
+    flagged: str | None = None
+
+    @property
+    def reps(self) -> int:
+        return min(t.group.n for t in self.terms)
+
+    @property
+    def eligible(self) -> bool:
+        """Whether the row can have a verdict (and so is one of Holm's family)."""
+        return (self.test is not None and self.flagged is None
+                and self.reps >= MIN_REPS_FOR_VERDICT)
 
     @property
     def verdict(self) -> dict:
-        """B against A in words, as pyperf's compare_to says it: "slower" or
-        "faster" by a factor >= 1 with its interval, when the 95% interval
-        of B/A excludes 1; else "not significant"; "no interval" with too
-        few repetitions.  Every headline is a cost (time, cycles), so B/A > 1
-        means B is slower."""
-        iv = self.interval
-        if iv is None:
-            return {"word": "no interval", "factor": None, "low": None, "high": None}
-        if iv.low <= 1.0 <= iv.high:
-            return {"word": "not significant", "factor": None, "low": None, "high": None}
-        if self.ratio >= 1.0:
-            return {"word": "slower", "factor": self.ratio, "low": iv.low, "high": iv.high}
-        return {"word": "faster", "factor": 1.0 / self.ratio, "low": 1.0 / iv.high,
-                "high": 1.0 / iv.low}
+        if self.flagged is not None and self.interval is not None:
+            return {"word": "inconclusive", "reason": self.flagged, "factor": None,
+                    "low": None, "high": None}
+        return verdict(self.ratio, self.interval, self.reps, self.p_holm, self.band)
 
     @property
     def population(self) -> tuple:
@@ -74,9 +277,11 @@ class Row:
                 "params": self.a["params"], "basis": self.basis, "a": self.a_value,
                 "b": self.b_value, "unit": self.unit, "ratio": self.ratio,
                 "interval": self.interval.as_dict() if self.interval else None,
-                "p": t.p if t else None, "u": t.u if t else None,
-                "effect": t.effect if t else None, "test": t.method if t else None,
-                "reps_a": self.a["headline"]["reps"], "reps_b": self.b["headline"]["reps"],
+                "test": TEST if t else None, "t": t.t if t else None,
+                "df": (None if math.isinf(t.df) else t.df) if t else None,
+                "p": t.p if t else None, "p_holm": self.p_holm,
+                "reps": self.reps, "reps_a": self.a["headline"]["reps"],
+                "reps_b": self.b["headline"]["reps"], "estimators": self.estimators,
                 "verdict": self.verdict, "notes": list(self.notes)}
 
 
@@ -133,61 +338,115 @@ def differences(a: Mapping, b: Mapping) -> list[str]:
     return out
 
 
-def _group(c: Mapping) -> stats.LogGroup:
+# ---- like with like: one estimator on both sides ----
+
+def _values(c: Mapping, estimator: str) -> tuple[list[float], float] | None:
+    """c's repetition values by estimator, and their resolution: the
+    headline's own when it used that estimator, else each repetition's
+    median (resolution: the counter step) or batched estimate."""
     h = c["headline"]
-    return stats.LogGroup.of(h["values"], h["resolution"])
-
-
-def _positive(*configs: Mapping) -> bool:
-    return all(c["headline"]["values"] and all(v > 0 for v in c["headline"]["values"])
-               for c in configs)
-
-
-def _test(xs: Sequence[float], ys: Sequence[float]) -> tuple[stats.MannWhitney | None, str | None]:
-    if not stats.test_possible(len(xs), len(ys)):
-        need = stats.min_reps_for_test()
-        return None, (f"{len(xs)} and {len(ys)} repetitions: the U test cannot reach "
-                      f"p < {stats.ALPHA:g} (needs {need} per side); no p")
-    return stats.mann_whitney_u(xs, ys), None
-
-
-def _normalized(a: dict, ab: dict, b: dict, bb: dict) -> Row | None:
-    if not _positive(a, ab, b, bb):
+    if h["source"] == estimator:
+        return list(h["values"]), float(h.get("resolution") or 0.0)
+    reps = c.get("repetitions") or []
+    values = [r.get(estimator) for r in reps]
+    if not values or any(v is None for v in values):
         return None
-    ra, rb = a["ratio"]["value"], b["ratio"]["value"]
-    terms = [(1, _group(b)), (-1, _group(bb)), (-1, _group(a)), (1, _group(ab))]
-    interval = stats.log_interval(terms, method="Welch t interval of the log ratio of ratios "
-                                                "over repetitions")
-    base_a, base_b = ab["headline"]["value"], bb["headline"]["value"]
-    test, why = _test([units.ratio(v, base_a) for v in a["headline"]["values"]],
-                      [units.ratio(v, base_b) for v in b["headline"]["values"]])
-    notes = [why] if why else []
-    if interval is None:
-        notes.append("fewer than 2 repetitions on a side: no interval")
-    return Row(a, b, NORMALIZED, ra, rb, "x direct", units.ratio(rb, ra), interval, test,
-               tuple(notes))
+    res = 0.0
+    if estimator == MEDIAN:
+        res = max((float(r.get("counter_step") or 0.0) for r in reps), default=0.0)
+    return values, res
+
+
+def _estimator(ca: Mapping, cb: Mapping) -> tuple[str | None, str | None]:
+    """The estimator both runs' values of one configuration are compared
+    by, and a note where it is not both headlines' own.  Where the headlines
+    differ, the median: every repetition has one, and it is what the
+    headline rule falls back to where the batched estimate is in doubt.
+    None (the row is flagged) where no estimator is in both."""
+    sa, sb = ca["headline"]["source"], cb["headline"]["source"]
+    if sa == sb:
+        return sa, None
+    for est in (MEDIAN, BATCHED):
+        if _values(ca, est) is not None and _values(cb, est) is not None:
+            return est, (f"{ca['label']}: the headlines come from different estimators (A: "
+                         f"{sa}, B: {sb}); both runs are compared by their repetitions' "
+                         f"{est}s")
+    return None, (f"{ca['label']}: the headlines come from different estimators (A: {sa}, "
+                  f"B: {sb}) and the repetitions have no estimator in common: no verdict")
+
+
+def _pair(ca: Mapping, cb: Mapping) -> tuple[tuple, tuple] | str:
+    """((estimator, A's values, resolution), (estimator, B's values,
+    resolution)), plus a note and a flag, or why the pair cannot be compared."""
+    est, note = _estimator(ca, cb)
+    if est is None:
+        va = (ca["headline"]["source"], list(ca["headline"]["values"]),
+              float(ca["headline"].get("resolution") or 0.0))
+        vb = (cb["headline"]["source"], list(cb["headline"]["values"]),
+              float(cb["headline"].get("resolution") or 0.0))
+        flag = "estimators differ"
+    else:
+        va, vb = (est, *_values(ca, est)), (est, *_values(cb, est))
+        flag = None
+    if not va[1] or not vb[1] or any(v <= 0 for v in (*va[1], *vb[1])):
+        return "a repetition's value is not positive"
+    return (va, vb), (note, flag)
+
+
+def _term(sign: int, side: str, c: Mapping, est: str, values: Sequence[float],
+          resolution: float) -> Term:
+    return Term(sign, side, tuple(c["key"]), est, Group.of(values, resolution))
+
+
+def _row(a: dict, b: dict, basis: str, unit: str, terms: Sequence[Term], a_value: float,
+         b_value: float, estimators: dict, notes: Sequence[str | None],
+         flag: str | None) -> Row:
+    test = welch([(t.sign, t.group) for t in terms])
+    interval = test.interval() if test else None
+    notes = [n for n in notes if n]
+    if test is None:
+        notes.append(f"fewer than {stats.MIN_REPS_FOR_INTERVAL} repetitions in a group: "
+                     "no interval")
+    ratio = math.exp(math.fsum(t.sign * t.group.mean for t in terms))
+    return Row(a, b, basis, a_value, b_value, unit, ratio, tuple(terms), test, interval,
+               estimators, tuple(notes), flagged=flag)
+
+
+def _normalized(a: dict, ab: dict, b: dict, bb: dict) -> Row | str:
+    cfg, base = _pair(a, b), _pair(ab, bb)
+    for p in (cfg, base):
+        if isinstance(p, str):
+            return p
+    ((ea, xa, ra), (eb, xb, rb)), (note, flag) = cfg
+    ((eab, xab, rab), (ebb, xbb, rbb)), (bnote, bflag) = base
+    terms = [_term(1, "B", b, eb, xb, rb), _term(-1, "B", bb, ebb, xbb, rbb),
+             _term(-1, "A", a, ea, xa, ra), _term(1, "A", ab, eab, xab, rab)]
+    gb, gbb, ga, gab = (t.group for t in terms)
+    return _row(a, b, NORMALIZED, "x direct", terms, math.exp(ga.mean - gab.mean),
+                math.exp(gb.mean - gbb.mean),
+                {"A": ea, "B": eb, "direct_A": eab, "direct_B": ebb}, [note, bnote],
+                flag or bflag)
 
 
 def _absolute(a: dict, b: dict) -> Row | str:
-    if not _positive(a, b):
-        return "a repetition's value is not positive"
-    xs, ys = a["headline"]["values"], b["headline"]["values"]
-    ra, rb = a["headline"]["resolution"], b["headline"]["resolution"]
+    pair = _pair(a, b)
+    if isinstance(pair, str):
+        return pair
+    ((ea, xs, ra), (eb, ys, rb)), (note, flag) = pair
     unit = a["unit"] or "?"
     if a["unit"] != b["unit"]:
-        if a["to_ns"] is None or b["to_ns"] is None:
+        if a.get("to_ns") is None or b.get("to_ns") is None:
             return f"units {a['unit']} and {b['unit']} cannot be converted"
         xs, ys = units.scale(xs, a["to_ns"]), units.scale(ys, b["to_ns"])
         ra, rb = ra * a["to_ns"], rb * b["to_ns"]
         unit = "ns"
-    interval = stats.ratio_interval(ys, xs, rb, ra)
-    test, why = _test(xs, ys)
-    notes = [why] if why else []
-    av, bv = stats.geomean(xs), stats.geomean(ys)
-    return Row(a, b, ABSOLUTE, av, bv, unit, units.ratio(bv, av), interval, test, tuple(notes))
+    terms = [_term(1, "B", b, eb, ys, rb), _term(-1, "A", a, ea, xs, ra)]
+    return _row(a, b, ABSOLUTE, unit, terms, math.exp(terms[1].group.mean),
+                math.exp(terms[0].group.mean), {"A": ea, "B": eb}, [note], flag)
 
 
-def compare(a: Mapping, b: Mapping, absolute: bool = False) -> dict:
+def compare(a: Mapping, b: Mapping, absolute: bool = False,
+            noise_band: float = NOISE_BAND) -> dict:
     """The comparison of two summary documents (see render for the text form)."""
     a_by, b_by = config_by_key(a), config_by_key(b)
     same = same_machine(a, b)
@@ -201,12 +460,7 @@ def compare(a: Mapping, b: Mapping, absolute: bool = False) -> dict:
         bb = b_by.get(tuple(cb["ratio"]["to_key"])) if cb.get("ratio") else None
         if ab is not None and bb is not None:
             row = _normalized(ca, ab, cb, bb)
-            if row is None:
-                skipped.append(f"{ca['label']}: a repetition's value is not positive")
-            else:
-                rows.append(row)
-            continue
-        if not (same or absolute):
+        elif not (same or absolute):
             side = "A" if ab is None and ca["role"] == "mechanism" else (
                 "B" if bb is None and cb["role"] == "mechanism" else None)
             why = (f"no `direct` baseline in run {side}" if side else
@@ -214,11 +468,16 @@ def compare(a: Mapping, b: Mapping, absolute: bool = False) -> dict:
             skipped.append(f"{ca['label']}: {why}; the runs come from different machines, "
                            "so an absolute ratio needs --absolute")
             continue
-        row = _absolute(ca, cb)
+        else:
+            row = _absolute(ca, cb)
         if isinstance(row, str):
             skipped.append(f"{ca['label']}: {row}")
         else:
+            row.band = noise_band
             rows.append(row)
+    family = [r for r in rows if r.eligible]
+    for r, p in zip(family, holm([r.test.p for r in family])):
+        r.p_holm = p
     warnings = []
     if absolute and not same and any(r.basis == ABSOLUTE for r in rows):
         warnings.append("absolute ratios across machines (--absolute): one machine's cycles, "
@@ -228,15 +487,35 @@ def compare(a: Mapping, b: Mapping, absolute: bool = False) -> dict:
             "differences": differences(a, b),
             "only_a": [c["label"] for k, c in a_by.items() if k not in b_by],
             "only_b": [c["label"] for k, c in b_by.items() if k not in a_by],
+            "correction": correction(rows, noise_band),
             "averages": averages(rows)}
+
+
+def correction(rows: Sequence[Row], noise_band: float = NOISE_BAND) -> dict:
+    """What the rows say together: how many could have a verdict (Holm's
+    family), how many differ after the correction and beyond the band."""
+    words = [r.verdict["word"] for r in rows]
+    short = sorted({r.reps for r in rows if r.test is not None and r.reps < MIN_REPS_FOR_VERDICT})
+    return {"method": CORRECTION, "alpha": round(stats.ALPHA, 12), "noise_band": noise_band,
+            "min_reps": MIN_REPS_FOR_VERDICT, "rows": len(rows),
+            "family": sum(r.eligible for r in rows),
+            "differ": sum(w in DIFFERS for w in words), "slower": words.count("slower"),
+            "faster": words.count("faster"), "within_band": words.count("within noise band"),
+            "not_significant": words.count("not significant"),
+            "inconclusive": words.count("inconclusive"), "inconclusive_reps": short,
+            "no_interval": words.count("no interval")}
 
 
 def averages(rows: Sequence[Row]) -> list[dict]:
     """Geometric means of B/A within each population and basis, over
-    mechanisms and sweep params; the non-headline phases are left out."""
+    mechanisms and sweep params (the non-headline phases are left out),
+    with a Welch interval over the repetitions of every configuration in
+    them: the log of the mean is sum(c * mean log) over the groups, each
+    row's terms weighted 1/k, so that a `direct` the rows share is one
+    group with its weights added, not k independent ones."""
     groups: dict[tuple, list[Row]] = {}
     for r in rows:
-        if not r.a["headline_phase"]:
+        if not r.a.get("headline_phase", True):
             continue
         groups.setdefault((r.basis, *r.population), []).append(r)
     out = []
@@ -244,8 +523,20 @@ def averages(rows: Sequence[Row]) -> list[dict]:
         if len(members) < 2:
             continue
         population = {k: v for k, v in zip(runs.POPULATION_PARAMS, pop) if v is not None}
+        coef: dict[tuple, float] = {}
+        group: dict[tuple, Group] = {}
+        for r in members:
+            for t in r.terms:
+                gid = (t.side, t.key, t.estimator)
+                coef[gid] = coef.get(gid, 0.0) + t.sign / len(members)
+                group[gid] = t.group
+        test = welch([(c, group[g]) for g, c in coef.items() if c != 0.0])
+        iv = test.interval(method="Welch t over the repetitions of every configuration in "
+                                  "the rows, a shared direct counted once") if test else None
         out.append({"basis": basis, "benchmark": bench, "population": population,
-                    **stats.aggregate_ratios([r.ratio for r in members])})
+                    **stats.aggregate_ratios([r.ratio for r in members]),
+                    "interval": iv.as_dict() if iv else None,
+                    "reps": min(r.reps for r in members)})
     return out
 
 
@@ -261,6 +552,7 @@ def _run_dict(doc: Mapping) -> dict:
 def document(a: Mapping, b: Mapping, result: dict) -> dict:
     return {"a": _run_dict(a), "b": _run_dict(b),
             "rows": [r.as_dict() for r in result["rows"]],
+            "correction": result["correction"], "test": TEST,
             "averages": result["averages"], "skipped": result["skipped"],
             "same_machine": result["same_machine"], "warnings": result["warnings"],
             "differences": result["differences"],
@@ -270,8 +562,13 @@ def document(a: Mapping, b: Mapping, result: dict) -> dict:
                          "B": [f["id"] for f in b["findings"]]}}
 
 
-HEADERS = ("benchmark", "mechanism", "placement", "size", "A", "B", "B vs A [95% CI]", "p")
-RIGHT = {"size", "A", "B", "p"}
+# ---- text ----
+
+# The table shows the Holm-adjusted p, the one the verdict reads; --json
+# has the unadjusted p, t and df of every row beside it.
+# One table per benchmark and basis, titled with them.
+HEADERS = ("mechanism", "placement", "size", "A", "B", "B/A [95% CI]", "Holm p", "verdict")
+RIGHT = {"size", "A", "B", "B/A [95% CI]", "Holm p"}
 
 
 def _fmt_p(p: float | None) -> str:
@@ -291,21 +588,27 @@ def _value(r: Row, v: float) -> str:
     return table.fmt_time(v * f) if f else f"{table.fmt_sig(v)} {r.unit}"
 
 
-def verdict_text(r: Row) -> str:
-    """ "1.52x slower [1.44, 1.61]", "not significant", "no interval"."""
+def ratio_text(r: Row) -> str:
+    """B/A with its interval, whatever the verdict: "1.02 [0.95, 1.09]"."""
+    iv = r.interval
+    return table.fmt_sig(r.ratio) + (f" {table.fmt_interval(iv.low, iv.high)}" if iv else "")
+
+
+def verdict_text(r: Row, interval: bool = True) -> str:
+    """ "1.52x slower [1.44, 1.61]", "not significant", "within noise band",
+    "inconclusive (n=3)"."""
     v = r.verdict
     if v["factor"] is None:
-        return v["word"]
-    return (f"{table.fmt_sig(v['factor'])}x {v['word']} "
-            f"[{table.fmt_sig(v['low'])}, {table.fmt_sig(v['high'])}]")
+        return v["word"] + (f" ({v['reason']})" if v["reason"] else "")
+    text = f"{table.fmt_sig(v['factor'])}x {v['word']}"
+    return text + (f" {table.fmt_interval(v['low'], v['high'])}" if interval else "")
 
 
 def _row_cells(r: Row) -> list[str]:
     p = r.a["params"]
-    label = table.config_label(r.a) + (" (absolute)" if r.basis == ABSOLUTE else "")
-    return [r.a["benchmark"], label, str(p.get("placement", "-")), table.size_text(p),
-            _value(r, r.a_value), _value(r, r.b_value), verdict_text(r),
-            _fmt_p(r.test.p if r.test else None)]
+    return [table.config_label(r.a), str(p.get("placement", "-")), table.size_text(p),
+            _value(r, r.a_value), _value(r, r.b_value), ratio_text(r), _fmt_p(r.p_holm),
+            verdict_text(r, interval=False)]
 
 
 def _machine_text(d: dict) -> str:
@@ -313,27 +616,75 @@ def _machine_text(d: dict) -> str:
     return ", ".join(str(x) for x in parts if x) or "machine unknown"
 
 
+def _pct(band: float) -> str:
+    return f"{100 * band:g}%"
+
+
+def correction_text(c: dict) -> str:
+    """The rows together, in words: why no row has a verdict, or how many
+    differ after Holm's correction and beyond the noise band."""
+    if not c["rows"]:
+        return ""
+    alpha = f"{c['alpha']:.2g}"
+    if c["family"] == 0:
+        ns = "/".join(map(str, c["inconclusive_reps"])) or "1"
+        return (f"no verdict: every row has fewer than {c['min_reps']} repetitions in a group "
+                f"(n={ns}). 'slower' or 'faster' needs at least {c['min_reps']} a side "
+                f"(`isobench run --repeat {c['min_reps']}`, the default without --quick): "
+                "fewer estimate the spread between processes too poorly to trust an "
+                f"interval's width, and {c['rows']} row(s) at once would give a false "
+                "difference often. B/A and its interval are shown; an interval that "
+                "excludes 1 here is not a finding.")
+    text = (f"{c['differ']} of {c['family']} row(s) differ after {c['method']}'s correction "
+            f"over those {c['family']} (family-wise error {alpha}) and beyond the "
+            f"+-{_pct(c['noise_band'])} noise band: {c['slower']} slower, {c['faster']} faster")
+    if c["within_band"]:
+        text += (f"; {c['within_band']} more differ significantly but within the noise band "
+                 "(`--noise-band`)")
+    if c["inconclusive"]:
+        ns = "/".join(map(str, c["inconclusive_reps"]))
+        text += (f"; {c['inconclusive']} row(s) with fewer than {c['min_reps']} repetitions "
+                 f"in a group (n={ns}) have no verdict")
+    return text + "."
+
+
 def render(rows: Sequence[Row], doc: dict) -> str:
     a, b = doc["a"], doc["b"]
+    c = doc["correction"]
     w = table.wrap
     out = [w(f"A: run {a['run_id']} in {a['db']} ({_machine_text(a)})"),
            w(f"B: run {b['run_id']} in {b['db']} ({_machine_text(b)})"),
-           w("B vs A: for mechanisms, (B / B's direct) / (A / A's direct): what isolation costs "
-             "on B relative to A; A and B are each run's ratio to its own direct. For direct "
-             "and rows marked (absolute), B / A. 'slower' or 'faster' when the 95% interval "
-             "(Welch t over the repetitions' logs) excludes 1, else 'not significant'; p: "
-             "Mann-Whitney U on the repetitions, two-sided.", indent=""), ""]
+           w("B/A: for mechanisms, (B / B's direct) / (A / A's direct): what isolation costs "
+             "on B relative to A; A and B are each run's ratio to its own direct. In the "
+             "absolute tables (direct, results without a baseline), B / A. The 95% interval "
+             "and p: Welch's t on the logs of the repetitions (Welch-Satterthwaite df); Holm "
+             "p: that p, Holm-adjusted. A row is 'slower' or 'faster' with at least "
+             f"{c['min_reps']} repetitions in every group, a {c['method']}-adjusted p below "
+             f"{c['alpha']:.2g} over the rows of this compare, and B/A beyond the "
+             f"+-{_pct(c['noise_band'])} noise band.", indent=""), ""]
     for text in [*doc["differences"], *doc["warnings"]]:
         out.append(w(f"warning: {text}"))
     if doc["differences"] or doc["warnings"]:
         out.append("")
-    out.append(table.render_fit(HEADERS, [_row_cells(r) for r in rows], RIGHT, flex=1)
-               if rows else "(no results in common)")
-    out.append("")
+    tables: dict[tuple, list[Row]] = {}
+    for r in sorted(rows, key=lambda r: r.basis == ABSOLUTE):
+        tables.setdefault((r.a["benchmark"], r.basis), []).append(r)
+    for (bench, basis), members in tables.items():
+        title = (f"{bench}, each run normalized to its own direct:" if basis == NORMALIZED else
+                 f"{bench}, absolute (B / A):")
+        out += [title, table.render_fit(HEADERS, [_row_cells(r) for r in members], RIGHT,
+                                        flex=0), ""]
+    if not rows:
+        out += ["(no results in common)", ""]
+    if rows:
+        out.append(w(correction_text(c)))
     for g in doc["averages"]:
         pop = " ".join(f"{k}={v}" for k, v in g["population"].items())
-        out.append(w(f"geometric mean of B/A over {g['n']} '{g['basis']}' result(s) of "
-                     f"{g['benchmark']} {pop}: {g['value']:.3f}"))
+        iv = g["interval"]
+        ivt = f" {table.fmt_interval(iv['low'], iv['high'])}" if iv else " (no interval)"
+        out.append(w(f"geometric mean of B/A over {g['n']} '{g['basis']}' row(s) of "
+                     f"{g['benchmark']} {pop}: {table.fmt_sig(g['value'], 4)}{ivt} "
+                     f"(n={g['n']} rows, >= {g['reps']} repetitions a group)"))
     notes = sorted({n for r in rows for n in r.notes})
     for n in notes:
         out.append(w(f"note: {n}"))
