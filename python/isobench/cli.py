@@ -24,6 +24,7 @@ import dataclasses
 import json
 import os
 import secrets
+import signal
 import sqlite3
 import sys
 import traceback
@@ -773,12 +774,18 @@ def cmd_run(args: argparse.Namespace) -> int:
             with progress.make(len(jobs), estimate, quiet=args.quiet, note=note) as shown:
                 failed = lifecycle.record(store, driver, run_id, env, jobs, opts, shown, guard,
                                           finish, more=target)
-                shown.finish()
-        except lifecycle.Interrupted as sig:
-            # Before record() took over: nothing ran yet.
+                try:
+                    shown.finish()
+                except progress.OutputClosed:
+                    pass  # the run has ended and is stored: only its last line is lost
+        except (lifecycle.Interrupted, progress.OutputClosed) as e:
+            # Before record() took over (a signal, or the progress's reader
+            # gone before the plan line): nothing ran yet.
             guard.closing = True
+            sig = e if isinstance(e, lifecycle.Interrupted) else lifecycle.Interrupted(
+                signal.SIGPIPE)
             if run_id is None:
-                raise
+                raise sig from None
             store.finish_run(run_id, "interrupted", end_reason=sig.name)
             raise lifecycle.RunInterrupted(run_id, sig, store.path) from None
         _print_run(store, run_id, args.json, docs[0] if docs else None, wide=args.wide)

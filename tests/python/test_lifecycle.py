@@ -12,6 +12,8 @@ import os
 import signal
 import socket
 import sqlite3
+import subprocess
+import sys
 import time
 
 import pytest
@@ -20,7 +22,7 @@ from isobench import store as store_mod
 from isobench.measure import owner
 from isobench.store import Store
 
-from conftest import assert_one_error_line
+from conftest import CHILD_TIMEOUT, assert_one_error_line
 
 MECHS = ("-m", "direct", "-m", "thread", "-m", "process-futex")
 
@@ -228,3 +230,37 @@ def test_sigterm_with_the_real_driver_and_a_compartment_process(isobench):
     with Store.open(isobench.db, create=False) as s:
         run_row = s.run(s.resolve_run("latest"))
     assert (run_row["status"], run_row["end_reason"]) == ("interrupted", "SIGTERM")
+
+
+@pytest.mark.parametrize("where", ["stderr", "stdout"])
+def test_a_closed_pipe_ends_the_run_as_interrupted_or_lets_it_finish(isobench, tmp_path, where):
+    """`isobench run 2>&1 | head -2`: the reader of the progress goes away in
+    the middle of the run, which ends marked interrupted (SIGPIPE) with what
+    finished kept, and leaves no process.  `isobench run | head` (stdout only,
+    written at the end): the run finishes, and only its output stops."""
+    pids = tmp_path / "pids.txt"
+    env = {**isobench.env, "FAKE_ISOB_SLOW": "0.2", "FAKE_ISOB_PIDS": str(pids)}
+    args = [sys.executable, "-m", "isobench", "run", "switch", *MECHS, "--repeat", "2"]
+    p = subprocess.Popen(args, cwd=isobench.cwd, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT if where == "stderr" else subprocess.DEVNULL)
+    try:
+        first = [p.stdout.readline() for _ in range(2 if where == "stderr" else 1)]
+        assert all(first), first
+        p.stdout.close()  # like head after its lines
+        code = p.wait(timeout=CHILD_TIMEOUT)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    recorded = _recorded_pids(pids)
+    assert recorded and not [pid for pid in recorded if _alive(pid)]
+    with Store.open(isobench.db, create=False) as s:
+        run_row = s.run(s.resolve_run("newest"))
+        results = s.results(run_row["run_id"])
+    if where == "stderr":
+        assert code == 128 + signal.SIGPIPE
+        assert (run_row["status"], run_row["end_reason"]) == ("interrupted", "SIGPIPE")
+        assert 1 <= len(results) < 2 * 3 * 4
+    else:
+        assert code == 1  # the output could not be written
+        assert run_row["status"] == "ok" and len(results) == 2 * 3 * 4

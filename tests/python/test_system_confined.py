@@ -193,3 +193,23 @@ def test_reset_still_restores_a_good_state(isobench, machine):
     assert (root / NO_TURBO.lstrip("/")).read_text().strip() == "1"
     assert (root / GOV0.lstrip("/")).read_text().strip() == "ondemand"
     assert not state.exists()
+
+
+def test_tune_does_not_follow_a_symlink_out_of_the_sysroot(isobench, machine):
+    """tune is confined like reset: a setting's file whose link leads out of
+    the sysroot is neither read nor written, and says so."""
+    root, outside, state = machine
+    target = root / NO_TURBO.lstrip("/")
+    target.unlink()
+    target.symlink_to(outside)
+    outside.write_text("0\n")  # turbo on: tune would write 1 through the link
+    p = isobench("system", "tune", "--state", str(state), ISOBENCH_SYSROOT=str(root))
+    assert "leads outside" in p.stdout + p.stderr, p.stdout + p.stderr
+    assert outside.read_text() == "0\n"
+    saved = json.loads(state.read_text())["settings"] if state.exists() else {}
+    assert "turbo" not in saved
+    # The other settings were tuned, and reset restores them.
+    assert (root / GOV0.lstrip("/")).read_text().strip() == "performance"
+    p = isobench("system", "reset", "--state", str(state), ISOBENCH_SYSROOT=str(root))
+    assert p.returncode == 0, p.stderr
+    assert outside.read_text() == "0\n"

@@ -163,8 +163,11 @@ def record(store: Store, driver: Driver, run_id: int, env: dict, jobs: Iterable[
         guard.closing = True
         finish(failed)
         return failed
-    except Interrupted as sig:
+    except (Interrupted, progress_.OutputClosed) as e:
+        # A stop signal, or the reader of the progress gone (EPIPE), which a
+        # pipeline's writer takes as SIGPIPE: the run ends here, marked.
         guard.closing = True
+        sig = e if isinstance(e, Interrupted) else Interrupted(signal.SIGPIPE)
         if own:
             proc.kill_descendants()
         store.finish_run(run_id, "interrupted", end_reason=sig.name)

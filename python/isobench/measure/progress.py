@@ -104,6 +104,10 @@ class Estimator:
         return any(self.history.get(k) for k in self.counts)
 
 
+class OutputClosed(Exception):
+    """The stream the progress goes to was closed by its reader (EPIPE)."""
+
+
 class Progress:
     """The plain display (also the base of the bar): stable lines on stderr.
 
@@ -225,8 +229,15 @@ class Progress:
 
     def _write(self, text: str) -> None:
         if self.stream is not None:
-            self.stream.write(text)
-            self.stream.flush()
+            try:
+                self.stream.write(text)
+                self.stream.flush()
+            except BrokenPipeError:
+                # The reader of the progress went away (`isobench run 2>&1 |
+                # head`): the run stops as a pipeline's writer does, marked
+                # interrupted (lifecycle.record), instead of dying mid-job.
+                self.stream = None
+                raise OutputClosed() from None
 
 
 class BarProgress(Progress):

@@ -39,10 +39,12 @@ benchmarks that take them (Options.bench_args).
 
 from __future__ import annotations
 
+import os
 import platform
 
 import random
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Mapping, Sequence, TextIO
@@ -389,15 +391,33 @@ def job_timeout(job: Job, opts: Options) -> float:
     return max(opts.timeout, LONG_TIMEOUTS.get(job.benchmark, 0.0))
 
 
+# The prefix of each job's own temporary folder (run_job), beside the
+# caller's TMPDIR, so that tests run on the same file system either way.
+JOB_FOLDER_PREFIX = "isobench-job-"
+
+
 def run_job(driver: Driver, job: Job, opts: Options,
             on_result: Callable[[Result, str, str], None]) -> JobOutcome:
     """Run one isob child; every record (including the failure record) goes to
     on_result with the times that bound its measurement."""
     col = _Collector(job, on_result)
     timeout = job_timeout(job, opts)
+    # The folders isob makes for its tests (pingpong's, oslat's, ...) go
+    # into one of the job's own, which this process outlives and removes
+    # even when isob was killed before it could (SIGKILL, a time-out).
     try:
-        ex = proc.run_lines(driver.argv(*isob_args(job, opts)), timeout=timeout,
-                            on_line=col.line)
+        job_folder = tempfile.TemporaryDirectory(prefix=JOB_FOLDER_PREFIX,
+                                                 dir=os.environ.get("TMPDIR") or None,
+                                                 ignore_cleanup_errors=True)
+    except OSError as e:
+        col.record("failed", f"cannot make the job's temporary folder in "
+                             f"{os.environ.get('TMPDIR') or tempfile.gettempdir()}: "
+                             f"{e.strerror or e}")
+        return col.outcome
+    try:
+        with job_folder as folder:
+            ex = proc.run_lines(driver.argv(*isob_args(job, opts)), timeout=timeout,
+                                on_line=col.line, env={**os.environ, "TMPDIR": folder})
     except OSError as e:
         col.record("failed", f"cannot run {driver.path}: {e.strerror or e}")
         return col.outcome

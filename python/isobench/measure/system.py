@@ -251,6 +251,16 @@ def _matches(path: str, pattern: str) -> bool:
     return len(a) == len(b) and all(fnmatch.fnmatchcase(x, y) for x, y in zip(a, b))
 
 
+def _outside(root: Path, path: str) -> str | None:
+    """Why path, below root, must not be read or written: its symbolic links
+    lead out of root.  None when it stays inside."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(root / path.lstrip("/"))
+    if os.path.commonpath([real_root, real]) != real_root:
+        return f"{path} leads outside {root} (to {real})"
+    return None
+
+
 def check_entry(root: Path, name: str, path: object, value: object) -> str | None:
     """Why one saved entry must not be written back, or None when it may."""
     t = _tunable(name)
@@ -263,10 +273,9 @@ def check_entry(root: Path, name: str, path: object, value: object) -> str | Non
         return f"{path} is not a plain path (empty, '.' or '..' parts)"
     if not any(_matches(path, pattern) for pattern, _ in t.choices):
         return f"{path} is not a file of the {name} setting"
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(root / path.lstrip("/"))
-    if os.path.commonpath([real_root, real]) != real_root:
-        return f"{path} leads outside {root} (to {real})"
+    outside = _outside(root, path)
+    if outside:
+        return outside
     if not isinstance(value, str) or not SAFE_VALUE.fullmatch(value):
         return f"the value {value!r} saved for {path} is not a plain value"
     return None
@@ -379,6 +388,12 @@ def tune(root: Path, state_path: Path,
             outcomes.append(Outcome(t.name, t.what, "absent", f"not changed: {t.absent}"))
             continue
         paths, wanted = found
+        # The same confinement as reset's: a file whose links lead out of the
+        # sysroot is neither read nor written (reset would refuse to restore it).
+        out = next((why for why in map(lambda p: _outside(root, p), paths) if why), None)
+        if out:
+            outcomes.append(Outcome(t.name, t.what, "failed", f"{out}: left as it is"))
+            continue
         before = _values(root, paths)
         todo = [p for p in paths if before[p] != wanted]
         odd = [p for p in todo if before[p] is None or not SAFE_VALUE.fullmatch(before[p])]
