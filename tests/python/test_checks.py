@@ -15,15 +15,18 @@ from fixture_runs import fixture, import_doc, load_doc
 
 ALL_IDS = [
     "run-interrupted", "no-results", "all-skipped", "failed-results", "no-baseline",
-    "counters-miss-other-side", "run-in-progress", "no-significance", "batched-unreliable",
-    "quantized", "high-cv", "dropped-samples", "load-during-run", "unpinned", "virtual-machine", "no-pmu",
+    "counters-miss-other-side", "run-in-progress", "no-significance", "few-repetitions",
+    "modes", "batched-unreliable", "quantized", "zero-width", "thin-tail", "bad-fit", "high-cv", "dropped-samples", "load-during-run", "unpinned", "virtual-machine", "no-pmu",
     "frequency-scaling", "smt-active", "missing-platform", "missing-software", "micro-only",
     "percentage-geomean",
 ]
 # What one run can show at once: every check but these three, which
 # exclude the others (or each other) and are tested on their own below,
-# and percentage-geomean, which needs an oslat run (test_oslat_section.py).
-APART = {"no-results", "all-skipped", "run-in-progress", "percentage-geomean"}
+# percentage-geomean, which needs an oslat run (test_oslat_section.py), and
+# the checks of numbers the flawed run does not hold (modes, zero-width, a
+# quantile or a fit of a section), each tested on its own below.
+APART = {"no-results", "all-skipped", "run-in-progress", "percentage-geomean", "modes",
+         "zero-width", "thin-tail", "bad-fit"}
 
 
 def findings(data):
@@ -94,7 +97,28 @@ def m_no_baseline(doc):
 
 
 def m_one_repetition(doc):
-    _drop(doc, repetition=2)
+    for rep in (2, 3, 4, 5):
+        _drop(doc, repetition=rep)
+
+
+def m_quick(doc):
+    # --quick: three repetitions.
+    for rep in (4, 5):
+        _drop(doc, repetition=rep)
+
+
+def m_modes(doc):
+    # One process of five in which the server stayed awake: 1/100 of the others.
+    r = _results(doc, mechanism="process-futex", repetition=3)
+    r = next(x for x in r if x["params"]["placement"] == "cross-cpu")
+    r["samples"]["primary"] = [x // 100 for x in r["samples"]["primary"]]
+
+
+def m_zero_width(doc):
+    # Equal repetitions of a counter that recorded no step.
+    for r in _results(doc, benchmark="switch", mechanism="mpk"):
+        r["header"] = {**r["header"], "counter_step": 0}
+        r["samples"]["primary"] = [160] * 20
 
 
 def m_batched_unreliable(doc):
@@ -207,6 +231,9 @@ def m_cv_between_within_one_step(doc):
     (m_failed, ["failed-results"]),
     (m_no_baseline, ["no-baseline"]),
     (m_one_repetition, ["no-significance"]),
+    (m_quick, ["few-repetitions"]),
+    (m_modes, ["modes", "high-cv"]),
+    (m_zero_width, ["zero-width"]),
     (m_batched_unreliable, ["batched-unreliable"]),
     (m_quantized, ["quantized"]),
     (m_micro_only, ["micro-only"]),
@@ -310,9 +337,9 @@ def test_kv_server_reference_needs_no_direct(tmp_path):
     # without isob+direct in the same run still is.
     doc = fixture("clean_run")
     doc["results"] += [_kv_server("memcached", "memcached", 150000, rep)
-                       for rep in (1, 2)] + [_kv_server("direct", "isob", 180000, rep)
-                                             for rep in (1, 2)] + [
-        _kv_server("process-futex", "isob", 90000, rep) for rep in (1, 2)]
+                       for rep in REPS] + [_kv_server("direct", "isob", 180000, rep)
+                                           for rep in REPS] + [
+        _kv_server("process-futex", "isob", 90000, rep) for rep in REPS]
     assert ids(load_doc(tmp_path, doc)) == []
     data = load_doc(tmp_path, doc, "b.db")
     futex = next(c for c in data.configs if c.benchmark == "kv-server"
@@ -324,6 +351,9 @@ def test_kv_server_reference_needs_no_direct(tmp_path):
     found = findings(load_doc(tmp_path, doc, "c.db"))
     assert [f["id"] for f in found] == ["no-baseline"]
     assert "process-futex" in found[0]["what"] and "memcached" not in found[0]["what"]
+
+
+REPS = (1, 2, 3, 4, 5)  # as many as the clean run has
 
 
 def _kv_server(mechanism, server, ops, rep=1):
@@ -342,8 +372,8 @@ def test_kv_server_alone_needs_no_harness_counter(tmp_path):
     # recorded; that is not a missing platform detail.  Once a harness
     # result is in the run, a missing counter is one again.
     doc = fixture("clean_run")
-    kvs = [_kv_server("memcached", "memcached", 150000, rep) for rep in (1, 2)] + [
-        _kv_server("direct", "isob", 180000, rep) for rep in (1, 2)]
+    kvs = [_kv_server("memcached", "memcached", 150000, rep) for rep in REPS] + [
+        _kv_server("direct", "isob", 180000, rep) for rep in REPS]
     doc["results"] = kvs
     doc["environment"]["counter"] = None
     assert ids(load_doc(tmp_path, doc)) == []
@@ -429,3 +459,80 @@ def test_machine_findings_have_their_own_ids():
                                      "pmu-missing"]
     assert {f.severity for f in found} == {"warning"}
     assert checks.machine_findings({"governor": "performance", "pmu": True}) == []
+
+
+def test_batched_unreliable_is_a_warning_only_where_it_changed_the_headline(tmp_path):
+    # A short region (160 cycles, empty region 30) whose batched estimate
+    # agrees in four processes of five and not in the fifth: the headline
+    # stays batched (a majority agrees), and the finding is info.
+    doc = fixture("clean_run")
+    for r in _results(doc, benchmark="switch", mechanism="mpk"):
+        low = r["repetition"] == 5
+        r["batched"] = 20.0 if low else 128.0
+        r["batched_reps"] = [(19.0 if low else 127.0) + (i % 3) for i in range(15)]
+    data = load_doc(tmp_path, doc, "a.db")
+    entry = _config(data, "switch", "mpk")
+    h = entry["headline"]
+    assert (h["source"], h["batched_unreliable"], h["batched_disagreements"]) == (
+        "batched", False, 1)
+    assert h["rule"]["batched_agree"] == 4 and h["rule"]["batched_disagree"] == 1
+    found = {f["id"]: f for f in findings(data)}
+    assert found["batched-unreliable"]["severity"] == "info"
+    assert "1 of 5" in found["batched-unreliable"]["what"]
+    # Three of five disagree: the median, and a warning.
+    for r in _results(doc, benchmark="switch", mechanism="mpk"):
+        if r["repetition"] in (3, 4):
+            r["batched"], r["batched_reps"] = 20.0, [19.0 + (i % 3) for i in range(15)]
+    data = load_doc(tmp_path, doc, "b.db")
+    h = _config(data, "switch", "mpk")["headline"]
+    assert (h["source"], h["batched_unreliable"]) == ("median", True)
+    found = {f["id"]: f for f in findings(data)}
+    assert found["batched-unreliable"]["severity"] == "warning"
+
+
+def test_the_flawed_runs_long_region_disagreement_is_info(tmp_path):
+    # process-futex cross-cpu: 116,506 ticks is a long region, so its batched
+    # estimate (1,012) was never a candidate for the headline.
+    found = {f["id"]: f for f in findings(load_doc(tmp_path, fixture("flawed_run")))}
+    assert found["batched-unreliable"]["severity"] == "info"
+
+
+def test_modes_names_each_group_with_its_count(tmp_path):
+    doc = fixture("clean_run")
+    m_modes(doc)
+    data = load_doc(tmp_path, doc)
+    c = next(c for c in summary.build(data)["configs"] if c["mechanism"] == "process-futex"
+             and c["params"]["placement"] == "cross-cpu")
+    h = c["headline"]
+    assert [(m["count"], m["repetitions"]) for m in h["modes"]] == [(1, [3]), (4, [1, 2, 4, 5])]
+    assert h["interval"] is None and "2 groups" in h["note"]
+    assert h["value"] == pytest.approx(9000, rel=0.01)   # the larger group, not a blend
+    assert c["ratio"]["interval"] is None and c["ratio"]["modes"]
+    modes = next(f for f in findings(data) if f["id"] == "modes")
+    assert modes["severity"] == "warning"
+    assert "1 at 90" in modes["what"] and "4 at 9,0" in modes["what"]
+
+
+def _doc_with(section: dict) -> dict:
+    return {"configs": [], "sections": {"s": section}}
+
+
+def test_thin_tail_reads_the_quantiles_sections_print():
+    thin = {"rows": [{"label": "lwc-serve p99.9",
+                      "quantile": {"q": 0.999, "n": 114, "label": "lwc-serve lwc p99.9"}}]}
+    fired = checks.check_thin_tail(None, _doc_with(thin))
+    assert fired and "lwc-serve lwc p99.9 (q99.9 of 114 samples)" in fired.what
+    enough = {"rows": [{"quantile": {"q": 0.99, "n": 1000}}, {"quantile": {"q": 0.5, "n": 20}}]}
+    assert checks.check_thin_tail(None, _doc_with(enough)) is None
+    assert checks.check_thin_tail(None, _doc_with({"rows": [{"quantile": {"q": 0.99, "n": 999}}]}))
+
+
+def test_bad_fit_reads_the_fits_sections_carry():
+    bad = {"fits": [{"label": "lwc-create uffd-wp", "fit": {"bad_fit": True,
+                                                            "why": "per-page cost 2-6.7 us"}}]}
+    fired = checks.check_bad_fit(None, _doc_with(bad))
+    assert fired and "lwc-create uffd-wp: per-page cost 2-6.7 us" in fired.what
+    by_p = {"fits": [{"fit": {"linearity_p": 0.001, "label": "cow"}}]}
+    assert "cow: linearity test p = 0.001" in checks.check_bad_fit(None, _doc_with(by_p)).what
+    good = {"fits": [{"fit": {"linearity_p": 0.4, "bad_fit": False}}]}
+    assert checks.check_bad_fit(None, _doc_with(good)) is None

@@ -12,7 +12,7 @@ from conftest import PYTHON_DIR
 from fixture_runs import fixture, load_doc
 
 TSC = {"counter": "tsc", "unit": "tsc_ticks", "counter_why": "no PMU", "tsc_hz": 2.6e9,
-       "tsc_hz_source": "kernel", "counter_step": 2,
+       "tsc_hz_source": "kernel", "counter_step": 2, "batch_k": 100,
        "empty_region": {"median": 46, "mean": 46.3, "min": 44, "p5": 46, "p95": 48, "n": 100}}
 
 
