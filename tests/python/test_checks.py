@@ -11,7 +11,7 @@ from isobench.analysis import checks, summary
 from isobench.measure import owner
 
 from conftest import REPO, assert_one_error_line
-from fixture_runs import fixture, import_doc, load_doc
+from fixture_runs import fixture, import_doc, load_doc, with_repetitions
 
 ALL_IDS = [
     "run-interrupted", "no-results", "all-skipped", "failed-results", "no-baseline",
@@ -27,6 +27,11 @@ ALL_IDS = [
 # quantile or a fit of a section), each tested on its own below.
 APART = {"no-results", "all-skipped", "run-in-progress", "percentage-geomean", "modes",
          "zero-width", "thin-tail", "bad-fit"}
+
+
+def clean():
+    """The clean run with five repetitions, as a full run has (its file holds two)."""
+    return with_repetitions(fixture("clean_run"), 5)
 
 
 def findings(data):
@@ -53,7 +58,7 @@ def test_flawed_run_triggers_every_check_it_can(tmp_path):
 
 
 def test_clean_run_triggers_none(tmp_path):
-    assert ids(load_doc(tmp_path, fixture("clean_run"))) == []
+    assert ids(load_doc(tmp_path, clean())) == []
 
 
 def _results(doc, **match):
@@ -255,7 +260,7 @@ def m_cv_between_within_one_step(doc):
     (m_cv_between_within_one_step, ["quantized"]),
 ])
 def test_each_check_alone(tmp_path, mutate, expected):
-    doc = fixture("clean_run")
+    doc = clean()
     mutate(doc)
     assert ids(load_doc(tmp_path, doc)) == expected
 
@@ -263,7 +268,7 @@ def test_each_check_alone(tmp_path, mutate, expected):
 def test_no_significance_names_a_benchmarks_own_repetitions(tmp_path):
     # A benchmark with its own default (runner.BENCHMARK_REPEAT) is told the
     # number it asked for, not the run's.
-    doc = fixture("clean_run")
+    doc = clean()
     m_one_repetition(doc)
     doc["options"] = {"repeat": 1, "seed": 11, "repeat_by_benchmark": {"switch": 10}}
     by = {f["id"]: f for f in findings(load_doc(tmp_path, doc))}
@@ -273,7 +278,7 @@ def test_no_significance_names_a_benchmarks_own_repetitions(tmp_path):
 def test_run_in_progress_and_a_dead_owner(tmp_path):
     # The store records the owning process of a run (where it does); a live
     # owner means the run is still going, a dead one that it was cut short.
-    doc = fixture("clean_run")
+    doc = clean()
     m_running_no_owner(doc)
     data = load_doc(tmp_path, doc)
     # An import closes a run exported while running; here it is read as the
@@ -290,7 +295,7 @@ def test_run_in_progress_and_a_dead_owner(tmp_path):
 
 
 def test_batched_unreliable_falls_back_to_the_median(tmp_path):
-    doc = fixture("clean_run")
+    doc = clean()
     # A short region (160 cycles against an empty region of 30) whose
     # batched estimate agrees: the headline is the batched estimate.
     for r in _results(doc, benchmark="switch", mechanism="mpk"):
@@ -314,15 +319,15 @@ def _config(data, bench, mech):
 
 
 def test_severity_decides_the_exit_status(tmp_path):
-    clean = findings(load_doc(tmp_path, fixture("clean_run"), "a.db"))
-    assert checks.exit_status(clean) == 0
-    doc = fixture("clean_run")
+    none = findings(load_doc(tmp_path, clean(), "a.db"))
+    assert checks.exit_status(none) == 0
+    doc = clean()
     m_vm(doc)
     warned = findings(load_doc(tmp_path, doc, "b.db"))
     assert [f["severity"] for f in warned] == ["warning"]
     assert checks.exit_status(warned) == 0
     assert checks.exit_status(warned, strict=True) == checks.EXIT_FINDINGS == 3
-    doc = fixture("clean_run")
+    doc = clean()
     m_micro_only(doc)
     info = findings(load_doc(tmp_path, doc, "c.db"))
     assert [f["severity"] for f in info] == ["info"]
@@ -335,7 +340,7 @@ def test_kv_server_reference_needs_no_direct(tmp_path):
     # memcached runs beside isob as the reference: it has no `direct` of its
     # own and must not be reported as lacking one, but an isob mechanism
     # without isob+direct in the same run still is.
-    doc = fixture("clean_run")
+    doc = clean()
     doc["results"] += [_kv_server("memcached", "memcached", 150000, rep)
                        for rep in REPS] + [_kv_server("direct", "isob", 180000, rep)
                                            for rep in REPS] + [
@@ -371,13 +376,13 @@ def test_kv_server_alone_needs_no_harness_counter(tmp_path):
     # A run of kv-server only never starts the harness, so no counter is
     # recorded; that is not a missing platform detail.  Once a harness
     # result is in the run, a missing counter is one again.
-    doc = fixture("clean_run")
+    doc = clean()
     kvs = [_kv_server("memcached", "memcached", 150000, rep) for rep in REPS] + [
         _kv_server("direct", "isob", 180000, rep) for rep in REPS]
     doc["results"] = kvs
     doc["environment"]["counter"] = None
     assert ids(load_doc(tmp_path, doc)) == []
-    doc = fixture("clean_run")
+    doc = clean()
     doc["results"] += kvs
     doc["environment"]["counter"] = None
     assert ids(load_doc(tmp_path, doc, "b.db")) == ["missing-platform"]
@@ -402,25 +407,25 @@ def test_finding_says_what_and_next_and_where(tmp_path):
 
 
 def test_check_command_exit_codes(isobench, tmp_path):
-    flawed, clean = tmp_path / "flawed.sqlite", tmp_path / "clean.sqlite"
+    flawed, clean_db = tmp_path / "flawed.sqlite", tmp_path / "clean.sqlite"
     import_doc(flawed, fixture("flawed_run"))
-    import_doc(clean, fixture("clean_run"))
+    import_doc(clean_db, clean())
     doc, p = isobench.json("check", "--json", "--db", str(flawed))
     assert p.returncode == 3
     assert [f["id"] for f in doc["findings"]] == [i for i in ALL_IDS if i not in APART]
     assert doc["counts"]["error"] == 4 and doc["exit_status"] == 3
     p = isobench("check", "--db", str(flawed))
     assert p.returncode == 3 and "ERROR run-interrupted" in p.stdout and "next:" in p.stdout
-    doc, p = isobench.json("check", "latest", "--json", "--db", str(clean))
+    doc, p = isobench.json("check", "latest", "--json", "--db", str(clean_db))
     assert (p.returncode, doc["findings"]) == (0, [])
-    p = isobench("check", "--db", str(clean))
+    p = isobench("check", "--db", str(clean_db))
     assert p.returncode == 0 and "no findings" in p.stdout
-    vm = fixture("clean_run")
+    vm = clean()
     m_vm(vm)
-    import_doc(clean, vm)
-    p = isobench("check", "--db", str(clean))
+    import_doc(clean_db, vm)
+    p = isobench("check", "--db", str(clean_db))
     assert p.returncode == 0 and "WARNING virtual-machine" in p.stdout
-    assert isobench("check", "--strict", "--db", str(clean)).returncode == 3
+    assert isobench("check", "--strict", "--db", str(clean_db)).returncode == 3
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -428,7 +433,7 @@ def test_check_command_exit_codes(isobench, tmp_path):
     (["check", "--frobnicate"], "unrecognized arguments"),
 ])
 def test_check_bad_usage(isobench, tmp_path, args, needle):
-    import_doc(isobench.db, fixture("clean_run"))
+    import_doc(isobench.db, clean())
     assert needle in assert_one_error_line(isobench(*args))
 
 
@@ -465,7 +470,7 @@ def test_batched_unreliable_is_a_warning_only_where_it_changed_the_headline(tmp_
     # A short region (160 cycles, empty region 30) whose batched estimate
     # agrees in four processes of five and not in the fifth: the headline
     # stays batched (a majority agrees), and the finding is info.
-    doc = fixture("clean_run")
+    doc = clean()
     for r in _results(doc, benchmark="switch", mechanism="mpk"):
         low = r["repetition"] == 5
         r["batched"] = 20.0 if low else 128.0
@@ -498,7 +503,7 @@ def test_the_flawed_runs_long_region_disagreement_is_info(tmp_path):
 
 
 def test_modes_names_each_group_with_its_count(tmp_path):
-    doc = fixture("clean_run")
+    doc = clean()
     m_modes(doc)
     data = load_doc(tmp_path, doc)
     c = next(c for c in summary.build(data)["configs"] if c["mechanism"] == "process-futex"

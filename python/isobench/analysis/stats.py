@@ -668,6 +668,10 @@ def between_cv(values: Sequence[float]) -> float | None:
 # moves a whole process by factors (127,582 against 975 ticks).
 MODES_MIN_FACTOR = 1.5
 MODES_FACTOR = 10.0
+# ... and, below MODES_FACTOR, when that gap is this many times every gap
+# left within the groups: processes that scatter widely but evenly (30% on
+# the log scale) are one population, not as many modes as processes.
+MODES_GAP_RATIO = 4.0
 
 
 @dataclass(frozen=True)
@@ -697,22 +701,29 @@ def _separated(a: int, b: int, values: Sequence[float],
 
 
 def modes(values: Sequence[float], spreads: Sequence[tuple[float, float] | None] | None = None,
-          min_factor: float = MODES_MIN_FACTOR, factor: float = MODES_FACTOR) -> list[Mode]:
+          min_factor: float = MODES_MIN_FACTOR, factor: float = MODES_FACTOR,
+          gap_ratio: float = MODES_GAP_RATIO) -> list[Mode]:
     """The groups positive repetition values fall into, smallest first; one
     group (or none, for no values) when they are one population.
 
     spreads[i]: (p5, p95) of the samples of the process values[i] came from,
-    or None.  A gap between neighbours in sorted order separates two groups
-    when their ratio is at least `factor`, or at least `min_factor` with
-    each outside the other's own p5..p95 (see MODES_MIN_FACTOR)."""
+    or None.  Sorted, two neighbours are in separate groups when their ratio
+    is at least `factor`; or when it is at least `min_factor`, each lies
+    outside the other's own p5..p95, and the gap (on the log scale) is at
+    least `gap_ratio` times every gap left within the groups."""
     if not values:
         return []
     order = sorted(range(len(values)), key=values.__getitem__)
+    gaps = [math.log(values[b] / values[a]) if values[a] > 0 else math.inf
+            for a, b in zip(order, order[1:])]
+    sure = [g >= math.log(factor) for g in gaps]
+    maybe = [not s and g >= math.log(min_factor) and _separated(a, b, values, spreads)
+             for s, g, a, b in zip(sure, gaps, order, order[1:])]
+    within = max((g for g, s, m in zip(gaps, sure, maybe) if not s and not m), default=0.0)
+    cut = [s or (m and g >= gap_ratio * within) for s, m, g in zip(sure, maybe, gaps)]
     groups: list[list[int]] = [[order[0]]]
-    for a, b in zip(order, order[1:]):
-        lo, hi = values[a], values[b]
-        ratio = hi / lo if lo > 0 else math.inf
-        if ratio >= factor or (ratio >= min_factor and _separated(a, b, values, spreads)):
+    for c, b in zip(cut, order[1:]):
+        if c:
             groups.append([b])
         else:
             groups[-1].append(b)
