@@ -497,11 +497,15 @@ def check_few_repetitions(data: RunData, doc: Mapping) -> Fired | None:
                  "citing or comparing these", tuple(c["label"] for c in hit))
 
 
+def _number(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
 def _modes_text(c: Mapping) -> str:
     h = c["headline"]
     u = c["unit"] or ""
     groups = "; ".join(
-        f"{m['count']} at {m['value']:,.4g} {u}".rstrip()
+        f"{m['count']} at {_number(m['value'])} {u}".rstrip()
         + (f" (rep {', '.join(map(str, m['repetitions']))})" if m.get("repetitions") else "")
         for m in h["modes"])
     return f"{c['label']}: {groups}"
@@ -516,8 +520,8 @@ def check_modes(data: RunData, doc: Mapping) -> Fired | None:
     texts = [_modes_text(c) for c in split]
     for c in outside:
         o = c["headline"]["outside_spread"]
-        texts.append(f"{c['label']}: headline {o['value']:,.4g} outside its samples' p5..p95 "
-                     f"{o['p5']:,.4g}..{o['p95']:,.4g}")
+        texts.append(f"{c['label']}: headline {_number(o['value'])} outside its samples' "
+                     f"p5..p95 {_number(o['p5'])}..{_number(o['p95'])}")
     return Fired(f"{len(texts)} result(s) measured separate groups (modes): their processes "
                  "disagree by more than their own spread, so no single value with an "
                  f"interval stands for them: {_some(texts)}",

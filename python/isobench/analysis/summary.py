@@ -11,29 +11,44 @@ version of the rules below.
 
 The headline rule (one number per configuration):
 
-    region = median - empty region          (per repetition)
+    region = median - empty region          (per repetition; the empty
+                                             region is the run's: the median
+                                             over its processes of their means)
     long   = region >= HEADLINE_MIN_STEPS * max(counter step, empty region)
-    long, or no batched estimate          -> the per-call median
-    short, batched agrees with the median -> the batched estimate
-    short, batched disagrees              -> the median, and the configuration
-                                             carries `batched-unreliable`
+    long in a strict majority of repetitions -> the per-call median
+    no batched estimate                      -> the per-call median
+    batched agrees with the median in a
+      strict majority of repetitions         -> the batched estimate
+    otherwise                                -> the median, and the configuration
+                                                carries `batched-unreliable`
 
 "Agrees" means the batched estimate's interval (the order-statistic
 interval of the median of its (K, 2K) pairs) reaches into the range from
 half the median's interval less the empty region's p95 up to the larger of
 the median's interval and the per-call mean, each end widened by one
-counter step (see BATCHED_MIN_FRACTION for why).
+counter step (see BATCHED_MIN_FRACTION for why).  The counts the rule
+decided on are stored with the headline (`rule`), so one disagreeing
+process of five cannot flip it unseen.
 
 The unit of replication is the repetition (a fresh isob process): each
 repetition gives one value by the rule above, a configuration's headline
-is their geometric mean, and its interval is Student's t over their logs.
-With one repetition, the interval is that process's own order-statistic
-interval, and says so; a ratio then has no interval.
+is their geometric mean, and its interval is Student's t over their logs,
+widened by their resolution (the counter step for a median, step / K for
+a batched estimate), which is systematic and not divided by n.  With one
+repetition, the interval is that process's own order-statistic interval,
+and says so; a ratio then has no interval.  Repetitions that fall into
+separate groups (stats.modes) get no interval: the headline lists the
+groups (`modes`) and its value is the largest group's.  A ratio uses the
+numerator's estimator on both sides (the baseline's repetitions keep
+their medians and batched estimates for this).
 
 Document history ("summary_version"):
 
     1  first version; measurement.quick and measurement.n (the --quick and
-       --n values the run's processes measured with) added within it.
+       --n values the run's processes measured with) added within it;
+       headline.rule, modes, relative_resolution, batched_disagreements,
+       outside_spread, ratio.source, base_value, resolution and quantized
+       added within it (keys are only ever added).
 """
 
 from __future__ import annotations
@@ -237,12 +252,17 @@ def _spread(rep: dict, source: str) -> tuple[float, float] | None:
     return None if lo is None or hi is None else (lo, hi)
 
 
+def number(v: float) -> str:
+    """A value for a sentence: 127,582 or 0.624 (four significant digits)."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
 def _modes_text(groups: Sequence[stats.Mode], reps: Sequence[dict], unit: str | None) -> str:
     parts = []
     for m in groups:
         which = ", ".join(str(reps[i]["repetition"]) for i in m.members)
-        span = (f"{m.value:,.4g}" if m.low == m.high else
-                f"{m.value:,.4g} ({m.low:,.4g}..{m.high:,.4g})")
+        span = (number(m.value) if m.low == m.high else
+                f"{number(m.value)} ({number(m.low)}..{number(m.high)})")
         parts.append(f"{m.count} at {span} {unit or ''} (rep {which})".replace("  ", " "))
     return "; ".join(parts)
 
@@ -547,8 +567,9 @@ def method() -> dict:
     """The rules the numbers follow, stated with the document."""
     return {
         "headline": f"per-call median when median - empty region >= {HEADLINE_MIN_STEPS} x "
-                    "max(counter step, empty region), else the batched estimate unless it "
-                    "disagrees with the median less the empty region (then the median)",
+                    "max(counter step, empty region) in most repetitions (the run's empty "
+                    "region), else the batched estimate unless it disagrees with the median "
+                    "less the empty region in most repetitions (then the median)",
         "headline_min_steps": HEADLINE_MIN_STEPS,
         "min_reps_for_test": stats.min_reps_for_test(),
         "replication_unit": "repetition (one isob process)",
@@ -556,12 +577,18 @@ def method() -> dict:
         "interval": "Student t on the logs of the repetitions' values "
                     f"(>= {stats.MIN_REPS_FOR_INTERVAL} repetitions); with one, the "
                     "process's own order-statistic interval of its median",
-        "ratio_interval": "Welch t on the log ratio over repetitions",
+        "ratio_interval": "Welch t on the log ratio over repetitions, the same estimator "
+                          "on both sides, widened by both resolutions",
+        "resolution": "counter step (median) or step / K (batched): a systematic error, "
+                      "(step / x)^2 / 12 on the log scale, not divided by the repetitions",
+        "modes": "repetitions in separate groups (a factor of 10, or of 1.5 beyond each "
+                 "process's own p5..p95): the groups, and no interval",
         "test": "Mann-Whitney U on the repetitions' values, exact without ties; "
                 f"no p below {stats.min_reps_for_test()} repetitions per side",
         "level": stats.CI_LEVEL,
-        "quantized": "an order-statistic interval spanning at most one counter step is "
-                     "shown as median +- step and flagged quantized",
+        "quantized": "a headline less than 20 resolution steps is flagged quantized; an "
+                     "order-statistic interval spanning at most one step is shown as "
+                     "median +- step",
         "averages": "geometric means of ratios within one population "
                     f"({', '.join(runs.POPULATION_PARAMS)}), over "
                     f"{', '.join(runs.SWEEP_PARAMS)} only",

@@ -217,6 +217,8 @@ def interval_text(h: Mapping) -> str:
     """The headline's interval: [low..high], or +-step when it is one
     process's quantized median; '-' when there is none."""
     iv = h.get("interval")
+    if h.get("modes"):
+        return f"{len(h['modes'])} modes"
     if not iv:
         return "-"
     if iv.get("quantized"):
@@ -225,9 +227,12 @@ def interval_text(h: Mapping) -> str:
 
 
 def source_text(h: Mapping) -> str:
-    """Which rule chose the headline, with its flags: q quantized, ! the
-    batched estimate was not trusted, 1p the interval is one process's."""
-    flags = ("q" if h.get("quantized") else "") + ("!" if h.get("batched_unreliable") else "")
+    """Which rule chose the headline, with its flags: q quantized (known to
+    a few counter steps), ! the batched estimate was not trusted, m the
+    repetitions fall into separate groups (modes), 1p the interval is one
+    process's."""
+    flags = (("q" if h.get("quantized") else "") + ("!" if h.get("batched_unreliable") else "")
+             + ("m" if h.get("modes") else ""))
     one = "" if h.get("between") != "one process" else " 1p"
     return h["source"] + (f" {flags}" if flags else "") + one
 
@@ -374,6 +379,11 @@ def value_cells(c: Mapping, header: str) -> tuple[str, str]:
     counter's unit where it is not a time."""
     h = c["headline"]
     iv = h.get("interval") or {}
+    if h.get("modes"):
+        value = (fmt_time(h["ns"], time_unit(h["ns"])) if h.get("ns") is not None else
+                 fmt_sig(h["value"]) + ("" if header != "value"
+                                        else f" {c['unit'] or ''}".rstrip()))
+        return value, interval_text(h)
     if h.get("ns") is not None:
         unit = time_unit(h["ns"])
         if iv.get("quantized") and h.get("interval_ns"):
