@@ -266,3 +266,29 @@ def test_a_ratio_of_quantized_values_carries_both_resolutions(tmp_path):
     assert r["quantized"] and r["relative_resolution"] == pytest.approx(26 / 130 + 26 / 104)
     lo, hi = r["interval"]["low"], r["interval"]["high"]
     assert lo < 1.1 and hi > 1.4      # the two steps, not a point
+
+
+def test_a_headline_outside_its_own_samples_spread_says_so(tmp_path):
+    # Two processes 1.3x apart (below the modes factor), one with 55 samples
+    # and one with 2,600: the pooled p5..p95 is the second's alone, and the
+    # geometric mean of the two lies below it.
+    few = result("process-pipe", spread(5000, n=55), rep=1)
+    many = result("process-pipe", spread(6500, n=2600), rep=2)
+    c, built = entry(tmp_path, run_of(few, many), "process-pipe")
+    h = c["headline"]
+    assert h["modes"] is None and h["outside_spread"]["p5"] > h["value"]
+    f = next(f for f in built["findings"] if f["id"] == "modes")
+    assert "outside its samples' p5..p95" in f["what"]
+
+
+def test_a_two_mode_configuration_lists_its_groups(tmp_path):
+    # process-futex cross-cpu: one process of three had its server awake.
+    reps = [result("process-futex", spread(v, step=26), rep=rep)
+            for rep, v in ((1, 127582), (2, 975), (3, 132145))]
+    c, built = entry(tmp_path, run_of(*reps), "process-futex")
+    h = c["headline"]
+    assert [(m["count"], m["repetitions"]) for m in h["modes"]] == [(1, [2]), (2, [1, 3])]
+    assert h["interval"] is None and h["between"] is None
+    assert h["value"] == pytest.approx(math.sqrt(127582 * 132145), rel=1e-3)
+    f = next(f for f in built["findings"] if f["id"] == "modes")
+    assert f["severity"] == "warning" and "1 at 975" in f["what"] and "(rep 2)" in f["what"]

@@ -710,7 +710,9 @@ def modes(values: Sequence[float], spreads: Sequence[tuple[float, float] | None]
     or None.  Sorted, two neighbours are in separate groups when their ratio
     is at least `factor`; or when it is at least `min_factor`, each lies
     outside the other's own p5..p95, and the gap (on the log scale) is at
-    least `gap_ratio` times every gap left within the groups."""
+    least `gap_ratio` times every gap left within the groups (of which there
+    must be one: values that are each their own group are one population
+    scattered widely, as far as they can tell)."""
     if not values:
         return []
     order = sorted(range(len(values)), key=values.__getitem__)
@@ -719,8 +721,17 @@ def modes(values: Sequence[float], spreads: Sequence[tuple[float, float] | None]
     sure = [g >= math.log(factor) for g in gaps]
     maybe = [not s and g >= math.log(min_factor) and _separated(a, b, values, spreads)
              for s, g, a, b in zip(sure, gaps, order, order[1:])]
-    within = max((g for g, s, m in zip(gaps, sure, maybe) if not s and not m), default=0.0)
-    cut = [s or (m and g >= gap_ratio * within) for s, m, g in zip(sure, maybe, gaps)]
+    # The most candidate gaps (largest first) that are each gap_ratio times
+    # every gap left within the groups; at least one gap must be left, or
+    # nothing says what "within" is (every process its own group).
+    cands = sorted((i for i, m in enumerate(maybe) if m), key=lambda i: -gaps[i])
+    chosen: set[int] = set()
+    for k in range(1, len(cands) + 1):
+        top = set(cands[:k])
+        rest = [g for i, g in enumerate(gaps) if not sure[i] and i not in top]
+        if rest and gaps[cands[k - 1]] >= gap_ratio * max(rest):
+            chosen = top
+    cut = [s or i in chosen for i, s in enumerate(sure)]
     groups: list[list[int]] = [[order[0]]]
     for c, b in zip(cut, order[1:]):
         if c:

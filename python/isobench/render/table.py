@@ -509,10 +509,12 @@ def narrow_legend(doc: Mapping) -> str:
     need = m.get("min_reps_for_test")
     text = ("time: the headline by one rule (docs/methodology.md), the geometric mean over "
             "repetitions (fresh processes); 95% CI: Student t over them, 1p: within one "
-            "process. vs direct: ratio to direct's headline, Welch t interval. status: "
+            "process. vs direct: ratio to direct's value by the same estimator, Welch t "
+            "interval. status: "
             f"median = per-call median (regions >= {m['headline_min_steps']} counter steps "
             "and empty regions), batched = batched estimate (shorter ones); q: quantized, "
-            "known to ±1 counter step; !: batched estimate disagrees, median shown. "
+            "known to a few counter steps (step / K when batched); !: batched estimate "
+            "disagrees, median shown; m: repetitions in separate groups (modes), no interval. "
             "Every column: --wide.")
     if asked and need and asked < need:
         text += (f" {asked} repetition{'s' if asked != 1 else ''} per result: too few for a "
@@ -533,9 +535,11 @@ def legend(doc: Mapping) -> str:
             "estimate (shorter regions; reading cost cancelled).\n"
             "  Geometric mean over repetitions (fresh processes); 95% interval: Student t over "
             "them, or '1p' = within one process.\n"
-            "  q: quantized (known to +-1 counter step); !: batched estimate disagrees, median "
-            "shown (batched-unreliable).  ~ns: the value in ns.\n"
-            "  ratio: value / direct's value, interval over repetitions (Welch t on logs); "
+            "  q: quantized (known to a few counter steps, step / K when batched); !: batched "
+            "estimate disagrees, median shown (batched-unreliable); m: repetitions in separate "
+            "groups (modes), no interval.  ~ns: the value in ns.\n"
+            "  ratio: value / direct's value by the same estimator, interval over repetitions "
+            "(Welch t on logs); "
             "median, mean, batched: the middle repetition's own" + few)
 
 
