@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from isobench.analysis import summary
 from isobench.analysis.runs import Config
 
-KINDS = ("normal", "lognormal", "lognormal-wide", "two-mode", "two-mode-2x", "q-median", "q-batched")
+KINDS = ("normal", "lognormal", "lognormal-wide", "two-mode", "two-mode-2x", "q-median",
+         "q-batched")
 STEP = 26.0          # TSC step of the KVM guests the project measures on
 EMPTY = 46.3         # their empty region, in ticks (mean)
 BATCH_K = 250

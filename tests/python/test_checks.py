@@ -16,7 +16,8 @@ from fixture_runs import fixture, import_doc, load_doc, with_repetitions
 ALL_IDS = [
     "run-interrupted", "no-results", "all-skipped", "failed-results", "no-baseline",
     "counters-miss-other-side", "run-in-progress", "no-significance", "few-repetitions",
-    "modes", "batched-unreliable", "quantized", "zero-width", "thin-tail", "bad-fit", "high-cv", "dropped-samples", "load-during-run", "unpinned", "virtual-machine", "no-pmu",
+    "modes", "batched-unreliable", "quantized", "zero-width", "thin-tail", "bad-fit", "high-cv",
+    "dropped-samples", "load-during-run", "unpinned", "virtual-machine", "no-pmu",
     "frequency-scaling", "smt-active", "missing-platform", "missing-software", "micro-only",
     "percentage-geomean",
 ]
