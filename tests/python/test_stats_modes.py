@@ -100,3 +100,17 @@ def test_one_value_or_none():
                                         (0.05, 199, True), (0.5, 20, False)])
 def test_thin_quantiles(q, n, thin):
     assert stats.thin_quantile(q, n) is thin
+
+
+def test_log_estimate_is_welchs_with_the_floor_apart():
+    rng = random.Random(6)
+    x = [rng.lognormvariate(math.log(300), 0.04) for _ in range(5)]
+    base = [rng.lognormvariate(math.log(100), 0.08) for _ in range(6)]
+    e = stats.log_estimate([(1, stats.LogGroup.of(x, 2)), (-1, stats.LogGroup.of(base, 2))])
+    ref = scipy_stats.ttest_ind([math.log(v) for v in x], [math.log(v) for v in base],
+                                equal_var=False)
+    assert e.centre / e.se == pytest.approx(ref.statistic, rel=1e-9)
+    assert e.df == pytest.approx(ref.df, rel=1e-9)
+    assert e.sys_half > 0
+    equal = stats.log_estimate([(1, stats.LogGroup.of([78.0] * 5, 26))])
+    assert (equal.se, equal.df) == (0.0, math.inf) and equal.sys_half > 0

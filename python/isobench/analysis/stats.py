@@ -471,6 +471,39 @@ def systematic_half_width(sys_terms: Sequence[float], level: float = CI_LEVEL) -
     return k * math.sqrt(math.fsum(terms))
 
 
+@dataclass(frozen=True)
+class LogEstimate:
+    """sum(sign * mean log) over groups, with the parts of its uncertainty:
+    se the standard error of the statistical part (Welch), df its
+    Welch-Satterthwaite degrees of freedom (inf when it is zero), sys_half
+    the half-width the groups' quantization adds at the level asked
+    (systematic_half_width), n the values it rests on.  One test for an
+    interval, a verdict and a p: t = centre / se on df, with the
+    systematic part as a floor that no number of repetitions removes."""
+
+    centre: float
+    se: float
+    df: float
+    sys_half: float
+    n: int
+
+
+def log_estimate(terms: Sequence[tuple[int, LogGroup]],
+                 level: float = CI_LEVEL) -> LogEstimate | None:
+    """The estimate behind log_interval (None below MIN_REPS_FOR_INTERVAL a group)."""
+    if any(g.n < MIN_REPS_FOR_INTERVAL for _, g in terms):
+        return None
+    centre = math.fsum(sign * g.mean for sign, g in terms)
+    parts = [g.var / g.n for _, g in terms]
+    var = math.fsum(parts)
+    df = math.inf
+    if var > 0.0:
+        df = var ** 2 / math.fsum(p ** 2 / (g.n - 1) for p, (_, g) in zip(parts, terms) if p > 0)
+    return LogEstimate(centre, math.sqrt(var), df,
+                       systematic_half_width([g.sys for _, g in terms], level),
+                       sum(g.n for _, g in terms))
+
+
 def log_interval(terms: Sequence[tuple[int, LogGroup]], level: float = CI_LEVEL,
                  method: str = "") -> Interval | None:
     """exp of an interval of sum(sign * mean log) over groups.
@@ -484,19 +517,12 @@ def log_interval(terms: Sequence[tuple[int, LogGroup]], level: float = CI_LEVEL,
     MIN_REPS_FOR_INTERVAL values, else None.  Equal values without a
     resolution give a zero-width interval (the `zero-width` check says so).
     """
-    if any(g.n < MIN_REPS_FOR_INTERVAL for _, g in terms):
+    e = log_estimate(terms, level)
+    if e is None:
         return None
-    centre = math.fsum(sign * g.mean for sign, g in terms)
-    parts = [g.var / g.n for _, g in terms]
-    var = math.fsum(parts)
-    n = sum(g.n for _, g in terms)
-    stat = 0.0
-    if var > 0.0:
-        df = var ** 2 / math.fsum(p ** 2 / (g.n - 1) for p, (_, g) in zip(parts, terms) if p > 0)
-        stat = t_quantile(1.0 - (1.0 - level) / 2.0, df) * math.sqrt(var)
-    sys = systematic_half_width([g.sys for _, g in terms], level)
-    half = math.hypot(stat, sys)
-    return Interval(math.exp(centre - half), math.exp(centre + half), level, method, n)
+    stat = t_quantile(1.0 - (1.0 - level) / 2.0, e.df) * e.se if e.se > 0 else 0.0
+    half = math.hypot(stat, e.sys_half)
+    return Interval(math.exp(e.centre - half), math.exp(e.centre + half), level, method, e.n)
 
 
 def geomean_interval(values: Sequence[float], resolution: float = 0.0,
