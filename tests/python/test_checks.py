@@ -11,19 +11,28 @@ from isobench.analysis import checks, summary
 from isobench.measure import owner
 
 from conftest import REPO, assert_one_error_line
-from fixture_runs import fixture, import_doc, load_doc
+from fixture_runs import fixture, import_doc, load_doc, with_repetitions
 
 ALL_IDS = [
     "run-interrupted", "no-results", "all-skipped", "failed-results", "no-baseline",
-    "counters-miss-other-side", "run-in-progress", "no-significance", "batched-unreliable",
-    "quantized", "high-cv", "dropped-samples", "load-during-run", "unpinned", "virtual-machine", "no-pmu",
+    "counters-miss-other-side", "run-in-progress", "no-significance", "few-repetitions",
+    "modes", "batched-unreliable", "quantized", "zero-width", "thin-tail", "bad-fit", "high-cv",
+    "dropped-samples", "load-during-run", "unpinned", "virtual-machine", "no-pmu",
     "frequency-scaling", "smt-active", "missing-platform", "missing-software", "micro-only",
     "percentage-geomean",
 ]
 # What one run can show at once: every check but these three, which
 # exclude the others (or each other) and are tested on their own below,
-# and percentage-geomean, which needs an oslat run (test_oslat_section.py).
-APART = {"no-results", "all-skipped", "run-in-progress", "percentage-geomean"}
+# percentage-geomean, which needs an oslat run (test_oslat_section.py), and
+# the checks of numbers the flawed run does not hold (modes, zero-width, a
+# quantile or a fit of a section), each tested on its own below.
+APART = {"no-results", "all-skipped", "run-in-progress", "percentage-geomean", "modes",
+         "zero-width", "thin-tail", "bad-fit"}
+
+
+def clean():
+    """The clean run with five repetitions, as a full run has (its file holds two)."""
+    return with_repetitions(fixture("clean_run"), 5)
 
 
 def findings(data):
@@ -50,7 +59,7 @@ def test_flawed_run_triggers_every_check_it_can(tmp_path):
 
 
 def test_clean_run_triggers_none(tmp_path):
-    assert ids(load_doc(tmp_path, fixture("clean_run"))) == []
+    assert ids(load_doc(tmp_path, clean())) == []
 
 
 def _results(doc, **match):
@@ -94,7 +103,28 @@ def m_no_baseline(doc):
 
 
 def m_one_repetition(doc):
-    _drop(doc, repetition=2)
+    for rep in (2, 3, 4, 5):
+        _drop(doc, repetition=rep)
+
+
+def m_quick(doc):
+    # --quick: three repetitions.
+    for rep in (4, 5):
+        _drop(doc, repetition=rep)
+
+
+def m_modes(doc):
+    # One process of five in which the server stayed awake: 1/100 of the others.
+    r = _results(doc, mechanism="process-futex", repetition=3)
+    r = next(x for x in r if x["params"]["placement"] == "cross-cpu")
+    r["samples"]["primary"] = [x // 100 for x in r["samples"]["primary"]]
+
+
+def m_zero_width(doc):
+    # Equal repetitions of a counter that recorded no step.
+    for r in _results(doc, benchmark="switch", mechanism="mpk"):
+        r["header"] = {**r["header"], "counter_step": 0}
+        r["samples"]["primary"] = [160] * 20
 
 
 def m_batched_unreliable(doc):
@@ -207,6 +237,9 @@ def m_cv_between_within_one_step(doc):
     (m_failed, ["failed-results"]),
     (m_no_baseline, ["no-baseline"]),
     (m_one_repetition, ["no-significance"]),
+    (m_quick, ["few-repetitions"]),
+    (m_modes, ["modes", "high-cv"]),
+    (m_zero_width, ["zero-width"]),
     (m_batched_unreliable, ["batched-unreliable"]),
     (m_quantized, ["quantized"]),
     (m_micro_only, ["micro-only"]),
@@ -228,7 +261,7 @@ def m_cv_between_within_one_step(doc):
     (m_cv_between_within_one_step, ["quantized"]),
 ])
 def test_each_check_alone(tmp_path, mutate, expected):
-    doc = fixture("clean_run")
+    doc = clean()
     mutate(doc)
     assert ids(load_doc(tmp_path, doc)) == expected
 
@@ -236,7 +269,7 @@ def test_each_check_alone(tmp_path, mutate, expected):
 def test_no_significance_names_a_benchmarks_own_repetitions(tmp_path):
     # A benchmark with its own default (runner.BENCHMARK_REPEAT) is told the
     # number it asked for, not the run's.
-    doc = fixture("clean_run")
+    doc = clean()
     m_one_repetition(doc)
     doc["options"] = {"repeat": 1, "seed": 11, "repeat_by_benchmark": {"switch": 10}}
     by = {f["id"]: f for f in findings(load_doc(tmp_path, doc))}
@@ -246,7 +279,7 @@ def test_no_significance_names_a_benchmarks_own_repetitions(tmp_path):
 def test_run_in_progress_and_a_dead_owner(tmp_path):
     # The store records the owning process of a run (where it does); a live
     # owner means the run is still going, a dead one that it was cut short.
-    doc = fixture("clean_run")
+    doc = clean()
     m_running_no_owner(doc)
     data = load_doc(tmp_path, doc)
     # An import closes a run exported while running; here it is read as the
@@ -263,7 +296,7 @@ def test_run_in_progress_and_a_dead_owner(tmp_path):
 
 
 def test_batched_unreliable_falls_back_to_the_median(tmp_path):
-    doc = fixture("clean_run")
+    doc = clean()
     # A short region (160 cycles against an empty region of 30) whose
     # batched estimate agrees: the headline is the batched estimate.
     for r in _results(doc, benchmark="switch", mechanism="mpk"):
@@ -287,15 +320,15 @@ def _config(data, bench, mech):
 
 
 def test_severity_decides_the_exit_status(tmp_path):
-    clean = findings(load_doc(tmp_path, fixture("clean_run"), "a.db"))
-    assert checks.exit_status(clean) == 0
-    doc = fixture("clean_run")
+    none = findings(load_doc(tmp_path, clean(), "a.db"))
+    assert checks.exit_status(none) == 0
+    doc = clean()
     m_vm(doc)
     warned = findings(load_doc(tmp_path, doc, "b.db"))
     assert [f["severity"] for f in warned] == ["warning"]
     assert checks.exit_status(warned) == 0
     assert checks.exit_status(warned, strict=True) == checks.EXIT_FINDINGS == 3
-    doc = fixture("clean_run")
+    doc = clean()
     m_micro_only(doc)
     info = findings(load_doc(tmp_path, doc, "c.db"))
     assert [f["severity"] for f in info] == ["info"]
@@ -308,11 +341,11 @@ def test_kv_server_reference_needs_no_direct(tmp_path):
     # memcached runs beside isob as the reference: it has no `direct` of its
     # own and must not be reported as lacking one, but an isob mechanism
     # without isob+direct in the same run still is.
-    doc = fixture("clean_run")
+    doc = clean()
     doc["results"] += [_kv_server("memcached", "memcached", 150000, rep)
-                       for rep in (1, 2)] + [_kv_server("direct", "isob", 180000, rep)
-                                             for rep in (1, 2)] + [
-        _kv_server("process-futex", "isob", 90000, rep) for rep in (1, 2)]
+                       for rep in REPS] + [_kv_server("direct", "isob", 180000, rep)
+                                           for rep in REPS] + [
+        _kv_server("process-futex", "isob", 90000, rep) for rep in REPS]
     assert ids(load_doc(tmp_path, doc)) == []
     data = load_doc(tmp_path, doc, "b.db")
     futex = next(c for c in data.configs if c.benchmark == "kv-server"
@@ -324,6 +357,9 @@ def test_kv_server_reference_needs_no_direct(tmp_path):
     found = findings(load_doc(tmp_path, doc, "c.db"))
     assert [f["id"] for f in found] == ["no-baseline"]
     assert "process-futex" in found[0]["what"] and "memcached" not in found[0]["what"]
+
+
+REPS = (1, 2, 3, 4, 5)  # as many as the clean run has
 
 
 def _kv_server(mechanism, server, ops, rep=1):
@@ -341,13 +377,13 @@ def test_kv_server_alone_needs_no_harness_counter(tmp_path):
     # A run of kv-server only never starts the harness, so no counter is
     # recorded; that is not a missing platform detail.  Once a harness
     # result is in the run, a missing counter is one again.
-    doc = fixture("clean_run")
-    kvs = [_kv_server("memcached", "memcached", 150000, rep) for rep in (1, 2)] + [
-        _kv_server("direct", "isob", 180000, rep) for rep in (1, 2)]
+    doc = clean()
+    kvs = [_kv_server("memcached", "memcached", 150000, rep) for rep in REPS] + [
+        _kv_server("direct", "isob", 180000, rep) for rep in REPS]
     doc["results"] = kvs
     doc["environment"]["counter"] = None
     assert ids(load_doc(tmp_path, doc)) == []
-    doc = fixture("clean_run")
+    doc = clean()
     doc["results"] += kvs
     doc["environment"]["counter"] = None
     assert ids(load_doc(tmp_path, doc, "b.db")) == ["missing-platform"]
@@ -372,25 +408,25 @@ def test_finding_says_what_and_next_and_where(tmp_path):
 
 
 def test_check_command_exit_codes(isobench, tmp_path):
-    flawed, clean = tmp_path / "flawed.sqlite", tmp_path / "clean.sqlite"
+    flawed, clean_db = tmp_path / "flawed.sqlite", tmp_path / "clean.sqlite"
     import_doc(flawed, fixture("flawed_run"))
-    import_doc(clean, fixture("clean_run"))
+    import_doc(clean_db, clean())
     doc, p = isobench.json("check", "--json", "--db", str(flawed))
     assert p.returncode == 3
     assert [f["id"] for f in doc["findings"]] == [i for i in ALL_IDS if i not in APART]
     assert doc["counts"]["error"] == 4 and doc["exit_status"] == 3
     p = isobench("check", "--db", str(flawed))
     assert p.returncode == 3 and "ERROR run-interrupted" in p.stdout and "next:" in p.stdout
-    doc, p = isobench.json("check", "latest", "--json", "--db", str(clean))
+    doc, p = isobench.json("check", "latest", "--json", "--db", str(clean_db))
     assert (p.returncode, doc["findings"]) == (0, [])
-    p = isobench("check", "--db", str(clean))
+    p = isobench("check", "--db", str(clean_db))
     assert p.returncode == 0 and "no findings" in p.stdout
-    vm = fixture("clean_run")
+    vm = clean()
     m_vm(vm)
-    import_doc(clean, vm)
-    p = isobench("check", "--db", str(clean))
+    import_doc(clean_db, vm)
+    p = isobench("check", "--db", str(clean_db))
     assert p.returncode == 0 and "WARNING virtual-machine" in p.stdout
-    assert isobench("check", "--strict", "--db", str(clean)).returncode == 3
+    assert isobench("check", "--strict", "--db", str(clean_db)).returncode == 3
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -398,7 +434,7 @@ def test_check_command_exit_codes(isobench, tmp_path):
     (["check", "--frobnicate"], "unrecognized arguments"),
 ])
 def test_check_bad_usage(isobench, tmp_path, args, needle):
-    import_doc(isobench.db, fixture("clean_run"))
+    import_doc(isobench.db, clean())
     assert needle in assert_one_error_line(isobench(*args))
 
 
@@ -429,3 +465,80 @@ def test_machine_findings_have_their_own_ids():
                                      "pmu-missing"]
     assert {f.severity for f in found} == {"warning"}
     assert checks.machine_findings({"governor": "performance", "pmu": True}) == []
+
+
+def test_batched_unreliable_is_a_warning_only_where_it_changed_the_headline(tmp_path):
+    # A short region (160 cycles, empty region 30) whose batched estimate
+    # agrees in four processes of five and not in the fifth: the headline
+    # stays batched (a majority agrees), and the finding is info.
+    doc = clean()
+    for r in _results(doc, benchmark="switch", mechanism="mpk"):
+        low = r["repetition"] == 5
+        r["batched"] = 20.0 if low else 128.0
+        r["batched_reps"] = [(19.0 if low else 127.0) + (i % 3) for i in range(15)]
+    data = load_doc(tmp_path, doc, "a.db")
+    entry = _config(data, "switch", "mpk")
+    h = entry["headline"]
+    assert (h["source"], h["batched_unreliable"], h["batched_disagreements"]) == (
+        "batched", False, 1)
+    assert h["rule"]["batched_agree"] == 4 and h["rule"]["batched_disagree"] == 1
+    found = {f["id"]: f for f in findings(data)}
+    assert found["batched-unreliable"]["severity"] == "info"
+    assert "1 of 5" in found["batched-unreliable"]["what"]
+    # Three of five disagree: the median, and a warning.
+    for r in _results(doc, benchmark="switch", mechanism="mpk"):
+        if r["repetition"] in (3, 4):
+            r["batched"], r["batched_reps"] = 20.0, [19.0 + (i % 3) for i in range(15)]
+    data = load_doc(tmp_path, doc, "b.db")
+    h = _config(data, "switch", "mpk")["headline"]
+    assert (h["source"], h["batched_unreliable"]) == ("median", True)
+    found = {f["id"]: f for f in findings(data)}
+    assert found["batched-unreliable"]["severity"] == "warning"
+
+
+def test_the_flawed_runs_long_region_disagreement_is_info(tmp_path):
+    # process-futex cross-cpu: 116,506 ticks is a long region, so its batched
+    # estimate (1,012) was never a candidate for the headline.
+    found = {f["id"]: f for f in findings(load_doc(tmp_path, fixture("flawed_run")))}
+    assert found["batched-unreliable"]["severity"] == "info"
+
+
+def test_modes_names_each_group_with_its_count(tmp_path):
+    doc = clean()
+    m_modes(doc)
+    data = load_doc(tmp_path, doc)
+    c = next(c for c in summary.build(data)["configs"] if c["mechanism"] == "process-futex"
+             and c["params"]["placement"] == "cross-cpu")
+    h = c["headline"]
+    assert [(m["count"], m["repetitions"]) for m in h["modes"]] == [(1, [3]), (4, [1, 2, 4, 5])]
+    assert h["interval"] is None and "2 groups" in h["note"]
+    assert h["value"] == pytest.approx(9000, rel=0.01)   # the larger group, not a blend
+    assert c["ratio"]["interval"] is None and c["ratio"]["modes"]
+    modes = next(f for f in findings(data) if f["id"] == "modes")
+    assert modes["severity"] == "warning"
+    assert "1 at 90" in modes["what"] and "4 at 9,0" in modes["what"]
+
+
+def _doc_with(section: dict) -> dict:
+    return {"configs": [], "sections": {"s": section}}
+
+
+def test_thin_tail_reads_the_quantiles_sections_print():
+    thin = {"rows": [{"label": "lwc-serve p99.9",
+                      "quantile": {"q": 0.999, "n": 114, "label": "lwc-serve lwc p99.9"}}]}
+    fired = checks.check_thin_tail(None, _doc_with(thin))
+    assert fired and "lwc-serve lwc p99.9 (q99.9 of 114 samples)" in fired.what
+    enough = {"rows": [{"quantile": {"q": 0.99, "n": 1000}}, {"quantile": {"q": 0.5, "n": 20}}]}
+    assert checks.check_thin_tail(None, _doc_with(enough)) is None
+    assert checks.check_thin_tail(None, _doc_with({"rows": [{"quantile": {"q": 0.99, "n": 999}}]}))
+
+
+def test_bad_fit_reads_the_fits_sections_carry():
+    bad = {"fits": [{"label": "lwc-create uffd-wp", "fit": {"bad_fit": True,
+                                                            "why": "per-page cost 2-6.7 us"}}]}
+    fired = checks.check_bad_fit(None, _doc_with(bad))
+    assert fired and "lwc-create uffd-wp: per-page cost 2-6.7 us" in fired.what
+    by_p = {"fits": [{"fit": {"linearity_p": 0.001, "label": "cow"}}]}
+    assert "cow: linearity test p = 0.001" in checks.check_bad_fit(None, _doc_with(by_p)).what
+    good = {"fits": [{"fit": {"linearity_p": 0.4, "bad_fit": False}}]}
+    assert checks.check_bad_fit(None, _doc_with(good)) is None

@@ -6,7 +6,7 @@ from isobench.analysis import checks, summary
 from isobench.measure import load
 from isobench.measure.records import Result
 
-from fixture_runs import fixture, load_doc
+from fixture_runs import fixture, load_doc, with_repetitions
 
 STAT = """cpu  1000 20 300 50000 10 5 5 40 0 0
 cpu0 {u0} 10 {s0} 25000 5 2 3 {st0} 0 0
@@ -89,14 +89,14 @@ def _job(busy, own, wall=10.0, pinned=(0,), steal=0.0):
 
 
 def _ids(tmp_path, jobs, name):
-    doc = fixture("clean_run")
+    doc = with_repetitions(fixture("clean_run"), 5)  # a full run: no few-repetitions
     doc["jobs"] = jobs
     return [f["id"] for f in summary.build(load_doc(tmp_path, doc, name))["findings"]]
 
 
 def test_check_fires_on_other_processes(tmp_path):
     # Pinned to CPU 0 for 10 s: busy 9.9 s, own 8 s: others ran 1.9 s (19%).
-    doc = fixture("clean_run")
+    doc = with_repetitions(fixture("clean_run"), 5)
     doc["jobs"] = [_job(9.9, 8.0, steal=0.5)]
     found = {f["id"]: f for f in summary.build(load_doc(tmp_path, doc))["findings"]}
     assert list(found) == ["load-during-run"]

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from conftest import FIXTURES, assert_one_error_line
-from fixture_runs import fixture, import_doc, load_doc
+from fixture_runs import fixture, import_doc, load_doc, with_repetitions
 
 from test_checks import ALL_IDS, APART
 
@@ -84,7 +84,9 @@ def with_second_kv_size(doc):
 
 
 def test_report_of_the_clean_run_with_every_plot(isobench, tmp_path):
-    import_doc(isobench.db, with_kv_server(with_second_kv_size(fixture("clean_run"))))
+    # Five repetitions, as a full run has: fewer is a finding (few-repetitions).
+    import_doc(isobench.db, with_repetitions(
+        with_kv_server(with_second_kv_size(fixture("clean_run"))), 5))
     out = tmp_path / "rep"
     doc, p = isobench.json("report", "latest", "-o", str(out), "--json")
     assert p.returncode == 0, p.stderr
@@ -104,10 +106,10 @@ def test_report_of_the_clean_run_with_every_plot(isobench, tmp_path):
     assert numbers["summary_version"] == 1 and numbers["method"]["headline_min_steps"] == 20
     mpk = next(c for c in numbers["configs"]
                if c["benchmark"] == "switch" and c["mechanism"] == "mpk")
-    assert len(mpk["repetitions"]) == 2 and mpk["distribution"]["n"] == 40
+    assert len(mpk["repetitions"]) == 5 and mpk["distribution"]["n"] == 100
     assert {"p5", "p95", "p99", "mad", "cv", "robust_cv", "outliers"} <= set(mpk["distribution"])
     h = mpk["headline"]
-    assert h["source"] == "median" and h["reps"] == 2 and h["between"] == "repetitions"
+    assert h["source"] == "median" and h["reps"] == 5 and h["between"] == "repetitions"
     assert h["interval"]["low"] <= h["value"] <= h["interval"]["high"]
     assert mpk["ratio"]["value"] == pytest.approx(160.5 / 100.5, rel=0.01)
     assert mpk["ratio"]["interval"]["low"] < mpk["ratio"]["value"]

@@ -2,6 +2,7 @@
 renderers that only read it."""
 
 import ast
+import math
 import copy
 
 import pytest
@@ -12,7 +13,7 @@ from conftest import PYTHON_DIR
 from fixture_runs import fixture, load_doc
 
 TSC = {"counter": "tsc", "unit": "tsc_ticks", "counter_why": "no PMU", "tsc_hz": 2.6e9,
-       "tsc_hz_source": "kernel", "counter_step": 2,
+       "tsc_hz_source": "kernel", "counter_step": 2, "batch_k": 100,
        "empty_region": {"median": 46, "mean": 46.3, "min": 44, "p5": 46, "p95": 48, "n": 100}}
 
 
@@ -203,3 +204,116 @@ def test_renderers_compute_no_statistic(name):
         elif isinstance(node, ast.Import):
             imported |= {part for a in node.names for part in a.name.split(".")}
     assert not imported & {"stats", "store", "summary", "Store", "load_run", "run_checks"}
+
+
+def test_one_disagreeing_repetition_of_five_cannot_flip_the_headline(tmp_path):
+    # uthread 0 B: four processes' batched estimates agree with their
+    # median, the fifth's falls below half of it.  The majority decides.
+    reps = [result("uthread", spread(104), 52.0 if rep < 5 else 8.0,
+                   pairs(52.0 if rep < 5 else 8.0), rep) for rep in range(1, 6)]
+    c, built = entry(tmp_path, run_of(*reps), "uthread")
+    h = c["headline"]
+    assert (h["source"], h["batched_unreliable"], h["batched_disagreements"]) == (
+        "batched", False, 1)
+    assert "1 of 5" in h["why"]
+    assert {f["id"]: f["severity"] for f in built["findings"]}["batched-unreliable"] == "info"
+
+
+def test_the_long_threshold_is_the_runs_not_each_processs(tmp_path):
+    # Each process's empty-region median is quantized to 26, 52 or 78 ticks
+    # (20 x: 520, 1,040, 1,560); their means are all about 46.  A 1,200-tick
+    # region is long in every process by the run's empty region.
+    results = []
+    for rep, med in zip(range(1, 6), (26, 52, 78, 52, 26)):
+        r = result("thread", spread(1250, step=26), 1100.0, pairs(1100.0), rep)
+        r["header"] = {**TSC, "counter_step": 26,
+                       "empty_region": {"median": med, "mean": 46.3, "p5": 26, "p95": 78,
+                                        "n": 100}}
+        results.append(r)
+    c, _ = entry(tmp_path, run_of(*results), "thread")
+    assert {r["long_threshold"] for r in c["repetitions"]} == {20 * 46.3}
+    h = c["headline"]
+    assert h["source"] == "median" and h["rule"]["long_reps"] == 5
+    assert h["rule"]["empty_region"] == pytest.approx(46.3)
+
+
+def test_three_equal_batched_values_have_the_width_of_step_over_k(tmp_path):
+    # 0.624 ticks, K = 250, a step of 26: once printed as [0.240, 0.240] ns.
+    results = []
+    for rep in (1, 2, 3):
+        r = result("uthread", [52] * 150 + [78] * 50, 0.624, [0.624] * 15, rep)
+        r["header"] = {**TSC, "counter_step": 26, "batch_k": 250,
+                       "empty_region": {"median": 52, "mean": 46.3, "p5": 26, "p95": 52,
+                                        "n": 100}}
+        results.append(r)
+    c, built = entry(tmp_path, run_of(*results), "uthread")
+    h = c["headline"]
+    assert (h["source"], h["value"]) == ("batched", 0.624)
+    assert h["resolution"] == pytest.approx(26 / 250)
+    lo, hi = h["interval"]["low"], h["interval"]["high"]
+    # +-0.95 x step/2 / K around the value (one uniform error of one step).
+    assert lo == pytest.approx(0.624 * math.exp(-0.95 * 0.104 / 2 / 0.624), rel=1e-9)
+    assert hi == pytest.approx(0.624 * math.exp(0.95 * 0.104 / 2 / 0.624), rel=1e-9)
+    assert h["quantized"] and c["repetitions"][0]["batched_interval"]["quantized"]
+    ids = [f["id"] for f in built["findings"]]
+    assert "quantized" in ids and "zero-width" not in ids
+
+
+def test_a_ratio_uses_the_same_estimator_on_both_sides(tmp_path):
+    # direct's headline is batched (9 ticks), a long process's is its median
+    # (5,000): the ratio divides that median by direct's medians (56), as
+    # both hold the readings once.
+    doc = run_of(*[result("direct", spread(56), 9.0, pairs(9.0), rep) for rep in (1, 2, 3)],
+                 *[result("process-futex", spread(5000), 4800.0, pairs(4800.0), rep)
+                   for rep in (1, 2, 3)])
+    c, built = entry(tmp_path, doc, "process-futex")
+    direct = next(e for e in built["configs"] if e["mechanism"] == "direct")
+    assert direct["headline"]["source"] == "batched"
+    r = c["ratio"]
+    assert (r["source"], r["base_source"], r["mixed"]) == ("median", "median", False)
+    assert r["base_value"] == pytest.approx(56.0)
+    assert r["value"] == pytest.approx(5000 / 56)
+    assert r["interval"]["low"] < r["value"] < r["interval"]["high"]
+
+
+def test_a_ratio_of_quantized_values_carries_both_resolutions(tmp_path):
+    # kv gets on a 26-tick step: 5 steps against 4 (1.25).
+    results = []
+    for mech, ticks in (("direct", 104), ("uthread", 130)):
+        for rep in (1, 2, 3, 4, 5):
+            r = result(mech, [ticks] * 200, rep=rep)
+            r["header"] = {**TSC, "counter_step": 26,
+                           "empty_region": {"median": 52, "mean": 46.3, "n": 100}}
+            results.append(r)
+    c, _ = entry(tmp_path, run_of(*results), "uthread")
+    r = c["ratio"]
+    assert r["value"] == pytest.approx(1.25)
+    assert r["quantized"] and r["relative_resolution"] == pytest.approx(26 / 130 + 26 / 104)
+    lo, hi = r["interval"]["low"], r["interval"]["high"]
+    assert lo < 1.1 and hi > 1.4      # the two steps, not a point
+
+
+def test_a_headline_outside_its_own_samples_spread_says_so(tmp_path):
+    # Two processes 1.3x apart (below the modes factor), one with 55 samples
+    # and one with 2,600: the pooled p5..p95 is the second's alone, and the
+    # geometric mean of the two lies below it.
+    few = result("process-pipe", spread(5000, n=55), rep=1)
+    many = result("process-pipe", spread(6500, n=2600), rep=2)
+    c, built = entry(tmp_path, run_of(few, many), "process-pipe")
+    h = c["headline"]
+    assert h["modes"] is None and h["outside_spread"]["p5"] > h["value"]
+    f = next(f for f in built["findings"] if f["id"] == "modes")
+    assert "outside its samples' p5..p95" in f["what"]
+
+
+def test_a_two_mode_configuration_lists_its_groups(tmp_path):
+    # process-futex cross-cpu: one process of three had its server awake.
+    reps = [result("process-futex", spread(v, step=26), rep=rep)
+            for rep, v in ((1, 127582), (2, 975), (3, 132145))]
+    c, built = entry(tmp_path, run_of(*reps), "process-futex")
+    h = c["headline"]
+    assert [(m["count"], m["repetitions"]) for m in h["modes"]] == [(1, [2]), (2, [1, 3])]
+    assert h["interval"] is None and h["between"] is None
+    assert h["value"] == pytest.approx(math.sqrt(127582 * 132145), rel=1e-3)
+    f = next(f for f in built["findings"] if f["id"] == "modes")
+    assert f["severity"] == "warning" and "1 at 975" in f["what"] and "(rep 2)" in f["what"]

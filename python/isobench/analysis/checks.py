@@ -112,11 +112,14 @@ class Check:
 
 @dataclass(frozen=True)
 class Fired:
-    """What a check function returns when it fires."""
+    """What a check function returns when it fires; severity, where given,
+    replaces the check's own (batched-unreliable is a warning only where it
+    changed a headline)."""
 
     what: str
     next: str
     subjects: tuple[str, ...] = ()
+    severity: str | None = None
 
 
 def _subjects(configs: Iterable[Config]) -> tuple[str, ...]:
@@ -262,28 +265,44 @@ def _entries(doc: Mapping) -> list[dict]:
 
 
 def check_batched_unreliable(data: RunData, doc: Mapping) -> Fired | None:
-    hit = [c for c in _entries(doc) if c["headline"]["batched_unreliable"]]
-    if not hit:
+    changed = [c for c in _entries(doc) if c["headline"]["batched_unreliable"]]
+    # Disagreements that did not change a headline: a long region (the
+    # batched estimate was never a candidate) or a minority of repetitions.
+    aside = [c for c in _entries(doc) if not c["headline"]["batched_unreliable"]
+             and any(r["batched_agrees"] is False for r in c["repetitions"])]
+    if not changed and not aside:
         return None
-    labels = []
-    for c in hit:
+
+    def label(c: Mapping) -> str:
         rep = next(r for r in c["repetitions"] if r["batched_agrees"] is False)
-        labels.append(f"{c['label']} (batched {rep['batched']:,.1f} vs median - empty region "
-                      f"{rep['region']:,.1f} {c['unit']})")
-    return Fired(f"{len(hit)} result(s) have a batched estimate that disagrees with the "
-                 "median less the empty region beyond their spreads (a bimodal body, or one "
-                 "that runs differently back to back); their headline is the median: "
-                 f"{_some(labels)}",
-                 "read the median of these; the batched estimate is stored but not used",
-                 tuple(labels))
+        k = sum(1 for r in c["repetitions"] if r["batched_agrees"] is False)
+        return (f"{c['label']} (batched {rep['batched']:,.1f} vs median - empty region "
+                f"{rep['region']:,.1f} {c['unit']}, {k} of {len(c['repetitions'])} "
+                "repetitions)")
+    if changed:
+        return Fired(f"{len(changed)} result(s) have a batched estimate that disagrees with the "
+                     "median less the empty region beyond their spreads in most repetitions "
+                     "(a bimodal body, or one that runs differently back to back); their "
+                     f"headline is the median: {_some([label(c) for c in changed])}"
+                     + (f"; {len(aside)} more disagree without changing their headline"
+                        if aside else ""),
+                     "read the median of these; the batched estimate is stored but not used",
+                     tuple(label(c) for c in changed + aside))
+    return Fired(f"{len(aside)} result(s) have a batched estimate that disagrees with the "
+                 "median less the empty region, but it did not change their headline (a long "
+                 "region, whose headline is the median anyway, or a minority of repetitions): "
+                 f"{_some([label(c) for c in aside])}",
+                 "nothing to do for the headline; a two-regime body shows here first",
+                 tuple(label(c) for c in aside), severity=INFO)
 
 
 def check_quantized(data: RunData, doc: Mapping) -> Fired | None:
     hit = [c for c in _entries(doc) if c["headline"]["quantized"]]
     if not hit:
         return None
-    return Fired(f"{len(hit)} headline median(s) are known only to one counter step (their "
-                 "interval spans at most one step and is shown as +-step): "
+    return Fired(f"{len(hit)} headline(s) are known only to a few counter steps (a median "
+                 "less than 20 steps, or a batched estimate less than 20 x step / K; their "
+                 "interval carries the step and never has zero width): "
                  f"{_some([c['label'] for c in hit])}",
                  "read the mean and the batched estimate beside them; on bare metal or with "
                  "perf counters the step is 1", tuple(c["label"] for c in hit))
@@ -460,6 +479,134 @@ def check_high_cv(data: RunData, doc: Mapping) -> Fired | None:
                  "not the value alone", tuple(hit))
 
 
+# Fewer repetitions than this give an interval, but one too wide or too
+# fragile to call a difference (the README's --quick is 3): a full run is 5.
+FEW_REPETITIONS = 5
+
+
+def check_few_repetitions(data: RunData, doc: Mapping) -> Fired | None:
+    hit = [c for c in _entries(doc) if c["headline"]["value"] is not None
+           and stats.MIN_REPS_FOR_INTERVAL <= c["headline"]["reps"] < FEW_REPETITIONS]
+    if not hit:
+        return None
+    counts = sorted({c["headline"]["reps"] for c in hit})
+    return Fired(f"{len(hit)} result(s) rest on {'/'.join(map(str, counts))} repetitions, "
+                 f"fewer than {FEW_REPETITIONS}: their intervals are wide and a second mode "
+                 f"can hide in them: {_some([c['label'] for c in hit])}",
+                 f"repeat in fresh processes (`isobench run --repeat {FEW_REPETITIONS}`) before "
+                 "citing or comparing these", tuple(c["label"] for c in hit))
+
+
+def _number(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
+def _modes_text(c: Mapping) -> str:
+    h = c["headline"]
+    u = c["unit"] or ""
+    groups = "; ".join(
+        f"{m['count']} at {_number(m['value'])} {u}".rstrip()
+        + (f" (rep {', '.join(map(str, m['repetitions']))})" if m.get("repetitions") else "")
+        for m in h["modes"])
+    return f"{c['label']}: {groups}"
+
+
+def check_modes(data: RunData, doc: Mapping) -> Fired | None:
+    split = [c for c in _entries(doc) if c["headline"].get("modes")]
+    outside = [c for c in _entries(doc) if c["headline"].get("outside_spread")
+               and not c["headline"].get("modes")]
+    if not split and not outside:
+        return None
+    texts = [_modes_text(c) for c in split]
+    for c in outside:
+        o = c["headline"]["outside_spread"]
+        texts.append(f"{c['label']}: headline {_number(o['value'])} outside its samples' "
+                     f"p5..p95 {_number(o['p5'])}..{_number(o['p95'])}")
+    return Fired(f"{len(texts)} result(s) measured separate groups (modes): their processes "
+                 "disagree by more than their own spread, so no single value with an "
+                 f"interval stands for them: {_some(texts)}",
+                 "find what differs between the groups (a server that stays awake, a skipped "
+                 "wake-up, placement); repeat (`--repeat 10`) and pin; cite the groups apart",
+                 tuple(texts))
+
+
+def _intervals(doc: Mapping) -> Iterable[tuple[str, Mapping]]:
+    for c in _entries(doc):
+        if c["headline"].get("interval"):
+            yield c["label"], c["headline"]["interval"]
+        if c.get("ratio") and c["ratio"].get("interval"):
+            yield f"{c['label']} (ratio to {c['ratio']['to']})", c["ratio"]["interval"]
+
+
+def check_zero_width(data: RunData, doc: Mapping) -> Fired | None:
+    hit = [label for label, iv in _intervals(doc) if iv["high"] <= iv["low"]]
+    if not hit:
+        return None
+    return Fired(f"{len(hit)} interval(s) have zero width: every repetition read the same "
+                 f"value and no counter step was recorded to widen it: {_some(hit)}",
+                 "read these as known to the counter's resolution at best; measure with a "
+                 "counter that records its step", tuple(hit))
+
+
+def _records(node, path: str = "") -> Iterable[tuple[str, Mapping]]:
+    """Every dict in a summary document subtree, with a label for it."""
+    if isinstance(node, Mapping):
+        yield path, node
+        for k, v in node.items():
+            if isinstance(v, (Mapping, list)):
+                yield from _records(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _records(v, f"{path}[{i}]")
+
+
+def _tree(doc: Mapping) -> list:
+    return [doc.get("sections") or {}, list(_entries(doc))]
+
+
+def check_thin_tail(data: RunData, doc: Mapping) -> Fired | None:
+    """Any record carrying `"quantile": {"q": 0.999, "n": 114, "label": ...}`
+    (a section that prints a quantile of n samples) is checked."""
+    hit = []
+    for path, rec in _records(_tree(doc)):
+        q = rec.get("quantile")
+        if not isinstance(q, Mapping) or not isinstance(q.get("q"), (int, float)) \
+                or not isinstance(q.get("n"), int):
+            continue
+        if stats.thin_quantile(q["q"], q["n"]):
+            name = q.get("label") or rec.get("label") or path
+            hit.append(f"{name} (q{q['q'] * 100:g} of {q['n']} samples)")
+    if not hit:
+        return None
+    return Fired(f"{len(hit)} quantile(s) rest on fewer than 10 samples beyond them "
+                 f"(n (1 - q) < 10), so they are little more than the largest sample: "
+                 f"{_some(hit)}",
+                 "measure more samples (longer runs), or read them as the maximum",
+                 tuple(hit))
+
+
+def check_bad_fit(data: RunData, doc: Mapping) -> Fired | None:
+    """Any record carrying `"fit": {"bad_fit": true, "why": ...}` (or a
+    `linearity_p` below the level) in a configuration or a section."""
+    hit = []
+    for path, rec in _records(_tree(doc)):
+        f = rec.get("fit")
+        if not isinstance(f, Mapping):
+            continue
+        p = f.get("linearity_p")
+        bad = f.get("bad_fit") is True or (isinstance(p, (int, float)) and p < stats.ALPHA)
+        if bad:
+            name = f.get("label") or rec.get("label") or path
+            why = f.get("why") or (f"linearity test p = {p:.3g}" if p is not None else "")
+            hit.append(f"{name}: {why}" if why else name)
+    if not hit:
+        return None
+    return Fired(f"{len(hit)} fitted line(s) do not describe their points (the linearity test "
+                 f"fails): a slope of them is an average over regimes: {_some(hit)}",
+                 "read the per-segment slopes and the measured points, not the line",
+                 tuple(hit))
+
+
 # ---- the load of the machine ----
 
 # Another process's CPU time on the CPUs a job was pinned to, as a share of
@@ -564,8 +711,13 @@ CHECKS: tuple[Check, ...] = (
     Check("counters-miss-other-side", ERROR, check_counters_miss),
     Check("run-in-progress", WARNING, check_in_progress),
     Check("no-significance", WARNING, check_no_significance, SOK["B4"]),
+    Check("few-repetitions", WARNING, check_few_repetitions, SOK["B4"]),
+    Check("modes", WARNING, check_modes),
     Check("batched-unreliable", WARNING, check_batched_unreliable),
     Check("quantized", WARNING, check_quantized),
+    Check("zero-width", WARNING, check_zero_width),
+    Check("thin-tail", WARNING, check_thin_tail),
+    Check("bad-fit", WARNING, check_bad_fit),
     Check("high-cv", WARNING, check_high_cv),
     Check("dropped-samples", WARNING, check_dropped),
     Check("load-during-run", WARNING, check_load),
@@ -591,7 +743,8 @@ MACHINE_CHECKS: tuple[tuple[str, str, Callable[[Mapping], Fired | None]], ...] =
 
 
 def _finding(check_id: str, severity: str, sok: str | None, fired: Fired) -> Finding:
-    return Finding(check_id, severity, fired.what, fired.next, sok, fired.subjects)
+    return Finding(check_id, fired.severity or severity, fired.what, fired.next, sok,
+                   fired.subjects)
 
 
 def run_checks(data: RunData, doc: Mapping) -> list[Finding]:

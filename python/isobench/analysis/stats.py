@@ -28,6 +28,7 @@ import functools
 import math
 import operator
 from dataclasses import asdict, dataclass
+from statistics import NormalDist
 from typing import Sequence
 
 
@@ -425,54 +426,109 @@ def t_quantile(p: float, df: float) -> float:
 @dataclass(frozen=True)
 class LogGroup:
     """Repetition values of one configuration on the log scale: their mean,
-    variance, count and the variance floor their resolution implies."""
+    sample variance (the part that shrinks with n) and count, and the
+    systematic variance their resolution implies (the part that does not).
+
+    A value read from a counter that advances in steps (or a batched value
+    step/K apart) is known only to +-resolution/2 whatever the number of
+    repetitions: when every repetition reads the same quantized value, their
+    mean carries the same error.  That term, (resolution / x)^2 / 12 on the
+    log scale (the variance of a uniform error over one step), is therefore
+    kept apart from the sample variance and never divided by n."""
 
     mean: float
     var: float
     n: int
+    sys: float = 0.0
 
     @classmethod
     def of(cls, values: Sequence[float], resolution: float = 0.0) -> "LogGroup":
         """values must be positive.  resolution: the step the values were
-        measured in (0 for none).  A value known only to +-step/2 carries at
-        least the variance of a uniform error over one step, (step / x)^2 / 12
-        on the log scale, so equal quantized values never give a zero-width
-        interval."""
+        measured in (0 for none)."""
         logs = [math.log(v) for v in values]
         m = math.fsum(logs) / len(logs)
         var = (math.fsum((x - m) ** 2 for x in logs) / (len(logs) - 1)) if len(logs) > 1 else 0.0
-        if resolution > 0:
-            floor = (resolution / math.exp(m)) ** 2 / 12.0
-            var = max(var, floor)
-        return cls(m, var, len(values))
+        sys = (resolution / math.exp(m)) ** 2 / 12.0 if resolution > 0 else 0.0
+        return cls(m, var, len(values), sys)
 
 
-def log_interval(terms: Sequence[tuple[int, LogGroup]], level: float = CI_LEVEL,
-                 method: str = "") -> Interval | None:
-    """exp of a Welch t interval of sum(sign * mean log) over groups.
+def normal_quantile(p: float) -> float:
+    return NormalDist().inv_cdf(p)
 
-    One group (+1): the interval of a geometric mean.  Two (+1, -1): of a
-    ratio of geometric means.  Four: of a ratio of ratios (compare).  The
-    degrees of freedom are Welch-Satterthwaite's; every group needs at least
-    MIN_REPS_FOR_INTERVAL values, else None.
-    """
+
+def systematic_half_width(sys_terms: Sequence[float], level: float = CI_LEVEL) -> float:
+    """Half-width on the log scale that covers the quantization errors of
+    the given groups (their variances (resolution / x)^2 / 12) at level.
+
+    One uniform error of width w is within +-level * w / 2 with probability
+    level: in standard deviations (w / sqrt 12), level * sqrt 3.  A sum of
+    two or more is close enough to normal (two equal uniforms: +-1.96 sd
+    covers 96.4%) to take the normal quantile."""
+    terms = [v for v in sys_terms if v > 0]
+    if not terms:
+        return 0.0
+    k = level * math.sqrt(3.0) if len(terms) == 1 else normal_quantile(0.5 + level / 2.0)
+    return k * math.sqrt(math.fsum(terms))
+
+
+@dataclass(frozen=True)
+class LogEstimate:
+    """sum(sign * mean log) over groups, with the parts of its uncertainty:
+    se the standard error of the statistical part (Welch), df its
+    Welch-Satterthwaite degrees of freedom (inf when it is zero), sys_half
+    the half-width the groups' quantization adds at the level asked
+    (systematic_half_width), n the values it rests on.  One test for an
+    interval, a verdict and a p: t = centre / se on df, with the
+    systematic part as a floor that no number of repetitions removes."""
+
+    centre: float
+    se: float
+    df: float
+    sys_half: float
+    n: int
+
+
+def log_estimate(terms: Sequence[tuple[int, LogGroup]],
+                 level: float = CI_LEVEL) -> LogEstimate | None:
+    """The estimate behind log_interval (None below MIN_REPS_FOR_INTERVAL a group)."""
     if any(g.n < MIN_REPS_FOR_INTERVAL for _, g in terms):
         return None
     centre = math.fsum(sign * g.mean for sign, g in terms)
     parts = [g.var / g.n for _, g in terms]
     var = math.fsum(parts)
-    n = sum(g.n for _, g in terms)
-    if var == 0.0:
-        v = math.exp(centre)
-        return Interval(v, v, level, method, n)
-    df = var ** 2 / math.fsum(p ** 2 / (g.n - 1) for p, (_, g) in zip(parts, terms) if p > 0)
-    half = t_quantile(1.0 - (1.0 - level) / 2.0, df) * math.sqrt(var)
-    return Interval(math.exp(centre - half), math.exp(centre + half), level, method, n)
+    df = math.inf
+    if var > 0.0:
+        df = var ** 2 / math.fsum(p ** 2 / (g.n - 1) for p, (_, g) in zip(parts, terms) if p > 0)
+    return LogEstimate(centre, math.sqrt(var), df,
+                       systematic_half_width([g.sys for _, g in terms], level),
+                       sum(g.n for _, g in terms))
+
+
+def log_interval(terms: Sequence[tuple[int, LogGroup]], level: float = CI_LEVEL,
+                 method: str = "") -> Interval | None:
+    """exp of an interval of sum(sign * mean log) over groups.
+
+    One group (+1): the interval of a geometric mean.  Two (+1, -1): of a
+    ratio of geometric means.  Four: of a ratio of ratios (compare).  The
+    statistical part is Welch's t (Welch-Satterthwaite degrees of freedom)
+    on the sample variances divided by n; the systematic part (quantization,
+    LogGroup.sys) is not divided by n, and the two half-widths add in
+    quadrature (systematic_half_width).  Every group needs at least
+    MIN_REPS_FOR_INTERVAL values, else None.  Equal values without a
+    resolution give a zero-width interval (the `zero-width` check says so).
+    """
+    e = log_estimate(terms, level)
+    if e is None:
+        return None
+    stat = t_quantile(1.0 - (1.0 - level) / 2.0, e.df) * e.se if e.se > 0 else 0.0
+    half = math.hypot(stat, e.sys_half)
+    return Interval(math.exp(e.centre - half), math.exp(e.centre + half), level, method, e.n)
 
 
 def geomean_interval(values: Sequence[float], resolution: float = 0.0,
                      level: float = CI_LEVEL) -> Interval | None:
-    """Student t interval of the geometric mean of positive repetition values."""
+    """Student t interval of the geometric mean of positive repetition
+    values, widened by their resolution (log_interval)."""
     if len(values) < MIN_REPS_FOR_INTERVAL or any(v <= 0 for v in values):
         return None
     return log_interval([(1, LogGroup.of(values, resolution))], level,
@@ -481,7 +537,8 @@ def geomean_interval(values: Sequence[float], resolution: float = 0.0,
 
 def ratio_interval(values: Sequence[float], base: Sequence[float], resolution: float = 0.0,
                    base_resolution: float = 0.0, level: float = CI_LEVEL) -> Interval | None:
-    """Welch t interval of geomean(values) / geomean(base), repetitions as the unit."""
+    """Welch t interval of geomean(values) / geomean(base), repetitions as the
+    unit, widened by both sides' resolution (log_interval)."""
     if (len(values) < MIN_REPS_FOR_INTERVAL or len(base) < MIN_REPS_FOR_INTERVAL
             or any(v <= 0 for v in (*values, *base))):
         return None
@@ -624,3 +681,105 @@ def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> MannWhitney:
 def between_cv(values: Sequence[float]) -> float | None:
     """Spread BETWEEN repetitions: the CV of the per-repetition values (None below 2)."""
     return cv(list(values))
+
+
+# ---- modes: repetitions that measured different things ----
+
+# Two neighbouring repetition values (sorted) belong to different groups
+# when the larger is at least MODES_MIN_FACTOR times the smaller and neither
+# lies within the other process's own p5..p95 of its samples; or, whatever
+# the spreads, when it is MODES_FACTOR times the smaller.  Processes of one
+# mode scatter by a few percent between them and overlap in their samples;
+# a server that stays awake between calls, or a wake-up that is skipped,
+# moves a whole process by factors (127,582 against 975 ticks).
+MODES_MIN_FACTOR = 1.5
+MODES_FACTOR = 10.0
+# ... and, below MODES_FACTOR, when that gap is this many times every gap
+# left within the groups: processes that scatter widely but evenly (30% on
+# the log scale) are one population, not as many modes as processes.
+MODES_GAP_RATIO = 4.0
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One group of repetitions: how many, their geometric mean and range,
+    and their positions in the sequence given to modes()."""
+
+    count: int
+    value: float
+    low: float
+    high: float
+    members: tuple[int, ...]
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "members": list(self.members)}
+
+
+def _separated(a: int, b: int, values: Sequence[float],
+               spreads: Sequence[tuple[float, float] | None] | None) -> bool:
+    """Whether values[b] (the larger) and values[a] lie outside each other's
+    own p5..p95 (True where a spread is unknown)."""
+    sa = spreads[a] if spreads else None
+    sb = spreads[b] if spreads else None
+    above = sa is None or sa[1] is None or values[b] > sa[1]
+    below = sb is None or sb[0] is None or values[a] < sb[0]
+    return above and below
+
+
+def modes(values: Sequence[float], spreads: Sequence[tuple[float, float] | None] | None = None,
+          min_factor: float = MODES_MIN_FACTOR, factor: float = MODES_FACTOR,
+          gap_ratio: float = MODES_GAP_RATIO) -> list[Mode]:
+    """The groups positive repetition values fall into, smallest first; one
+    group (or none, for no values) when they are one population.
+
+    spreads[i]: (p5, p95) of the samples of the process values[i] came from,
+    or None.  Sorted, two neighbours are in separate groups when their ratio
+    is at least `factor`; or when it is at least `min_factor`, each lies
+    outside the other's own p5..p95, and the gap (on the log scale) is at
+    least `gap_ratio` times every gap left within the groups (of which there
+    must be one: values that are each their own group are one population
+    scattered widely, as far as they can tell)."""
+    if not values:
+        return []
+    order = sorted(range(len(values)), key=values.__getitem__)
+    gaps = [math.log(values[b] / values[a]) if values[a] > 0 else math.inf
+            for a, b in zip(order, order[1:])]
+    sure = [g >= math.log(factor) for g in gaps]
+    maybe = [not s and g >= math.log(min_factor) and _separated(a, b, values, spreads)
+             for s, g, a, b in zip(sure, gaps, order, order[1:])]
+    # The most candidate gaps (largest first) that are each gap_ratio times
+    # every gap left within the groups; at least one gap must be left, or
+    # nothing says what "within" is (every process its own group).
+    cands = sorted((i for i, m in enumerate(maybe) if m), key=lambda i: -gaps[i])
+    chosen: set[int] = set()
+    for k in range(1, len(cands) + 1):
+        top = set(cands[:k])
+        rest = [g for i, g in enumerate(gaps) if not sure[i] and i not in top]
+        if rest and gaps[cands[k - 1]] >= gap_ratio * max(rest):
+            chosen = top
+    cut = [s or i in chosen for i, s in enumerate(sure)]
+    groups: list[list[int]] = [[order[0]]]
+    for c, b in zip(cut, order[1:]):
+        if c:
+            groups.append([b])
+        else:
+            groups[-1].append(b)
+    out = []
+    for g in groups:
+        vs = [values[i] for i in g]
+        out.append(Mode(len(g), geomean(vs), min(vs), max(vs), tuple(sorted(g))))
+    return out
+
+
+def main_mode(groups: Sequence[Mode]) -> Mode:
+    """The group that stands for a configuration of several: the one with
+    most repetitions; of equal ones, the lowest (a cost measured without the
+    extra regime)."""
+    return max(groups, key=lambda m: (m.count, -m.value))
+
+
+def thin_quantile(q: float, n: int, min_beyond: int = 10) -> bool:
+    """Whether the q-quantile of n samples rests on fewer than min_beyond
+    samples beyond it (n (1 - q) < 10 for an upper quantile, n q for a
+    lower one): it is then little more than the extreme sample."""
+    return n * min(q, 1.0 - q) < min_beyond

@@ -11,29 +11,44 @@ version of the rules below.
 
 The headline rule (one number per configuration):
 
-    region = median - empty region          (per repetition)
+    region = median - empty region          (per repetition; the empty
+                                             region is the run's: the median
+                                             over its processes of their means)
     long   = region >= HEADLINE_MIN_STEPS * max(counter step, empty region)
-    long, or no batched estimate          -> the per-call median
-    short, batched agrees with the median -> the batched estimate
-    short, batched disagrees              -> the median, and the configuration
-                                             carries `batched-unreliable`
+    long in a strict majority of repetitions -> the per-call median
+    no batched estimate                      -> the per-call median
+    batched agrees with the median in a
+      strict majority of repetitions         -> the batched estimate
+    otherwise                                -> the median, and the configuration
+                                                carries `batched-unreliable`
 
 "Agrees" means the batched estimate's interval (the order-statistic
 interval of the median of its (K, 2K) pairs) reaches into the range from
 half the median's interval less the empty region's p95 up to the larger of
 the median's interval and the per-call mean, each end widened by one
-counter step (see BATCHED_MIN_FRACTION for why).
+counter step (see BATCHED_MIN_FRACTION for why).  The counts the rule
+decided on are stored with the headline (`rule`), so one disagreeing
+process of five cannot flip it unseen.
 
 The unit of replication is the repetition (a fresh isob process): each
 repetition gives one value by the rule above, a configuration's headline
-is their geometric mean, and its interval is Student's t over their logs.
-With one repetition, the interval is that process's own order-statistic
-interval, and says so; a ratio then has no interval.
+is their geometric mean, and its interval is Student's t over their logs,
+widened by their resolution (the counter step for a median, step / K for
+a batched estimate), which is systematic and not divided by n.  With one
+repetition, the interval is that process's own order-statistic interval,
+and says so; a ratio then has no interval.  Repetitions that fall into
+separate groups (stats.modes) get no interval: the headline lists the
+groups (`modes`) and its value is the largest group's.  A ratio uses the
+numerator's estimator on both sides (the baseline's repetitions keep
+their medians and batched estimates for this).
 
 Document history ("summary_version"):
 
     1  first version; measurement.quick and measurement.n (the --quick and
-       --n values the run's processes measured with) added within it.
+       --n values the run's processes measured with) added within it;
+       headline.rule, modes, relative_resolution, batched_disagreements,
+       outside_spread, ratio.source, base_value, resolution and quantized
+       added within it (keys are only ever added).
 """
 
 from __future__ import annotations
@@ -82,18 +97,48 @@ def _empty(r: Mapping) -> tuple[float, float, float]:
     return float(med), float(p5), float(p95)
 
 
-def _batched_interval(pairs: Sequence[float]) -> stats.Interval | None:
+def _batched_interval(pairs: Sequence[float], resolution: float = 0.0) -> stats.Interval | None:
     xs = sorted(pairs)
     iv = stats.median_interval(xs)
     if iv is None and xs:
         # Too few pairs for a 95% interval: their range, at the coverage it has.
         iv = stats.Interval(xs[0], xs[-1], 1.0 - 2.0 * 0.5 ** len(xs),
                             "range of the batched pairs", len(xs))
+    if iv is not None and resolution > 0 and iv.high - iv.low <= resolution:
+        # As median_interval does for a step: pairs that all read the same
+        # quantized value are known to +-step/K, not exactly.
+        med = stats.percentile_sorted(xs, 0.5)
+        iv = stats.Interval(med - resolution, med + resolution, iv.level, iv.method, iv.n,
+                            quantized=True)
     return iv
 
 
-def repetition(cfg: Config, r: Mapping) -> dict:
-    """Everything about one repetition (one isob process) of cfg."""
+def batch_size(r: Mapping) -> int | None:
+    """K, the calls per batch of r's batched estimate, as its process recorded it."""
+    k = (r.get("header") or {}).get("batch_k")
+    return int(k) if isinstance(k, (int, float)) and k >= 1 else None
+
+
+def empty_regions(results: Sequence[Mapping]) -> dict[tuple, float]:
+    """The empty region of a run, per (counter, unit): the median over its
+    processes of each one's mean empty region.  The median of one process's
+    empty region is quantized (26, 52 or 78 ticks on a counter that steps by
+    26) and would move the long-region threshold by a factor from one
+    process to the next; the mean over many readings does not."""
+    seen: dict[tuple, list[float]] = {}
+    for r in results:
+        h = r.get("header") or {}
+        er = h.get("empty_region") if isinstance(h.get("empty_region"), Mapping) else {}
+        v = er.get("mean", er.get("median", r.get("empty_region")))
+        if isinstance(v, (int, float)):
+            seen.setdefault((r.get("counter"), r.get("unit")), []).append(float(v))
+    return {k: stats.median(v) for k, v in seen.items()}
+
+
+def repetition(cfg: Config, r: Mapping, run_empty: float | None = None) -> dict:
+    """Everything about one repetition (one isob process) of cfg.  run_empty:
+    the run's empty region (empty_regions) for the long-region rule; without
+    it, this process's own."""
     h = r.get("header") or {}
     step = float(h.get("counter_step") or 0)
     empty, empty_p5, empty_p95 = _empty(r)
@@ -102,9 +147,14 @@ def repetition(cfg: Config, r: Mapping) -> dict:
     mi = stats.median_interval(xs, step) if xs else None
     pairs = list(r.get("batched_reps") or ())
     batched = r.get("batched")
-    bi = _batched_interval(pairs) if pairs else None
-    region = None if med is None else med - empty
-    threshold = HEADLINE_MIN_STEPS * max(step, empty)
+    k = batch_size(r)
+    # (t(2K) - t(K)) / K: two readings one step apart move it by step / K.
+    batched_resolution = (step / k if k else step) if batched is not None else None
+    bi = _batched_interval(pairs, batched_resolution or 0.0) if pairs else None
+    sorted_pairs = sorted(pairs)
+    rule_empty = empty if run_empty is None else run_empty
+    region = None if med is None else med - rule_empty
+    threshold = HEADLINE_MIN_STEPS * max(step, rule_empty)
     agree = None
     if batched is not None and med is not None:
         lo = BATCHED_MIN_FRACTION * ((mi.low if mi else med) - empty_p95) - step
@@ -118,9 +168,15 @@ def repetition(cfg: Config, r: Mapping) -> dict:
         "repetition": r.get("repetition") or 1, "result_id": r["result_id"],
         "n": len(xs) if xs else r.get("n"), "median": med,
         "median_interval": mi.as_dict() if mi else None, "mean": r.get("mean"),
+        "p5": stats.percentile_sorted(xs, 0.05) if xs else None,
+        "p95": stats.percentile_sorted(xs, 0.95) if xs else None,
         "batched": batched, "batched_pairs": len(pairs),
         "batched_interval": bi.as_dict() if bi else None,
+        "batched_p5": stats.percentile_sorted(sorted_pairs, 0.05) if pairs else None,
+        "batched_p95": stats.percentile_sorted(sorted_pairs, 0.95) if pairs else None,
+        "batch_k": k, "batched_resolution": batched_resolution,
         "counter_step": step, "empty_region": {"median": empty, "p5": empty_p5, "p95": empty_p95},
+        "rule_empty_region": rule_empty,
         "region": region, "long_threshold": threshold,
         "long": region is not None and region >= threshold and region > 0,
         "batched_agrees": agree, "dropped": r.get("dropped") or 0,
@@ -131,35 +187,51 @@ def repetition(cfg: Config, r: Mapping) -> dict:
 
 # ---- the headline of a configuration ----
 
-def _long(reps: Sequence[dict]) -> bool:
+def _rule(reps: Sequence[dict]) -> dict:
+    """The counts the headline rule decides on: each by a strict majority of
+    the repetitions, so that one process of five cannot flip it."""
+    n = len(reps)
     regions = sorted(r["region"] for r in reps if r["region"] is not None)
-    if not regions:
-        return False
-    region = stats.percentile_sorted(regions, 0.5)
-    return region > 0 and region >= stats.median([r["long_threshold"] for r in reps])
+    return {
+        "reps": n, "long_reps": sum(1 for r in reps if r["long"]),
+        "long_threshold": stats.median([r["long_threshold"] for r in reps]) if reps else None,
+        "empty_region": stats.median([r["rule_empty_region"] for r in reps]) if reps else None,
+        "region": stats.percentile_sorted(regions, 0.5) if regions else None,
+        "batched_reps": sum(1 for r in reps if r["batched"] is not None),
+        "batched_agree": sum(1 for r in reps if r["batched_agrees"] is True),
+        "batched_disagree": sum(1 for r in reps if r["batched_agrees"] is False),
+    }
+
+
+def _majority(k: int, n: int) -> bool:
+    return 2 * k > n
 
 
 def _choose(reps: Sequence[dict], unit: str | None) -> tuple[str, str, bool]:
-    """(source, why, batched-unreliable) by the headline rule."""
-    regions = sorted(r["region"] for r in reps if r["region"] is not None)
-    region = stats.percentile_sorted(regions, 0.5) if regions else None
-    threshold = stats.median([r["long_threshold"] for r in reps])
-    have_batched = all(r["batched"] is not None for r in reps)
-    unreliable = have_batched and any(r["batched_agrees"] is False for r in reps)
-    u = unit or ""
-    if _long(reps):
-        return MEDIAN, (f"long region: median - empty region = {region:,.0f} {u} >= "
+    """(source, why, batched-unreliable) by the headline rule: long when a
+    strict majority of the repetitions are long; the batched estimate when
+    every repetition has one and a strict majority of them agree with their
+    median.  batched-unreliable: the disagreement changed the headline."""
+    rule = _rule(reps)
+    n, u = rule["reps"], unit or ""
+    if n and _majority(rule["long_reps"], n):
+        return MEDIAN, (f"long region: median - empty region = {rule['region']:,.0f} {u} >= "
                         f"{HEADLINE_MIN_STEPS} x max(counter step, empty region) = "
-                        f"{threshold:,.0f}"), unreliable
-    if not have_batched:
+                        f"{rule['long_threshold']:,.0f} in {rule['long_reps']} of {n} "
+                        "repetitions"), False
+    if not n or rule["batched_reps"] < n:
         return MEDIAN, ("short region without a batched estimate: the median, which "
-                        "includes the reading cost"), unreliable
-    if unreliable:
-        return MEDIAN, ("short region, but the batched estimate disagrees with the median "
-                        "less the empty region beyond their spreads (batched-unreliable): "
-                        "the median, which includes the reading cost"), unreliable
-    return BATCHED, ("short region: the batched estimate, in which the reading cost "
-                     "cancels"), unreliable
+                        "includes the reading cost"), False
+    if not _majority(rule["batched_agree"], n):
+        return MEDIAN, (f"short region, but the batched estimate disagrees with the median "
+                        f"less the empty region beyond their spreads in "
+                        f"{rule['batched_disagree']} of {n} repetitions (batched-unreliable): "
+                        "the median, which includes the reading cost"), True
+    why = "short region: the batched estimate, in which the reading cost cancels"
+    if rule["batched_disagree"]:
+        why += (f" (it disagrees with the median in {rule['batched_disagree']} of {n} "
+                "repetitions: a minority, so the rule stands)")
+    return BATCHED, why, False
 
 
 def _within(rep: dict, source: str) -> stats.Interval | None:
@@ -167,61 +239,148 @@ def _within(rep: dict, source: str) -> stats.Interval | None:
     return stats.Interval(**d) if d else None
 
 
+def resolution_of(reps: Sequence[dict], source: str) -> float:
+    """What one repetition's value under source is known to: the counter step
+    for a median, step / K for a batched estimate (the coarsest over reps)."""
+    key = "counter_step" if source == MEDIAN else "batched_resolution"
+    return max((r[key] or 0.0 for r in reps if r.get(key) is not None), default=0.0)
+
+
+def _spread(rep: dict, source: str) -> tuple[float, float] | None:
+    lo, hi = (rep["p5"], rep["p95"]) if source == MEDIAN else (rep["batched_p5"],
+                                                                 rep["batched_p95"])
+    return None if lo is None or hi is None else (lo, hi)
+
+
+def number(v: float) -> str:
+    """A value for a sentence: 127,582 or 0.624 (four significant digits)."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
+def _modes_text(groups: Sequence[stats.Mode], reps: Sequence[dict], unit: str | None) -> str:
+    parts = []
+    for m in groups:
+        which = ", ".join(str(reps[i]["repetition"]) for i in m.members)
+        span = (number(m.value) if m.low == m.high else
+                f"{number(m.value)} ({number(m.low)}..{number(m.high)})")
+        parts.append(f"{m.count} at {span} {unit or ''} (rep {which})".replace("  ", " "))
+    return "; ".join(parts)
+
+
 def headline(cfg: Config, reps: Sequence[dict]) -> dict:
     """The headline of cfg: source, value, interval, ns, flags."""
     source, why, unreliable = _choose(reps, cfg.unit)
-    values = [r["median"] if source == MEDIAN else r["batched"] for r in reps]
-    values = [v for v in values if v is not None]
-    resolution = max((r["counter_step"] for r in reps), default=0.0) if source == MEDIAN else 0.0
+    rule = _rule(reps)
+    used = [r for r in reps if (r[source] if source == MEDIAN else r["batched"]) is not None]
+    values = [r[source] for r in used]
+    resolution = resolution_of(used, source)
     note = None
     interval = None
+    groups: list[stats.Mode] = []
     if not values:
         value = None
     elif all(v > 0 for v in values):
-        value = stats.geomean(values)
-        if len(values) >= stats.MIN_REPS_FOR_INTERVAL:
-            interval = stats.geomean_interval(values, resolution)
+        groups = stats.modes(values, [_spread(r, source) for r in used])
+        if len(groups) > 1:
+            main = stats.main_mode(groups)
+            value = main.value
+            note = (f"the repetitions fall into {len(groups)} groups "
+                    f"({_modes_text(groups, used, cfg.unit)}): no single interval; the value "
+                    f"is the geometric mean of the {'largest' if main.count > 1 else 'first'} "
+                    "group; repeat (`--repeat`) until the groups are understood")
         else:
-            interval = _within(reps[0], source)
-            note = ("one repetition: the interval is that process's own (order statistics); "
-                    "nothing is known about the next process: repeat (`--repeat`)")
+            groups = []
+            value = stats.geomean(values)
+            if len(values) >= stats.MIN_REPS_FOR_INTERVAL:
+                interval = stats.geomean_interval(values, resolution)
+            else:
+                interval = _within(used[0], source)
+                note = ("one repetition: the interval is that process's own (order statistics); "
+                        "nothing is known about the next process: repeat (`--repeat`)")
     else:
         value = stats.median(values)
         note = "a repetition's value is not positive: no geometric mean and no interval"
-    # A long region's median is at least HEADLINE_MIN_STEPS steps: one step
-    # of quantization is then a small part of it.  A short one's is not.
-    quantized = source == MEDIAN and not _long(reps) and any(
-        (r["median_interval"] or {}).get("quantized") for r in reps)
+    long = bool(rule["reps"]) and _majority(rule["long_reps"], rule["reps"])
+    relative = resolution / value if value and value > 0 and resolution else 0.0
+    # A value less than HEADLINE_MIN_STEPS of its resolution is known only
+    # coarsely (a short median on a stepping counter, a batched estimate of
+    # a few steps / K); a long region's median is at least that many steps.
+    quantized = relative * HEADLINE_MIN_STEPS > 1.0 or (source == MEDIAN and not long and any(
+        (r["median_interval"] or {}).get("quantized") for r in used))
+    # The same test within the processes: a median headline outside the
+    # p5..p95 of its own samples stands for none of them.
+    d = cfg.description
+    outside = (source == MEDIAN and value is not None and d.p5 is not None
+               and not d.p5 <= value <= d.p95)
     f = cfg.ns_factor()
     return {
         "value": value, "source": source, "why": why, "unit": cfg.unit,
-        "values": values, "resolution": resolution, "reps": len(values),
+        "values": values, "resolution": resolution, "relative_resolution": relative,
+        "reps": len(values),
         "interval": interval.as_dict() if interval else None,
-        "between": "repetitions" if len(values) >= stats.MIN_REPS_FOR_INTERVAL else
+        "between": "repetitions" if len(values) >= stats.MIN_REPS_FOR_INTERVAL and interval else
                    ("one process" if interval else None),
         "note": note, "ns": units.to_ns(value, cfg.unit, cfg.tsc_hz),
         "interval_ns": (units.scale([interval.low, interval.high], f)
                         if interval and f is not None else None),
         "quantized": quantized, "batched_unreliable": unreliable,
+        "batched_disagreements": rule["batched_disagree"] if rule["batched_reps"] else 0,
+        "rule": rule,
+        "modes": [{**m.as_dict(), "repetitions": [used[i]["repetition"] for i in m.members]}
+                  for m in groups] or None,
+        "outside_spread": ({"value": value, "p5": d.p5, "p95": d.p95} if outside else None),
     }
 
 
+def _side(entry: Mapping, source: str) -> tuple[list[float], float, float | None, bool]:
+    """(values, resolution, value, mixed) of entry under source: its headline
+    when that is its source, else its repetitions' values of that estimator
+    (mixed when it has none)."""
+    h = entry["headline"]
+    if h["source"] == source:
+        return h["values"], h["resolution"], h["value"], False
+    reps = entry["repetitions"]
+    vals = [r.get(source) for r in reps]
+    if vals and all(isinstance(v, (int, float)) and v > 0 for v in vals):
+        return vals, resolution_of(reps, source), stats.geomean(vals), False
+    return h["values"], h["resolution"], h["value"], True
+
+
 def ratio_of(x: Mapping, base: Mapping) -> dict | None:
-    """x's headline over base's: value, overhead and the interval over repetitions."""
+    """x's headline over base's, the same estimator on both sides: value,
+    overhead, the interval over repetitions, and the resolution both carry."""
     hx, hb = x["headline"], base["headline"]
     if not hx["value"] or not hb["value"] or hx["value"] <= 0 or hb["value"] <= 0:
         return None
-    value = units.ratio(hx["value"], hb["value"])
-    iv = stats.ratio_interval(hx["values"], hb["values"], hx["resolution"], hb["resolution"])
+    source = hx["source"]
+    bvals, bres, bvalue, mixed = _side(base, source)
+    if not bvalue or bvalue <= 0:
+        return None
+    value = units.ratio(hx["value"], bvalue)
+    iv = None
     note = None
-    if iv is None:
-        n = min(hx["reps"], hb["reps"])
+    modes = bool(hx.get("modes")) or (bool(hb.get("modes")) and hb["source"] == source)
+    if modes:
+        note = "repetitions in separate groups (modes): no interval"
+    else:
+        iv = stats.ratio_interval(hx["values"], bvals, hx["resolution"], bres)
+    if iv is None and note is None:
+        n = min(hx["reps"], len(bvals))
         note = (f"{n} repetition{'s' if n != 1 else ''}: a ratio needs at least "
                 f"{stats.MIN_REPS_FOR_INTERVAL} on each side for an interval "
                 "(`--repeat`)") if n < stats.MIN_REPS_FOR_INTERVAL else \
             "a repetition's value is not positive: no interval"
+    if mixed:
+        note = ((note + "; ") if note else "") + (
+            f"the baseline has no {source} estimate: a {source} over a {hb['source']}")
+    # One step of either side moves the ratio by its relative resolution.
+    relative = hx["resolution"] / hx["value"] + bres / bvalue
     return {"to": base["label"], "to_key": base["key"], "value": value,
-            "overhead": value - 1.0, "interval": iv.as_dict() if iv else None, "note": note}
+            "overhead": value - 1.0, "interval": iv.as_dict() if iv else None, "note": note,
+            "source": source, "base_source": hb["source"] if mixed else source,
+            "base_value": bvalue, "base_values": list(bvals), "mixed": mixed,
+            "resolution": value * relative, "relative_resolution": relative,
+            "quantized": relative * HEADLINE_MIN_STEPS > 1.0, "modes": modes}
 
 
 def _role(cfg: Config) -> str:
@@ -242,8 +401,12 @@ def _headline_phase(cfg: Config) -> bool:
     return want is None or cfg.params.get("variant") == want
 
 
-def configuration(cfg: Config) -> dict:
-    reps = [repetition(cfg, r) for r in cfg.results]
+def configuration(cfg: Config, run_empty: float | None = None) -> dict:
+    """cfg's entry of the summary document.  run_empty: the run's empty
+    region for cfg's counter (empty_regions); without it, cfg's own."""
+    if run_empty is None:
+        run_empty = empty_regions(cfg.results).get((cfg.counter, cfg.unit))
+    reps = [repetition(cfg, r, run_empty) for r in cfg.results]
     d = cfg.description
     h = headline(cfg, reps)
     return {
@@ -412,7 +575,8 @@ def _result_row(r: Mapping) -> dict:
 
 def build(data: RunData) -> dict:
     """The summary document of a run."""
-    entries = [configuration(c) for c in data.configs]
+    empties = empty_regions(data.results)
+    entries = [configuration(c, empties.get((c.counter, c.unit))) for c in data.configs]
     by_key = {tuple(e["key"]): e for e in entries}
     for c, e in zip(data.configs, entries):
         base = data.baseline_of(c)
@@ -447,8 +611,9 @@ def method() -> dict:
     """The rules the numbers follow, stated with the document."""
     return {
         "headline": f"per-call median when median - empty region >= {HEADLINE_MIN_STEPS} x "
-                    "max(counter step, empty region), else the batched estimate unless it "
-                    "disagrees with the median less the empty region (then the median)",
+                    "max(counter step, empty region) in most repetitions (the run's empty "
+                    "region), else the batched estimate unless it disagrees with the median "
+                    "less the empty region in most repetitions (then the median)",
         "headline_min_steps": HEADLINE_MIN_STEPS,
         "min_reps_for_test": stats.min_reps_for_test(),
         "replication_unit": "repetition (one isob process)",
@@ -456,12 +621,18 @@ def method() -> dict:
         "interval": "Student t on the logs of the repetitions' values "
                     f"(>= {stats.MIN_REPS_FOR_INTERVAL} repetitions); with one, the "
                     "process's own order-statistic interval of its median",
-        "ratio_interval": "Welch t on the log ratio over repetitions",
+        "ratio_interval": "Welch t on the log ratio over repetitions, the same estimator "
+                          "on both sides, widened by both resolutions",
+        "resolution": "counter step (median) or step / K (batched): a systematic error, "
+                      "(step / x)^2 / 12 on the log scale, not divided by the repetitions",
+        "modes": "repetitions in separate groups (a factor of 10, or of 1.5 beyond each "
+                 "process's own p5..p95): the groups, and no interval",
         "test": "Mann-Whitney U on the repetitions' values, exact without ties; "
                 f"no p below {stats.min_reps_for_test()} repetitions per side",
         "level": stats.CI_LEVEL,
-        "quantized": "an order-statistic interval spanning at most one counter step is "
-                     "shown as median +- step and flagged quantized",
+        "quantized": "a headline less than 20 resolution steps is flagged quantized; an "
+                     "order-statistic interval spanning at most one step is shown as "
+                     "median +- step",
         "averages": "geometric means of ratios within one population "
                     f"({', '.join(runs.POPULATION_PARAMS)}), over "
                     f"{', '.join(runs.SWEEP_PARAMS)} only",

@@ -307,8 +307,9 @@ def render_html(doc: Mapping, plot_list, out_dir, all_published: bool = False) -
 def results_note(doc: Mapping) -> str:
     m = doc["method"]
     return (f"value: the headline, {m['headline']}; {m['value']}. 95% interval: {m['interval']}. "
-            f"from: median or batched (q: quantized, shown as +-step; !: batched-unreliable; "
-            f"1p: one process). Ratio to direct = value / direct's value ({m['ratio_interval']}); "
+            f"from: median or batched (q: quantized, known to a few counter steps; !: "
+            f"batched-unreliable; m: the repetitions fall into separate groups, shown as N "
+            f"modes with no interval; 1p: one process). Ratio to direct = value / direct's value ({m['ratio_interval']}); "
             "overhead = ratio - 1. n, p5, p95, robust CV (1.4826 MAD / median) and outliers "
             "describe the pooled per-call samples (outliers counted, never dropped); median and "
             "batched are the middle of the repetitions' own. kind: micro or macro benchmark. "

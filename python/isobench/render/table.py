@@ -217,6 +217,8 @@ def interval_text(h: Mapping) -> str:
     """The headline's interval: [low..high], or +-step when it is one
     process's quantized median; '-' when there is none."""
     iv = h.get("interval")
+    if h.get("modes"):
+        return f"{len(h['modes'])} modes"
     if not iv:
         return "-"
     if iv.get("quantized"):
@@ -225,9 +227,12 @@ def interval_text(h: Mapping) -> str:
 
 
 def source_text(h: Mapping) -> str:
-    """Which rule chose the headline, with its flags: q quantized, ! the
-    batched estimate was not trusted, 1p the interval is one process's."""
-    flags = ("q" if h.get("quantized") else "") + ("!" if h.get("batched_unreliable") else "")
+    """Which rule chose the headline, with its flags: q quantized (known to
+    a few counter steps), ! the batched estimate was not trusted, m the
+    repetitions fall into separate groups (modes), 1p the interval is one
+    process's."""
+    flags = (("q" if h.get("quantized") else "") + ("!" if h.get("batched_unreliable") else "")
+             + ("m" if h.get("modes") else ""))
     one = "" if h.get("between") != "one process" else " 1p"
     return h["source"] + (f" {flags}" if flags else "") + one
 
@@ -374,6 +379,11 @@ def value_cells(c: Mapping, header: str) -> tuple[str, str]:
     counter's unit where it is not a time."""
     h = c["headline"]
     iv = h.get("interval") or {}
+    if h.get("modes"):
+        value = (fmt_time(h["ns"], time_unit(h["ns"])) if h.get("ns") is not None else
+                 fmt_sig(h["value"]) + ("" if header != "value"
+                                        else f" {c['unit'] or ''}".rstrip()))
+        return value, interval_text(h)
     if h.get("ns") is not None:
         unit = time_unit(h["ns"])
         if iv.get("quantized") and h.get("interval_ns"):
@@ -519,10 +529,12 @@ def narrow_legend(doc: Mapping) -> str:
     need = m.get("min_reps_for_test")
     text = ("time: the headline by one rule (docs/methodology.md), the geometric mean over "
             "repetitions (fresh processes); 95% CI: Student t over them, 1p: within one "
-            "process. vs direct: ratio to direct's headline, Welch t interval. status: "
+            "process. vs direct: ratio to direct's value by the same estimator, Welch t "
+            "interval. status: "
             f"median = per-call median (regions >= {m['headline_min_steps']} counter steps "
             "and empty regions), batched = batched estimate (shorter ones); q: quantized, "
-            "known to ±1 counter step; !: batched estimate disagrees, median shown. "
+            "known to a few counter steps (step / K when batched); !: batched estimate "
+            "disagrees, median shown; m: repetitions in separate groups (modes), no interval. "
             "Every column: --wide.")
     if asked and need and asked < need:
         text += (f" {asked} repetition{'s' if asked != 1 else ''} per result: too few for a "
@@ -543,9 +555,11 @@ def legend(doc: Mapping) -> str:
             "estimate (shorter regions; reading cost cancelled).\n"
             "  Geometric mean over repetitions (fresh processes); 95% interval: Student t over "
             "them, or '1p' = within one process.\n"
-            "  q: quantized (known to +-1 counter step); !: batched estimate disagrees, median "
-            "shown (batched-unreliable).  ~ns: the value in ns.\n"
-            "  ratio: value / direct's value, interval over repetitions (Welch t on logs); "
+            "  q: quantized (known to a few counter steps, step / K when batched); !: batched "
+            "estimate disagrees, median shown (batched-unreliable); m: repetitions in separate "
+            "groups (modes), no interval.  ~ns: the value in ns.\n"
+            "  ratio: value / direct's value by the same estimator, interval over repetitions "
+            "(Welch t on logs); "
             "median, mean, batched: the middle repetition's own" + few)
 
 
