@@ -261,19 +261,36 @@ def test_three_equal_batched_values_have_the_width_of_step_over_k(tmp_path):
 
 def test_a_ratio_uses_the_same_estimator_on_both_sides(tmp_path):
     # direct's headline is batched (9 ticks), a long process's is its median
-    # (5,000): the ratio divides that median by direct's medians (56), as
-    # both hold the readings once.
+    # (5,000) and its batched estimate (4,800) agrees with it: the ratio
+    # divides batched by batched, the reading cost cancelled on both sides,
+    # never by direct's medians (56), which are mostly reading cost.
     doc = run_of(*[result("direct", spread(56), 9.0, pairs(9.0), rep) for rep in (1, 2, 3)],
                  *[result("process-futex", spread(5000), 4800.0, pairs(4800.0), rep)
                    for rep in (1, 2, 3)])
     c, built = entry(tmp_path, doc, "process-futex")
     direct = next(e for e in built["configs"] if e["mechanism"] == "direct")
     assert direct["headline"]["source"] == "batched"
+    assert c["headline"]["source"] == "median"
     r = c["ratio"]
-    assert (r["source"], r["base_source"], r["mixed"]) == ("median", "median", False)
-    assert r["base_value"] == pytest.approx(56.0)
-    assert r["value"] == pytest.approx(5000 / 56)
+    assert (r["source"], r["base_source"], r["mixed"]) == ("batched", "batched", False)
+    assert r["base_value"] == pytest.approx(9.0)
+    assert r["value"] == pytest.approx(4800 / 9)
     assert r["interval"]["low"] < r["value"] < r["interval"]["high"]
+    assert "batched estimates on both sides" in r["note"]
+
+
+def test_a_ratio_without_a_trustworthy_batched_numerator_is_marked_mixed(tmp_path):
+    # The process's batched estimates (1,000) disagree with its medians
+    # (5,000): they cannot stand for it, and direct's medians would divide
+    # by reading cost; the median over direct's batched is kept, marked.
+    doc = run_of(*[result("direct", spread(56), 9.0, pairs(9.0), rep) for rep in (1, 2, 3)],
+                 *[result("process-futex", spread(5000), 1000.0, pairs(1000.0), rep)
+                   for rep in (1, 2, 3)])
+    c, _ = entry(tmp_path, doc, "process-futex")
+    r = c["ratio"]
+    assert (r["source"], r["base_source"], r["mixed"]) == ("median", "batched", True)
+    assert r["value"] == pytest.approx(c["headline"]["value"] / 9.0)
+    assert "a median over the baseline's batched" in r["note"]
 
 
 def test_a_ratio_of_quantized_values_carries_both_resolutions(tmp_path):

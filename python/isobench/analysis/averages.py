@@ -66,6 +66,14 @@ class Row:
                    float(headline.get("resolution") or 0.0),
                    float(base.get("resolution") or 0.0))
 
+    @classmethod
+    def of_ratio(cls, key: Hashable, ratio: Mapping) -> "Row":
+        """From a configuration's ratio to its baseline (summary.ratio_of),
+        with the estimator that ratio used on both sides."""
+        return cls(key, list(ratio.get("values") or ()), list(ratio.get("base_values") or ()),
+                   float(ratio.get("resolution_of_values") or 0.0),
+                   float(ratio.get("base_resolution") or 0.0))
+
     @property
     def usable(self) -> bool:
         return bool(self.values) and bool(self.base) and all(
