@@ -102,6 +102,9 @@ def test_a_kinked_cost_is_a_bad_fit_and_the_verdict_is_about_the_cows_pages(tmp_
     lwc = next(f for f in s["fits"] if f["variant"] == "lwc")
     assert lwc["bad_fit"] is True and lwc["linearity_p"] < 1e-6
     assert "one line does not fit" in lwc["why"] and "256..4096" in lwc["why"]
+    # check raises bad-fit for it, by name.
+    bad = next(f for f in doc["findings"] if f["id"] == "bad-fit")
+    assert "lwc-create lwc 1 MiB: one line does not fit" in bad["what"]
     segs = {(sg["from"], sg["to"]): sg for sg in lwc["segments"]}
     assert segs[(16, 256)]["slope"]["value"] == pytest.approx(3.0, rel=1e-2)
     assert segs[(256, 4096)]["slope"]["value"] == pytest.approx(6.0, rel=1e-2)

@@ -568,11 +568,15 @@ def check_thin_tail(data: RunData, doc: Mapping) -> Fired | None:
     """Any record carrying `"quantile": {"q": 0.999, "n": 114, "label": ...}`
     (a section that prints a quantile of n samples) is checked."""
     hit = []
+    seen: set[int] = set()
     for path, rec in _records(_tree(doc)):
-        q = rec.get("quantile")
-        if not isinstance(q, Mapping) or not isinstance(q.get("q"), (int, float)) \
-                or not isinstance(q.get("n"), int):
+        # Either form: a record's "quantile", or a tail of its own (tails.py:
+        # q, n and whether the samples carry it).
+        q = rec.get("quantile") if isinstance(rec.get("quantile"), Mapping) else rec
+        if not isinstance(q.get("q"), (int, float)) or isinstance(q.get("q"), bool) \
+                or not isinstance(q.get("n"), int) or not 0 < q["q"] < 1 or id(q) in seen:
             continue
+        seen.add(id(q))
         if stats.thin_quantile(q["q"], q["n"]):
             name = q.get("label") or rec.get("label") or path
             hit.append(f"{name} (q{q['q'] * 100:g} of {q['n']} samples)")
@@ -589,12 +593,17 @@ def check_bad_fit(data: RunData, doc: Mapping) -> Fired | None:
     """Any record carrying `"fit": {"bad_fit": true, "why": ...}` (or a
     `linearity_p` below the level) in a configuration or a section."""
     hit = []
+    seen: set[int] = set()
     for path, rec in _records(_tree(doc)):
-        f = rec.get("fit")
-        if not isinstance(f, Mapping):
+        # Either form: a record's "fit", or a fit of its own (lwc-create's:
+        # bad_fit decided at the fit's own level, with linearity_p and why).
+        f = rec.get("fit") if isinstance(rec.get("fit"), Mapping) else rec
+        if ("bad_fit" not in f and "linearity_p" not in f) or id(f) in seen:
             continue
+        seen.add(id(f))
         p = f.get("linearity_p")
-        bad = f.get("bad_fit") is True or (isinstance(p, (int, float)) and p < stats.ALPHA)
+        bad = f.get("bad_fit") is True or ("bad_fit" not in f and isinstance(p, (int, float))
+                                           and p < stats.ALPHA)
         if bad:
             name = f.get("label") or rec.get("label") or path
             why = f.get("why") or (f"linearity test p = {p:.3g}" if p is not None else "")

@@ -262,7 +262,8 @@ def lwc_create(data: RunData, doc: Mapping) -> dict | None:
             for sg in segs:
                 sg["over_cow"] = _paired_over(sg.pop("per_rep"), cow, sg["slope"])
                 sg["verdict"] = _verdict(sg["over_cow"], COW_TARGET) if v == "lwc" else None
-            fits.append({"variant": v, "heap_mib": h, "points": points,
+            fits.append({"label": f"lwc-create {v} {h} MiB", "variant": v, "heap_mib": h,
+                         "points": points,
                          "fixed": time_of(pts.get(0), "us"),
                          "segments": segs,
                          "intercept": line.get("intercept"), "slope": line.get("slope"),
