@@ -67,6 +67,10 @@ void vm_window_attacks(const struct isob_mechanism *m, const char *leaky);
 /* One of those checks, in this process (mpk_init_leaky --window-attack). */
 void vm_window_attack(const struct isob_mechanism *m, int target);
 
+/* Ways back into the window through the kernel (mpk_kernel.c): rseq,
+ * signals, rt_sigreturn, against compartments of m. */
+void vm_kernel_attacks(const struct isob_mechanism *m);
+
 /* mpk_attack_x86.S.  The register state a jump into gate code starts with:
  * every general register but rsp from here, rsp on a fake stack whose
  * every word is the address of vm_jump_land. */

@@ -1,0 +1,346 @@
+/* Ways into the MPK window through the kernel's return to user mode, run
+ * in the QEMU TCG guest (mpk_init.c).
+ *
+ * The window runs only trusted text (tests/callgraph), but the kernel may
+ * change where a thread resumes, and with which PKRU, whenever it returns
+ * to user mode: after a system call, an interrupt, a preemption.  The
+ * window's host calls are system calls (pipeio's read(2) blocks on a
+ * descriptor the untrusted side chose), and any instruction of it can be
+ * preempted, so the untrusted side can make the kernel return into the
+ * window at will.  Each check here tries one such way, holding a call in
+ * the window on an empty pipe until a helper thread has seen the caller
+ * blocked in read(2) (/proc/self/task/TID/syscall):
+ *
+ *  rseq      glibc registers every thread's restartable-sequence area, in
+ *            the thread's own (untrusted) TLS.  The untrusted side points
+ *            its rseq_cs at a descriptor whose critical section covers the
+ *            window text and whose abort handler, signed with glibc's
+ *            RSEQ_SIG, is its own code.  A preemption inside the window
+ *            (the blocking read is one) makes the kernel move the thread
+ *            to the abort handler on its way back to user mode, without
+ *            touching PKRU: untrusted code runs with the key open.
+ *  altstack  a signal delivered inside the window, to a handler on an
+ *            alternate stack in untrusted memory: the kernel saves the
+ *            window's registers and its open PKRU in the frame there, the
+ *            handler (key closed) points the saved RIP and RSP at its own
+ *            code and returns, and rt_sigreturn restores the open PKRU.
+ *  onstack   the same signal to a handler without an alternate stack: the
+ *            frame goes on the trusted stack, the handler starts there
+ *            with the key closed and the process dies (no breach).
+ *  sigreturn outside any window: a handler writes 0 (every key open) over
+ *            the PKRU saved in its frame, and rt_sigreturn loads it.
+ *
+ * docs/mechanisms.md lists all of them as not defended: the gate cannot
+ * stop the kernel from redirecting a thread, short of a system call
+ * filter or the kernel's help.  So the checks expect the breach (rseq,
+ * altstack, sigreturn), and each has a control that must hold: the same
+ * set-up with the critical section elsewhere, a handler that does not
+ * redirect, a frame left as it is.  A check whose attack stops working
+ * therefore fails, and the documentation with it. */
+#include <cpuid.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/rseq.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "isobench/arch_x86.h"
+#include "isobench/work.h"
+#include "mpk_vm.h"
+
+#define K_SECRET 0x5ec2e7d00d1e5ea7ull
+/* Bytes the held call reads from its pipe. */
+#define K_IO 64u
+/* How long the helper waits for the caller to block in read(2) (10 ms
+ * steps, TCG is slow). */
+#define K_WAIT_STEPS 3000
+/* The attacker's stack, where a redirected thread lands. */
+#define K_STACK 65536
+
+/* The window copy's text (window.c). */
+extern const unsigned char isob_window_text[], isob_window_text_end[];
+
+enum k_attack { K_RSEQ, K_RSEQ_CONTROL, K_ALTSTACK, K_ALTSTACK_CONTROL, K_ONSTACK };
+
+static const struct isob_mechanism *k_mech;
+static volatile uint64_t *k_secret;
+static int k_pkey;
+static pid_t k_tid;
+static struct rseq *k_rseq;
+static int k_wfd;
+static enum k_attack k_mode;
+static struct rseq_cs k_cs;
+static volatile int k_handled;
+static volatile uint32_t k_frame_pkru;
+unsigned char vm_k_stack[K_STACK] __attribute__((aligned(16)));
+
+static void raw_write(const char *s)
+{
+    long r;
+    __asm__ __volatile__("syscall" : "=a"(r) : "a"(SYS_write), "D"(1), "S"(s), "d"(strlen(s))
+                         : "rcx", "r11", "memory");
+    (void)r;
+}
+
+static __attribute__((noreturn)) void raw_exit(int code)
+{
+    __asm__ __volatile__("syscall" : : "a"(SYS_exit_group), "D"(code) : "rcx", "r11", "memory");
+    __builtin_unreachable();
+}
+
+/* Where a redirected thread lands, on the attacker's stack: with the key
+ * open it reads the secret (a breach); with it closed nothing was won. */
+void vm_k_land(void) __attribute__((noreturn, used));
+void vm_k_land(void)
+{
+    uint32_t pkru = isob_rdpkru();
+    char line[160];
+    if (!(pkru & (3u << (2 * k_pkey)))) {
+        uint64_t s = *k_secret;
+        snprintf(line, sizeof line, "# BREACH: untrusted code runs with key %d open (PKRU 0x%08x) "
+                 "and read the secret 0x%016llx\n", k_pkey, pkru, (unsigned long long)s);
+        raw_write(line);
+        raw_exit(s == K_SECRET ? VM_EXIT_BREACH : 1);
+    }
+    snprintf(line, sizeof line, "# held: redirected, but PKRU 0x%08x keeps key %d closed\n", pkru,
+             k_pkey);
+    raw_write(line);
+    raw_exit(0);
+}
+
+/* The rseq abort handler: glibc's signature, then a switch to the
+ * attacker's stack and vm_k_land. */
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".long 0x53053053\n" /* RSEQ_SIG on x86 (bits/rseq.h), checked below */
+        "vm_k_rseq_abort:\n"
+        "    leaq vm_k_stack+65536-8(%rip), %rsp\n"
+        "    jmp vm_k_land\n");
+void vm_k_rseq_abort(void);
+_Static_assert(RSEQ_SIG == 0x53053053, "glibc's x86 RSEQ_SIG changed: update vm_k_rseq_abort");
+_Static_assert(K_STACK == 65536, "vm_k_rseq_abort assumes a 64 KiB stack");
+
+/* Code that never runs: the control's critical section. */
+static void k_elsewhere(void) __attribute__((noinline, used));
+static void k_elsewhere(void)
+{
+    __asm__ __volatile__("nop; nop; nop; nop");
+}
+
+/* PKRU's place in the standard-format XSAVE area of a signal frame; 0 when
+ * the frame has no extended state or no PKRU. */
+static uint32_t *frame_pkru(ucontext_t *uc)
+{
+    unsigned char *fx = (unsigned char *)uc->uc_mcontext.fpregs;
+    uint32_t magic1, eax, ebx, ecx, edx;
+    if (!fx)
+        return NULL;
+    memcpy(&magic1, fx + 464, sizeof magic1);  /* _fpx_sw_bytes.magic1 */
+    if (magic1 != 0x46505853u)                 /* FP_XSTATE_MAGIC1 */
+        return NULL;
+    if (!__get_cpuid_count(0xd, 9, &eax, &ebx, &ecx, &edx) || eax < 4 || ebx < 576)
+        return NULL;
+    uint64_t *xstate_bv = (uint64_t *)(void *)(fx + 512);
+    *xstate_bv |= 1ull << 9;  /* the PKRU component present, so restored */
+    return (uint32_t *)(void *)(fx + ebx);
+}
+
+static void k_handler(int sig, siginfo_t *si, void *ctx)
+{
+    (void)sig;
+    (void)si;
+    ucontext_t *uc = ctx;
+    uint32_t *pk = frame_pkru(uc);
+    k_frame_pkru = pk ? *pk : 0xffffffffu;
+    k_handled++;
+    if (k_mode == K_ALTSTACK && pk && !(*pk & (3u << (2 * k_pkey)))) {
+        /* Interrupted inside the window: resume in the attacker's code,
+         * with the PKRU the frame already holds. */
+        uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)vm_k_land;
+        uc->uc_mcontext.gregs[REG_RSP] = (greg_t)(uintptr_t)(vm_k_stack + K_STACK - 8);
+    }
+}
+
+/* The caller's system call, as /proc shows it: its number, or -1 while it
+ * runs or the file cannot be read. */
+static long k_syscall_of(pid_t tid)
+{
+    char path[64], buf[64] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0 || buf[0] < '0' || buf[0] > '9')
+        return -1;
+    return strtol(buf, NULL, 10);
+}
+
+static void *k_helper(void *arg)
+{
+    (void)arg;
+    struct timespec step = {0, 10 * 1000 * 1000};
+    int i = 0;
+    while (k_syscall_of(k_tid) != SYS_read && i++ < K_WAIT_STEPS)
+        nanosleep(&step, NULL);
+    if (i >= K_WAIT_STEPS) {
+        raw_write("# the caller never blocked in read(2) inside the window\n");
+        raw_exit(1);
+    }
+    switch (k_mode) {
+    case K_RSEQ:
+    case K_RSEQ_CONTROL:
+        /* Any thread may write the caller's rseq area: it is ordinary
+         * memory.  (The kernel cleared it if the caller was preempted on
+         * its way into the window.) */
+        __atomic_store_n(&k_rseq->rseq_cs, (uint64_t)(uintptr_t)&k_cs, __ATOMIC_SEQ_CST);
+        break;
+    default:
+        syscall(SYS_tgkill, getpid(), k_tid, SIGUSR1);
+        while (!k_handled && i++ < K_WAIT_STEPS)
+            nanosleep(&step, NULL);
+        break;
+    }
+    static unsigned char data[K_IO];
+    for (unsigned j = 0; j < K_IO; j++)
+        data[j] = (unsigned char)(j * 7 + 1);
+    if (write(k_wfd, data, K_IO) != (ssize_t)K_IO)
+        raw_exit(1);
+    return NULL;
+}
+
+static void c_kernel(void *arg)
+{
+    k_mode = (enum k_attack)(intptr_t)arg;
+    struct isob_comp *c = vm_make(k_mech);
+    struct isob_mpk_view v;
+    vm_view(c, &v);
+    struct isob_msg *msg = k_mech->shared(c);
+    msg->arg[0] = (int64_t)K_SECRET;
+    VM_EXPECT(isob_call(c, ISOB_ENTRY_SECRET_PLANT) == 0);
+    k_secret = (volatile uint64_t *)(uintptr_t)msg->arg[1];
+    k_pkey = v.pkey;
+    k_tid = (pid_t)syscall(SYS_gettid);
+
+    if (k_mode == K_RSEQ || k_mode == K_RSEQ_CONTROL) {
+        if (__rseq_size == 0)
+            vm_skip("glibc registered no rseq area for this thread");
+        char *tp;
+        __asm__("movq %%fs:0, %0" : "=r"(tp));
+        k_rseq = (struct rseq *)(void *)(tp + __rseq_offset);
+        uintptr_t lo = k_mode == K_RSEQ ? (uintptr_t)isob_window_text : (uintptr_t)k_elsewhere;
+        uintptr_t len = k_mode == K_RSEQ ? (uintptr_t)(isob_window_text_end - isob_window_text) : 4;
+        k_cs = (struct rseq_cs){.version = 0, .flags = 0, .start_ip = lo,
+                                .post_commit_offset = len,
+                                .abort_ip = (uintptr_t)vm_k_rseq_abort};
+        k_rseq->rseq_cs = (uint64_t)(uintptr_t)&k_cs;
+    } else {
+        if (k_mode != K_ONSTACK) {
+            static unsigned char alt[K_STACK];
+            stack_t ss = {.ss_sp = alt, .ss_size = sizeof alt, .ss_flags = 0};
+            VM_EXPECT(sigaltstack(&ss, NULL) == 0);
+        }
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = k_handler;
+        sa.sa_flags = SA_SIGINFO | (k_mode == K_ONSTACK ? 0 : SA_ONSTACK);
+        VM_EXPECT(sigaction(SIGUSR1, &sa, NULL) == 0);
+    }
+
+    int pfd[2];
+    VM_EXPECT(pipe(pfd) == 0);
+    k_wfd = pfd[1];
+    pthread_t th;
+    VM_EXPECT(pthread_create(&th, NULL, k_helper, NULL) == 0);
+    /* The call: read K_IO bytes from the empty pipe, inside the window. */
+    msg->arg[0] = pfd[0];
+    msg->arg[1] = K_IO;
+    long ret = isob_call(c, ISOB_ENTRY_IO_READ);
+    uint32_t pkru = isob_rdpkru();
+    pthread_join(th, NULL);
+    if (k_mode == K_RSEQ || k_mode == K_RSEQ_CONTROL)
+        k_rseq->rseq_cs = 0;
+    if (k_handled)
+        printf("# the signal's frame held PKRU 0x%08x (key %d %s)\n", k_frame_pkru, k_pkey,
+               k_frame_pkru & (3u << (2 * k_pkey)) ? "closed" : "open: inside the window");
+    printf("# the call returned %ld with PKRU 0x%08x\n", ret, pkru);
+    if (!(pkru & (1u << (2 * k_pkey))))
+        vm_breach("back from the call with key %d open", k_pkey);
+    VM_EXPECT(ret == (long)K_IO);
+    if (k_mode == K_ALTSTACK_CONTROL)
+        VM_EXPECT(k_handled == 1 && !(k_frame_pkru & (3u << (2 * k_pkey))));
+    isob_comp_destroy(c);
+}
+
+/* Outside any window: the handler opens every key in its frame's PKRU. */
+static volatile int k_rewrite;
+
+static void k_rewrite_handler(int sig, siginfo_t *si, void *ctx)
+{
+    (void)sig;
+    (void)si;
+    uint32_t *pk = frame_pkru(ctx);
+    k_frame_pkru = pk ? *pk : 0xffffffffu;
+    if (pk && k_rewrite)
+        *pk = 0;
+}
+
+static void c_sigreturn(void *arg)
+{
+    k_rewrite = (int)(intptr_t)arg;
+    struct isob_comp *c = vm_make(k_mech);
+    struct isob_mpk_view v;
+    vm_view(c, &v);
+    struct isob_msg *msg = k_mech->shared(c);
+    msg->arg[0] = (int64_t)K_SECRET;
+    VM_EXPECT(isob_call(c, ISOB_ENTRY_SECRET_PLANT) == 0);
+    volatile uint64_t *secret = (volatile uint64_t *)(uintptr_t)msg->arg[1];
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = k_rewrite_handler;
+    sa.sa_flags = SA_SIGINFO;
+    VM_EXPECT(sigaction(SIGUSR1, &sa, NULL) == 0);
+    VM_EXPECT(isob_rdpkru() == MPK_PKRU_CLOSED);
+    raise(SIGUSR1);
+    uint32_t pkru = isob_rdpkru();
+    printf("# the frame held PKRU 0x%08x; after rt_sigreturn PKRU is 0x%08x\n", k_frame_pkru,
+           pkru);
+    uint64_t s = *secret;  /* faults (SEGV_PKUERR) while key k is closed */
+    if (s == K_SECRET)
+        vm_breach("read the secret 0x%016llx after rt_sigreturn loaded PKRU 0x%08x",
+                  (unsigned long long)s, pkru);
+    vm_fail(__LINE__, "read 0x%016llx, not the secret", (unsigned long long)s);
+}
+
+void vm_kernel_attacks(const struct isob_mechanism *m)
+{
+    k_mech = m;
+    static const struct {
+        const char *what;
+        enum k_attack mode;
+        enum vm_expect want;
+    } win[] = {
+        {"not defended: rseq abort handler over the window text, call held in read(2) "
+         "(must breach)", K_RSEQ, VM_BREACH},
+        {"control: rseq critical section elsewhere, call held in read(2) (must hold)",
+         K_RSEQ_CONTROL, VM_PASS},
+        {"not defended: signal inside the window, handler on an alternate stack redirects "
+         "the frame (must breach)", K_ALTSTACK, VM_BREACH},
+        {"control: signal inside the window, handler on an alternate stack returns "
+         "(must hold)", K_ALTSTACK_CONTROL, VM_PASS},
+        {"signal inside the window, handler on the trusted stack (dies)", K_ONSTACK, VM_HELD},
+    };
+    for (size_t i = 0; i < sizeof win / sizeof win[0]; i++)
+        vm_check(win[i].what, c_kernel, (void *)(intptr_t)win[i].mode, win[i].want);
+    vm_check("not defended: a handler opens every key in its frame's PKRU, rt_sigreturn loads it "
+             "(must breach)", c_sigreturn, (void *)(intptr_t)1, VM_BREACH);
+    vm_check("control: the frame's PKRU left as it is (must fault)", c_sigreturn,
+             (void *)(intptr_t)0, VM_HELD);
+}
