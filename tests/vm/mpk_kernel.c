@@ -29,6 +29,14 @@
  *            with the key closed and the process dies (no breach).
  *  sigreturn outside any window: a handler writes 0 (every key open) over
  *            the PKRU saved in its frame, and rt_sigreturn loads it.
+ *  io_uring  the kernel as the untrusted side's deputy: an IORING_OP_WRITE
+ *            of the secret's address to a full pipe waits, armed on the
+ *            pipe's poll; once the helper makes room, the kernel finishes
+ *            it as task work of the submitting thread, on that thread's
+ *            next way back to user mode, with that thread's PKRU.  Held
+ *            in the window, the thread has the key open, and the secret
+ *            goes into the pipe.  The control blocks in an untrusted
+ *            read(2) instead, key closed: EFAULT.
  *
  * docs/mechanisms.md lists all of them as not defended: the gate cannot
  * stop the kernel from redirecting a thread, short of a system call
@@ -44,6 +52,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/io_uring.h>
+#include <sys/mman.h>
 #include <sys/rseq.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -66,7 +76,8 @@
 /* The window copy's text (window.c). */
 extern const unsigned char isob_window_text[], isob_window_text_end[];
 
-enum k_attack { K_RSEQ, K_RSEQ_CONTROL, K_ALTSTACK, K_ALTSTACK_CONTROL, K_ONSTACK };
+enum k_attack { K_RSEQ, K_RSEQ_CONTROL, K_ALTSTACK, K_ALTSTACK_CONTROL, K_ONSTACK, K_URING,
+                K_URING_CONTROL };
 
 static const struct isob_mechanism *k_mech;
 static volatile uint64_t *k_secret;
@@ -167,6 +178,104 @@ static void k_handler(int sig, siginfo_t *si, void *ctx)
     }
 }
 
+/* The io_uring attack's ring and pipe. */
+static struct {
+    int ring, rfd, wfd;            /* the ring, the full pipe's ends */
+    volatile unsigned *cq_head, *cq_tail;
+    unsigned cq_mask;
+    struct io_uring_cqe *cqes;
+} k_ur;
+
+/* Set up a ring and queue a write of the secret's 8 bytes to a pipe that
+ * is full (whole pages, so that nothing merges into its last buffer and
+ * no byte is copied before there is room). */
+static void k_uring_submit(const volatile uint64_t *secret)
+{
+    struct io_uring_params p;
+    memset(&p, 0, sizeof p);
+    k_ur.ring = (int)syscall(SYS_io_uring_setup, 4, &p);
+    if (k_ur.ring < 0)
+        vm_skip("io_uring_setup: %s", strerror(errno));
+    size_t sq_sz = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+    size_t cq_sz = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+    if (p.features & IORING_FEAT_SINGLE_MMAP)
+        sq_sz = cq_sz = sq_sz > cq_sz ? sq_sz : cq_sz;
+    unsigned char *sq = mmap(NULL, sq_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+                             k_ur.ring, IORING_OFF_SQ_RING);
+    unsigned char *cq = (p.features & IORING_FEAT_SINGLE_MMAP)
+                            ? sq
+                            : mmap(NULL, cq_sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+                                   k_ur.ring, IORING_OFF_CQ_RING);
+    struct io_uring_sqe *sqes = mmap(NULL, p.sq_entries * sizeof *sqes, PROT_READ | PROT_WRITE,
+                                     MAP_SHARED | MAP_POPULATE, k_ur.ring, IORING_OFF_SQES);
+    VM_EXPECT(sq != MAP_FAILED && cq != MAP_FAILED && sqes != MAP_FAILED);
+    k_ur.cq_head = (volatile unsigned *)(void *)(cq + p.cq_off.head);
+    k_ur.cq_tail = (volatile unsigned *)(void *)(cq + p.cq_off.tail);
+    k_ur.cq_mask = *(unsigned *)(void *)(cq + p.cq_off.ring_mask);
+    k_ur.cqes = (struct io_uring_cqe *)(void *)(cq + p.cq_off.cqes);
+
+    int pfd[2];
+    VM_EXPECT(pipe(pfd) == 0);
+    k_ur.rfd = pfd[0];
+    k_ur.wfd = pfd[1];
+    static unsigned char page[4096];
+    VM_EXPECT(fcntl(k_ur.wfd, F_SETFL, O_NONBLOCK) == 0);
+    while (write(k_ur.wfd, page, sizeof page) == (ssize_t)sizeof page)
+        ;
+    VM_EXPECT(errno == EAGAIN);
+    VM_EXPECT(fcntl(k_ur.wfd, F_SETFL, 0) == 0);
+
+    struct io_uring_sqe *e = &sqes[0];
+    memset(e, 0, sizeof *e);
+    e->opcode = IORING_OP_WRITE;
+    e->fd = k_ur.wfd;
+    e->addr = (uint64_t)(uintptr_t)secret;
+    e->len = sizeof(uint64_t);
+    e->off = (uint64_t)-1;
+    e->user_data = 1;
+    unsigned *array = (unsigned *)(void *)(sq + p.sq_off.array);
+    unsigned *tail = (unsigned *)(void *)(sq + p.sq_off.tail);
+    array[*tail & *(unsigned *)(void *)(sq + p.sq_off.ring_mask)] = 0;
+    __atomic_store_n(tail, *tail + 1, __ATOMIC_RELEASE);
+    VM_EXPECT(syscall(SYS_io_uring_enter, k_ur.ring, 1, 0, 0, NULL, 0) == 1);
+    VM_EXPECT(*k_ur.cq_head == __atomic_load_n(k_ur.cq_tail, __ATOMIC_ACQUIRE));
+}
+
+/* The helper's half: make room in the pipe, wait for the write's result,
+ * and look for the secret in what the pipe holds. */
+static void k_uring_finish(void)
+{
+    static unsigned char page[4096];
+    VM_EXPECT(read(k_ur.rfd, page, sizeof page) == (ssize_t)sizeof page);
+    struct timespec step = {0, 10 * 1000 * 1000};
+    for (int i = 0; i < K_WAIT_STEPS &&
+                    *k_ur.cq_head == __atomic_load_n(k_ur.cq_tail, __ATOMIC_ACQUIRE); i++)
+        nanosleep(&step, NULL);
+    if (*k_ur.cq_head == __atomic_load_n(k_ur.cq_tail, __ATOMIC_ACQUIRE)) {
+        raw_write("# the queued write never completed\n");
+        raw_exit(1);
+    }
+    int res = k_ur.cqes[*k_ur.cq_head & k_ur.cq_mask].res;
+    char line[160];
+    snprintf(line, sizeof line, "# the queued write of the secret's address completed: %d (%s)\n",
+             res, res < 0 ? strerror(-res) : "written");
+    raw_write(line);
+    if (res == (int)sizeof(uint64_t)) {
+        VM_EXPECT(fcntl(k_ur.rfd, F_SETFL, O_NONBLOCK) == 0);
+        uint64_t last = 0;
+        ssize_t n;
+        while ((n = read(k_ur.rfd, page, sizeof page)) > 0)
+            if (n >= (ssize_t)sizeof last)
+                memcpy(&last, page + n - sizeof last, sizeof last);
+        snprintf(line, sizeof line, "# BREACH: the kernel, as the thread's task work, wrote the "
+                 "secret 0x%016llx into the attacker's pipe\n", (unsigned long long)last);
+        raw_write(line);
+        raw_exit(last == K_SECRET ? VM_EXIT_BREACH : 1);
+    }
+    if (res != -EFAULT)
+        raw_exit(1);
+}
+
 /* The caller's system call, as /proc shows it: its number, or -1 while it
  * runs or the file cannot be read. */
 static long k_syscall_of(pid_t tid)
@@ -195,6 +304,10 @@ static void *k_helper(void *arg)
         raw_exit(1);
     }
     switch (k_mode) {
+    case K_URING:
+    case K_URING_CONTROL:
+        k_uring_finish();
+        break;
     case K_RSEQ:
     case K_RSEQ_CONTROL:
         /* Any thread may write the caller's rseq area: it is ordinary
@@ -241,6 +354,8 @@ static void c_kernel(void *arg)
                                 .post_commit_offset = len,
                                 .abort_ip = (uintptr_t)vm_k_rseq_abort};
         k_rseq->rseq_cs = (uint64_t)(uintptr_t)&k_cs;
+    } else if (k_mode == K_URING || k_mode == K_URING_CONTROL) {
+        k_uring_submit(k_secret);
     } else {
         if (k_mode != K_ONSTACK) {
             static unsigned char alt[K_STACK];
@@ -259,10 +374,17 @@ static void c_kernel(void *arg)
     k_wfd = pfd[1];
     pthread_t th;
     VM_EXPECT(pthread_create(&th, NULL, k_helper, NULL) == 0);
-    /* The call: read K_IO bytes from the empty pipe, inside the window. */
-    msg->arg[0] = pfd[0];
-    msg->arg[1] = K_IO;
-    long ret = isob_call(c, ISOB_ENTRY_IO_READ);
+    /* The call: read K_IO bytes from the empty pipe, inside the window;
+     * the control reads them itself, outside. */
+    long ret;
+    if (k_mode == K_URING_CONTROL) {
+        static unsigned char got[K_IO];
+        ret = read(pfd[0], got, K_IO);
+    } else {
+        msg->arg[0] = pfd[0];
+        msg->arg[1] = K_IO;
+        ret = isob_call(c, ISOB_ENTRY_IO_READ);
+    }
     uint32_t pkru = isob_rdpkru();
     pthread_join(th, NULL);
     if (k_mode == K_RSEQ || k_mode == K_RSEQ_CONTROL)
@@ -336,6 +458,10 @@ void vm_kernel_attacks(const struct isob_mechanism *m)
         {"control: signal inside the window, handler on an alternate stack returns "
          "(must hold)", K_ALTSTACK_CONTROL, VM_PASS},
         {"signal inside the window, handler on the trusted stack (dies)", K_ONSTACK, VM_HELD},
+        {"not defended: io_uring write of the secret's address to a full pipe, finished as task "
+         "work while the call is held in read(2) (must breach)", K_URING, VM_BREACH},
+        {"control: the same io_uring write, finished while the thread blocks in its own read(2) "
+         "(EFAULT, must hold)", K_URING_CONTROL, VM_PASS},
     };
     for (size_t i = 0; i < sizeof win / sizeof win[0]; i++)
         vm_check(win[i].what, c_kernel, (void *)(intptr_t)win[i].mode, win[i].want);
