@@ -20,7 +20,9 @@
  * gate's entries and fails on any call or jump that leaves the gate's text
  * and this range, or that it cannot follow; docs/mechanisms.md says why
  * the host calls keep the key open (the kernel is trusted, and honours
- * PKRU on its own accesses to the buffers they name).
+ * PKRU on its own accesses to the buffers they name), and what that does
+ * not cover: work the kernel does for the untrusted side on the way back
+ * from them (io_uring task work, rseq, signals: tests/vm/mpk_kernel.c).
  *
  * ISOB_WINDOW_LEAKY (tests only, tests/callgraph/meson.build) builds the
  * copy as the trusted code was built before: memset from the C library and
