@@ -18,6 +18,8 @@ fails on
   - a call or jump whose target lies outside the trusted text (a PLT stub,
     a C library function, any other code of the program),
   - an indirect call or jump (its target cannot be checked here),
+  - any other control transfer but `ret` and `syscall` (int, sysenter, far
+    calls and returns, xbegin, whose abort resumes at its operand),
   - a target that is not the start of an instruction, or code that runs
     off the end of a range.
 
@@ -52,7 +54,11 @@ ENTRIES = ("isob_mpk_op_inline", "isob_mpk_gate", "isob_mpk_close")
 # Prefixes objdump prints before a mnemonic.
 PREFIXES = {"notrack", "bnd", "rep", "repz", "repe", "repnz", "repne", "lock", "data16",
             "addr32", "cs", "ds", "es", "ss", "fs", "gs"}
-ENDS = {"ret", "retq", "ud2", "hlt", "int3"}
+ENDS = {"ret", "ud2", "hlt", "int3"}
+# Older objdumps print AT&T's operand-size suffix on branches (callq, jmpq,
+# retq): the same instructions, which must not slip past as ordinary ones.
+SUFFIXED = {"callq": "call", "calll": "call", "jmpq": "jmp", "jmpl": "jmp", "retq": "ret",
+            "retl": "ret"}
 CONDITIONAL = {"loop", "loope", "loopne", "loopz", "loopnz", "jrcxz", "jecxz", "jcxz"}
 INSN_RE = re.compile(r"^\s*([0-9a-f]+):\t(.*)$")
 LABEL_RE = re.compile(r"^([0-9a-f]+) <(.+)>:$")
@@ -106,7 +112,7 @@ def split(insn):
         words.pop(0)
     if not words:
         return "", ""
-    return words[0], " ".join(words[1:])
+    return SUFFIXED.get(words[0], words[0]), " ".join(words[1:])
 
 
 def walk(insns, ranges, entries):
@@ -167,7 +173,8 @@ def walk(insns, ranges, entries):
         elif mnem in ("syscall",):
             syscalls += 1
             fall()
-        elif mnem in ("sysenter", "int", "into", "iret", "iretq", "lcall", "ljmp", "sysret"):
+        elif mnem in ("sysenter", "int", "into", "iret", "iretq", "lcall", "ljmp", "sysret",
+                      "xbegin", "lret", "lretq"):
             findings.append(f"{where}: a control transfer this check does not allow")
         else:
             fall()
