@@ -70,3 +70,17 @@ def test_path_inside_is_clean():
     found = findings("nop", "callq  1010 <f+0x10>", "jmp    1010 <f+0x10>", "nop",
                      "xor    %eax,%eax", "syscall")
     assert found == []
+
+
+@pytest.mark.parametrize("code, clean", [
+    ({".text": 0x100}, True),
+    # Link-time optimisation: the labels bound more (or less) than the unit.
+    ({".text": 0x80}, False),
+    ({".text": 0x200}, False),
+    # Code the compiler put in another section lies outside the range.
+    ({".text": 0x100, ".text.unlikely": 6}, False),
+    ({".text": 0x100, ".text.hot": 16}, False),
+])
+def test_window_range_is_exactly_the_units_code(code, clean):
+    found = check_window.unit_findings(0x1000, 0x1100, code, "window.o")
+    assert (found == []) == clean, found
