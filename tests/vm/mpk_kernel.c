@@ -37,6 +37,10 @@
  *            in the window, the thread has the key open, and the secret
  *            goes into the pipe.  The control blocks in an untrusted
  *            read(2) instead, key closed: EFAULT.
+ *  madvise   no way into the window, but a system call on the key's pages
+ *            that needs no change of their protection: MADV_DONTNEED of
+ *            the secret's page, from untrusted code with the key closed,
+ *            zeroes the secret (the trusted side then finds 0 there).
  *
  * docs/mechanisms.md lists all of them as not defended: the gate cannot
  * stop the kernel from redirecting a thread, short of a system call
@@ -441,6 +445,31 @@ static void c_sigreturn(void *arg)
     vm_fail(__LINE__, "read 0x%016llx, not the secret", (unsigned long long)s);
 }
 
+/* The secret's page discarded from outside: the trusted memory changes. */
+static void c_madvise(void *arg)
+{
+    int discard = (int)(intptr_t)arg;
+    struct isob_comp *c = vm_make(k_mech);
+    struct isob_msg *msg = k_mech->shared(c);
+    msg->arg[0] = (int64_t)K_SECRET;
+    VM_EXPECT(isob_call(c, ISOB_ENTRY_SECRET_PLANT) == 0);
+    uintptr_t page = (uintptr_t)msg->arg[1] & ~(uintptr_t)4095;
+    if (discard) {
+        int r = madvise((void *)page, 4096, MADV_DONTNEED);
+        printf("# madvise(secret's page, MADV_DONTNEED) with the key closed: %s\n",
+               r == 0 ? "0" : strerror(errno));
+    }
+    msg->arg[0] = 0;
+    long zero = isob_call(c, ISOB_ENTRY_SECRET_CHECK);
+    msg->arg[0] = (int64_t)K_SECRET;
+    long same = isob_call(c, ISOB_ENTRY_SECRET_CHECK);
+    printf("# the trusted side finds the secret %s\n",
+           same == 1 ? "intact" : zero == 1 ? "zeroed" : "changed");
+    if (same != 1)
+        vm_breach("the untrusted side changed the secret in the key's memory");
+    isob_comp_destroy(c);
+}
+
 void vm_kernel_attacks(const struct isob_mechanism *m)
 {
     k_mech = m;
@@ -469,4 +498,8 @@ void vm_kernel_attacks(const struct isob_mechanism *m)
              "(must breach)", c_sigreturn, (void *)(intptr_t)1, VM_BREACH);
     vm_check("control: the frame's PKRU left as it is (must fault)", c_sigreturn,
              (void *)(intptr_t)0, VM_HELD);
+    vm_check("not defended: madvise(MADV_DONTNEED) of the secret's page, key closed, zeroes it "
+             "(must breach)", c_madvise, (void *)(intptr_t)1, VM_BREACH);
+    vm_check("control: no madvise, the secret intact (must hold)", c_madvise, (void *)(intptr_t)0,
+             VM_PASS);
 }
