@@ -56,7 +56,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
 #include <linux/io_uring.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/rseq.h>
 #include <sys/syscall.h>
@@ -470,6 +474,51 @@ static void c_madvise(void *arg)
     isob_comp_destroy(c);
 }
 
+/* A system call of the window answered without running: a seccomp filter
+ * of the untrusted side's makes getrusage return 0 and write nothing, so
+ * whatever the window's buffer held must not come back as a result. */
+static void c_fake_getrusage(void *arg)
+{
+    (void)arg;
+    struct isob_comp *c = vm_make(k_mech);
+    struct isob_mpk_view v;
+    vm_view(c, &v);
+    struct isob_msg *msg = k_mech->shared(c);
+    msg->arg[0] = (int64_t)K_SECRET;
+    VM_EXPECT(isob_call(c, ISOB_ENTRY_SECRET_PLANT) == 0);
+    /* An entry whose frame leaves a word of its own on the trusted stack
+     * where the window's getrusage buffer will be (KV_TOUCH, under this
+     * build: a value the caller never gave). */
+    memset(msg, 0, sizeof *msg);
+    msg->arg[0] = 5;
+    msg->arg[1] = 7;
+    msg->len = 16;
+    (void)isob_call(c, ISOB_ENTRY_KV_TOUCH);
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getrusage, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+    VM_EXPECT(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+    VM_EXPECT(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
+    memset(msg, 0, sizeof *msg);
+    long ret = isob_call(c, ISOB_ENTRY_HOST_FAULTS);
+    uint64_t got = (uint64_t)msg->arg[1];
+    const char *what = got == K_SECRET ? "the secret"
+                       : (uintptr_t)got >= (uintptr_t)v.stack_lo && (uintptr_t)got < (uintptr_t)v.stack_hi
+                           ? "an address on the trusted stack"
+                       : got - (uint64_t)(uintptr_t)v.table < (64u << 20) ? "an address in the trusted heap"
+                                                                          : "a stale word of it";
+    printf("# getrusage answered 0 by a filter, nothing written: the entry returned %ld%s\n", ret,
+           ret < 0 ? ", and no count" : "");
+    if (ret >= 0)
+        vm_breach("the window returned 0x%016llx, %s, from its uninitialised buffer on the "
+                  "trusted stack", (unsigned long long)got, what);
+    isob_comp_destroy(c);
+}
+
 void vm_kernel_attacks(const struct isob_mechanism *m)
 {
     k_mech = m;
@@ -502,4 +551,6 @@ void vm_kernel_attacks(const struct isob_mechanism *m)
              "(must breach)", c_madvise, (void *)(intptr_t)1, VM_BREACH);
     vm_check("control: no madvise, the secret intact (must hold)", c_madvise, (void *)(intptr_t)0,
              VM_PASS);
+    vm_check("attack: getrusage answered by a seccomp filter without writing: no trusted stack "
+             "word comes back (must hold)", c_fake_getrusage, NULL, VM_PASS);
 }
