@@ -18,7 +18,10 @@
  *            RSEQ_SIG, is its own code.  A preemption inside the window
  *            (the blocking read is one) makes the kernel move the thread
  *            to the abort handler on its way back to user mode, without
- *            touching PKRU: untrusted code runs with the key open.
+ *            touching PKRU: untrusted code runs with the key open.  No
+ *            blocking call is needed: the compute-only variant preempts a
+ *            long WORK entry (the helper thread merely waking up on the
+ *            guest's one CPU does it).
  *  altstack  a signal delivered inside the window, to a handler on an
  *            alternate stack in untrusted memory: the kernel saves the
  *            window's registers and its open PKRU in the frame there, the
@@ -85,7 +88,10 @@
 extern const unsigned char isob_window_text[], isob_window_text_end[];
 
 enum k_attack { K_RSEQ, K_RSEQ_CONTROL, K_ALTSTACK, K_ALTSTACK_CONTROL, K_ONSTACK, K_URING,
-                K_URING_CONTROL };
+                K_URING_CONTROL, K_RSEQ_COMPUTE };
+/* Iterations of the compute-only rseq attack's WORK entry: seconds under
+ * TCG, so that the helper preempts it many times over. */
+#define K_WORK_ITERS (1ull << 27)
 
 static const struct isob_mechanism *k_mech;
 static volatile uint64_t *k_secret;
@@ -305,6 +311,16 @@ static void *k_helper(void *arg)
     (void)arg;
     struct timespec step = {0, 10 * 1000 * 1000};
     int i = 0;
+    if (k_mode == K_RSEQ_COMPUTE) {
+        /* The caller computes inside the window: wake up now and then,
+         * which preempts it, and keep its rseq_cs pointed at the window
+         * (the kernel clears it after a preemption outside). */
+        for (; i < K_WAIT_STEPS; i++) {
+            __atomic_store_n(&k_rseq->rseq_cs, (uint64_t)(uintptr_t)&k_cs, __ATOMIC_SEQ_CST);
+            nanosleep(&step, NULL);
+        }
+        return NULL;
+    }
     while (k_syscall_of(k_tid) != SYS_read && i++ < K_WAIT_STEPS)
         nanosleep(&step, NULL);
     if (i >= K_WAIT_STEPS) {
@@ -350,14 +366,15 @@ static void c_kernel(void *arg)
     k_pkey = v.pkey;
     k_tid = (pid_t)syscall(SYS_gettid);
 
-    if (k_mode == K_RSEQ || k_mode == K_RSEQ_CONTROL) {
+    if (k_mode == K_RSEQ || k_mode == K_RSEQ_CONTROL || k_mode == K_RSEQ_COMPUTE) {
         if (__rseq_size == 0)
             vm_skip("glibc registered no rseq area for this thread");
         char *tp;
         __asm__("movq %%fs:0, %0" : "=r"(tp));
         k_rseq = (struct rseq *)(void *)(tp + __rseq_offset);
-        uintptr_t lo = k_mode == K_RSEQ ? (uintptr_t)isob_window_text : (uintptr_t)k_elsewhere;
-        uintptr_t len = k_mode == K_RSEQ ? (uintptr_t)(isob_window_text_end - isob_window_text) : 4;
+        int over = k_mode != K_RSEQ_CONTROL;
+        uintptr_t lo = over ? (uintptr_t)isob_window_text : (uintptr_t)k_elsewhere;
+        uintptr_t len = over ? (uintptr_t)(isob_window_text_end - isob_window_text) : 4;
         k_cs = (struct rseq_cs){.version = 0, .flags = 0, .start_ip = lo,
                                 .post_commit_offset = len,
                                 .abort_ip = (uintptr_t)vm_k_rseq_abort};
@@ -385,7 +402,14 @@ static void c_kernel(void *arg)
     /* The call: read K_IO bytes from the empty pipe, inside the window;
      * the control reads them itself, outside. */
     long ret;
-    if (k_mode == K_URING_CONTROL) {
+    if (k_mode == K_RSEQ_COMPUTE) {
+        msg->arg[0] = (int64_t)K_WORK_ITERS;
+        msg->arg[1] = 1;
+        ret = isob_call(c, ISOB_ENTRY_WORK);
+        printf("# WORK ran to its end, %llu iterations, never moved\n",
+               (unsigned long long)K_WORK_ITERS);
+        ret = K_IO;  /* the check below is the read's */
+    } else if (k_mode == K_URING_CONTROL) {
         static unsigned char got[K_IO];
         ret = read(pfd[0], got, K_IO);
     } else {
@@ -395,7 +419,7 @@ static void c_kernel(void *arg)
     }
     uint32_t pkru = isob_rdpkru();
     pthread_join(th, NULL);
-    if (k_mode == K_RSEQ || k_mode == K_RSEQ_CONTROL)
+    if (k_rseq)
         k_rseq->rseq_cs = 0;
     if (k_handled)
         printf("# the signal's frame held PKRU 0x%08x (key %d %s)\n", k_frame_pkru, k_pkey,
@@ -531,6 +555,8 @@ void vm_kernel_attacks(const struct isob_mechanism *m)
          "(must breach)", K_RSEQ, VM_BREACH},
         {"control: rseq critical section elsewhere, call held in read(2) (must hold)",
          K_RSEQ_CONTROL, VM_PASS},
+        {"not defended: rseq abort handler over the window text, a long WORK entry preempted, "
+         "no system call (must breach)", K_RSEQ_COMPUTE, VM_BREACH},
         {"not defended: signal inside the window, handler on an alternate stack redirects "
          "the frame (must breach)", K_ALTSTACK, VM_BREACH},
         {"control: signal inside the window, handler on an alternate stack returns "
