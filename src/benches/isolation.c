@@ -565,8 +565,10 @@ static void conditions(const struct isob_mechanism *m, struct isob_isolation *r)
 #ifdef SEGV_PKUERR
     else if (m->fault_code == SEGV_PKUERR)
         snprintf(c, n, "covers loads and stores by address from untrusted code (PKRU denies the trusted "
-                       "key); not sigreturn frames: a signal handler that writes PKRU into its frame is not "
-                       "defended; code that runs WRPKRU or XRSTOR itself is outside this test");
+                       "key); not sigreturn frames (a handler that writes PKRU into its frame), nor the "
+                       "kernel's ways into an open window (rseq abort handlers, signals on an alternate "
+                       "stack, io_uring task work), nor code that runs WRPKRU or XRSTOR itself: "
+                       "not defended, shown in tests/vm (docs/mechanisms.md)");
 #endif
     else if (m->props & ISOB_SEPARATE_AS)
         snprintf(c, n, "covers loads and stores by address from the caller: the trusted heap is not mapped "

@@ -29,10 +29,14 @@ int64_t isob_host_call(uint32_t op, int64_t a0, int64_t a1, int64_t a2)
             return -EINVAL;
         return madvise((void *)(uintptr_t)a1, (size_t)a2, MADV_DONTNEED) == 0 ? 0 : -errno;
     case ISOB_HOST_MINFLT: {
+        /* -1 marks "not written": a getrusage that reports success
+         * without filling the buffer (answered by a seccomp filter) gives
+         * -EIO, not what the stack held (the window copy does the same). */
         struct rusage ru;
+        ru.ru_minflt = -1;
         if (getrusage(RUSAGE_SELF, &ru) != 0)
             return -errno;
-        return (int64_t)ru.ru_minflt;
+        return ru.ru_minflt < 0 ? -EIO : (int64_t)ru.ru_minflt;
     }
     default:
         return -ENOSYS;

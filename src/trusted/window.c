@@ -20,7 +20,9 @@
  * gate's entries and fails on any call or jump that leaves the gate's text
  * and this range, or that it cannot follow; docs/mechanisms.md says why
  * the host calls keep the key open (the kernel is trusted, and honours
- * PKRU on its own accesses to the buffers they name).
+ * PKRU on its own accesses to the buffers they name), and what that does
+ * not cover: work the kernel does for the untrusted side on the way back
+ * from them (io_uring task work, rseq, signals: tests/vm/mpk_kernel.c).
  *
  * ISOB_WINDOW_LEAKY (tests only, tests/callgraph/meson.build) builds the
  * copy as the trusted code was built before: memset from the C library and
@@ -80,9 +82,17 @@ int64_t isob_host_call(uint32_t op, int64_t a0, int64_t a1, int64_t a2)
             return -W_EINVAL;
         return window_syscall3(WS_MADVISE, a1, a2, WS_MADV_DONTNEED);
     case ISOB_HOST_MINFLT: {
+        /* The buffer is on the trusted stack: a getrusage that reports
+         * success without writing it (a seccomp filter of the untrusted
+         * side can answer 0 without running the call) must not hand back
+         * what an earlier entry left there.  The kernel never reports a
+         * negative count, so -1 marks "not written". */
         long ru[WS_RUSAGE_LONGS];
+        ru[WS_RUSAGE_MINFLT] = -1;
         int64_t r = window_syscall3(WS_GETRUSAGE, WS_RUSAGE_SELF, (int64_t)(uintptr_t)ru, 0);
-        return r < 0 ? r : (int64_t)ru[WS_RUSAGE_MINFLT];
+        if (r < 0)
+            return r;
+        return ru[WS_RUSAGE_MINFLT] < 0 ? -W_EIO : (int64_t)ru[WS_RUSAGE_MINFLT];
     }
     default:
         return -WS_ENOSYS;

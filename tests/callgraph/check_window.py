@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Walk the MPK window of a built isob and fail on any way out of it.
 
-usage: check_window.py [--relro] [--expect-leak NAME]... BINARY
+usage: check_window.py [--relro] [--unit OBJECT] [--expect-leak NAME]... BINARY
 
 While the MPK gate holds a compartment's key open, only trusted
 instructions may run.  The trusted text is exactly two address ranges of
@@ -18,6 +18,8 @@ fails on
   - a call or jump whose target lies outside the trusted text (a PLT stub,
     a C library function, any other code of the program),
   - an indirect call or jump (its target cannot be checked here),
+  - any other control transfer but `ret` and `syscall` (int, sysenter, far
+    calls and returns, xbegin, whose abort resumes at its operand),
   - a target that is not the start of an instruction, or code that runs
     off the end of a range.
 
@@ -28,6 +30,13 @@ own WRPKRUs are tests/c/test_mpk_gate.c's business).
 `ret` ends a path: the gate's own returns run after it closed the key, and
 the trusted code's return to addresses on the trusted stack, which only
 the key opens.  `syscall` is allowed: the kernel is trusted.
+
+--unit OBJECT (the window copy's object, or the static library holding
+it) also requires the window range to be exactly that object's `.text`,
+byte for byte: the labels bound one translation unit's text only while the
+linker keeps it whole.  Link-time optimisation does not: it repartitions
+the program, and the labels then bound other units' code, which the walk
+would trust (meson.build builds the window copy without LTO for this).
 
 --relro also requires full RELRO (BIND_NOW and a GNU_RELRO segment), the
 defence in depth for a GOT that nothing in the window uses.
@@ -52,7 +61,11 @@ ENTRIES = ("isob_mpk_op_inline", "isob_mpk_gate", "isob_mpk_close")
 # Prefixes objdump prints before a mnemonic.
 PREFIXES = {"notrack", "bnd", "rep", "repz", "repe", "repnz", "repne", "lock", "data16",
             "addr32", "cs", "ds", "es", "ss", "fs", "gs"}
-ENDS = {"ret", "retq", "ud2", "hlt", "int3"}
+ENDS = {"ret", "ud2", "hlt", "int3"}
+# Older objdumps print AT&T's operand-size suffix on branches (callq, jmpq,
+# retq): the same instructions, which must not slip past as ordinary ones.
+SUFFIXED = {"callq": "call", "calll": "call", "jmpq": "jmp", "jmpl": "jmp", "retq": "ret",
+            "retl": "ret"}
 CONDITIONAL = {"loop", "loope", "loopne", "loopz", "loopnz", "jrcxz", "jecxz", "jcxz"}
 INSN_RE = re.compile(r"^\s*([0-9a-f]+):\t(.*)$")
 LABEL_RE = re.compile(r"^([0-9a-f]+) <(.+)>:$")
@@ -106,7 +119,7 @@ def split(insn):
         words.pop(0)
     if not words:
         return "", ""
-    return words[0], " ".join(words[1:])
+    return SUFFIXED.get(words[0], words[0]), " ".join(words[1:])
 
 
 def walk(insns, ranges, entries):
@@ -167,7 +180,8 @@ def walk(insns, ranges, entries):
         elif mnem in ("syscall",):
             syscalls += 1
             fall()
-        elif mnem in ("sysenter", "int", "into", "iret", "iretq", "lcall", "ljmp", "sysret"):
+        elif mnem in ("sysenter", "int", "into", "iret", "iretq", "lcall", "ljmp", "sysret",
+                      "xbegin", "lret", "lretq"):
             findings.append(f"{where}: a control transfer this check does not allow")
         else:
             fall()
@@ -204,6 +218,37 @@ def stray_pkru_writes(binary, lo, hi):
     return found
 
 
+SECTION_RE = re.compile(r"\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)\s+[0-9a-f]+\s+(\S*)")
+
+
+def unit_code(unit):
+    """{section name: bytes} of every executable section with code in OBJECT,
+    or in the one member of a static library."""
+    out, members = {}, 0
+    for line in run(["readelf", "-S", "-W", unit]).splitlines():
+        members += line.startswith("File: ")
+        m = SECTION_RE.search(line)
+        if m and "X" in m.group(3) and int(m.group(2), 16):
+            out[m.group(1)] = out.get(m.group(1), 0) + int(m.group(2), 16)
+    if members > 1:
+        raise Unusable(f"{unit} holds {members} objects, not the window copy's one")
+    return out
+
+
+def unit_findings(lo, hi, code, unit):
+    """Findings when the window range is not exactly the unit's code."""
+    found = []
+    size = code.get(".text", 0)
+    if hi - lo != size:
+        found.append(f"the window range holds {hi - lo} bytes, but the window copy's object ({unit}) "
+                     f"has {size} bytes of .text: the range holds other code (link-time "
+                     f"optimisation?), or misses some of the copy's")
+    for name, n in sorted(code.items()):
+        if name != ".text":
+            found.append(f"{unit} has {n} bytes of code in {name}, outside the window range")
+    return found
+
+
 def relro(binary):
     """Findings about full RELRO (BIND_NOW and GNU_RELRO)."""
     found = []
@@ -220,6 +265,9 @@ def relro(binary):
 def main():
     ap = argparse.ArgumentParser(description="Walk the MPK window of a built isob.")
     ap.add_argument("--relro", action="store_true", help="also require full RELRO")
+    ap.add_argument("--unit", metavar="OBJECT",
+                    help="the window copy's object or static library: the window range must be "
+                         "exactly its .text")
     ap.add_argument("--expect-leak", action="append", default=[], metavar="NAME",
                     help="the binary is the deliberately leaky build: succeed only when the walk "
                          "leaves the trusted text for NAME (repeatable)")
@@ -250,6 +298,8 @@ def main():
         for name, lo, hi in ranges:
             if name == "window":
                 findings += stray_pkru_writes(a.binary, lo, hi)
+                if a.unit:
+                    findings += unit_findings(lo, hi, unit_code(a.unit), a.unit)
         if a.relro:
             findings += relro(a.binary)
     except Unusable as e:

@@ -86,4 +86,41 @@ vm_hijack_land:
     ud2
     .size   vm_hijack_land, .-vm_hijack_land
 
+/* vm_gate_regs(slot, entry, out): call isob_mpk_gate(slot, entry) with
+ * every other caller-saved register zeroed, and store what the call leaves
+ * in them: out[0..8] = rax, rcx, rdx, rsi, rdi, r8, r9, r10, r11, then
+ * xmm0..xmm15, 16 bytes each (41 quadwords in all). */
+    .p2align 4
+    .globl  vm_gate_regs
+    .type   vm_gate_regs, @function
+vm_gate_regs:
+    pushq   %rbx
+    movq    %rdx, %rbx
+    xorl    %eax, %eax
+    xorl    %ecx, %ecx
+    xorl    %edx, %edx
+    xorl    %r8d, %r8d
+    xorl    %r9d, %r9d
+    xorl    %r10d, %r10d
+    xorl    %r11d, %r11d
+    .irp    n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+    pxor    %xmm\n, %xmm\n
+    .endr
+    call    isob_mpk_gate
+    movq    %rax, 0(%rbx)
+    movq    %rcx, 8(%rbx)
+    movq    %rdx, 16(%rbx)
+    movq    %rsi, 24(%rbx)
+    movq    %rdi, 32(%rbx)
+    movq    %r8, 40(%rbx)
+    movq    %r9, 48(%rbx)
+    movq    %r10, 56(%rbx)
+    movq    %r11, 64(%rbx)
+    .irp    n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+    movdqu  %xmm\n, 72+16*\n(%rbx)
+    .endr
+    popq    %rbx
+    ret
+    .size   vm_gate_regs, .-vm_gate_regs
+
     .section .note.GNU-stack, "", @progbits

@@ -588,6 +588,67 @@ void vm_hijack_report(uint32_t pkru)
 
 /* ---- The list ---------------------------------------------------------- */
 
+/* What the trusted code leaves in the caller-saved registers, which the
+ * untrusted side reads as soon as the gate returns: no entry may leave the
+ * secret, or any 8 bytes of the canary, there.  The gate restores only
+ * what it uses (rax, rcx, rdx, r11); rsi, rdi, r8-r10 and the vector
+ * registers are as the trusted code left them.  The control's only probe is
+ * ADD of the secret and 0, which returns the secret in rax: the scan must
+ * find it there. */
+struct residue {
+    const struct isob_mechanism *m;
+    int control;
+};
+
+static void a_register_residue(void *arg)
+{
+    static const char *const names[] = {"rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11"};
+    const struct residue *rs = arg;
+    const struct isob_mechanism *m = rs->m;
+    struct isob_comp *c = vm_make(m);
+    struct isob_mpk_view v;
+    vm_view(c, &v);
+    struct isob_msg *msg = m->shared(c);
+    msg->arg[0] = (int64_t)VM_SECRET;
+    VM_EXPECT(isob_call(c, ISOB_ENTRY_SECRET_PLANT) == 0);
+    unsigned char canary[ISOB_CANARY_LEN];
+    for (unsigned i = 0; i < ISOB_CANARY_LEN; i++)
+        canary[i] = (unsigned char)(0x3c + 29 * i);
+    msg->arg[0] = ISOB_CANARY_PLANT;
+    msg->len = ISOB_CANARY_LEN;
+    memcpy(msg->data, canary, sizeof canary);
+    VM_EXPECT(isob_call(c, ISOB_ENTRY_CANARY) == 0);
+    static const struct { unsigned entry; int64_t arg0; } probes[] = {
+        {ISOB_ENTRY_SECRET_CHECK, 0}, {ISOB_ENTRY_SECRET_CHECK, (int64_t)VM_SECRET},
+        {ISOB_ENTRY_CANARY, ISOB_CANARY_SUM}, {ISOB_ENTRY_COUNT_CALLS, 0},
+    }, control[] = {{ISOB_ENTRY_ADD, (int64_t)VM_SECRET}};
+    size_t n = rs->control ? 1 : sizeof probes / sizeof probes[0];
+    for (size_t p = 0; p < n; p++) {
+        unsigned entry = rs->control ? control[p].entry : probes[p].entry;
+        memset(msg, 0, sizeof *msg);
+        msg->arg[0] = rs->control ? control[p].arg0 : probes[p].arg0;
+        uint64_t out[41];
+        vm_gate_regs(*v.d_slot, entry, out);
+        for (unsigned r = 0; r < 41; r++) {
+            int hit = out[r] == VM_SECRET;
+            for (unsigned k = 0; k + 8 <= ISOB_CANARY_LEN && !hit; k++)
+                hit = memcmp(&out[r], canary + k, 8) == 0;
+            if (hit) {
+                char reg[16];
+                if (r < 9)
+                    snprintf(reg, sizeof reg, "%s", names[r]);
+                else
+                    snprintf(reg, sizeof reg, "xmm%u[%u]", (r - 9) / 2, (r - 9) % 2);
+                vm_breach("after entry %u, %s holds 0x%016llx, trusted data", entry, reg,
+                          (unsigned long long)out[r]);
+            }
+        }
+        VM_EXPECT(isob_rdpkru() == MPK_PKRU_CLOSED);
+    }
+    printf("# %zu entries: no caller-saved register held the secret or the canary\n", n);
+    isob_comp_destroy(c);
+}
+
 void vm_attacks(const struct isob_mechanism *m, int legacy)
 {
     /* What the legacy gate must lose, and the complete gate must hold. */
@@ -612,6 +673,11 @@ void vm_attacks(const struct isob_mechanism *m, int legacy)
 
     vm_check("attack: a second thread stores into the trusted stack during a call",
              a_store_trusted_stack, (void *)m, VM_PKUERR);
+    struct residue residue = {m, 0}, residue_control = {m, 1};
+    vm_check("attack: the caller reads the registers the trusted code left (must hold)",
+             a_register_residue, &residue, VM_PASS);
+    vm_check("control: ADD of the secret returns it in rax (the scan must find it)",
+             a_register_residue, &residue_control, VM_BREACH);
     vm_check("attack: a second thread calls while a call runs (refused, -EBUSY)",
              a_second_caller, (void *)m, VM_PASS);
     vm_check("attack: descriptor scrambled but its slot index (bytes)", a_scramble_bytes,

@@ -11,6 +11,8 @@
  *  - the GOT/PLT attack on the window (mpk_window.c) on both, which must be
  *    stopped, and on both again in mpk_init_leaky (this program linked
  *    with the leaky window build), where it must win;
+ *  - the ways back into the window through the kernel (mpk_kernel.c):
+ *    rseq, signals and rt_sigreturn, not defended, each with a control;
  *  - `isob switch` on both, from a static isob copied into the guest as
  *    /isob, whose medians are printed as evidence that the benchmark runs
  *    there, never as timings: under TCG they mean nothing;
@@ -508,6 +510,7 @@ static void run_mechanism(const char *name)
     vm_check("outside readers ignore the key (scrape)", c_scrape, (void *)name, VM_PASS);
     vm_attacks(cur, 0);
     vm_window_attacks(cur, NULL);
+    vm_kernel_attacks(cur);
 }
 
 int main(int argc, char **argv)

@@ -67,6 +67,10 @@ void vm_window_attacks(const struct isob_mechanism *m, const char *leaky);
 /* One of those checks, in this process (mpk_init_leaky --window-attack). */
 void vm_window_attack(const struct isob_mechanism *m, int target);
 
+/* Ways back into the window through the kernel (mpk_kernel.c): rseq,
+ * signals, rt_sigreturn, against compartments of m. */
+void vm_kernel_attacks(const struct isob_mechanism *m);
+
 /* mpk_attack_x86.S.  The register state a jump into gate code starts with:
  * every general register but rsp from here, rsp on a fake stack whose
  * every word is the address of vm_jump_land. */
@@ -78,6 +82,11 @@ struct vm_regs {
  * *pkru and *rax. */
 int vm_jump(const void *target, const struct vm_regs *r, uint32_t *pkru, uint64_t *rax);
 void vm_jump_land(void);
+/* Call isob_mpk_gate(slot, entry) with the other caller-saved registers
+ * zeroed; out[41] gets what it leaves in them (rax, rcx, rdx, rsi, rdi,
+ * r8-r11, then xmm0-xmm15 as two quadwords each). */
+void vm_gate_regs(uint32_t slot, uint32_t entry, uint64_t out[41]);
+long isob_mpk_gate(unsigned slot, unsigned entry);
 /* Where a hijacked return lands: reports PKRU to vm_hijack_report. */
 void vm_hijack_land(void);
 void vm_hijack_report(uint32_t pkru) __attribute__((noreturn));

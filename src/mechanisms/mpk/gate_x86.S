@@ -29,7 +29,9 @@
  *     trusted state, the shared buffer and its size from the slot.  The
  *     trusted code called is the window copy (src/trusted/window.c): no
  *     instruction outside this file and that copy runs until step 5 has
- *     closed the key (tests/callgraph checks the built binary).
+ *     closed the key (tests/callgraph checks the built binary), unless
+ *     the kernel moves the thread elsewhere (rseq, signals: not defended,
+ *     docs/mechanisms.md).
  *  5. Back on the caller's stack, release the slot and close: WRPKRU with
  *     the immediate PKRU_CLOSED, compare what was written with the same
  *     immediate and loop back on a mismatch.  A jump straight to the

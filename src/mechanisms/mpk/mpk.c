@@ -25,8 +25,12 @@
  * from any thread, and jump to any instruction of the gate.  It does not
  * run WRPKRU or XRSTOR of its own elsewhere in the binary (ERIM ensures
  * that by inspecting the binary, which isobench does not do), signals that
- * arrive inside the window are not defended against, and the kernel is
- * trusted.  docs/mechanisms.md says the same at more length. */
+ * arrive inside the window, rt_sigreturn of a frame whose PKRU a handler
+ * rewrote, and a restartable sequence (rseq) whose abort handler the kernel
+ * jumps to, key open, after a preemption inside the window, and io_uring
+ * work the kernel finishes as the thread's task work inside the window are
+ * not defended against (tests/vm/mpk_kernel.c shows each succeed), and the
+ * kernel is trusted.  docs/mechanisms.md says the same at more length. */
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
