@@ -13,7 +13,7 @@ Modules, in the order data flows through them:
     store    the SQLite store (runs, results, raw samples)
     sysinfo  the machine a run came from
     analysis a stored run loaded and grouped into configurations with baselines
-    stats    summary statistics, order-statistic and t intervals, the Mann-Whitney test
+    stats    summary statistics, order-statistic and t intervals, modes, quantization
     units    ratios and unit conversion: the one place numbers change scale
     summary  THE summary document of a run: headlines, intervals, ratios, findings
     checks   soundness checks with severities (`isobench check`, and every report)

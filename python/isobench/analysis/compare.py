@@ -50,10 +50,8 @@ NORMALIZED, ABSOLUTE = "vs direct", "absolute"
 MEDIAN, BATCHED = "median", "batched"
 
 # Fewer repetitions than this in any group of a row, and the row gets no
-# verdict word: 3 values estimate the spread between processes with 2
-# degrees of freedom, too few to trust either the interval's width or the
-# normality of the logs it assumes (the README's advice: cite full runs).
-MIN_REPS_FOR_VERDICT = 5
+# verdict word (stats.py says why).
+MIN_REPS_FOR_VERDICT = stats.MIN_REPS_FOR_VERDICT
 # A difference inside +-NOISE_BAND is not called slower or faster even when
 # significant: two runs of one build on one machine differ by a few percent
 # for reasons their repetitions do not see (frequency, page layout, load);

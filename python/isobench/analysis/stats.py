@@ -157,6 +157,11 @@ MAD_TO_SIGMA = 1.4826
 # Below this many repetitions there is no interval between processes: one
 # process says nothing about the next.
 MIN_REPS_FOR_INTERVAL = 2
+# Fewer repetitions than this in any group of a comparison, and it gets no
+# verdict word (compare.py): 3 values estimate the spread between processes
+# with 2 degrees of freedom, too few to trust either the interval's width or
+# the normality of the logs it assumes (the README's advice: cite full runs).
+MIN_REPS_FOR_VERDICT = 5
 # The exact Mann-Whitney distribution is used while both sides are at most
 # this large and nothing is tied; beyond, the normal approximation is
 # within a few thousandths of it.

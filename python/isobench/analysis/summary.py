@@ -656,7 +656,7 @@ def method() -> dict:
                     "region), else the batched estimate unless it disagrees with the median "
                     "less the empty region in most repetitions (then the median)",
         "headline_min_steps": HEADLINE_MIN_STEPS,
-        "min_reps_for_test": stats.min_reps_for_test(),
+        "min_reps_for_test": stats.MIN_REPS_FOR_VERDICT,
         "replication_unit": "repetition (one isob process)",
         "value": "geometric mean of the repetitions' values",
         "interval": "Student t on the logs of the repetitions' values "
@@ -668,8 +668,9 @@ def method() -> dict:
                       "(step / x)^2 / 12 on the log scale, not divided by the repetitions",
         "modes": "repetitions in separate groups (a factor of 10, or of 1.5 beyond each "
                  "process's own p5..p95): the groups, and no interval",
-        "test": "Mann-Whitney U on the repetitions' values, exact without ties; "
-                f"no p below {stats.min_reps_for_test()} repetitions per side",
+        "test": "Welch t on the log ratio of ratios over repetitions (compare), Holm's "
+                f"correction over its rows; no verdict below {stats.MIN_REPS_FOR_VERDICT} "
+                "repetitions per side",
         "level": stats.CI_LEVEL,
         "quantized": "a headline less than 20 resolution steps is flagged quantized; an "
                      "order-statistic interval spanning at most one step is shown as "

@@ -69,10 +69,9 @@ SCOPES = ("thread", "cpu")
 
 # Fresh isob processes per (benchmark, mechanism) when --repeat is not
 # given.  The repetition is the unit every interval and test rests on: 5
-# gives a t interval (4 degrees of freedom) and lets the Mann-Whitney test
-# of two runs reach p < 0.01.  --quick keeps 3, so that `make run` stays
-# within a few minutes: an interval, but no significance test (which
-# needs 4 per side to reach p < 0.05).
+# gives a t interval (4 degrees of freedom) and is what `compare` needs a
+# side for a verdict.  --quick keeps 3, so that `make run` stays within a
+# few minutes: an interval, but no verdict between runs.
 DEFAULT_REPEAT = 5
 QUICK_REPEAT = 3
 
