@@ -88,3 +88,11 @@ def test_more_numbers_repetitions_after_those_done():
                      {("switch", "thread"): 3, ("switch", "wasm"): 4}, 1)
     assert sorted((j.mechanism, j.repetition) for j in jobs) == [("thread", 4), ("wasm", 5)]
     assert plan.more({("switch", "thread")}, {}, 2)[0].repetition == 4
+
+
+def test_a_configuration_in_modes_is_repeated_and_named():
+    configs = [{"benchmark": "switch", "mechanism": "process-futex", "label": "p",
+                "headline": {"value": 100.0, "interval": None, "reps": 5,
+                             "modes": [{"count": 2}, {"count": 3}]}}]
+    (w,) = precision.wide(configs, 0.5)
+    assert w.text() == "p: repetitions in 2 modes after 5 repetitions"

@@ -34,9 +34,11 @@ class Wide:
     label: str
     reps: int
     width: float | None  # the larger half of the interval over the value; None: no interval
+    modes: int = 0       # groups its repetitions fall into (0: one)
 
     def text(self) -> str:
         what = (f"+-{100 * self.width:.1f}%" if self.width is not None
+                else f"repetitions in {self.modes} modes" if self.modes
                 else "no interval yet")
         return f"{self.label}: {what} after {self.reps} repetition{'s' if self.reps != 1 else ''}"
 
@@ -59,7 +61,8 @@ def wide(configs: Sequence[Mapping], target: float) -> list[Wide]:
             continue  # nothing measured (skipped or failed throughout)
         w = width(h)
         if w is None or w > target:
-            out.append(Wide(c["benchmark"], c["mechanism"], c["label"], h.get("reps") or 0, w))
+            out.append(Wide(c["benchmark"], c["mechanism"], c["label"], h.get("reps") or 0, w,
+                            len(h.get("modes") or ())))
     return out
 
 
