@@ -89,12 +89,8 @@ class _Group:
 
     @classmethod
     def of(cls, values: Sequence[float], step: float) -> "_Group":
-        logs = [math.log(v) for v in values]
-        n = len(logs)
-        m = math.fsum(logs) / n
-        var = math.fsum((x - m) ** 2 for x in logs) / (n - 1) if n > 1 else 0.0
-        quant = (step / math.exp(m)) ** 2 / 12.0 if step > 0 else 0.0
-        return cls(m, var, n, quant)
+        g = stats.LogGroup.of(values, step)  # the one definition of both terms
+        return cls(g.mean, g.var, g.n, g.sys)
 
 
 def _quantile(p: float, df: float) -> float:

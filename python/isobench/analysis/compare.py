@@ -81,11 +81,8 @@ class Group:
 
     @classmethod
     def of(cls, values: Sequence[float], resolution: float = 0.0) -> "Group":
-        logs = [math.log(v) for v in values]
-        m = math.fsum(logs) / len(logs)
-        var = math.fsum((x - m) ** 2 for x in logs) / (len(logs) - 1) if len(logs) > 1 else 0.0
-        floor = (resolution / math.exp(m)) ** 2 / 12.0 if resolution > 0 else 0.0
-        return cls(m, var, len(logs), floor)
+        g = stats.LogGroup.of(values, resolution)  # the one definition of both terms
+        return cls(g.mean, g.var, g.n, g.sys)
 
     @property
     def random(self) -> float:
