@@ -71,7 +71,7 @@ enum isob_proto_op {
 /* Return flags a meta command may carry, at most (memcached's limit on a
  * line's tokens). */
 #define ISOB_PROTO_META_MAX 24
-/* Longest opaque (O) token, as in memcached. */
+/* Longest opaque token, its 'O' included, as in memcached. */
 #define ISOB_PROTO_OPAQUE_MAX 32
 
 /* A meta command's flags.  ret lists the flags whose values the reply

@@ -32,6 +32,8 @@ static const char R_NO_MEMORY[] = "SERVER_ERROR out of memory storing object\r\n
 static const char R_BAD_DELTA[] = "CLIENT_ERROR invalid numeric delta argument\r\n";
 static const char R_BAD_TOKEN[] = "CLIENT_ERROR bad token in command line format\r\n";
 static const char R_BAD_FLAG[] = "CLIENT_ERROR invalid flag\r\n";
+static const char R_DUP_FLAG[] = "CLIENT_ERROR duplicate flag\r\n";
+static const char R_MD_FLAG[] = "CLIENT_ERROR invalid or duplicate flag\r\n";
 static const char R_BAD_MODE[] = "CLIENT_ERROR invalid mode for ms M token\r\n";
 static const char R_OPAQUE_LONG[] = "CLIENT_ERROR opaque token too long\r\n";
 static const char R_CAS_MODE[] =
@@ -402,7 +404,7 @@ static const char *meta_flags(struct isob_proto_cmd *cmd, const struct tok *t, s
             return R_BAD_FLAG;
         unsigned bit = 1u << (at - allowed);
         if (seen & bit)
-            return R_BAD_FLAG;
+            return R_DUP_FLAG;
         seen |= bit;
         struct tok arg = {t[i].p + 1, t[i].n - 1};
         uint64_t u;
@@ -414,7 +416,7 @@ static const char *meta_flags(struct isob_proto_cmd *cmd, const struct tok *t, s
             m->quiet = 1;
             break;
         case 'O':
-            if (arg.n > ISOB_PROTO_OPAQUE_MAX)
+            if (t[i].n > ISOB_PROTO_OPAQUE_MAX)
                 return R_OPAQUE_LONG;
             m->opaque = arg.p;
             m->opaque_len = arg.n;
@@ -471,7 +473,10 @@ static int parse_meta(struct isob_proto *p, struct isob_proto_cmd *cmd, enum iso
     if (op == ISOB_OP_MG) {
         bad = meta_flags(cmd, t + 2, nt - 2, "vfctksqOT", "fctksO");
     } else if (op == ISOB_OP_MD) {
+        /* md words every flag error alike, as memcached. */
         bad = meta_flags(cmd, t + 2, nt - 2, "qCkO", "kO");
+        if (bad && bad != R_OPAQUE_LONG)
+            bad = R_MD_FLAG;
     } else {
         uint64_t bytes;
         if (parse_u64(&t[2], MAX_BYTES_FIELD, &bytes) != 0)
