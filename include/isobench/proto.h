@@ -7,17 +7,24 @@
  * never formats protocol errors itself.  Nothing is copied: keys and data
  * point into the caller's buffer and stay valid until it moves those bytes.
  *
- * Supported: get, gets, gat, gats, set, add, replace, cas, touch, delete,
- * flush_all (without a delay), version, stats, verbosity, quit, and
- * noreply on storage, touch, delete, flush_all and verbosity.  Every other
- * command gets memcached's "ERROR"; append and prepend are recognised only
- * so that their data block is skipped instead of being read as commands.
- * A wrong number of arguments is "ERROR" too, as in memcached. */
+ * Supported: get, gets, gat, gats, set, add, replace, append, prepend,
+ * cas, incr, decr, touch, delete, flush_all (without a delay), version,
+ * stats, verbosity, quit, noreply wherever memcached takes it, and the meta
+ * commands mg, ms, md and mn with their common flags (docs/serve.md lists
+ * them).  Every other command gets memcached's "ERROR", as does a wrong
+ * number of arguments.  A binary-protocol request (first byte 0x80) gets
+ * one binary "not supported" response and the connection is closed. */
 #ifndef ISOBENCH_PROTO_H
 #define ISOBENCH_PROTO_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* The version a client reads: memcached's protocol level first (clients
+ * and conformance testers choose the rules they apply from it), then the
+ * server's own name and version: "VERSION 1.6.0 isob-serve/<version>". */
+#define ISOB_PROTO_COMPAT_VERSION "1.6.0"
+#define ISOB_PROTO_SERVER_NAME "isob-serve/"
 
 /* Longest key, as in memcached. */
 #define ISOB_PROTO_KEY_MAX 250
@@ -51,6 +58,35 @@ enum isob_proto_op {
     ISOB_OP_GAT,
     ISOB_OP_GATS,
     ISOB_OP_HTTP_GET,    /* --http: GET of `key` (the path); keep_alive says what follows */
+    ISOB_OP_APPEND,
+    ISOB_OP_PREPEND,
+    ISOB_OP_INCR,        /* delta in `delta` */
+    ISOB_OP_DECR,
+    ISOB_OP_MG,          /* meta commands: their flags in `meta` */
+    ISOB_OP_MS,
+    ISOB_OP_MD,
+    ISOB_OP_MN,
+};
+
+/* Return flags a meta command may carry, at most (memcached's limit on a
+ * line's tokens). */
+#define ISOB_PROTO_META_MAX 24
+/* Longest opaque token, its 'O' included, as in memcached. */
+#define ISOB_PROTO_OPAQUE_MAX 32
+
+/* A meta command's flags.  ret lists the flags whose values the reply
+ * carries, in the client's order, as memcached writes them: for mg any of
+ * f t c k s O, for ms and md any of c k O. */
+struct isob_proto_meta {
+    unsigned char ret[ISOB_PROTO_META_MAX];
+    size_t nret;
+    int value;                   /* mg v: the reply carries the value (VA) */
+    int quiet;                   /* q: no reply for a miss (mg) or a success (ms, md) */
+    int touch;                   /* mg T: exptime is the new expiry */
+    int has_cas;                 /* ms, md C: cas is the unique the item must have */
+    char mode;                   /* ms M: 'S' set, 'E' add, 'A' append, 'P' prepend, 'R' replace */
+    const unsigned char *opaque; /* O: echoed as it came */
+    size_t opaque_len;
 };
 
 /* One connection's parser state: what must survive between two reads. */
@@ -73,6 +109,7 @@ struct isob_proto_cmd {
     int unlink;                  /* ISOB_OP_ERROR: delete `key` (a refused set must not
                                     leave the old value behind, as in memcached) */
     const char *reply;           /* ISOB_OP_ERROR: the reply, "\r\n" included */
+    size_t reply_len;            /* ISOB_OP_ERROR: its length when it holds NUL bytes, else 0 */
     int refused;                 /* ISOB_OP_ERROR: a storage command whose value was
                                     refused, ISOB_PROTO_TOO_LARGE or ISOB_PROTO_NO_MEMORY */
     const unsigned char *key;    /* storage, delete, touch, get (first key) */
@@ -85,6 +122,8 @@ struct isob_proto_cmd {
     uint32_t bytes;              /* storage: bytes of data */
     const unsigned char *data;   /* storage: the data (its "\r\n" checked and excluded) */
     int keep_alive;              /* ISOB_OP_HTTP_GET: the connection stays open after it */
+    uint64_t delta;              /* incr, decr */
+    struct isob_proto_meta meta; /* mg, ms, md */
 };
 
 /* Why a storage command's value was refused (isob_proto_cmd.refused). */

@@ -86,6 +86,7 @@ struct isob_serve_stats {
     uint64_t cmd_get, cmd_set, cmd_flush, cmd_touch;
     uint64_t get_hits, get_misses, delete_hits, delete_misses;
     uint64_t touch_hits, touch_misses, cas_hits, cas_misses, cas_badval;
+    uint64_t incr_hits, incr_misses, decr_hits, decr_misses;
     uint64_t total_items;
     uint64_t store_too_large, store_no_memory;
     uint64_t curr_connections, total_connections, rejected_connections;

@@ -57,6 +57,9 @@ enum isob_entry {
     ISOB_ENTRY_IO_ROUNDTRIP = 39,
     ISOB_ENTRY_IO_STREAM = 40,
     ISOB_ENTRY_IO_SUM = 41,      /* the checksum of what the last read brought in */
+    ISOB_ENTRY_KV_INCR = 42,     /* the memcached protocol's changes to a stored */
+    ISOB_ENTRY_KV_APPEND = 43,   /* value, and its conditional delete: layout below */
+    ISOB_ENTRY_KV_DELETE_CAS = 44,
     ISOB_ENTRY__COUNT
 };
 
@@ -99,12 +102,31 @@ enum isob_entry {
  *   KV_GET     arg[0] = key length, data = key bytes, len = arg[0].  Returns the
  *              value length and leaves the value in data, with len = arg[1] =
  *              its length and arg[3] = its cas unique; -ENOENT when the key is
- *              missing, -EINVAL for a bad key length.
+ *              missing, -EINVAL for a bad key length; arg[2] = its expiry.
  *   KV_GAT     as KV_GET, after setting the record's expiry to arg[2].
  *   KV_TOUCH   arg[0] = key length, arg[2] = expiry, data = key bytes, len =
  *              arg[0].  Sets the expiry; returns 0 or -ENOENT.
  *   KV_DELETE  arg[0] = key length, data = key bytes, len = arg[0].  Returns 0 or
  *              -ENOENT.
+ *   KV_DELETE_CAS as KV_DELETE, only if the record's cas unique is arg[3]
+ *              (else -EEXIST).
+ *   KV_INCR    arg[0] = key length, arg[1] = delta (an unsigned 64-bit number),
+ *              arg[2] = 2 * P + d, data = key bytes, len = arg[0].  The value's
+ *              bytes after its first P (at most 64, kept as they are) must be
+ *              a decimal number as memcached's incr reads it (else -EDOM);
+ *              the delta is added to it (d = 0, wrapping at 2^64) or taken
+ *              from it (d = 1, stopping at 0).  A result with fewer digits
+ *              keeps the value's length, padded with spaces, as memcached.
+ *              Returns 0 with arg[1] = the result and arg[3] = the new cas
+ *              unique; -ENOENT, -ENOSPC (a longer value did not fit).  The
+ *              record keeps its expiry.
+ *   KV_APPEND  arg[0] = key length, arg[1] = length of the bytes to add,
+ *              arg[2] = 2 * P + p, arg[3] = the longest value allowed, data =
+ *              key bytes then the bytes to add.  Adds them after the value
+ *              (p = 0) or after its first P bytes (p = 1, prepend), keeping
+ *              its expiry; returns 0 with arg[3] = the new cas unique,
+ *              -ENOENT, -EMSGSIZE (the value would pass arg[3], the data area
+ *              or ISOB_KV_MAX_VALUE), -ENOSPC.
  *   KV_FLUSH   removes every entry; returns 0.
  *   KV_STATS   returns the number of entries; arg[0] = entries, arg[1] = bytes
  *              the store occupies in the heap (its header, the whole table and

@@ -611,6 +611,286 @@ static int exec_store(struct isob_serve *s, const struct isob_proto_cmd *cmd, st
     return reply_store_error(s, cmd, out, r);
 }
 
+/* The store's errors to a meta command are always sent. */
+static const struct isob_proto_cmd no_quiet;
+
+/* append, prepend: the bytes go into the stored value inside the store,
+ * after its flags (which stay, as its expiry does). */
+static long store_append(struct isob_serve *s, const struct isob_proto_cmd *cmd, int prepend)
+{
+    unsigned char *d = s->msg->data;
+    memcpy(d, cmd->key, cmd->key_len);
+    if (cmd->bytes)
+        memcpy(d + cmd->key_len, cmd->data, cmd->bytes);
+    s->msg->arg[0] = (int64_t)cmd->key_len;
+    s->msg->arg[1] = cmd->bytes;
+    s->msg->arg[2] = 2 * ISOB_SERVE_FLAGS_BYTES + prepend;
+    s->msg->arg[3] = (int64_t)(ISOB_SERVE_FLAGS_BYTES + s->max_value);
+    s->msg->len = (uint32_t)(cmd->key_len + cmd->bytes);
+    return s->call(s, ISOB_ENTRY_KV_APPEND);
+}
+
+static int exec_append(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out)
+{
+    s->st.cmd_set++;
+    if (cmd->key_len + cmd->bytes > s->comp->data_cap) {
+        s->st.store_too_large++;
+        return REPLY_LIT(cmd, out, "SERVER_ERROR object too large for cache\r\n");
+    }
+    long r = store_append(s, cmd, cmd->op == ISOB_OP_PREPEND);
+    if (r == 0) {
+        s->st.total_items++;
+        return REPLY_LIT(cmd, out, "STORED\r\n");
+    }
+    if (r == -ENOENT)
+        return REPLY_LIT(cmd, out, "NOT_STORED\r\n");
+    if (r == -EMSGSIZE) {
+        s->st.store_too_large++;
+        return REPLY_LIT(cmd, out, "SERVER_ERROR object too large for cache\r\n");
+    }
+    if (r == -ENOSPC) {
+        s->st.store_no_memory++;
+        return REPLY_LIT(cmd, out, "SERVER_ERROR out of memory storing object\r\n");
+    }
+    return reply_store_error(s, cmd, out, r);
+}
+
+/* incr, decr: the arithmetic happens in the store, on the value after its
+ * flags, so that it is one step and keeps flags and expiry. */
+static int exec_arith(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out)
+{
+    put_key(s, cmd->key, cmd->key_len);
+    s->msg->arg[0] = (int64_t)cmd->key_len;
+    s->msg->arg[1] = (int64_t)cmd->delta;
+    s->msg->arg[2] = 2 * ISOB_SERVE_FLAGS_BYTES + (cmd->op == ISOB_OP_DECR);
+    s->msg->arg[3] = 0;
+    s->msg->len = (uint32_t)cmd->key_len;
+    long r = s->call(s, ISOB_ENTRY_KV_INCR);
+    uint64_t *hits = cmd->op == ISOB_OP_DECR ? &s->st.decr_hits : &s->st.incr_hits;
+    uint64_t *misses = cmd->op == ISOB_OP_DECR ? &s->st.decr_misses : &s->st.incr_misses;
+    if (r == 0) {
+        (*hits)++;
+        unsigned char line[24];
+        size_t n = put_u64(line, (uint64_t)s->msg->arg[1]);
+        line[n++] = '\r';
+        line[n++] = '\n';
+        return reply(cmd, out, (const char *)line, n);
+    }
+    if (r == -ENOENT) {
+        (*misses)++;
+        return REPLY_LIT(cmd, out, "NOT_FOUND\r\n");
+    }
+    if (r == -EDOM)
+        return REPLY_LIT(cmd, out, "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+    if (r == -ENOSPC) {
+        s->st.store_no_memory++;
+        return REPLY_LIT(cmd, out, "SERVER_ERROR out of memory\r\n");
+    }
+    return reply_store_error(s, cmd, out, r);
+}
+
+/* " <flag><value>" for each of a meta command's return flags, in the
+ * client's order, into p (which has room: see meta_room).  found says
+ * whether the item exists: a miss carries k and O only, as in memcached. */
+static unsigned char *meta_ret(unsigned char *p, const struct isob_proto_cmd *cmd, int found,
+                               uint32_t flags, int64_t ttl, uint64_t cas, size_t size)
+{
+    const struct isob_proto_meta *m = &cmd->meta;
+    for (size_t i = 0; i < m->nret; i++) {
+        unsigned char f = m->ret[i];
+        if (!found && f != 'k' && f != 'O')
+            continue;
+        *p++ = ' ';
+        *p++ = f;
+        switch (f) {
+        case 'f':
+            p += put_u64(p, flags);
+            break;
+        case 't':
+            if (ttl < 0) {
+                *p++ = '-';
+                *p++ = '1';
+            } else {
+                p += put_u64(p, (uint64_t)ttl);
+            }
+            break;
+        case 'c':
+            p += put_u64(p, cas);
+            break;
+        case 's':
+            p += put_u64(p, size);
+            break;
+        case 'k':
+            memcpy(p, cmd->key, cmd->key_len);
+            p += cmd->key_len;
+            break;
+        case 'O':
+            memcpy(p, cmd->meta.opaque, cmd->meta.opaque_len);
+            p += cmd->meta.opaque_len;
+            break;
+        }
+    }
+    return p;
+}
+
+/* Bytes meta_ret may write for cmd, at most. */
+static size_t meta_room(const struct isob_proto_cmd *cmd)
+{
+    return cmd->meta.nret * (2 + 21) + cmd->key_len + cmd->meta.opaque_len;
+}
+
+/* A reply line: code (two letters), the return flags, "\r\n". */
+static int meta_line(struct isob_buf *out, const char *code, const struct isob_proto_cmd *cmd,
+                     int found, uint32_t flags, int64_t ttl, uint64_t cas, size_t size)
+{
+    if (isob_buf_reserve(out, 2 + meta_room(cmd) + 2) != 0)
+        return -ENOMEM;
+    unsigned char *p = out->p + out->len;
+    memcpy(p, code, 2);
+    p = meta_ret(p + 2, cmd, found, flags, ttl, cas, size);
+    *p++ = '\r';
+    *p++ = '\n';
+    out->len = (size_t)(p - out->p);
+    return 0;
+}
+
+/* mg: a get (with T, a get and touch) whose reply carries what the flags
+ * ask for: VA <size> <flags>\r\n<data>\r\n with v, else HD <flags>; EN for
+ * a miss (nothing with q). */
+static int exec_mg(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out)
+{
+    const struct isob_proto_meta *m = &cmd->meta;
+    put_key(s, cmd->key, cmd->key_len);
+    long r = kv(s, m->touch ? ISOB_ENTRY_KV_GAT : ISOB_ENTRY_KV_GET, cmd->key_len, 0,
+                m->touch ? (int64_t)expiry_of(s, cmd->exptime) : 0, 0);
+    if (m->touch)
+        s->st.cmd_touch++;
+    s->st.cmd_get++;
+    if (r == -ENOENT) {
+        s->st.get_misses++;
+        if (m->touch)
+            s->st.touch_misses++;
+        return m->quiet ? 0 : meta_line(out, "EN", cmd, 0, 0, 0, 0, 0);
+    }
+    if (r >= 0 && (r < ISOB_SERVE_FLAGS_BYTES || (size_t)r > s->comp->data_cap))
+        r = -EPROTO;
+    if (r < 0)
+        return reply_store_error(s, &no_quiet, out, r);
+    s->st.get_hits++;
+    if (m->touch)
+        s->st.touch_hits++;
+    const unsigned char *v = s->msg->data;
+    uint32_t flags = (uint32_t)v[0] | (uint32_t)v[1] << 8 | (uint32_t)v[2] << 16 |
+                     (uint32_t)v[3] << 24;
+    size_t n = (size_t)r - ISOB_SERVE_FLAGS_BYTES;
+    uint32_t expiry = (uint32_t)s->msg->arg[2];
+    int64_t ttl = expiry == 0 ? -1 : expiry > s->store_now ? (int64_t)(expiry - s->store_now) : 0;
+    uint64_t cas = (uint64_t)s->msg->arg[3];
+    if (!m->value)
+        return meta_line(out, "HD", cmd, 1, flags, ttl, cas, n);
+    if (isob_buf_reserve(out, 3 + 20 + meta_room(cmd) + 2 + n + 2) != 0) {
+        s->mem.refusals++;
+        static const char oom[] = "SERVER_ERROR out of memory writing get response\r\n";
+        return PUT_LIT(out, oom);
+    }
+    unsigned char *p = out->p + out->len;
+    memcpy(p, "VA ", 3);
+    p += 3;
+    p += put_u64(p, n);
+    p = meta_ret(p, cmd, 1, flags, ttl, cas, n);
+    *p++ = '\r';
+    *p++ = '\n';
+    memcpy(p, v + ISOB_SERVE_FLAGS_BYTES, n);
+    p += n;
+    *p++ = '\r';
+    *p++ = '\n';
+    out->len = (size_t)(p - out->p);
+    return 0;
+}
+
+/* ms: a store in the mode M names (set, add, append, prepend, replace; a
+ * set with C is a cas).  HD (nothing with q), NS, EX or NF. */
+static int exec_ms(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out)
+{
+    const struct isob_proto_meta *m = &cmd->meta;
+    enum isob_proto_op op = m->mode == 'E'   ? ISOB_OP_ADD
+            : m->mode == 'R' ? ISOB_OP_REPLACE
+            : m->mode == 'A' ? ISOB_OP_APPEND
+            : m->mode == 'P' ? ISOB_OP_PREPEND
+            : m->has_cas     ? ISOB_OP_CAS
+                             : ISOB_OP_SET;
+    long r;
+    s->st.cmd_set++;
+    if (cmd->key_len + ISOB_SERVE_FLAGS_BYTES + cmd->bytes > s->comp->data_cap) {
+        r = -EMSGSIZE;
+    } else if (op == ISOB_OP_APPEND || op == ISOB_OP_PREPEND) {
+        r = store_append(s, cmd, op == ISOB_OP_PREPEND);
+    } else {
+        unsigned entry = op == ISOB_OP_ADD       ? ISOB_ENTRY_KV_ADD
+                         : op == ISOB_OP_REPLACE ? ISOB_ENTRY_KV_REPLACE
+                         : op == ISOB_OP_CAS     ? ISOB_ENTRY_KV_CAS
+                                                    : ISOB_ENTRY_KV_SET;
+        unsigned char *d = s->msg->data;
+        memcpy(d, cmd->key, cmd->key_len);
+        d += cmd->key_len;
+        d[0] = (unsigned char)cmd->flags;
+        d[1] = (unsigned char)(cmd->flags >> 8);
+        d[2] = (unsigned char)(cmd->flags >> 16);
+        d[3] = (unsigned char)(cmd->flags >> 24);
+        if (cmd->bytes)
+            memcpy(d + ISOB_SERVE_FLAGS_BYTES, cmd->data, cmd->bytes);
+        r = kv(s, entry, cmd->key_len, ISOB_SERVE_FLAGS_BYTES + (size_t)cmd->bytes,
+               expiry_of(s, cmd->exptime), (int64_t)cmd->cas);
+    }
+    uint64_t cas = r == 0 ? (uint64_t)s->msg->arg[3] : 0;
+    if (r == 0) {
+        s->st.total_items++;
+        if (op == ISOB_OP_CAS)
+            s->st.cas_hits++;
+        return m->quiet ? 0 : meta_line(out, "HD", cmd, 1, 0, 0, cas, 0);
+    }
+    if (op == ISOB_OP_CAS && r == -EEXIST) {
+        s->st.cas_badval++;
+        return meta_line(out, "EX", cmd, 1, 0, 0, 0, 0);
+    }
+    if (op == ISOB_OP_CAS && r == -ENOENT) {
+        s->st.cas_misses++;
+        return meta_line(out, "NF", cmd, 1, 0, 0, 0, 0);
+    }
+    if (r == -EEXIST || r == -ENOENT)
+        return meta_line(out, "NS", cmd, 1, 0, 0, 0, 0);
+    if (r == -EMSGSIZE) {
+        s->st.store_too_large++;
+        return PUT_LIT(out, "SERVER_ERROR object too large for cache\r\n");
+    }
+    if (r == -ENOSPC) {
+        s->st.store_no_memory++;
+        return PUT_LIT(out, "SERVER_ERROR out of memory storing object\r\n");
+    }
+    return reply_store_error(s, &no_quiet, out, r);
+}
+
+/* md: a delete (with C, only of the item with that cas unique).  HD
+ * (nothing with q), NF or EX. */
+static int exec_md(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out)
+{
+    const struct isob_proto_meta *m = &cmd->meta;
+    put_key(s, cmd->key, cmd->key_len);
+    long r = kv(s, m->has_cas ? ISOB_ENTRY_KV_DELETE_CAS : ISOB_ENTRY_KV_DELETE, cmd->key_len, 0, 0,
+                (int64_t)cmd->cas);
+    if (r == 0) {
+        s->st.delete_hits++;
+        return m->quiet ? 0 : meta_line(out, "HD", cmd, 1, 0, 0, 0, 0);
+    }
+    if (r == -ENOENT) {
+        s->st.delete_misses++;
+        return meta_line(out, "NF", cmd, 1, 0, 0, 0, 0);
+    }
+    if (r == -EEXIST)
+        return meta_line(out, "EX", cmd, 1, 0, 0, 0, 0);
+    return reply_store_error(s, &no_quiet, out, r);
+}
+
 static int exec_touch(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out)
 {
     s->st.cmd_touch++;
@@ -683,6 +963,10 @@ static int exec_stats(struct isob_serve *s, struct isob_buf *out)
         {"cas_misses", st->cas_misses},
         {"cas_hits", st->cas_hits},
         {"cas_badval", st->cas_badval},
+        {"incr_hits", st->incr_hits},
+        {"incr_misses", st->incr_misses},
+        {"decr_hits", st->decr_hits},
+        {"decr_misses", st->decr_misses},
         {"touch_hits", st->touch_hits},
         {"touch_misses", st->touch_misses},
         {"store_too_large", st->store_too_large},
@@ -747,7 +1031,7 @@ int isob_serve_exec(struct isob_serve *s, const struct isob_proto_cmd *cmd, stru
         }
         if (cmd->refused == ISOB_PROTO_TOO_LARGE)
             s->st.store_too_large++;
-        rc = reply(cmd, out, cmd->reply, strlen(cmd->reply));
+        rc = reply(cmd, out, cmd->reply, cmd->reply_len ? cmd->reply_len : strlen(cmd->reply));
         if (rc == 0 && cmd->close)
             return ISOB_SERVE_CLOSE;
         break;
@@ -763,6 +1047,26 @@ int isob_serve_exec(struct isob_serve *s, const struct isob_proto_cmd *cmd, stru
     case ISOB_OP_CAS:
         rc = exec_store(s, cmd, out);
         break;
+    case ISOB_OP_APPEND:
+    case ISOB_OP_PREPEND:
+        rc = exec_append(s, cmd, out);
+        break;
+    case ISOB_OP_INCR:
+    case ISOB_OP_DECR:
+        rc = exec_arith(s, cmd, out);
+        break;
+    case ISOB_OP_MG:
+        rc = exec_mg(s, cmd, out);
+        break;
+    case ISOB_OP_MS:
+        rc = exec_ms(s, cmd, out);
+        break;
+    case ISOB_OP_MD:
+        rc = exec_md(s, cmd, out);
+        break;
+    case ISOB_OP_MN:
+        rc = PUT_LIT(out, "MN\r\n");
+        break;
     case ISOB_OP_TOUCH:
         rc = exec_touch(s, cmd, out);
         break;
@@ -777,7 +1081,8 @@ int isob_serve_exec(struct isob_serve *s, const struct isob_proto_cmd *cmd, stru
         break;
     }
     case ISOB_OP_VERSION:
-        rc = PUT_LIT(out, "VERSION " ISOB_VERSION "\r\n");
+        rc = PUT_LIT(out, "VERSION " ISOB_PROTO_COMPAT_VERSION " " ISOB_PROTO_SERVER_NAME ISOB_VERSION
+                          "\r\n");
         break;
     case ISOB_OP_STATS:
         rc = exec_stats(s, out);

@@ -9,9 +9,10 @@
 
 #include "isobench/proto.h"
 
-/* A command line has at most this many tokens (cas has 7), get and gets
- * excepted: their keys are walked, not tokenized. */
-#define MAX_TOKENS 8
+/* A command line has at most this many tokens, as in memcached (the meta
+ * commands take many flags), get and gets excepted: their keys are walked,
+ * not tokenized. */
+#define MAX_TOKENS 24
 
 /* Bytes may not exceed this, as in memcached (it reads them into an int
  * and adds 2 for the "\r\n"). */
@@ -28,6 +29,24 @@ static const char R_LINE_TOO_LONG[] = "CLIENT_ERROR line too long\r\n";
 static const char R_FLUSH_DELAY[] = "CLIENT_ERROR delayed flush_all not supported\r\n";
 static const char R_BAD_EXPTIME[] = "CLIENT_ERROR invalid exptime argument\r\n";
 static const char R_NO_MEMORY[] = "SERVER_ERROR out of memory storing object\r\n";
+static const char R_BAD_DELTA[] = "CLIENT_ERROR invalid numeric delta argument\r\n";
+static const char R_BAD_TOKEN[] = "CLIENT_ERROR bad token in command line format\r\n";
+static const char R_BAD_FLAG[] = "CLIENT_ERROR invalid flag\r\n";
+static const char R_DUP_FLAG[] = "CLIENT_ERROR duplicate flag\r\n";
+static const char R_MD_FLAG[] = "CLIENT_ERROR invalid or duplicate flag\r\n";
+static const char R_BAD_MODE[] = "CLIENT_ERROR invalid mode for ms M token\r\n";
+static const char R_OPAQUE_LONG[] = "CLIENT_ERROR opaque token too long\r\n";
+static const char R_CAS_MODE[] =
+    "CLIENT_ERROR ms C is supported in set mode (MS) only\r\n";
+/* The reply to a binary-protocol request: one response header of that
+ * protocol (magic 0x81, status 0x0083 "not supported", a body of the
+ * message's length), so that a binary client reads a clean error, and the
+ * message as its body, for a person reading the bytes. */
+#define BINARY_TEXT "isob serve speaks the memcached text protocol only"
+static const char R_BINARY[] = "\x81\x00\x00\x00\x00\x00\x00\x83"
+                               "\x00\x00\x00\x32\x00\x00\x00\x00"
+                               "\x00\x00\x00\x00\x00\x00\x00\x00" BINARY_TEXT;
+_Static_assert(sizeof(BINARY_TEXT) - 1 == 0x32, "the header's body length is the message's");
 
 struct tok {
     const unsigned char *p;
@@ -139,13 +158,14 @@ static int is_get_line(const unsigned char *in, size_t len)
            (len >= 5 && (memcmp(in, "gets ", 5) == 0 || memcmp(in, "gats ", 5) == 0));
 }
 
-/* set, add, replace, cas (and append, prepend, which are not supported:
- * their data is skipped so that it is never read as commands):
+/* set, add, replace, append, prepend, cas:
  *   <cmd> <key> <flags> <exptime> <bytes> [<cas unique>] [noreply]\r\n<data>\r\n
+ * (append and prepend read flags and exptime, and keep the item's own, as
+ * memcached does).
  * A token after the last number other than "noreply" is ignored, as
  * memcached ignores it; any other count of tokens is an unknown command. */
 static int parse_storage(struct isob_proto *p, struct isob_proto_cmd *cmd, enum isob_proto_op op,
-                         int supported, const struct tok *t, size_t nt, const unsigned char *in,
+                         const struct tok *t, size_t nt, const unsigned char *in,
                          size_t len, size_t line_total, size_t *need)
 {
     size_t base = op == ISOB_OP_CAS ? 6 : 5;
@@ -158,14 +178,6 @@ static int parse_storage(struct isob_proto *p, struct isob_proto_cmd *cmd, enum 
              parse_exptime(&t[3], &exptime) == 0 &&
              parse_u64(&t[4], MAX_BYTES_FIELD, &bytes) == 0 &&
              (op != ISOB_OP_CAS || parse_u64(&t[5], UINT64_MAX, &cas) == 0);
-    if (!supported) {
-        /* An unknown command to the client, whose data (when its length
-         * can be read) is skipped. */
-        if (ok)
-            p->swallow = bytes + 2;
-        cmd->noreply = 0;
-        return error(cmd, R_ERROR, line_total);
-    }
     if (!ok) {
         /* noreply cannot be trusted on a line that does not parse, so
          * the error is always sent (memcached's protocol.txt allows it). */
@@ -314,17 +326,194 @@ static int parse_flush(struct isob_proto_cmd *cmd, const struct tok *t, size_t n
 }
 
 /* verbosity <level> [noreply]: accepted for clients that send it; the
- * server has no log to make more verbose. */
+ * server has no log to make more verbose.  As memcached: a last token
+ * "noreply" silences the reply whatever else the line holds, a token after
+ * the level is ignored, and a level that is not a number is refused. */
 static int parse_verbosity(struct isob_proto_cmd *cmd, const struct tok *t, size_t nt,
                            size_t line_total)
 {
     uint64_t level;
     if (nt < 2 || nt > 3)
         return error(cmd, R_ERROR, line_total);
-    if ((nt == 3 && !tok_is(&t[2], "noreply")) || parse_u64(&t[1], UINT32_MAX, &level) != 0)
+    cmd->noreply = tok_is(&t[nt - 1], "noreply");
+    if (parse_u64(&t[1], UINT32_MAX, &level) != 0)
         return error(cmd, R_FORMAT, line_total);
-    cmd->noreply = nt == 3;
     cmd->op = ISOB_OP_VERBOSITY;
+    cmd->consumed = line_total;
+    return ISOB_PROTO_CMD;
+}
+
+/* A number as memcached reads a delta (strtoull): an optional sign, then
+ * decimal digits, no overflow; "-" only where the negated number stays
+ * below 2^63 (so "-0" is 0 and "-1" is refused). */
+static int parse_delta(const struct tok *t, uint64_t *out)
+{
+    struct tok digits = *t;
+    int neg = 0;
+    if (t->n > 0 && (t->p[0] == '+' || t->p[0] == '-')) {
+        neg = t->p[0] == '-';
+        digits.p++;
+        digits.n--;
+    }
+    uint64_t v;
+    if (parse_u64(&digits, UINT64_MAX, &v) != 0)
+        return -1;
+    if (neg) {
+        v = 0 - v;
+        if (v >> 63)
+            return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* incr|decr <key> <delta> [noreply]: a token other than "noreply" after
+ * the delta is ignored, as memcached does. */
+static int parse_arith(struct isob_proto_cmd *cmd, enum isob_proto_op op, const struct tok *t,
+                       size_t nt, size_t line_total)
+{
+    if (nt != 3 && nt != 4)
+        return error(cmd, R_ERROR, line_total);
+    cmd->noreply = nt == 4 && tok_is(&t[3], "noreply");
+    if (!key_ok(t[1].p, t[1].n)) {
+        cmd->noreply = 0;
+        return error(cmd, R_FORMAT, line_total);
+    }
+    if (parse_delta(&t[2], &cmd->delta) != 0)
+        return error(cmd, R_BAD_DELTA, line_total);
+    cmd->op = op;
+    cmd->key = t[1].p;
+    cmd->key_len = t[1].n;
+    cmd->consumed = line_total;
+    return ISOB_PROTO_CMD;
+}
+
+/* The flags of a meta command, t[0..nt): each token is one flag letter and
+ * its argument.  `allowed` lists the letters this command takes; the return
+ * flags among them go to meta->ret in order.  0, or the reply to refuse the
+ * command with. */
+static const char *meta_flags(struct isob_proto_cmd *cmd, const struct tok *t, size_t nt,
+                              const char *allowed, const char *returned)
+{
+    struct isob_proto_meta *m = &cmd->meta;
+    unsigned seen = 0;
+    for (size_t i = 0; i < nt; i++) {
+        unsigned char f = t[i].p[0];
+        const char *at = strchr(allowed, f);
+        if (f == 0 || !at)
+            return R_BAD_FLAG;
+        unsigned bit = 1u << (at - allowed);
+        if (seen & bit)
+            return R_DUP_FLAG;
+        seen |= bit;
+        struct tok arg = {t[i].p + 1, t[i].n - 1};
+        uint64_t u;
+        switch (f) {
+        case 'v':
+            m->value = 1;
+            break;
+        case 'q':
+            m->quiet = 1;
+            break;
+        case 'O':
+            if (t[i].n > ISOB_PROTO_OPAQUE_MAX)
+                return R_OPAQUE_LONG;
+            m->opaque = arg.p;
+            m->opaque_len = arg.n;
+            break;
+        case 'T':
+            if (parse_exptime(&arg, &cmd->exptime) != 0)
+                return R_BAD_TOKEN;
+            m->touch = 1;
+            break;
+        case 'C':
+            if (parse_u64(&arg, UINT64_MAX, &cmd->cas) != 0)
+                return R_BAD_TOKEN;
+            m->has_cas = 1;
+            break;
+        case 'F':
+            if (parse_u64(&arg, UINT32_MAX, &u) != 0)
+                return R_FORMAT;
+            cmd->flags = (uint32_t)u;
+            break;
+        case 'M':
+            if (arg.n != 1 || !strchr("SEAPR", arg.p[0]) || arg.p[0] == 0)
+                return R_BAD_MODE;
+            m->mode = (char)arg.p[0];
+            break;
+        default:
+            break;
+        }
+        if (strchr(returned, f))
+            m->ret[m->nret++] = f;
+    }
+    return 0;
+}
+
+/* mg <key> <flags>*, md <key> <flags>*, ms <key> <datalen> <flags>*\r\n<data>\r\n
+ * and mn.  Replies follow memcached 1.6 (HD, VA, EN, NS, EX, NF, MN). */
+static int parse_meta(struct isob_proto *p, struct isob_proto_cmd *cmd, enum isob_proto_op op,
+                      const struct tok *t, size_t nt, const unsigned char *in, size_t len,
+                      size_t line_total, size_t *need)
+{
+    if (op == ISOB_OP_MN) {
+        cmd->op = op;
+        cmd->consumed = line_total;
+        return ISOB_PROTO_CMD;
+    }
+    if (nt < 2)
+        return error(cmd, R_ERROR, line_total);
+    if (op == ISOB_OP_MS && nt < 3)
+        return error(cmd, R_FORMAT, line_total);
+    if (!key_ok(t[1].p, t[1].n))
+        return error(cmd, R_FORMAT, line_total);
+    cmd->key = t[1].p;
+    cmd->key_len = t[1].n;
+    const char *bad;
+    if (op == ISOB_OP_MG) {
+        bad = meta_flags(cmd, t + 2, nt - 2, "vfctksqOT", "fctksO");
+    } else if (op == ISOB_OP_MD) {
+        /* md words every flag error alike, as memcached. */
+        bad = meta_flags(cmd, t + 2, nt - 2, "qCkO", "kO");
+        if (bad && bad != R_OPAQUE_LONG)
+            bad = R_MD_FLAG;
+    } else {
+        uint64_t bytes;
+        if (parse_u64(&t[2], MAX_BYTES_FIELD, &bytes) != 0)
+            return error(cmd, R_FORMAT, line_total);
+        cmd->meta.mode = 'S';
+        bad = meta_flags(cmd, t + 3, nt - 3, "FTCMqkcO", "ckO");
+        if (!bad && cmd->meta.has_cas && cmd->meta.mode != 'S')
+            bad = R_CAS_MODE;
+        cmd->bytes = (uint32_t)bytes;
+        if (!bad && (bytes > p->max_value || p->refuse)) {
+            int no_memory = bytes <= p->max_value;
+            p->refuse = 0;
+            cmd->refused = no_memory ? ISOB_PROTO_NO_MEMORY : ISOB_PROTO_TOO_LARGE;
+            bad = no_memory ? R_NO_MEMORY : R_TOO_LARGE;
+        }
+        if (bad) {
+            /* The data is skipped as it arrives, as memcached skips it. */
+            p->swallow = bytes + 2;
+            cmd->meta.quiet = 0;
+            return error(cmd, bad, line_total);
+        }
+        size_t total = line_total + (size_t)bytes + 2;
+        if (len < total) {
+            *need = total;
+            return ISOB_PROTO_MORE;
+        }
+        const unsigned char *data = in + line_total;
+        if (data[bytes] != '\r' || data[bytes + 1] != '\n')
+            return error(cmd, R_BAD_CHUNK, total);
+        cmd->data = data;
+        cmd->op = op;
+        cmd->consumed = total;
+        return ISOB_PROTO_CMD;
+    }
+    if (bad)
+        return error(cmd, bad, line_total);
+    cmd->op = op;
     cmd->consumed = line_total;
     return ISOB_PROTO_CMD;
 }
@@ -372,6 +561,15 @@ int isob_proto_parse(struct isob_proto *p, const unsigned char *in, size_t len,
         cmd->op = ISOB_OP_NONE;
         cmd->consumed = n;
         return ISOB_PROTO_CMD;
+    }
+
+    /* A binary-protocol request: refused at once, without waiting for the
+     * rest of its header, and the connection closed (its bytes cannot be
+     * skipped without speaking that protocol). */
+    if (in[0] == 0x80) {
+        cmd->close = 1;
+        cmd->reply_len = sizeof R_BINARY - 1;
+        return error(cmd, R_BINARY, len);
     }
 
     /* The line: the limits are checked the same way whether the line came
@@ -426,17 +624,31 @@ int isob_proto_parse(struct isob_proto *p, const unsigned char *in, size_t len,
         return error(cmd, R_ERROR, line_total);  /* more than any command takes, as memcached says */
 
     switch (cmdname.n) {
+    case 2:
+        if (tok_is(&cmdname, "mg"))
+            return parse_meta(p, cmd, ISOB_OP_MG, t, nt, in, len, line_total, need);
+        if (tok_is(&cmdname, "ms"))
+            return parse_meta(p, cmd, ISOB_OP_MS, t, nt, in, len, line_total, need);
+        if (tok_is(&cmdname, "md"))
+            return parse_meta(p, cmd, ISOB_OP_MD, t, nt, in, len, line_total, need);
+        if (tok_is(&cmdname, "mn"))
+            return parse_meta(p, cmd, ISOB_OP_MN, t, nt, in, len, line_total, need);
+        break;
     case 3:
         if (tok_is(&cmdname, "set"))
-            return parse_storage(p, cmd, ISOB_OP_SET, 1, t, nt, in, len, line_total, need);
+            return parse_storage(p, cmd, ISOB_OP_SET, t, nt, in, len, line_total, need);
         if (tok_is(&cmdname, "add"))
-            return parse_storage(p, cmd, ISOB_OP_ADD, 1, t, nt, in, len, line_total, need);
+            return parse_storage(p, cmd, ISOB_OP_ADD, t, nt, in, len, line_total, need);
         if (tok_is(&cmdname, "cas"))
-            return parse_storage(p, cmd, ISOB_OP_CAS, 1, t, nt, in, len, line_total, need);
+            return parse_storage(p, cmd, ISOB_OP_CAS, t, nt, in, len, line_total, need);
         break;
     case 4:
         if (tok_is(&cmdname, "quit"))
             return simple(cmd, ISOB_OP_QUIT, line_total);
+        if (tok_is(&cmdname, "incr"))
+            return parse_arith(cmd, ISOB_OP_INCR, t, nt, line_total);
+        if (tok_is(&cmdname, "decr"))
+            return parse_arith(cmd, ISOB_OP_DECR, t, nt, line_total);
         break;
     case 5:
         if (tok_is(&cmdname, "stats")) {
@@ -454,15 +666,15 @@ int isob_proto_parse(struct isob_proto *p, const unsigned char *in, size_t len,
         if (tok_is(&cmdname, "delete"))
             return parse_delete(cmd, t, nt, line_total);
         if (tok_is(&cmdname, "append"))
-            return parse_storage(p, cmd, ISOB_OP_SET, 0, t, nt, in, len, line_total, need);
+            return parse_storage(p, cmd, ISOB_OP_APPEND, t, nt, in, len, line_total, need);
         break;
     case 7:
         if (tok_is(&cmdname, "replace"))
-            return parse_storage(p, cmd, ISOB_OP_REPLACE, 1, t, nt, in, len, line_total, need);
+            return parse_storage(p, cmd, ISOB_OP_REPLACE, t, nt, in, len, line_total, need);
         if (tok_is(&cmdname, "version"))
             return simple(cmd, ISOB_OP_VERSION, line_total);
         if (tok_is(&cmdname, "prepend"))
-            return parse_storage(p, cmd, ISOB_OP_SET, 0, t, nt, in, len, line_total, need);
+            return parse_storage(p, cmd, ISOB_OP_PREPEND, t, nt, in, len, line_total, need);
         break;
     case 9:
         if (tok_is(&cmdname, "flush_all"))
@@ -471,7 +683,7 @@ int isob_proto_parse(struct isob_proto *p, const unsigned char *in, size_t len,
             return parse_verbosity(cmd, t, nt, line_total);
         break;
     }
-    /* Everything else, incr and decr included, is a command this server
-     * does not have: memcached's reply for those. */
+    /* Everything else is a command this server does not have: memcached's
+     * reply for those. */
     return error(cmd, R_ERROR, line_total);
 }

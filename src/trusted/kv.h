@@ -63,6 +63,7 @@
 #define KV_EEXIST 17
 #define KV_EINVAL 22
 #define KV_ENOSPC 28
+#define KV_EDOM 33
 #define KV_EMSGSIZE 90
 
 #define KV_ALIGN 64u           /* alignment of the header, table and arena */
@@ -612,6 +613,7 @@ static inline long kv_get(struct isob_trusted *t, struct isob_msg *msg, size_t c
     kv_copy(msg->data, r + KV_HDR + q.klen, vlen);
     msg->len = vlen;
     msg->arg[1] = vlen;
+    msg->arg[2] = kv_expiry(r);
     msg->arg[3] = (int64_t)kv_cas(r);
     return (long)vlen;
 }
@@ -633,9 +635,12 @@ static inline long kv_touch(struct isob_trusted *t, struct isob_msg *msg, size_t
     return 0;
 }
 
-static inline long kv_delete(struct isob_trusted *t, struct isob_msg *msg, size_t cap)
+/* KV_DELETE, and KV_DELETE_CAS (with_cas = 1: only a record whose cas
+ * unique is arg[3]). */
+static inline long kv_delete(struct isob_trusted *t, struct isob_msg *msg, size_t cap, int with_cas)
 {
     struct kv_req q;
+    uint64_t want_cas = with_cas ? (uint64_t)ISOB_MSG_ONCE(msg->arg[3]) : 0;
     if (kv_req_read(msg, cap, 0, &q) != 0)
         return -KV_EINVAL;
     struct kv_store *s = kv_store_of(t);
@@ -645,8 +650,229 @@ static inline long kv_delete(struct isob_trusted *t, struct isob_msg *msg, size_
     uint32_t ref = kv_lookup(t, s, &q, &pos);
     if (!ref)
         return -KV_ENOENT;
+    if (with_cas && kv_cas(kv_rec(t, s, ref)) != want_cas)
+        return -KV_EEXIST;
     kv_unlink(t, s, ref, pos);
     return 0;
+}
+
+/* --- incr, decr, append, prepend: changes to a value in place ------------ */
+
+/* The bytes a value starts with that these entries keep as they are (the
+ * protocol's flags): at most this many. */
+#define KV_PREFIX_MAX 64u
+
+static inline int kv_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+/* The number at v[0..n), read as memcached's incr and decr read a value:
+ * optional leading white space, an optional sign, at least one decimal
+ * digit, then white space or the value's end; no overflow past 2^64-1, and
+ * a '-' only where the negated number is still below 2^63 (so "-0" is 0
+ * and "-5" is refused).  0, or -1 for anything else. */
+static inline int kv_parse_number(const unsigned char *v, uint32_t n, uint64_t *out)
+{
+    uint32_t i = 0;
+    while (i < n && kv_space(v[i]))
+        i++;
+    int neg = 0;
+    if (i < n && (v[i] == '+' || v[i] == '-')) {
+        neg = v[i] == '-';
+        i++;
+    }
+    uint32_t start = i;
+    uint64_t x = 0;
+    for (; i < n && v[i] >= '0' && v[i] <= '9'; i++) {
+        uint64_t d = (uint64_t)(v[i] - '0');
+        if (x > (0xffffffffffffffffull - d) / 10)
+            return -1;
+        x = x * 10 + d;
+    }
+    if (i == start || (i < n && !kv_space(v[i])))
+        return -1;
+    if (neg) {
+        x = 0 - x;
+        if (x >> 63)
+            return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* v in decimal at d (room for 20 digits); returns the count. */
+static inline uint32_t kv_format_number(uint64_t v, unsigned char *d)
+{
+    unsigned char tmp[20];
+    uint32_t n = 0;
+    do {
+        tmp[n++] = (unsigned char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (uint32_t i = 0; i < n; i++) {
+        d[i] = tmp[n - 1 - i];
+        KV_NO_IDIOM(d);
+    }
+    return n;
+}
+
+static inline void kv_set_vlen(unsigned char *r, uint32_t vlen)
+{
+    r[1] = (unsigned char)vlen;
+    r[2] = (unsigned char)(vlen >> 8);
+    r[3] = (unsigned char)(vlen >> 16);
+}
+
+/* dst[0..n) = src[0..n) where dst is after src in the same record: copied
+ * from the end, so that the overlap is read before it is written. */
+static inline void kv_copy_up(unsigned char *dst, const unsigned char *src, uint32_t n)
+{
+    while (n) {
+        n--;
+        dst[n] = src[n];
+        KV_NO_IDIOM(dst);
+    }
+}
+
+/* Room for the value of record ref (key q, in slot *pos) to become vlen
+ * bytes: ref itself when its size class holds that many, else a new record
+ * with ref's key and expiry, ref left as it is (the caller copies the value
+ * over, then calls kv_resize_done).  0 when the store has no room. */
+static inline uint32_t kv_resize(struct isob_trusted *t, struct kv_store *s, const struct kv_req *q,
+                                 uint32_t ref, uint32_t *pos, uint32_t vlen)
+{
+    uint32_t units = kv_rec_units(q->klen, vlen);
+    if (units == kv_units_of(kv_rec(t, s, ref)))
+        return ref;
+    int moved = 0;
+    uint32_t nref = kv_alloc_room(t, s, units, ref, &moved);
+    if (!nref)
+        return 0;
+    const unsigned char *r = kv_rec(t, s, ref);
+    /* The record's own key: the message's may have changed since. */
+    if (moved)
+        kv_find(t, s, r + KV_HDR, q->klen, q->tag, pos);
+    unsigned char *n = kv_rec(t, s, nref);
+    n[0] = (unsigned char)q->klen;
+    *(uint32_t *)(void *)(n + KV_EXPIRY_AT) = kv_expiry(r);
+    kv_copy(n + KV_HDR, r + KV_HDR, q->klen);
+    return nref;
+}
+
+/* The value of nref is complete: give it its length and a new cas unique,
+ * and when it replaces ref, put it in ref's slot and free ref. */
+static inline uint64_t kv_resize_done(struct isob_trusted *t, struct kv_store *s,
+                                      const struct kv_req *q, uint32_t ref, uint32_t nref,
+                                      uint32_t pos, uint32_t vlen)
+{
+    unsigned char *n = kv_rec(t, s, nref);
+    uint64_t cas = s->last_cas + 1;
+    kv_set_vlen(n, vlen);
+    *(uint64_t *)(void *)(n + KV_CAS_AT) = cas;
+    s->last_cas = cas;
+    if (nref != ref) {
+        kv_free(t, s, ref, kv_units_of(kv_rec(t, s, ref)));
+        kv_table(t, s)[pos] = (uint64_t)q->tag << 32 | nref;
+    }
+    return cas;
+}
+
+/* KV_INCR (trusted.h): the number after the value's first arg[2] / 2 bytes,
+ * plus arg[1], or (arg[2] odd) minus arg[1] and at least 0, as memcached's
+ * incr and decr: the sum wraps at 2^64; a result with fewer digits keeps
+ * the value's length, padded with spaces; one with more lengthens it. */
+static inline long kv_incr(struct isob_trusted *t, struct isob_msg *msg, size_t cap)
+{
+    struct kv_req q;
+    uint64_t delta = (uint64_t)ISOB_MSG_ONCE(msg->arg[1]);
+    int64_t how = ISOB_MSG_ONCE(msg->arg[2]);
+    if (kv_req_read(msg, cap, 0, &q) != 0 || how < 0 || how > 2 * (int64_t)KV_PREFIX_MAX + 1)
+        return kv_stored(msg, -KV_EINVAL, 0);
+    uint32_t prefix = (uint32_t)(how >> 1);
+    int decr = (int)(how & 1);
+    struct kv_store *s = kv_store_of(t);
+    if (!s)
+        return kv_stored(msg, -KV_ENOENT, 0);
+    uint32_t pos;
+    uint32_t ref = kv_lookup(t, s, &q, &pos);
+    if (!ref)
+        return kv_stored(msg, -KV_ENOENT, 0);
+    unsigned char *r = kv_rec(t, s, ref);
+    uint32_t vlen = kv_vlen(r);
+    uint64_t v;
+    if (vlen < prefix || kv_parse_number(r + KV_HDR + q.klen + prefix, vlen - prefix, &v) != 0)
+        return kv_stored(msg, -KV_EDOM, 0);
+    v = decr ? (delta > v ? 0 : v - delta) : v + delta;
+    unsigned char digits[20];
+    uint32_t nd = kv_format_number(v, digits);
+    uint32_t old = vlen - prefix, len = nd > old ? prefix + nd : vlen;
+    uint32_t nref = kv_resize(t, s, &q, ref, &pos, len);
+    if (!nref)
+        return kv_stored(msg, -KV_ENOSPC, 0);
+    unsigned char *o = kv_rec(t, s, ref) + KV_HDR + q.klen;
+    unsigned char *d = kv_rec(t, s, nref) + KV_HDR + q.klen;
+    if (nref != ref)
+        kv_copy(d, o, prefix);
+    kv_copy(d + prefix, digits, nd);
+    for (uint32_t i = prefix + nd; i < len; i++) {
+        d[i] = ' ';
+        KV_NO_IDIOM(d);
+    }
+    uint64_t cas = kv_resize_done(t, s, &q, ref, nref, pos, len);
+    msg->arg[1] = (int64_t)v;
+    return kv_stored(msg, 0, cas);
+}
+
+/* KV_APPEND (trusted.h): the message's value after the stored value, or
+ * (arg[2] odd) between its first arg[2] / 2 bytes and the rest; the
+ * record keeps its expiry.  The result may not pass arg[3] bytes. */
+static inline long kv_append(struct isob_trusted *t, struct isob_msg *msg, size_t cap)
+{
+    struct kv_req q;
+    int64_t how = ISOB_MSG_ONCE(msg->arg[2]), max = ISOB_MSG_ONCE(msg->arg[3]);
+    if (kv_req_read(msg, cap, 1, &q) != 0 || how < 0 || how > 2 * (int64_t)KV_PREFIX_MAX + 1 ||
+        max < 0)
+        return kv_stored(msg, -KV_EINVAL, 0);
+    uint32_t prefix = (uint32_t)(how >> 1);
+    int prepend = (int)(how & 1);
+    struct kv_store *s = kv_store_of(t);
+    if (!s)
+        return kv_stored(msg, -KV_ENOENT, 0);
+    uint32_t pos;
+    uint32_t ref = kv_lookup(t, s, &q, &pos);
+    if (!ref)
+        return kv_stored(msg, -KV_ENOENT, 0);
+    uint32_t old = kv_vlen(kv_rec(t, s, ref));
+    if (old < prefix)
+        return kv_stored(msg, -KV_EINVAL, 0);
+    uint64_t len = (uint64_t)old + q.vlen;
+    if (len > ISOB_KV_MAX_VALUE || len > (uint64_t)max || len > cap)
+        return kv_stored(msg, -KV_EMSGSIZE, 0);
+    uint32_t nref = kv_resize(t, s, &q, ref, &pos, (uint32_t)len);
+    if (!nref)
+        return kv_stored(msg, -KV_ENOSPC, 0);
+    unsigned char *o = kv_rec(t, s, ref) + KV_HDR + q.klen;
+    unsigned char *d = kv_rec(t, s, nref) + KV_HDR + q.klen;
+    uint32_t rest = old - prefix;
+    if (nref == ref) {
+        if (prepend) {
+            kv_copy_up(o + prefix + q.vlen, o + prefix, rest);
+            kv_copy(o + prefix, q.val, q.vlen);
+        } else {
+            kv_copy(o + old, q.val, q.vlen);
+        }
+    } else {
+        kv_copy(d, o, prefix);
+        if (prepend) {
+            kv_copy(d + prefix, q.val, q.vlen);
+            kv_copy(d + prefix + q.vlen, o + prefix, rest);
+        } else {
+            kv_copy(d + prefix, o + prefix, rest);
+            kv_copy(d + old, q.val, q.vlen);
+        }
+    }
+    return kv_stored(msg, 0, kv_resize_done(t, s, &q, ref, nref, pos, (uint32_t)len));
 }
 
 /* KV_CLOCK: the time now (arg[0]) and whether stores may evict (arg[1]). */

@@ -129,7 +129,13 @@ long isob_trusted_call(struct isob_trusted *t, unsigned entry, struct isob_msg *
     case ISOB_ENTRY_KV_CLOCK:
         return kv_clock(t, msg);
     case ISOB_ENTRY_KV_DELETE:
-        return kv_delete(t, msg, cap);
+        return kv_delete(t, msg, cap, 0);
+    case ISOB_ENTRY_KV_DELETE_CAS:
+        return kv_delete(t, msg, cap, 1);
+    case ISOB_ENTRY_KV_INCR:
+        return kv_incr(t, msg, cap);
+    case ISOB_ENTRY_KV_APPEND:
+        return kv_append(t, msg, cap);
     case ISOB_ENTRY_KV_FLUSH:
         return kv_flush(t);
     case ISOB_ENTRY_KV_STATS:

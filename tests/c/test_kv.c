@@ -441,6 +441,168 @@ static void t_store_conditions_and_cas(void)
     isob_comp_destroy(c);
 }
 
+/* KV_INCR: delta, and 2 * prefix + decr. */
+static long incr(struct isob_comp *c, const char *key, uint64_t delta, int64_t how)
+{
+    struct isob_msg *m = c->mech->shared(c);
+    size_t klen = strlen(key);
+    memcpy(m->data, key, klen);
+    m->arg[0] = (int64_t)klen;
+    m->arg[1] = (int64_t)delta;
+    m->arg[2] = how;
+    m->arg[3] = 0;
+    m->len = (uint32_t)klen;
+    return isob_call(c, ISOB_ENTRY_KV_INCR);
+}
+
+/* KV_APPEND: the bytes, 2 * prefix + prepend, the longest value allowed. */
+static long append(struct isob_comp *c, const char *key, const char *val, int64_t how, int64_t max)
+{
+    struct isob_msg *m = c->mech->shared(c);
+    size_t klen = strlen(key), vlen = strlen(val);
+    memcpy(m->data, key, klen);
+    memcpy(m->data + klen, val, vlen);
+    m->arg[0] = (int64_t)klen;
+    m->arg[1] = (int64_t)vlen;
+    m->arg[2] = how;
+    m->arg[3] = max;
+    m->len = (uint32_t)(klen + vlen);
+    return isob_call(c, ISOB_ENTRY_KV_APPEND);
+}
+
+/* incr, decr, append and prepend inside the store, as memcached's: the
+ * value's first bytes (the protocol's flags) kept, its expiry kept, a new
+ * cas unique each time, a record that outgrows its size class moved. */
+static void t_store_incr_append(void)
+{
+    struct isob_comp *c = make(0);
+    struct isob_msg *m = c->mech->shared(c);
+    uint64_t cas;
+    CHECK_EQ_LONG(op_x(c, ISOB_ENTRY_KV_SET, "n", "FFFF10", 500, 0), 0);
+    CHECK_EQ_LONG(incr(c, "n", 5, 2 * 4), 0);
+    CHECK_EQ_LONG(m->arg[1], 15);
+    CHECK_EQ_LONG(m->arg[3], 2);
+    check_value(c, "n", "FFFF15");
+    CHECK_EQ_LONG(m->arg[2], 500);  /* KV_GET's expiry: kept */
+    /* decr stops at 0; the shorter number is padded to the old length. */
+    CHECK_EQ_LONG(incr(c, "n", 20, 2 * 4 + 1), 0);
+    CHECK_EQ_LONG(m->arg[1], 0);
+    check_value(c, "n", "FFFF0 ");
+    /* A longer result lengthens the value (into another size class), and
+     * incr wraps at 2^64. */
+    CHECK_EQ_LONG(incr(c, "n", UINT64_MAX, 2 * 4), 0);
+    CHECK_EQ_LONG((uint64_t)m->arg[1], UINT64_MAX);
+    check_value(c, "n", "FFFF18446744073709551615");
+    CHECK_EQ_LONG(m->arg[2], 500);
+    CHECK_EQ_LONG(incr(c, "n", 2, 2 * 4), 0);
+    CHECK_EQ_LONG(m->arg[1], 1);
+    check_value(c, "n", "FFFF1                   ");
+    CHECK(strcmp(get_str(c, "n", &cas), "FFFF1                   ") == 0);
+    CHECK_EQ_LONG(cas, 5);
+    /* What is not a number, as memcached reads it; misses; bad requests. */
+    static const char *const not_numbers[] = {"FFFF", "FFFF ", "FFFFx", "FFFF12a", "FFFF-5",
+                                              "FFFF18446744073709551616", "FFF"};
+    for (size_t i = 0; i < sizeof not_numbers / sizeof not_numbers[0]; i++) {
+        CHECK_EQ_LONG(op_x(c, ISOB_ENTRY_KV_SET, "x", not_numbers[i], 0, 0), 0);
+        CHECK_EQ_LONG(incr(c, "x", 1, 2 * 4), -EDOM);
+        check_value(c, "x", not_numbers[i]);
+    }
+    static const struct { const char *v, *after; } numbers[] = {
+        {"FFFF 7", "FFFF8 "}, {"FFFF+7", "FFFF8 "}, {"FFFF-0", "FFFF1 "}, {"FFFF9 z", "FFFF10 "},
+        {"FFFF9\r\n", "FFFF10 "},
+    };
+    for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
+        CHECK_EQ_LONG(op_x(c, ISOB_ENTRY_KV_SET, "x", numbers[i].v, 0, 0), 0);
+        CHECK_EQ_LONG(incr(c, "x", 1, 2 * 4), 0);
+        check_value(c, "x", numbers[i].after);
+    }
+    CHECK_EQ_LONG(incr(c, "nope", 1, 2 * 4), -ENOENT);
+    CHECK_EQ_LONG(incr(c, "n", 1, -1), -EINVAL);
+    CHECK_EQ_LONG(incr(c, "n", 1, 2 * 65), -EINVAL);
+
+    /* append and prepend after the first four bytes, growing through many
+     * size classes; the model is a plain string. */
+    static char model[8192], add[128];
+    strcpy(model, "FLGSab");
+    CHECK_EQ_LONG(op_x(c, ISOB_ENTRY_KV_SET, "a", model, 700, 0), 0);
+    for (int i = 0; i < 60; i++) {
+        size_t n = (size_t)(i * 7 % 100) + 1;
+        for (size_t j = 0; j < n; j++)
+            add[j] = (char)('a' + (i + (int)j) % 26);
+        add[n] = 0;
+        int pre = i % 2;
+        CHECK_EQ_LONG(append(c, "a", add, 2 * 4 + pre, 8000), 0);
+        if (pre) {
+            memmove(model + 4 + n, model + 4, strlen(model + 4) + 1);
+            memcpy(model + 4, add, n);
+        } else {
+            strcat(model, add);
+        }
+    }
+    long r = op_x(c, ISOB_ENTRY_KV_GET, "a", NULL, 0, 0);
+    CHECK_EQ_LONG(r, (long)strlen(model));
+    CHECK(memcmp(m->data, model, strlen(model)) == 0);
+    CHECK_EQ_LONG(m->arg[2], 700);
+    CHECK_EQ_LONG(append(c, "a", "z", 2 * 4, (int64_t)strlen(model)), -EMSGSIZE);
+    CHECK_EQ_LONG(append(c, "nope", "z", 2 * 4, 8000), -ENOENT);
+    CHECK_EQ_LONG(append(c, "a", "z", -2, 8000), -EINVAL);
+    CHECK_EQ_LONG(append(c, "a", "z", 2 * 4, -1), -EINVAL);
+
+    /* KV_DELETE_CAS: only the item with that unique. */
+    CHECK(get_str(c, "n", &cas) != NULL);
+    CHECK_EQ_LONG(op_x(c, ISOB_ENTRY_KV_DELETE_CAS, "n", NULL, 0, cas + 1), -EEXIST);
+    check_value(c, "n", "FFFF1                   ");
+    CHECK_EQ_LONG(op_x(c, ISOB_ENTRY_KV_DELETE_CAS, "n", NULL, 0, cas), 0);
+    check_value(c, "n", NULL);
+    CHECK_EQ_LONG(op_x(c, ISOB_ENTRY_KV_DELETE_CAS, "n", NULL, 0, cas), -ENOENT);
+    isob_comp_destroy(c);
+}
+
+/* A full store that may evict: an append that outgrows its record makes
+ * room by evicting a record of the size class it grows into (one of each
+ * is stored first: a class with none refuses, as a memcached slab class
+ * with nothing to evict does), never the record it grows. */
+static void t_store_append_evicts_others(void)
+{
+    size_t heap = isob_kv_heap_size(2000, 8, 32);
+    struct isob_comp *c = make(heap);
+    char key[16], val[33];
+    static char big[1400];
+    for (int i = 1; i <= 41; i++) {
+        snprintf(key, sizeof key, "big%05d", i);
+        memset(big, 'b', (size_t)(32 * (i + 1)));
+        big[32 * (i + 1)] = 0;
+        CHECK_EQ_LONG(op_x(c, ISOB_ENTRY_KV_SET, key, big, 0, 0), 0);
+    }
+    memset(val, 'v', 32);
+    val[32] = 0;
+    size_t fitted = 0;
+    for (;; fitted++) {
+        snprintf(key, sizeof key, "k%07zu", fitted);
+        long r = op_x(c, ISOB_ENTRY_KV_SET, key, val, 0, 0);
+        if (r == -ENOSPC)
+            break;
+        CHECK_EQ_LONG(r, 0);
+        CHECK(fitted < 8000);
+    }
+    CHECK_EQ_LONG(set_clock(c, 1000, 1), 0);
+    static char model[4096];
+    strcpy(model, val);
+    for (int i = 0; i < 40; i++) {
+        CHECK_EQ_LONG(append(c, "k0000000", "0123456789abcdef0123456789abcdef", 0, 4000), 0);
+        strcat(model, "0123456789abcdef0123456789abcdef");
+    }
+    long r = op_x(c, ISOB_ENTRY_KV_GET, "k0000000", NULL, 0, 0);
+    CHECK_EQ_LONG(r, (long)strlen(model));
+    CHECK(memcmp(c->mech->shared(c)->data, model, strlen(model)) == 0);
+    uint64_t k[3];
+    kv_counters(c, k);
+    CHECK(k[0] > 0);
+    fprintf(stderr, "# %s: %llu evicted for one value grown to %zu bytes\n", cur->name,
+            (unsigned long long)k[0], strlen(model));
+    isob_comp_destroy(c);
+}
+
 /* Expiry on the store's clock, which only KV_CLOCK moves. */
 static void t_store_expiry(void)
 {
@@ -926,6 +1088,8 @@ int main(void)
         RUN(t_store_dense_table_deletes);
         RUN(t_store_limits_and_errors);
         RUN(t_store_conditions_and_cas);
+        RUN(t_store_incr_append);
+        RUN(t_store_append_evicts_others);
         RUN(t_store_expiry);
         RUN(t_store_evicts_when_asked);
         RUN(t_store_absent_in_small_heap);

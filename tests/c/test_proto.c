@@ -12,8 +12,12 @@
 #include "isob_config.h"
 #include "isobench/loadgen.h"
 #include "isobench/proto.h"
+
 #include "isobench/serve.h"
 #include "tap.h"
+
+/* The reply to "version". */
+#define VERSION_LINE "VERSION " ISOB_PROTO_COMPAT_VERSION " " ISOB_PROTO_SERVER_NAME ISOB_VERSION "\r\n"
 
 /* Heap of the test compartments: room for a few thousand entries. */
 #define TEST_HEAP (8u << 20)
@@ -150,12 +154,26 @@ static void t_parse_errors(void)
         {"flush_all 0 noreply x\r\n", "ERROR\r\n", 0},
         {"verbosity\r\n", "ERROR\r\n", 0},
         {"verbosity 1 2 3\r\n", "ERROR\r\n", 0},
-        /* Commands this server does not have; append's data is skipped. */
-        {"incr k 1\r\n", "ERROR\r\n", 0},
-        {"decr k 1\r\n", "ERROR\r\n", 0},
-        {"append k 0 0 1\r\n", "ERROR\r\n", 0},
-        {"prepend k 0 0 1 noreply\r\n", "ERROR\r\n", 0},
-        {"mg k v\r\n", "ERROR\r\n", 0},
+        {"incr k\r\n", "ERROR\r\n", 0},
+        {"decr k 1 2 3\r\n", "ERROR\r\n", 0},
+        {"incr k x\r\n", "CLIENT_ERROR invalid numeric delta argument\r\n", 0},
+        {"decr k -1\r\n", "CLIENT_ERROR invalid numeric delta argument\r\n", 0},
+        {"incr k 18446744073709551616\r\n", "CLIENT_ERROR invalid numeric delta argument\r\n", 0},
+        {"append k 0 0\r\n", "ERROR\r\n", 0},
+        {"prepend k x 0 1\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
+        /* The meta commands' errors, as memcached 1.6 words them. */
+        {"mg\r\n", "ERROR\r\n", 0},
+        {"md\r\n", "ERROR\r\n", 0},
+        {"mg k zz\r\n", "CLIENT_ERROR invalid flag\r\n", 0},
+        {"mg k v v\r\n", "CLIENT_ERROR duplicate flag\r\n", 0},
+        {"md k q q\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n", 0},
+        {"mg k Tx\r\n", "CLIENT_ERROR bad token in command line format\r\n", 0},
+        {"mg k O12345678901234567890123456789012\r\n", "CLIENT_ERROR opaque token too long\r\n", 0},
+        {"md k Cx\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n", 0},
+        {"ms k\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
+        {"ms k x\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
+        {"ms k 1 MZ\r\n", "CLIENT_ERROR invalid mode for ms M token\r\n", 0},
+        {"ms k 1 Fx\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
         {"set k x 0 1\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
         {"set k 0 0 -1\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
         {"set k 0 x 1\r\n", "CLIENT_ERROR bad command line format\r\n", 0},
@@ -296,7 +314,8 @@ static void t_parse_binary_junk(void)
         x ^= x << 17;
         buf[i] = (unsigned char)x;
     }
-    buf[0] = 0x80;  /* the binary protocol's magic byte */
+    buf[0] = 0x81;  /* not 0x80, the binary protocol's magic byte: that one
+                     * ends the connection at once (t_parse_binary_refused) */
     struct isob_proto p;
     isob_proto_init(&p, 1024);
     size_t off = 0, cmds = 0;
@@ -568,7 +587,7 @@ static const char SESSION_OUT[] =
     "VALUE e 0 0\r\n\r\nEND\r\n"
     "OK\r\n"
     "END\r\n"
-    "VERSION " ISOB_VERSION "\r\n"
+    VERSION_LINE
     "OK\r\n";
 
 static void check_session(const char *mech)
@@ -661,6 +680,148 @@ static void t_startup_state(void)
     CHECK(strncmp(got, head, sizeof head - 1) == 0);
     CHECK(memcmp(got + sizeof head - 1, item, sizeof item) == 0);
     CHECK_STR(converse(&s, "get startup_000016\r\n"), "END\r\n");
+    isob_serve_fini(&s);
+}
+
+/* The commands memcached's conformance test and modern clients add to the
+ * classic set: incr, decr (the result keeps the value's length, padded
+ * with spaces, as memcached does), append, prepend, verbosity and the meta
+ * commands.  The replies are memcached 1.6.18's own to the same input
+ * (tests/python/test_serve_memcached.py compares the two live). */
+static const char NEW_IN[] =
+    "set n 5 0 2\r\n"
+    "10\r\n"
+    "incr n 5\r\n"
+    "decr n 6\r\n"
+    "get n\r\n"
+    "incr n 18446744073709551615\r\n"
+    "get n\r\n"
+    "incr n 1 noreply\r\n"
+    "decr nope 1\r\n"
+    "set t 0 0 3\r\n"
+    "abc\r\n"
+    "incr t 1\r\n"
+    "append t 9 0 2\r\n"
+    "de\r\n"
+    "prepend t 9 0 2\r\n"
+    "xy\r\n"
+    "get t\r\n"
+    "append nope 0 0 1\r\n"
+    "z\r\n"
+    "verbosity 1\r\n"
+    "verbosity 1 noreply\r\n"
+    "verbosity noreply\r\n"
+    "mn\r\n"
+    "ms m 3 F7 k O1\r\n"
+    "abc\r\n"
+    "mg m v f t s k O2\r\n"
+    "mg m q\r\n"
+    "mg miss v q\r\n"
+    "mg miss k O3\r\n"
+    "ms m 2 ME\r\n"
+    "zz\r\n"
+    "ms m 2 MA q\r\n"
+    "de\r\n"
+    "ms m 2 MP\r\n"
+    "xy\r\n"
+    "ms m2 2 MR\r\n"
+    "zz\r\n"
+    "ms m 2 C1\r\n"
+    "zz\r\n"
+    "mg m v\r\n"
+    "md m C1 k\r\n"
+    "md m q\r\n"
+    "md m O4\r\n"
+    "ms x 2 Q\r\n"
+    "ab\r\n"
+    "mn\r\n";
+static const char NEW_OUT[] =
+    "STORED\r\n"
+    "15\r\n"
+    "9\r\n"
+    "VALUE n 5 2\r\n"
+    "9 \r\n"
+    "END\r\n"
+    "8\r\n"
+    "VALUE n 5 2\r\n"
+    "8 \r\n"
+    "END\r\n"
+    "NOT_FOUND\r\n"
+    "STORED\r\n"
+    "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"
+    "STORED\r\n"
+    "STORED\r\n"
+    "VALUE t 0 7\r\n"
+    "xyabcde\r\n"
+    "END\r\n"
+    "NOT_STORED\r\n"
+    "OK\r\n"
+    "MN\r\n"
+    "HD km O1\r\n"
+    "VA 3 f7 t-1 s3 km O2\r\n"
+    "abc\r\n"
+    "HD\r\n"
+    "EN kmiss O3\r\n"
+    "NS\r\n"
+    "HD\r\n"
+    "NS\r\n"
+    "EX\r\n"
+    "VA 7\r\n"
+    "xyabcde\r\n"
+    "EX km\r\n"
+    "NF O4\r\n"
+    "CLIENT_ERROR invalid flag\r\n"
+    "MN\r\n";
+
+static void check_new(const char *mech)
+{
+    size_t chunks[] = {0, 1, 3, 7};
+    for (size_t i = 0; i < sizeof chunks / sizeof chunks[0]; i++) {
+        struct isob_serve s;
+        serve_on(&s, mech);
+        char *got = converse_n(&s, NEW_IN, sizeof NEW_IN - 1, chunks[i], NULL);
+        if (strcmp(got, NEW_OUT) != 0)
+            fprintf(stderr, "# in chunks of %zu bytes\n", chunks[i]);
+        CHECK_STR(got, NEW_OUT);
+        isob_serve_fini(&s);
+    }
+}
+
+static void t_new_commands_direct(void) { check_new("direct"); }
+static void t_new_commands_process_futex(void) { check_new("process-futex"); }
+
+/* A binary-protocol request is refused at once, with only its first byte
+ * in: one response header of that protocol ("not supported", its body the
+ * reason) and the connection closed, so that a binary client fails fast
+ * instead of waiting for its time-out. */
+static void t_binary_refused(void)
+{
+    struct isob_proto p;
+    struct isob_proto_cmd c;
+    size_t need;
+    isob_proto_init(&p, 1024);
+    static const unsigned char magic[] = {0x80};
+    CHECK_EQ_LONG(isob_proto_parse(&p, magic, 1, &c, &need), ISOB_PROTO_CMD);
+    CHECK_EQ_LONG(c.op, ISOB_OP_ERROR);
+    CHECK_EQ_LONG(c.close, 1);
+    CHECK_EQ_LONG(c.consumed, 1);
+    CHECK(c.reply_len > 24);
+    const unsigned char *r = (const unsigned char *)c.reply;
+    CHECK_EQ_LONG(r[0], 0x81);
+    CHECK_EQ_LONG((r[6] << 8) | r[7], 0x83);
+    CHECK_EQ_LONG(((uint32_t)r[8] << 24) | ((uint32_t)r[9] << 16) | ((uint32_t)r[10] << 8) | r[11],
+                  c.reply_len - 24);
+    /* Through the server: those bytes, then the close. */
+    struct isob_serve s;
+    serve_on(&s, "direct");
+    static const unsigned char get[] = {0x80, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,
+                                        0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,
+                                        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 'k'};
+    int closed = 0;
+    char *got = converse_n(&s, get, sizeof get, 0, &closed);
+    CHECK_EQ_LONG(closed, 1);
+    CHECK_EQ_LONG((unsigned char)got[0], 0x81);
+    CHECK(strstr(got + 24, "text protocol") != NULL);
     isob_serve_fini(&s);
 }
 
@@ -764,17 +925,19 @@ static void t_errors_keep_stream_and_data(void)
               "CLIENT_ERROR bad data chunk\r\nERROR\r\nVALUE keep 3 4\r\nsafe\r\nEND\r\n");
     CHECK_STR(converse(&s, "set keep 0 0 2 noreply\r\nabcd\r\nget keep\r\n"),
               "ERROR\r\nVALUE keep 3 4\r\nsafe\r\nEND\r\n");
-    /* Unsupported storage commands are unknown commands whose data is
-     * skipped, never run. */
+    /* append's and prepend's data is data, never run as commands; the
+     * item keeps its flags. */
     CHECK_STR(converse(&s, "append keep 0 0 9\r\nflush_all\r\n"
-                           "prepend keep 0 0 9 noreply\r\nflush_all\r\nget keep\r\n"),
-              "ERROR\r\nERROR\r\nVALUE keep 3 4\r\nsafe\r\nEND\r\n");
+                           "prepend keep 0 0 9 noreply\r\nflush_all\r\nget keep\r\n"
+                           "set keep 3 0 4\r\nsafe\r\n"),
+              "STORED\r\nVALUE keep 3 22\r\nflush_allsafeflush_all\r\nEND\r\nSTORED\r\n");
     /* Unknown commands, wrong argument counts, malformed lines, junk. */
     CHECK_STR(converse(&s, "incr keep 1\r\nset keep\r\ndelete\r\nset keep x 0 1\r\n"
                            "get keep\r\n"),
-              "ERROR\r\nERROR\r\nERROR\r\nCLIENT_ERROR bad command line format\r\n"
+              "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"
+              "ERROR\r\nERROR\r\nCLIENT_ERROR bad command line format\r\n"
               "VALUE keep 3 4\r\nsafe\r\nEND\r\n");
-    static const unsigned char junk[] = {0x80, 0x00, 0x00, 0x05, 0xff, 0xfe, '\r', '\n',
+    static const unsigned char junk[] = {0x81, 0x00, 0x00, 0x05, 0xff, 0xfe, '\r', '\n',
                                          'g', 'e', 't', ' ', 'k', 'e', 'e', 'p', '\n'};
     CHECK_STR(converse_n(&s, junk, sizeof junk, 0, NULL), "ERROR\r\nVALUE keep 3 4\r\nsafe\r\nEND\r\n");
     isob_serve_fini(&s);
@@ -788,7 +951,7 @@ static void t_close_cases(void)
     /* quit closes without a reply; what came before it is answered, what
      * comes after is not read. */
     CHECK_STR(converse_n(&s, "version\r\nquit\r\nversion\r\n", 24, 0, &closed),
-              "VERSION " ISOB_VERSION "\r\n");
+              VERSION_LINE);
     CHECK_EQ_LONG(closed, 1);
     /* A line that never ends: an error, then the connection closes. */
     static char line[ISOB_PROTO_LINE_MAX + 100];
@@ -1032,7 +1195,7 @@ static void t_multiget_streams(void)
         CHECK(memcmp(reply + off + hn, set + n, STREAM_VALUE + 2) == 0);
         off += (size_t)hn + STREAM_VALUE + 2;
     }
-    const char tail[] = "END\r\nVERSION " ISOB_VERSION "\r\n";
+    const char tail[] = "END\r\n" VERSION_LINE;
     CHECK_EQ_LONG(got, off + sizeof tail - 1);
     CHECK(memcmp(reply + off, tail, sizeof tail - 1) == 0);
     /* All sent: the connection holds no buffer and reads again. */
@@ -1248,6 +1411,9 @@ int main(void)
     TAP_CASE(t_http_serves_document);
     TAP_CASE(t_startup_state);
     TAP_CASE(t_session_direct);
+    TAP_CASE(t_new_commands_direct);
+    TAP_CASE(t_new_commands_process_futex);
+    TAP_CASE(t_binary_refused);
     TAP_CASE(t_session_process_futex);
     TAP_CASE(t_noreply);
     TAP_CASE(t_flags_round_trip);

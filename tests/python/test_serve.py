@@ -248,13 +248,19 @@ BAD_INPUT = [
     (b"set keep 0 0 3\r\nabcd\r\n", b"CLIENT_ERROR bad data chunk\r\nERROR\r\n", False),
     (b"set keep 0 0 %d\r\n" % (MiB + 1) + b"x" * (MiB + 1) + b"\r\n",
      b"SERVER_ERROR object too large for cache\r\n", False),
-    # A command this server does not have: memcached's ERROR, and its data
-    # is skipped, never run as a command.
-    (b"append keep 0 0 11\r\nflush_all\r\n\r\n", b"ERROR\r\n", False),
-    (b"incr keep 1\r\n", b"ERROR\r\n", False),
-    # memcached's binary protocol (magic 0x80) and other junk: lines of it
-    # are unknown commands.
-    (b"\x80\x00\x00\x04" + bytes(range(11, 200)) + b"\r\n", b"ERROR\r\n", False),
+    # A command this server does not have: memcached's ERROR.
+    (b"lru_crawler metadump all\r\n", b"ERROR\r\n", False),
+    # append's data is data, never run as a command (here the item is
+    # missing, so nothing is stored).
+    (b"append nokey 0 0 11\r\nflush_all\r\n\r\n", b"NOT_STORED\r\n", False),
+    (b"incr keep 1\r\n", b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n", False),
+    # memcached's binary protocol (magic 0x80): one binary "not supported"
+    # response (status 0x83, its body the reason), then the close.
+    (b"\x80\x00\x00\x04" + bytes(range(11, 200)) + b"\r\n",
+     bytes.fromhex("810000000000008300000032") + bytes(12)
+     + b"isob serve speaks the memcached text protocol only", True),
+    # Other junk: lines of it are unknown commands.
+    (b"\x81\x00\x00\x04" + bytes(range(11, 200)) + b"\r\n", b"ERROR\r\n", False),
     (b"z" * 5000, b"CLIENT_ERROR line too long\r\n", True),
     (b"quit\r\n", b"", True),
 ]
