@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
 from . import stats, units
 from ..measure.records import NO_MECHANISM, PRIMARY_EVENT
 from ..store import Store
@@ -147,9 +149,9 @@ class Config:
     """One measured configuration and its repetitions (ok results only).
 
     results holds one stored result per repetition (fresh isob process);
-    rep_samples the primary samples of each, by result id.  samples pools
-    them, for descriptions of the spread only: intervals and tests take the
-    repetitions as their unit (summary.py)."""
+    rep_samples the primary samples of each, by result id, as sorted int64
+    arrays.  samples pools them, for descriptions of the spread only:
+    intervals and tests take the repetitions as their unit (summary.py)."""
 
     benchmark: str
     mechanism: str
@@ -157,8 +159,7 @@ class Config:
     unit: str | None
     counter: str | None
     results: list[dict] = field(default_factory=list)
-    rep_samples: dict[int, list[int]] = field(default_factory=dict)
-    samples: list[int] = field(default_factory=list)
+    rep_samples: dict[int, np.ndarray] = field(default_factory=dict)
     events: dict[str, list[int]] = field(default_factory=dict)
 
     @property
@@ -203,13 +204,19 @@ class Config:
         return stats.between_cv(self.rep_medians)
 
     @cached_property
-    def sorted_samples(self) -> list[int]:
-        return sorted(self.samples)
+    def samples(self) -> np.ndarray:
+        """The repetitions' primary samples pooled, in the order of the repetitions."""
+        parts = list(self.rep_samples.values())
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+    @cached_property
+    def sorted_samples(self) -> np.ndarray:
+        return np.sort(self.samples)
 
     @cached_property
     def description(self) -> stats.Description:
         """The spread of the pooled per-call samples (descriptive only)."""
-        if not self.samples:
+        if not len(self.samples):
             return _described_from_summary(self.results)
         return stats.describe(self.sorted_samples)
 
@@ -309,12 +316,11 @@ def group(results: Sequence[dict], samples: Mapping[int, Mapping[str, Sequence[i
                                         r.get("unit"), r.get("counter"))
         cfg.results.append(r)
         ev = samples.get(r["result_id"], {})
-        # Sorted once here: the repetition's order statistics need it, and
-        # the pooled samples then sort in near-linear time (Timsort merges
-        # the sorted runs).
-        primary = sorted(ev.get(PRIMARY_EVENT, ()))
+        # Sorted once here, as an array (no Python integer per sample): the
+        # repetition's order statistics need it sorted.
+        primary = np.array(ev.get(PRIMARY_EVENT, ()), dtype=np.int64)
+        primary.sort()
         cfg.rep_samples[r["result_id"]] = primary
-        cfg.samples.extend(primary)
         for name, values in ev.items():
             if name != PRIMARY_EVENT:
                 cfg.events.setdefault(name, []).extend(values)
@@ -324,6 +330,6 @@ def group(results: Sequence[dict], samples: Mapping[int, Mapping[str, Sequence[i
 def load_run(store: Store, run_id: int) -> RunData:
     run = store.run(run_id)
     results = store.results(run_id)
-    samples = {r["result_id"]: store.samples(r["result_id"]) for r in results
+    samples = {r["result_id"]: store.samples(r["result_id"], as_array=True) for r in results
                if r["status"] == "ok"}
     return RunData(run, str(store.path), results, group(results, samples), store.jobs(run_id))

@@ -97,9 +97,10 @@ def repetition(cfg: Config, r: Mapping) -> dict:
     h = r.get("header") or {}
     step = float(h.get("counter_step") or 0)
     empty, empty_p5, empty_p95 = _empty(r)
-    xs = cfg.rep_samples.get(r["result_id"], [])  # sorted by runs.group
-    med = stats.percentile_sorted(xs, 0.5) if xs else r.get("median")
-    mi = stats.median_interval(xs, step) if xs else None
+    xs = cfg.rep_samples.get(r["result_id"], ())  # a sorted array (runs.group)
+    have = len(xs) > 0
+    med = stats.percentile_sorted(xs, 0.5) if have else r.get("median")
+    mi = stats.median_interval(xs, step) if have else None
     pairs = list(r.get("batched_reps") or ())
     batched = r.get("batched")
     bi = _batched_interval(pairs) if pairs else None
@@ -116,7 +117,7 @@ def repetition(cfg: Config, r: Mapping) -> dict:
         agree = bhi >= lo and blo <= hi
     return {
         "repetition": r.get("repetition") or 1, "result_id": r["result_id"],
-        "n": len(xs) if xs else r.get("n"), "median": med,
+        "n": len(xs) if have else r.get("n"), "median": med,
         "median_interval": mi.as_dict() if mi else None, "mean": r.get("mean"),
         "batched": batched, "batched_pairs": len(pairs),
         "batched_interval": bi.as_dict() if bi else None,

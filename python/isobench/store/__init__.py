@@ -182,6 +182,12 @@ def encode_samples(values: Iterable[int]) -> bytes:
 
 def decode_samples(blob: bytes, count: int, encoding: str) -> tuple[int, ...]:
     """The values of one stored sample blob; StoreError when it is damaged."""
+    return tuple(decode_sample_array(blob, count, encoding))
+
+
+def decode_sample_array(blob: bytes, count: int, encoding: str) -> array.array:
+    """decode_samples as an array of unsigned 64-bit integers, without a
+    Python integer per value (numpy reads it without a copy)."""
     if encoding != SAMPLE_ENCODING:
         raise StoreError(f"samples in unknown encoding {encoding!r}")
     a = array.array("Q")
@@ -193,7 +199,7 @@ def decode_samples(blob: bytes, count: int, encoding: str) -> tuple[int, ...]:
         a.byteswap()
     if len(a) != count:
         raise StoreError(f"samples: {len(a)} values stored, {count} expected")
-    return tuple(a)
+    return a
 
 
 def _column(text: Any, what: str, kind: type | tuple[type, ...], null: bool = True) -> Any:
@@ -572,14 +578,19 @@ class Store:
                 seen.append(took)
         return out
 
-    def samples(self, result_id: int) -> dict[str, tuple[int, ...]]:
+    def samples(self, result_id: int,
+                as_array: bool = False) -> dict[str, tuple[int, ...] | array.array]:
+        """The sample events of a result, each a tuple of ints, or with
+        as_array an array.array of unsigned 64-bit integers (for analysis
+        of millions of samples: no Python integer per value)."""
         rows = self._conn.execute(
             "SELECT event, count, encoding, data FROM samples WHERE result_id = ? ORDER BY rowid",
             (result_id,)).fetchall()
+        decode = decode_sample_array if as_array else decode_samples
         out = {}
         for event, count, enc, data in rows:
             try:
-                out[event] = decode_samples(data, count, enc)
+                out[event] = decode(data, count, enc)
             except StoreError as e:
                 raise StoreError(f"{self.path}: result {result_id}, event {event}: {e}") from None
         return out
