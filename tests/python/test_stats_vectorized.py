@@ -1,0 +1,235 @@
+"""The sample-level statistics on numpy arrays give the numbers of their
+pure-Python definitions, which are kept below as the reference: type-7
+percentiles, the unscaled MAD, exact integer means and standard
+deviations, the modified z-score outliers.  Inputs: random, tied,
+quantized, huge and tiny (n = 0, 1, 2), as lists and as the sorted int64
+arrays runs.py hands over."""
+
+from __future__ import annotations
+
+import bisect
+import math
+import operator
+import random
+
+import numpy as np
+import pytest
+
+from isobench.analysis import stats
+
+
+# ---- the reference: the definitions as they were written in pure Python ----
+
+def ref_percentile_sorted(xs, q):
+    h = (len(xs) - 1) * q
+    lo = math.floor(h)
+    hi = min(lo + 1, len(xs) - 1)
+    return float(xs[lo] + (h - lo) * (xs[hi] - xs[lo]))
+
+
+def ref_median(xs):
+    return ref_percentile_sorted(sorted(xs), 0.5)
+
+
+def ref_mad(xs):
+    """The obvious way: the median of every absolute deviation."""
+    med = ref_median(xs)
+    return ref_median([abs(x - med) for x in xs])
+
+
+def ref_mean(xs):
+    total = sum(xs)
+    if isinstance(total, float):
+        total = math.fsum(xs)
+    return total / len(xs)
+
+
+def ref_stdev(xs):
+    n = len(xs)
+    if n < 2:
+        return None
+    total = sum(xs)
+    if isinstance(total, int):
+        num = n * sum(map(operator.mul, xs, xs)) - total * total
+        return math.sqrt(num / (n * (n - 1)))
+    m = math.fsum(xs) / n
+    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (n - 1))
+
+
+def ref_cv(xs):
+    s = ref_stdev(xs)
+    m = ref_mean(xs) if xs else 0
+    return None if s is None or m == 0 else s / m
+
+
+def ref_outliers(xs, med, mad):
+    """(low, high, lower bound, upper bound) of the modified z-score rule."""
+    if mad > 0:
+        scale = mad * stats.OUTLIER_K
+    else:
+        mean_ad = math.fsum(abs(x - med) for x in xs) / len(xs) if xs else 0.0
+        scale = stats.OUTLIER_Z * 1.253314 * mean_ad
+    if scale == 0:
+        return 0, 0, med, med
+    lo, hi = med - scale, med + scale
+    return bisect.bisect_left(xs, lo), len(xs) - bisect.bisect_right(xs, hi), lo, hi
+
+
+def ref_describe(samples):
+    xs = sorted(samples)
+    med = ref_percentile_sorted(xs, 0.5)
+    mad = ref_mad(xs)
+    return {"n": len(xs), "min": xs[0], "max": xs[-1], "median": med,
+            "p5": ref_percentile_sorted(xs, 0.05), "p95": ref_percentile_sorted(xs, 0.95),
+            "p99": ref_percentile_sorted(xs, 0.99), "mad": mad, "mean": ref_mean(xs),
+            "stdev": ref_stdev(xs), "cv": ref_cv(xs),
+            "robust_cv": stats.robust_cv(med, mad),
+            "outliers": ref_outliers(xs, med, mad)}
+
+
+# ---- the inputs ----
+
+def _inputs():
+    rng = random.Random(22)
+    cases = [
+        ("one", [7]), ("two", [9, 4]), ("two equal", [3, 3]), ("three", [5, 1, 3]),
+        ("all equal", [52] * 40),
+        # A quantized counter: most samples on one step, the MAD 0.
+        ("quantized", [52] * 90 + [78] * 9 + [100_000]),
+        ("quantized even", [26 * rng.choice((2, 3, 3, 3, 4)) for _ in range(1000)]),
+        ("tied", [rng.randint(0, 5) for _ in range(101)]),
+        ("half median", [1, 2, 2, 3, 10, 11]),
+        ("skewed", [round(rng.lognormvariate(8, 1.5)) for _ in range(5001)]),
+        ("two modes", [rng.randint(900, 1100) for _ in range(300)]
+         + [rng.randint(120_000, 130_000) for _ in range(200)]),
+        ("large counts", [2**53, 1, 1]),
+        # Squares beyond int64: the exact sums go through Python integers.
+        ("huge", [rng.randint(0, 2**40) for _ in range(1001)]),
+        ("huge tails", [rng.randint(3 * 10**9, 4 * 10**9) for _ in range(50)] + [5]),
+        ("negative", [rng.randint(-1000, 1000) for _ in range(64)]),
+        ("floats", [rng.random() * 10 for _ in range(100)]),
+        ("float ties", [rng.choice((0.5, 1.25, 2.0)) for _ in range(33)]),
+        ("mixed", [rng.choice([rng.randint(0, 20), rng.random() * 10]) for _ in range(11)]),
+    ]
+    for n in (2, 3, 4, 5, 10, 11, 100, 101):
+        for seed in range(5):
+            r = random.Random(n * 100 + seed)
+            cases.append((f"random n={n} #{seed}", [r.randint(0, 10**6) for _ in range(n)]))
+    return cases
+
+
+CASES = _inputs()
+
+
+def _as_given(xs, kind):
+    """xs as a caller passes it: a list, or a sorted int64 array (runs.py)."""
+    if kind == "list":
+        return list(xs)
+    if all(isinstance(x, int) for x in xs):
+        return np.array(sorted(xs), dtype=np.int64)
+    return np.array(sorted(xs), dtype=np.float64)
+
+
+def _same(a, b):
+    """Equal numbers, bit for bit where they are floats; ints stay ints."""
+    if a is None or b is None:
+        return a is b
+    if isinstance(b, int) and not isinstance(b, bool):
+        return type(a) is int and a == b
+    return type(a) is float and (a == b or (math.isnan(a) and math.isnan(b)))
+
+
+@pytest.mark.parametrize("kind", ["list", "array"])
+@pytest.mark.parametrize("name,xs", CASES, ids=[c[0] for c in CASES])
+def test_describe_is_the_reference(name, xs, kind):
+    got = stats.describe(_as_given(xs, kind))
+    ref = ref_describe(xs)
+    for field in ("n", "min", "max", "median", "p5", "p95", "p99", "mad", "mean", "stdev",
+                  "cv", "robust_cv"):
+        g, r = getattr(got, field), ref[field]
+        if name == "mixed" and field in ("min", "max"):
+            assert g == r  # an array of ints and floats holds floats only
+            continue
+        assert _same(g, r), (field, g, r)
+    o = got.outliers
+    assert (o.low, o.high, o.lower_bound, o.upper_bound) == ref["outliers"]
+
+
+@pytest.mark.parametrize("kind", ["list", "array"])
+@pytest.mark.parametrize("name,xs", CASES, ids=[c[0] for c in CASES])
+def test_summary_is_the_reference(name, xs, kind):
+    s = stats.summarize(_as_given(xs, kind))
+    ref = ref_describe(xs)
+    assert s.n == ref["n"]
+    for field in ("median", "p5", "p95", "mad", "mean"):
+        assert _same(getattr(s, field), ref[field]), field
+    assert (s.min, s.max) == (ref["min"], ref["max"])
+
+
+@pytest.mark.parametrize("name,xs", CASES, ids=[c[0] for c in CASES])
+def test_each_function_is_the_reference(name, xs):
+    arr = _as_given(xs, "array")
+    for q in (0.0, 0.05, 0.25, 0.5, 0.95, 0.99, 1.0):
+        want = ref_percentile_sorted(sorted(xs), q)
+        assert stats.percentile(xs, q) == want
+        assert stats.percentile_sorted(arr, q) == want
+    assert stats.median(xs) == ref_median(xs) == stats.median(arr[::-1])
+    med = ref_median(xs)
+    assert stats.mad_sorted(arr, med) == ref_mad(xs) == stats.mad_sorted(sorted(xs), med)
+    assert _same(stats.mean(xs), ref_mean(xs)) and _same(stats.mean(arr), ref_mean(xs))
+    assert _same(stats.stdev(xs), ref_stdev(xs)) and _same(stats.stdev(arr), ref_stdev(xs))
+    assert _same(stats.cv(xs), ref_cv(xs)) and _same(stats.cv(arr), ref_cv(xs))
+
+
+def test_the_results_are_python_numbers():
+    # The summary document is JSON: no numpy scalar may reach it.
+    for xs in ([5, 1, 3], np.array([1, 3, 5], dtype=np.int64), np.array([1, 3, 5], dtype=np.uint64),
+               [0.5, 2.5]):
+        d = stats.describe(xs).as_dict()
+        for k, v in d.items():
+            if k != "outliers":
+                assert v is None or type(v) in (int, float), (k, type(v))
+        assert type(stats.median(xs)) is float and type(stats.mean(xs)) is float
+
+
+def test_empty_samples():
+    for xs in ([], (), np.empty(0, dtype=np.int64)):
+        assert stats.summarize(xs) == stats.EMPTY
+        d = stats.describe(xs)
+        assert d.n == 0 and all(v is None for k, v in d.as_dict().items() if k != "n")
+        assert stats.stdev(xs) is None and stats.cv(xs) is None
+        for f in (stats.median, stats.mean):
+            with pytest.raises(ValueError):
+                f(xs)
+        with pytest.raises(ValueError):
+            stats.mad_sorted(xs, 0.0)
+
+
+def test_one_and_two_samples():
+    for kind in ("list", "array"):
+        one = stats.describe(_as_given([42], kind))
+        assert (one.n, one.min, one.max, one.median, one.mad, one.mean, one.stdev, one.cv) == (
+            1, 42, 42, 42.0, 0.0, 42.0, None, None)
+        two = stats.describe(_as_given([40, 44], kind))
+        assert (two.median, two.mad, two.mean) == (42.0, 2.0, 42.0)
+        assert two.stdev == math.sqrt(8) and two.p5 == 40.2
+
+
+def test_unsorted_arrays_are_sorted_and_left_alone():
+    a = np.array([5, 3, 9, 1], dtype=np.int64)
+    assert stats.describe(a).median == 4.0
+    assert stats.summarize(a).p95 == ref_percentile_sorted([1, 3, 5, 9], 0.95)
+    assert a.tolist() == [5, 3, 9, 1]  # the caller's array is not reordered
+
+
+def test_exact_integer_sums_beyond_int64():
+    # 3e9^2 * 10 overflows int64: the squares are summed in Python integers.
+    xs = [3 * 10**9 + i for i in range(10)]
+    assert stats.stdev(np.array(xs)) == ref_stdev(xs)
+    # Values whose sum overflows int64 but not each one.
+    big = [2**62, 2**62, 2**62, 1]
+    assert stats.mean(np.array(big, dtype=np.int64)) == ref_mean(big)
+    # Chunked sums of squares: each chunk fits int64, their total does not.
+    rng = random.Random(5)
+    mid = [rng.randint(10**8, 2 * 10**8) for _ in range(5000)]
+    assert stats.stdev(np.array(mid)) == ref_stdev(mid)
