@@ -233,3 +233,14 @@ def test_exact_integer_sums_beyond_int64():
     rng = random.Random(5)
     mid = [rng.randint(10**8, 2 * 10**8) for _ in range(5000)]
     assert stats.stdev(np.array(mid)) == ref_stdev(mid)
+
+
+def test_as_dict_is_dataclasses_asdict():
+    from dataclasses import asdict
+    d = stats.describe([52] * 90 + [78] * 9 + [100_000])
+    want = asdict(d)
+    want["outliers"] = {**asdict(d.outliers), "count": d.outliers.count}
+    assert d.as_dict() == want
+    assert stats.describe([]).as_dict() == asdict(stats.describe([]))
+    s = stats.summarize([3, 1, 2])
+    assert s.as_dict() == asdict(s)

@@ -34,7 +34,7 @@ import bisect
 import functools
 import math
 import operator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Sequence
 
 import numpy as np
@@ -52,7 +52,12 @@ class Summary:
     mean: float | None
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return _flat(self)
+
+
+def _flat(obj) -> dict:
+    """asdict of a dataclass of plain numbers, without its deep copies."""
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
 
 
 EMPTY = Summary(n=0, min=None, max=None, median=None, p5=None, p95=None, mad=None, mean=None)
@@ -352,9 +357,9 @@ class Description:
     outliers: Outliers | None
 
     def as_dict(self) -> dict:
-        d = asdict(self)
+        d = _flat(self)
         if self.outliers is not None:
-            d["outliers"] = {**asdict(self.outliers), "count": self.outliers.count}
+            d["outliers"] = {**_flat(self.outliers), "count": self.outliers.count}
         return d
 
 
