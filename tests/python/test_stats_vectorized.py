@@ -244,3 +244,32 @@ def test_as_dict_is_dataclasses_asdict():
     assert stats.describe([]).as_dict() == asdict(stats.describe([]))
     s = stats.summarize([3, 1, 2])
     assert s.as_dict() == asdict(s)
+
+
+def test_searching_an_integer_array_is_bisect():
+    xs = [-5, 0, 0, 3, 3, 3, 7, 2**40]
+    arr = np.array(xs, dtype=np.int64)
+    for v in (-6, -5, -4.5, 0, 0.0, 0.25, 2.999, 3, 3.0, 3.5, 6.99999, 7, 7.5, 2.0**40,
+              2.0**40 + 0.5, 1e30, -1e30, math.inf, -math.inf, 2**70, -(2**70)):
+        assert stats._bisect_left(arr, v) == bisect.bisect_left(xs, v), v
+        assert stats._bisect_right(arr, v) == bisect.bisect_right(xs, v), v
+    fl = np.array([0.5, 1.0, 1.0, 2.5])
+    for v in (0.0, 1.0, 1.5, 3.0):
+        assert stats._bisect_left(fl, v) == bisect.bisect_left(fl.tolist(), v)
+        assert stats._bisect_right(fl, v) == bisect.bisect_right(fl.tolist(), v)
+
+
+def test_t_quantile_is_the_root_of_t_cdf():
+    # Newton's method, bracketed: the p-quantile is where t_cdf reaches p,
+    # from heavy tails (df < 1) to the normal limit.
+    for df in (0.3, 0.5, 1, 1.5, 2, 3.7, 9, 30, 250, 1e4):
+        for p in (0.6, 0.9, 0.975, 0.995, 0.9995):
+            t = stats.t_quantile(p, df)
+            assert stats.t_cdf(t, df) == pytest.approx(p, rel=1e-12, abs=1e-15)
+            assert stats.t_quantile(1 - p, df) == -t
+    assert stats.t_quantile(0.5, 7) == 0.0
+    # df = 1 is Cauchy's, df = 2 has a closed form: both known exactly.
+    for p in (0.6, 0.975, 0.9995):
+        assert stats.t_quantile(p, 1) == pytest.approx(math.tan(math.pi * (p - 0.5)), rel=1e-11)
+        a = 4 * p * (1 - p)
+        assert stats.t_quantile(p, 2) == pytest.approx((2 * p - 1) * math.sqrt(2 / a), rel=1e-11)

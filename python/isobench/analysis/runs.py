@@ -15,6 +15,7 @@ the spread.
 
 from __future__ import annotations
 
+import array
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -205,15 +206,19 @@ class Config:
 
     @cached_property
     def samples(self) -> np.ndarray:
-        """The repetitions' primary samples pooled, in the order of the repetitions."""
+        """The repetitions' primary samples pooled, sorted."""
         parts = list(self.rep_samples.values())
-        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+        if not parts:
+            return np.empty(0, dtype=np.int64)
+        pooled = np.concatenate(parts)
+        # Sorted runs, one per repetition: a merge sort ("stable", numpy's
+        # timsort) joins them in near-linear time.
+        pooled.sort(kind="stable")
+        return pooled
 
-    @cached_property
+    @property
     def sorted_samples(self) -> np.ndarray:
-        # The pooled samples are sorted runs, one per repetition: a merge
-        # sort ("stable", numpy's timsort) joins them in near-linear time.
-        return np.sort(self.samples, kind="stable")
+        return self.samples
 
     @cached_property
     def description(self) -> stats.Description:
@@ -320,13 +325,20 @@ def group(results: Sequence[dict], samples: Mapping[int, Mapping[str, Sequence[i
         ev = samples.get(r["result_id"], {})
         # Sorted once here, as an array (no Python integer per sample): the
         # repetition's order statistics need it sorted.
-        primary = np.array(ev.get(PRIMARY_EVENT, ()), dtype=np.int64)
-        primary.sort()
-        cfg.rep_samples[r["result_id"]] = primary
+        cfg.rep_samples[r["result_id"]] = np.sort(_int64(ev.get(PRIMARY_EVENT, ())))
         for name, values in ev.items():
             if name != PRIMARY_EVENT:
                 cfg.events.setdefault(name, []).extend(values)
     return list(configs.values())
+
+
+def _int64(values: Sequence[int]) -> np.ndarray:
+    """Samples as an int64 array; the store's unsigned 64-bit buffers are
+    read in place (a counter's samples stay below 2**63)."""
+    if isinstance(values, (memoryview, array.array)) and (
+            getattr(values, "format", None) or values.typecode) == "Q":
+        return np.frombuffer(values, dtype=np.int64)
+    return np.asarray(values, dtype=np.int64)
 
 
 def load_run(store: Store, run_id: int) -> RunData:

@@ -185,18 +185,26 @@ def decode_samples(blob: bytes, count: int, encoding: str) -> tuple[int, ...]:
     return tuple(decode_sample_array(blob, count, encoding))
 
 
-def decode_sample_array(blob: bytes, count: int, encoding: str) -> array.array:
-    """decode_samples as an array of unsigned 64-bit integers, without a
-    Python integer per value (numpy reads it without a copy)."""
+def decode_sample_array(blob: bytes, count: int,
+                        encoding: str) -> memoryview | array.array:
+    """decode_samples as unsigned 64-bit integers in native byte order
+    (format "Q"), without a Python integer per value and, on a
+    little-endian machine, without a copy of the decompressed bytes: numpy
+    reads them as they are."""
     if encoding != SAMPLE_ENCODING:
         raise StoreError(f"samples in unknown encoding {encoding!r}")
-    a = array.array("Q")
     try:
-        a.frombytes(zlib.decompress(blob))
+        raw = zlib.decompress(blob)
+        if len(raw) % 8:
+            raise ValueError("bytes do not fill whole 64-bit values")
     except (zlib.error, TypeError, ValueError) as e:
         raise StoreError(f"samples are damaged ({e})") from None
     if sys.byteorder == "big":
+        a = array.array("Q")
+        a.frombytes(raw)
         a.byteswap()
+    else:
+        a = memoryview(raw).cast("Q")
     if len(a) != count:
         raise StoreError(f"samples: {len(a)} values stored, {count} expected")
     return a
@@ -579,10 +587,10 @@ class Store:
         return out
 
     def samples(self, result_id: int,
-                as_array: bool = False) -> dict[str, tuple[int, ...] | array.array]:
+                as_array: bool = False) -> dict[str, tuple[int, ...] | memoryview | array.array]:
         """The sample events of a result, each a tuple of ints, or with
-        as_array an array.array of unsigned 64-bit integers (for analysis
-        of millions of samples: no Python integer per value)."""
+        as_array a buffer of unsigned 64-bit integers (decode_sample_array:
+        for analysis of millions of samples, no Python integer per value)."""
         rows = self._conn.execute(
             "SELECT event, count, encoding, data FROM samples WHERE result_id = ? ORDER BY rowid",
             (result_id,)).fetchall()
