@@ -225,7 +225,7 @@ class Config:
         """The spread of the pooled per-call samples (descriptive only)."""
         if not len(self.samples):
             return _described_from_summary(self.results)
-        return stats.describe(self.sorted_samples)
+        return stats.describe_sorted(self.sorted_samples)
 
     def ns_factor(self) -> float | None:
         return units.ns_factor(self.unit, self.tsc_hz)
@@ -263,7 +263,13 @@ class RunData:
         return {c.key: c for c in self.configs}
 
     def baseline_of(self, cfg: Config) -> Config | None:
-        return find_baseline(cfg, self.configs)
+        # Only `direct` configurations can be a baseline: searching them
+        # alone finds the same one, without a pass over every configuration.
+        return find_baseline(cfg, self._directs)
+
+    @cached_property
+    def _directs(self) -> list[Config]:
+        return [c for c in self.configs if c.mechanism == BASELINE]
 
     def tsc_hz(self) -> float | None:
         return self.env.get("tsc_hz") or next((c.tsc_hz for c in self.configs if c.tsc_hz), None)
@@ -344,6 +350,5 @@ def _int64(values: Sequence[int]) -> np.ndarray:
 def load_run(store: Store, run_id: int) -> RunData:
     run = store.run(run_id)
     results = store.results(run_id)
-    samples = {r["result_id"]: store.samples(r["result_id"], as_array=True) for r in results
-               if r["status"] == "ok"}
+    samples = store.run_samples(run_id, status="ok")
     return RunData(run, str(store.path), results, group(results, samples), store.jobs(run_id))

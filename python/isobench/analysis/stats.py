@@ -386,7 +386,12 @@ class Description:
 
 
 def describe(samples: Sequence[int | float]) -> Description:
-    xs = sorted_array(samples)
+    return describe_sorted(sorted_array(samples))
+
+
+def describe_sorted(xs: np.ndarray) -> Description:
+    """describe of samples already sorted in an array (see as_array)."""
+    xs = as_array(xs)
     if xs.size == 0:
         return Description(0, *([None] * 12))
     med = percentile_sorted(xs, 0.5)
