@@ -200,7 +200,10 @@ def decode_sample_array(blob: bytes, count: int,
     if encoding != SAMPLE_ENCODING:
         raise StoreError(f"samples in unknown encoding {encoding!r}")
     try:
-        raw = zlib.decompress(blob)
+        # Room for the count stored (no regrowing the output as it fills),
+        # never more than deflate can expand the blob to (1032:1).
+        size = max(8, min(8 * count, 1032 * len(blob) + 64)) if isinstance(count, int) else 8
+        raw = zlib.decompress(blob, bufsize=size)
         if len(raw) % 8:
             raise ValueError("bytes do not fill whole 64-bit values")
     except (zlib.error, TypeError, ValueError) as e:
