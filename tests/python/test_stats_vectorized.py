@@ -259,17 +259,50 @@ def test_searching_an_integer_array_is_bisect():
         assert stats._bisect_right(fl, v) == bisect.bisect_right(fl.tolist(), v)
 
 
-def test_t_quantile_is_the_root_of_t_cdf():
-    # Newton's method, bracketed: the p-quantile is where t_cdf reaches p,
-    # from heavy tails (df < 1) to the normal limit.
-    for df in (0.3, 0.5, 1, 1.5, 2, 3.7, 9, 30, 250, 1e4):
-        for p in (0.6, 0.9, 0.975, 0.995, 0.9995):
-            t = stats.t_quantile(p, df)
-            assert stats.t_cdf(t, df) == pytest.approx(p, rel=1e-12, abs=1e-15)
-            assert stats.t_quantile(1 - p, df) == -t
-    assert stats.t_quantile(0.5, 7) == 0.0
+def ref_t_quantile(p, df):
+    """The quantile as it was defined: bisection on t_cdf, every step evaluated."""
+    if p < 0.5:
+        return -ref_t_quantile(1.0 - p, df)
+    lo, hi = 0.0, 1.0
+    while stats.t_cdf(hi, df) < p:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if stats.t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-13 * max(1.0, hi):
+            break
+    return (lo + hi) / 2.0
+
+
+def test_t_quantile_is_the_bisection_bit_for_bit():
+    # The bisection decides the steps far from the root without t_cdf; the
+    # result must still be the one every step evaluated gives, from heavy
+    # tails (df < 1) to the normal limit, and near p = 1/2, where t_cdf
+    # itself is least exact.
+    rng = random.Random(12)
+    dfs = [0.3, 0.5, 1, 1.5, 2, 3.7, 4, 9, 30, 250, 1e4, 1e7] + [
+        rng.uniform(0.5, 60) for _ in range(40)]
+    ps = [0.5000000001, 0.5001, 0.6, 0.9, 0.975, 0.995, 0.9995, 0.999999] + [
+        rng.uniform(0.5, 1) for _ in range(4)]
+    for df in dfs:
+        for p in ps:
+            assert stats.t_quantile(p, df) == ref_t_quantile(p, df), (p, df)
+            assert stats.t_quantile(1 - p, df) == ref_t_quantile(1 - p, df), (p, df)
+    assert stats.t_quantile(0.5, 7) == ref_t_quantile(0.5, 7)
+    with pytest.raises(ValueError):
+        stats.t_quantile(1.0, 3)
+
+
+def test_the_newton_root_is_where_t_cdf_reaches_p():
+    for df in (0.3, 1, 2, 3.7, 30, 1e4):
+        for p in (0.6, 0.975, 0.9995):
+            t = stats._t_root(p, df)
+            assert stats.t_cdf(t, df) == pytest.approx(p, rel=1e-12)
     # df = 1 is Cauchy's, df = 2 has a closed form: both known exactly.
     for p in (0.6, 0.975, 0.9995):
-        assert stats.t_quantile(p, 1) == pytest.approx(math.tan(math.pi * (p - 0.5)), rel=1e-11)
+        assert stats._t_root(p, 1) == pytest.approx(math.tan(math.pi * (p - 0.5)), rel=1e-11)
         a = 4 * p * (1 - p)
-        assert stats.t_quantile(p, 2) == pytest.approx((2 * p - 1) * math.sqrt(2 / a), rel=1e-11)
+        assert stats._t_root(p, 2) == pytest.approx((2 * p - 1) * math.sqrt(2 / a), rel=1e-11)
