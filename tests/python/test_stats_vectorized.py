@@ -306,3 +306,11 @@ def test_the_newton_root_is_where_t_cdf_reaches_p():
         assert stats._t_root(p, 1) == pytest.approx(math.tan(math.pi * (p - 0.5)), rel=1e-11)
         a = 4 * p * (1 - p)
         assert stats._t_root(p, 2) == pytest.approx((2 * p - 1) * math.sqrt(2 / a), rel=1e-11)
+
+
+def test_values_beyond_int64_are_not_wrapped():
+    # No counter gets there, but a value of 2**63 or more must not turn
+    # negative on its way into an int64 array.
+    for xs in ([2**63, 1, 5], np.array([2**63, 1, 5], dtype=np.uint64), [2**64 + 1, 3]):
+        d = stats.describe(xs)
+        assert d.min > 0 and d.max >= 2**63 and d.median > 0

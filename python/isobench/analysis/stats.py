@@ -75,7 +75,9 @@ def as_array(xs: Sequence[float]) -> np.ndarray:
     one: int64 for integers (counter samples stay below 2**63), float64
     otherwise."""
     a = np.asarray(xs)
-    if a.dtype.kind == "i" and a.dtype != np.int64 or a.dtype.kind in "ub":
+    if a.dtype.kind == "u" and a.size and int(a.max()) > _INT64_MAX:
+        a = a.astype(np.float64)  # beyond int64: no counter measures that long
+    elif a.dtype.kind == "i" and a.dtype != np.int64 or a.dtype.kind in "ub":
         a = a.astype(np.int64)
     elif a.dtype.kind not in "if":
         a = a.astype(np.float64)  # Python integers beyond int64 end up here
@@ -91,7 +93,7 @@ def sorted_array(xs: Sequence[float]) -> np.ndarray:
 
 
 def _bound(a: np.ndarray) -> int:
-    """The largest |x| of a non-empty int64 array (from its ends if sorted)."""
+    """The largest |x| of a non-empty int64 array."""
     return max(abs(int(a.min())), abs(int(a.max())))
 
 
@@ -186,7 +188,7 @@ def _bisect_left(xs: Sequence[float], v: float) -> int:
         # Integers below v are those below ceil(v): searched as an integer,
         # so that numpy does not turn the whole array into floats first.
         k = math.ceil(v)
-        return 0 if k < -_INT64_MAX else (
+        return 0 if k < -_INT64_MAX - 1 else (
             xs.size if k > _INT64_MAX else int(np.searchsorted(xs, np.int64(k), side="left")))
     return int(np.searchsorted(xs, v, side="left"))
 
@@ -197,7 +199,7 @@ def _bisect_right(xs: Sequence[float], v: float) -> int:
         return bisect.bisect_right(xs, v)
     if xs.dtype.kind == "i" and math.isfinite(v):
         k = math.floor(v)
-        return 0 if k < -_INT64_MAX else (
+        return 0 if k < -_INT64_MAX - 1 else (
             xs.size if k > _INT64_MAX else int(np.searchsorted(xs, np.int64(k), side="right")))
     return int(np.searchsorted(xs, v, side="right"))
 
