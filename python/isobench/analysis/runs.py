@@ -15,10 +15,13 @@ the spread.
 
 from __future__ import annotations
 
+import array
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping, Sequence
+
+import numpy as np
 
 from . import stats, units
 from ..measure.records import NO_MECHANISM, PRIMARY_EVENT
@@ -154,9 +157,9 @@ class Config:
     """One measured configuration and its repetitions (ok results only).
 
     results holds one stored result per repetition (fresh isob process);
-    rep_samples the primary samples of each, by result id.  samples pools
-    them, for descriptions of the spread only: intervals and tests take the
-    repetitions as their unit (summary.py)."""
+    rep_samples the primary samples of each, by result id, as sorted int64
+    arrays.  samples pools them, for descriptions of the spread only:
+    intervals and tests take the repetitions as their unit (summary.py)."""
 
     benchmark: str
     mechanism: str
@@ -164,8 +167,7 @@ class Config:
     unit: str | None
     counter: str | None
     results: list[dict] = field(default_factory=list)
-    rep_samples: dict[int, list[int]] = field(default_factory=dict)
-    samples: list[int] = field(default_factory=list)
+    rep_samples: dict[int, np.ndarray] = field(default_factory=dict)
     events: dict[str, list[int]] = field(default_factory=dict)
 
     @property
@@ -210,15 +212,27 @@ class Config:
         return stats.between_cv(self.rep_medians)
 
     @cached_property
-    def sorted_samples(self) -> list[int]:
-        return sorted(self.samples)
+    def samples(self) -> np.ndarray:
+        """The repetitions' primary samples pooled, sorted."""
+        parts = list(self.rep_samples.values())
+        if not parts:
+            return np.empty(0, dtype=np.int64)
+        pooled = np.concatenate(parts)
+        # Sorted runs, one per repetition: a merge sort ("stable", numpy's
+        # timsort) joins them in near-linear time.
+        pooled.sort(kind="stable")
+        return pooled
+
+    @property
+    def sorted_samples(self) -> np.ndarray:
+        return self.samples
 
     @cached_property
     def description(self) -> stats.Description:
         """The spread of the pooled per-call samples (descriptive only)."""
-        if not self.samples:
+        if not len(self.samples):
             return _described_from_summary(self.results)
-        return stats.describe(self.sorted_samples)
+        return stats.describe_sorted(self.sorted_samples)
 
     def ns_factor(self) -> float | None:
         return units.ns_factor(self.unit, self.tsc_hz)
@@ -256,7 +270,13 @@ class RunData:
         return {c.key: c for c in self.configs}
 
     def baseline_of(self, cfg: Config) -> Config | None:
-        return find_baseline(cfg, self.configs)
+        # Only `direct` configurations can be a baseline: searching them
+        # alone finds the same one, without a pass over every configuration.
+        return find_baseline(cfg, self._directs)
+
+    @cached_property
+    def _directs(self) -> list[Config]:
+        return [c for c in self.configs if c.mechanism == BASELINE]
 
     def tsc_hz(self) -> float | None:
         return self.env.get("tsc_hz") or next((c.tsc_hz for c in self.configs if c.tsc_hz), None)
@@ -316,21 +336,26 @@ def group(results: Sequence[dict], samples: Mapping[int, Mapping[str, Sequence[i
                                         r.get("unit"), r.get("counter"))
         cfg.results.append(r)
         ev = samples.get(r["result_id"], {})
-        # Sorted once here: the repetition's order statistics need it, and
-        # the pooled samples then sort in near-linear time (Timsort merges
-        # the sorted runs).
-        primary = sorted(ev.get(PRIMARY_EVENT, ()))
-        cfg.rep_samples[r["result_id"]] = primary
-        cfg.samples.extend(primary)
+        # Sorted once here, as an array (no Python integer per sample): the
+        # repetition's order statistics need it sorted.
+        cfg.rep_samples[r["result_id"]] = np.sort(_int64(ev.get(PRIMARY_EVENT, ())))
         for name, values in ev.items():
             if name != PRIMARY_EVENT:
                 cfg.events.setdefault(name, []).extend(values)
     return list(configs.values())
 
 
+def _int64(values: Sequence[int]) -> np.ndarray:
+    """Samples as an int64 array; the store's unsigned 64-bit buffers are
+    read in place (a counter's samples stay below 2**63)."""
+    if isinstance(values, (memoryview, array.array)) and (
+            getattr(values, "format", None) or values.typecode) == "Q":
+        return np.frombuffer(values, dtype=np.int64)
+    return np.asarray(values, dtype=np.int64)
+
+
 def load_run(store: Store, run_id: int) -> RunData:
     run = store.run(run_id)
     results = store.results(run_id)
-    samples = {r["result_id"]: store.samples(r["result_id"]) for r in results
-               if r["status"] == "ok"}
+    samples = store.run_samples(run_id, status="ok")
     return RunData(run, str(store.path), results, group(results, samples), store.jobs(run_id))

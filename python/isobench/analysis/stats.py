@@ -1,4 +1,4 @@
-"""Summary statistics of raw samples, in pure Python.
+"""Summary statistics of raw samples, vectorized on numpy.
 
 Definitions (they are part of the results' meaning, so they are fixed here):
 
@@ -14,11 +14,18 @@ Definitions (they are part of the results' meaning, so they are fixed here):
 
 An empty sample set has n = 0 and every other field None.
 
-Keep each statistic a small pure function over a sorted sequence.  The part
-below summarize() -- spread, outliers, order-statistic intervals, intervals
-over repetitions, ratios, the Mann-Whitney test -- is described in
-docs/methodology.md.  Only the standard library is used; the tests check
-the distributions below against scipy.
+Keep each statistic a small pure function over a sorted sequence.  A
+sequence may be a list or a numpy array (runs.py hands the samples over as
+sorted int64 arrays, which is what makes a run of millions of samples quick
+to summarize); the results are the same Python numbers either way: sums of
+integer samples are exact, sums of floats correctly rounded (math.fsum),
+and order statistics are taken, never estimated.  The part below
+summarize() -- spread, outliers, order-statistic intervals, intervals over
+repetitions, ratios, the Mann-Whitney test -- is described in
+docs/methodology.md.  Its distributions (binomial, Student's t, the exact
+U distribution) are computed here from the standard library's math module;
+numpy is the only package the module needs, and the tests check the
+distributions against scipy.
 """
 
 from __future__ import annotations
@@ -27,9 +34,13 @@ import bisect
 import functools
 import math
 import operator
-from dataclasses import asdict, dataclass
+import statistics
+import sys
+from dataclasses import asdict, dataclass, fields
 from statistics import NormalDist
 from typing import Sequence
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -44,15 +55,91 @@ class Summary:
     mean: float | None
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return _flat(self)
+
+
+def _flat(obj) -> dict:
+    """asdict of a dataclass of plain numbers, without its deep copies."""
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
 
 
 EMPTY = Summary(n=0, min=None, max=None, median=None, p5=None, p95=None, mad=None, mean=None)
 
 
+# Integer sums are taken in int64 while they cannot overflow, beyond in
+# Python integers: either way exactly.
+_INT64_MAX = 2**63 - 1
+
+
+def as_array(xs: Sequence[float]) -> np.ndarray:
+    """xs as a one-dimensional numpy array, without a copy where it already is
+    one: int64 for integers (counter samples stay below 2**63), float64
+    otherwise."""
+    a = np.asarray(xs)
+    if a.dtype.kind == "u" and a.size and int(a.max()) > _INT64_MAX:
+        a = a.astype(np.float64)  # beyond int64: no counter measures that long
+    elif a.dtype.kind == "i" and a.dtype != np.int64 or a.dtype.kind in "ub":
+        a = a.astype(np.int64)
+    elif a.dtype.kind not in "if":
+        a = a.astype(np.float64)  # Python integers beyond int64 end up here
+    return a.reshape(-1)
+
+
+def sorted_array(xs: Sequence[float]) -> np.ndarray:
+    """xs as a sorted array (see as_array); one already sorted is not sorted again."""
+    a = as_array(xs)
+    if a.size > 1 and not bool(np.all(a[1:] >= a[:-1])):
+        a = np.sort(a)
+    return a
+
+
+def _bound(a: np.ndarray) -> int:
+    """The largest |x| of a non-empty int64 array."""
+    return max(abs(int(a.min())), abs(int(a.max())))
+
+
+def _int_sum(a: np.ndarray, big: int | None = None) -> int:
+    """The exact sum of an int64 array, as a Python integer; big bounds |x|."""
+    if a.size == 0:
+        return 0
+    big = _bound(a) if big is None else big
+    if big * a.size <= _INT64_MAX:
+        return int(a.sum())
+    return sum(a.tolist())
+
+
+def _int_sum_of_squares(a: np.ndarray, big: int | None = None) -> int:
+    """The exact sum of x * x over an int64 array, as a Python integer: in
+    int64 chunks short enough not to overflow, added up in Python."""
+    if a.size == 0:
+        return 0
+    big = _bound(a) if big is None else big
+    if big == 0:
+        return 0
+    if big * big > _INT64_MAX:
+        xs = a.tolist()
+        return sum(map(operator.mul, xs, xs))
+    chunk = _INT64_MAX // (big * big)
+    if chunk >= a.size:
+        return int(np.dot(a, a))
+    if a.size // chunk < 64:
+        return sum(int(np.dot(c, c)) for c in (a[i:i + chunk] for i in range(0, a.size, chunk)))
+    return sum(np.add.reduceat(a * a, np.arange(0, a.size, chunk)).tolist())
+
+
+def _fsum(a: np.ndarray) -> float:
+    """math.fsum of a float array: correctly rounded, as the definitions ask."""
+    return math.fsum(a.tolist())
+
+
+def _total(a: np.ndarray) -> int | float:
+    """The sum of an array: exact for integers, correctly rounded for floats."""
+    return _int_sum(a) if a.dtype.kind == "i" else _fsum(a)
+
+
 def percentile_sorted(xs: Sequence[float], q: float) -> float:
     """The q-quantile (0 <= q <= 1) of already sorted xs, linear interpolation."""
-    if not xs:
+    if len(xs) == 0:
         raise ValueError("percentile of no samples")
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"quantile {q} is outside [0, 1]")
@@ -63,7 +150,7 @@ def percentile_sorted(xs: Sequence[float], q: float) -> float:
 
 
 def percentile(xs: Sequence[float], q: float) -> float:
-    return percentile_sorted(sorted(xs), q)
+    return percentile_sorted(sorted_array(xs), q)
 
 
 def median(xs: Sequence[float]) -> float:
@@ -94,13 +181,38 @@ def _kth_deviation(xs: Sequence[float], med: float, pos: int, k: int) -> float:
     return float(max(cands))
 
 
+def _bisect_left(xs: Sequence[float], v: float) -> int:
+    """How many of sorted xs are < v (bisect.bisect_left)."""
+    if not isinstance(xs, np.ndarray):
+        return bisect.bisect_left(xs, v)
+    if xs.dtype.kind == "i" and math.isfinite(v):
+        # Integers below v are those below ceil(v): searched as an integer,
+        # so that numpy does not turn the whole array into floats first.
+        k = math.ceil(v)
+        return 0 if k < -_INT64_MAX - 1 else (
+            xs.size if k > _INT64_MAX else int(np.searchsorted(xs, np.int64(k), side="left")))
+    return int(np.searchsorted(xs, v, side="left"))
+
+
+def _bisect_right(xs: Sequence[float], v: float) -> int:
+    """How many of sorted xs are <= v (bisect.bisect_right)."""
+    if not isinstance(xs, np.ndarray):
+        return bisect.bisect_right(xs, v)
+    if xs.dtype.kind == "i" and math.isfinite(v):
+        k = math.floor(v)
+        return 0 if k < -_INT64_MAX - 1 else (
+            xs.size if k > _INT64_MAX else int(np.searchsorted(xs, np.int64(k), side="right")))
+    return int(np.searchsorted(xs, v, side="right"))
+
+
 def mad_sorted(xs: Sequence[float], med: float) -> float:
     """Unscaled median absolute deviation of sorted xs around their median,
-    with the same interpolation as percentile_sorted."""
+    with the same interpolation as percentile_sorted.  O(log n): the k-th
+    deviation is selected from two sorted runs, never computed for all."""
     n = len(xs)
     if n == 0:
         raise ValueError("MAD of no samples")
-    pos = bisect.bisect_left(xs, med)
+    pos = _bisect_left(xs, med)
     h = (n - 1) * 0.5
     lo = math.floor(h)
     a = _kth_deviation(xs, med, pos, lo)
@@ -110,25 +222,23 @@ def mad_sorted(xs: Sequence[float], med: float) -> float:
 
 
 def mean(xs: Sequence[float]) -> float:
-    if not xs:
+    a = as_array(xs)
+    if a.size == 0:
         raise ValueError("mean of no samples")
     # Integer samples (counts) are summed exactly and divided once, so the mean
     # is correctly rounded however large the counts; floats go through fsum.
-    total = sum(xs)
-    if isinstance(total, float):
-        total = math.fsum(xs)
-    return total / len(xs)
+    return _total(a) / a.size
 
 
 def summarize(samples: Sequence[int | float]) -> Summary:
-    if not samples:
+    xs = sorted_array(samples)
+    if xs.size == 0:
         return EMPTY
-    xs = sorted(samples)
     med = percentile_sorted(xs, 0.5)
     return Summary(
-        n=len(xs),
-        min=xs[0],
-        max=xs[-1],
+        n=int(xs.size),
+        min=xs[0].item(),
+        max=xs[-1].item(),
         median=med,
         p5=percentile_sorted(xs, 0.05),
         p95=percentile_sorted(xs, 0.95),
@@ -170,17 +280,22 @@ EXACT_U_MAX = 25
 
 def stdev(xs: Sequence[float]) -> float | None:
     """Sample standard deviation (n - 1 in the denominator); None below 2 values."""
-    n = len(xs)
+    a = as_array(xs)
+    return _stdev(a, _total(a)) if a.size >= 2 else None
+
+
+def _stdev(a: np.ndarray, total: int | float, big: int | None = None) -> float | None:
+    """stdev of a, whose sum (_total) is given; big bounds |x| if known."""
+    n = int(a.size)
     if n < 2:
         return None
-    total = sum(xs)
-    if isinstance(total, int):
+    if a.dtype.kind == "i":
         # Integer samples: n * sum(x^2) - sum(x)^2 is exact in integers, so
         # this one pass loses nothing, however many samples there are.
-        num = n * sum(map(operator.mul, xs, xs)) - total * total
+        num = n * _int_sum_of_squares(a, big) - total * total
         return math.sqrt(num / (n * (n - 1)))
-    m = math.fsum(xs) / n
-    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (n - 1))
+    d = a - total / n
+    return math.sqrt(_fsum(d * d) / (n - 1))
 
 
 def cv(xs: Sequence[float]) -> float | None:
@@ -189,8 +304,11 @@ def cv(xs: Sequence[float]) -> float | None:
     It is tail-sensitive: one 10 ms interrupt among 5000 samples of 5 us
     makes it several hundred percent.  robust_cv is what the checks use.
     """
-    s = stdev(xs)
-    m = mean(xs) if xs else 0
+    a = as_array(xs)
+    return _cv(stdev(a), mean(a) if a.size else 0)
+
+
+def _cv(s: float | None, m: float) -> float | None:
     return None if s is None or m == 0 else s / m
 
 
@@ -227,15 +345,27 @@ def outliers_sorted(xs: Sequence[float], med: float, mad: float) -> Outliers:
     if mad > 0:
         scale, rule = mad * OUTLIER_K, f"|x - median| > {OUTLIER_K:.2f} MAD"
     else:
-        mean_ad = math.fsum(abs(x - med) for x in xs) / len(xs) if xs else 0.0
+        mean_ad = _sum_abs_deviation(as_array(xs), med) / len(xs) if len(xs) else 0.0
         scale = OUTLIER_Z * 1.253314 * mean_ad
         rule = f"MAD = 0: |x - median| > {OUTLIER_Z} * 1.2533 * mean absolute deviation"
     if scale == 0:
         return Outliers(0, 0, med, med, "all samples equal: no outliers")
     lo, hi = med - scale, med + scale
-    low = bisect.bisect_left(xs, lo)
-    high = len(xs) - bisect.bisect_right(xs, hi)
+    low = _bisect_left(xs, lo)
+    high = len(xs) - _bisect_right(xs, hi)
     return Outliers(low, high, lo, hi, rule)
+
+
+def _sum_abs_deviation(a: np.ndarray, med: float) -> float:
+    """math.fsum(|x - med| for x in a), correctly rounded.  Integer samples
+    below 2**52 with a median on a whole or half value (always, for a median
+    of integers) have |2x - 2 med| exactly in integers, and half their exact
+    sum, rounded once, is what fsum gives."""
+    twice = 2.0 * med
+    if (a.dtype.kind == "i" and a.size and twice.is_integer() and abs(twice) < 2.0**52
+            and max(abs(int(a.min())), abs(int(a.max()))) < 2**51):
+        return float(_int_sum(np.abs(2 * a - int(twice)))) / 2.0
+    return _fsum(np.abs(a - med))
 
 
 @dataclass(frozen=True)
@@ -258,22 +388,30 @@ class Description:
     outliers: Outliers | None
 
     def as_dict(self) -> dict:
-        d = asdict(self)
+        d = _flat(self)
         if self.outliers is not None:
-            d["outliers"] = {**asdict(self.outliers), "count": self.outliers.count}
+            d["outliers"] = {**_flat(self.outliers), "count": self.outliers.count}
         return d
 
 
 def describe(samples: Sequence[int | float]) -> Description:
-    if not samples:
+    return describe_sorted(sorted_array(samples))
+
+
+def describe_sorted(xs: np.ndarray) -> Description:
+    """describe of samples already sorted in an array (see as_array)."""
+    xs = as_array(xs)
+    if xs.size == 0:
         return Description(0, *([None] * 12))
-    xs = sorted(samples)
     med = percentile_sorted(xs, 0.5)
     mad = mad_sorted(xs, med)
+    big = max(abs(xs[0].item()), abs(xs[-1].item())) if xs.dtype.kind == "i" else None
+    total = _int_sum(xs, big) if big is not None else _fsum(xs)
+    m, s = total / xs.size, _stdev(xs, total, big)
     return Description(
-        n=len(xs), min=xs[0], max=xs[-1], median=med,
+        n=int(xs.size), min=xs[0].item(), max=xs[-1].item(), median=med,
         p5=percentile_sorted(xs, 0.05), p95=percentile_sorted(xs, 0.95),
-        p99=percentile_sorted(xs, 0.99), mad=mad, mean=mean(xs), stdev=stdev(xs), cv=cv(xs),
+        p99=percentile_sorted(xs, 0.99), mad=mad, mean=m, stdev=s, cv=_cv(s, m),
         robust_cv=robust_cv(med, mad), outliers=outliers_sorted(xs, med, mad))
 
 
@@ -408,24 +546,86 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+def t_pdf(t: float, df: float) -> float:
+    """The density of Student's t with df degrees of freedom at t."""
+    return math.exp(math.lgamma((df + 1.0) / 2.0) - math.lgamma(df / 2.0)
+                    - 0.5 * math.log(df * math.pi) - (df + 1.0) / 2.0 * math.log1p(t * t / df))
+
+
+@functools.lru_cache(maxsize=4096)
 def t_quantile(p: float, df: float) -> float:
-    """The p-quantile of Student's t (bisection on t_cdf; exact to ~1e-12)."""
+    """The p-quantile of Student's t (bisection on t_cdf; exact to ~1e-12).
+
+    The bisection is the definition; Newton's method on t_cdf (_t_root)
+    finds the root first, so that only the steps within a hair of it have
+    to evaluate t_cdf: the others are decided by which side of the root
+    they fall on, as t_cdf would decide them.  The result is the
+    bisection's, bit for bit, from a few evaluations instead of fifty."""
     if not 0.0 < p < 1.0:
         raise ValueError(f"quantile {p} is outside (0, 1)")
     if p < 0.5:
         return -t_quantile(1.0 - p, df)
+    root = _t_root(p, df)
+    # How far from the root t_cdf may still misplace a step: it is exact to
+    # far better than 1e-13 in probability, except near t = 0, where forming
+    # 1 - df / (df + t^2) loses digits (relative error eps * df / t^2 in
+    # p - 1/2).  Ten times that, over the density, in t.  Where even that
+    # is no small part of p - 1/2, every step evaluates t_cdf.
+    err = 1e-13 + 10.0 * (p - 0.5) * sys.float_info.epsilon * df / (root * root or 1e-300)
+    margin = 1e-12 * root + err / t_pdf(root, df) if err < 1e-6 * (p - 0.5) else math.inf
+
+    def below(t: float) -> bool:  # t_cdf(t, df) < p
+        if t < root - margin:
+            return True
+        if t > root + margin:
+            return False
+        return t_cdf(t, df) < p
+
     lo, hi = 0.0, 1.0
-    while t_cdf(hi, df) < p:
+    while below(hi):
         hi *= 2.0
     for _ in range(200):
         mid = (lo + hi) / 2.0
-        if t_cdf(mid, df) < p:
+        if below(mid):
             lo = mid
         else:
             hi = mid
         if hi - lo < 1e-13 * max(1.0, hi):
             break
     return (lo + hi) / 2.0
+
+
+def _t_root(p: float, df: float) -> float:
+    """Where t_cdf(t, df) = p, for p >= 1/2: Newton's method from the
+    Cornish-Fisher expansion around the normal quantile (Abramowitz and
+    Stegun 26.7.5), kept inside a bracket of the root (a step that would
+    leave it bisects instead), so it converges for any df > 0."""
+    if p == 0.5:
+        return 0.0
+    z = _NORMAL.inv_cdf(p)
+    z2 = z * z
+    t = z + (z * (z2 + 1.0) / 4.0
+             + z * (z2 * (5.0 * z2 + 16.0) + 3.0) / (96.0 * df)
+             + z * (z2 * (z2 * (3.0 * z2 + 19.0) + 17.0) - 15.0) / (384.0 * df * df)) / df
+    lo, hi = 0.0, math.inf  # t_cdf(lo) < p <= t_cdf(hi)
+    for _ in range(200):
+        g = t_cdf(t, df) - p
+        if g == 0.0:
+            return t
+        if g < 0.0:
+            lo = t
+        else:
+            hi = t
+        nxt = t - g / t_pdf(t, df)
+        if not lo < nxt < hi:
+            nxt = (lo + hi) / 2.0 if hi < math.inf else 2.0 * t
+        if abs(nxt - t) <= 1e-14 * abs(nxt) or hi - lo <= 1e-15 * hi < math.inf:
+            return nxt
+        t = nxt
+    return t
+
+
+_NORMAL = statistics.NormalDist()
 
 
 @dataclass(frozen=True)

@@ -142,9 +142,10 @@ def repetition(cfg: Config, r: Mapping, run_empty: float | None = None) -> dict:
     h = r.get("header") or {}
     step = float(h.get("counter_step") or 0)
     empty, empty_p5, empty_p95 = _empty(r)
-    xs = cfg.rep_samples.get(r["result_id"], [])  # sorted by runs.group
-    med = stats.percentile_sorted(xs, 0.5) if xs else r.get("median")
-    mi = stats.median_interval(xs, step) if xs else None
+    xs = cfg.rep_samples.get(r["result_id"], ())  # a sorted array (runs.group)
+    have = len(xs) > 0
+    med = stats.percentile_sorted(xs, 0.5) if have else r.get("median")
+    mi = stats.median_interval(xs, step) if have else None
     pairs = list(r.get("batched_reps") or ())
     batched = r.get("batched")
     k = batch_size(r)
@@ -166,7 +167,7 @@ def repetition(cfg: Config, r: Mapping, run_empty: float | None = None) -> dict:
         agree = bhi >= lo and blo <= hi
     return {
         "repetition": r.get("repetition") or 1, "result_id": r["result_id"],
-        "n": len(xs) if xs else r.get("n"), "median": med,
+        "n": len(xs) if have else r.get("n"), "median": med,
         "median_interval": mi.as_dict() if mi else None, "mean": r.get("mean"),
         "p5": stats.percentile_sorted(xs, 0.05) if xs else None,
         "p95": stats.percentile_sorted(xs, 0.95) if xs else None,
