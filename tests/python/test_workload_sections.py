@@ -102,7 +102,10 @@ def test_one_noisy_repetition_at_the_largest_k_vetoes_nothing(tmp_path):
             r["samples"]["primary"] = [3 * v for v in r["samples"]["primary"]]
     doc = summary_of(tmp_path, res)
     ut = next(c for c in doc["sections"]["worksweep"]["curves"] if c["mechanism"] == "uthread")
-    assert ut["points"][-1]["ratio"]["interval"][1] > 1.5  # the noisy point, wide
+    # The noisy point: a wide interval, or (the 3x process standing apart
+    # from the other two) repetitions in modes, with no interval at all.
+    noisy = ut["points"][-1]["ratio"]
+    assert (noisy["interval"] is None and noisy.get("modes")) or noisy["interval"][1] > 1.5
     assert ut["model"]["c"]["value"] == pytest.approx(100 * 50.0, rel=0.05)
     for b, t in zip(ut["break_even"], (0.05, 0.01)):
         true_k = (50.0 / t - 10) / 2

@@ -62,7 +62,8 @@ def _tails(cfg, ps: list[dict]) -> dict:
     for name, q in QUANTILES:
         per = []
         for r, p in zip(cfg.results, ps):
-            xs = cfg.rep_samples.get(r["result_id"]) or []
+            xs = cfg.rep_samples.get(r["result_id"])
+            xs = [] if xs is None else xs  # a sorted array (runs.group)
             n = p.get("requests") or len(xs)
             if not n:
                 continue

@@ -80,6 +80,14 @@ def ratio_of(a: Mapping | None, b: Mapping | None) -> dict | None:
     ha, hb = a["headline"], b["headline"]
     if not ha["value"] or not hb["value"] or ha["value"] <= 0 or hb["value"] <= 0:
         return None
+    if ha.get("modes") or hb.get("modes"):
+        # Repetitions in separate groups: no interval describes them (the
+        # summary's own ratios say the same).
+        out = quantity(units.ratio(ha["value"], hb["value"]), None, "repetitions",
+                       min(ha["reps"], hb["reps"]), "x",
+                       "repetitions in separate groups (modes): no interval")
+        out["modes"] = True
+        return out
     iv = stats.ratio_interval(ha["values"], hb["values"], ha["resolution"], hb["resolution"])
     return quantity(units.ratio(ha["value"], hb["value"]), [iv.low, iv.high] if iv else None,
                     "repetitions", min(ha["reps"], hb["reps"]), "x")

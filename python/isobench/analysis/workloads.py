@@ -304,7 +304,9 @@ def worksweep(data: RunData, doc: Mapping) -> dict | None:
             r = e.get("ratio")
             ratio = quantity(r["value"], [r["interval"]["low"], r["interval"]["high"]]
                              if r and r.get("interval") else None, "repetitions",
-                             e["headline"]["reps"], "x") if r else None
+                             e["headline"]["reps"], "x", r.get("note")) if r else None
+            if ratio is not None and r.get("modes"):
+                ratio["modes"] = True
             points.append({"k": k, "time": time_of(e, "ns"), "ratio": ratio,
                            "ns_per_iteration": middle(outputs(e, "ns_per_iteration"))})
         model, be, flags = None, [], []
