@@ -996,10 +996,28 @@ def _add_campaign(sub) -> None:
                    default=measure_campaign.DEFAULT_HOST_TIMEOUT, metavar="SECONDS",
                    help="longest `isobench run` on one host (default: "
                         f"{measure_campaign.DEFAULT_HOST_TIMEOUT})")
+    q.add_argument("--workdir-root", dest="workdir_roots", action="append", default=[],
+                   type=_workdir_root, metavar="DIR",
+                   help="also allow isobench_workdir and isobench_prebuilt below DIR (an "
+                        "absolute path; repeat; always allowed: ~/... and "
+                        f"{', '.join(measure_campaign.WORKDIR_ROOTS)})")
+    q.add_argument("--insecure-host-keys", action="store_true",
+                   help="accept inventory or environment settings that turn off the "
+                        "host-key check (refused without it); the campaign's state records "
+                        "a warning per host")
     q.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     _add_json(q, "each host's outcome")
     _add_db(q)
     q.set_defaults(func=cmd_campaign_run)
+
+
+def _workdir_root(text: str) -> str:
+    parts = text.rstrip("/").split("/")
+    if not text.startswith("/") or len(parts) < 2 or any(p in ("", ".", "..") for p in parts[1:]) \
+            or not validate.REMOTE_PATH.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an absolute folder below / (no '.', "
+                                         "'..' or spaces)")
+    return text.rstrip("/")
 
     q = csub.add_parser(
         "show", formatter_class=Formatter, help="the campaign's table: mechanism x host",
@@ -1105,8 +1123,10 @@ def _exclusive_file(path: Path, text: str, what: str) -> None:
 def cmd_campaign_init(args: argparse.Namespace) -> int:
     path = Path(args.file)
     _exclusive_file(path, measure_campaign.example_inventory(path), "campaign init")
-    print(f"example inventory written to {path}: edit the hosts, then "
-          f"`isobench campaign run {path} --quick`")
+    print(f"example inventory written to {path}: its hosts are placeholders that `campaign "
+          "run` refuses; replace each (replace-me-*, 192.0.2.x, 2001:db8::x) with a machine of "
+          "yours, add its key to ~/.ssh/known_hosts, then "
+          f"`isobench campaign run {path} switch --quick`")
     return EXIT_OK
 
 
@@ -1123,7 +1143,9 @@ def cmd_campaign_run(args: argparse.Namespace) -> int:
     inventory = Path(args.inventory)
     selection = _campaign_selection(args)
     measure_campaign.ansible_tool("ansible-playbook")
-    hosts = measure_campaign.load_inventory(inventory)
+    inv = measure_campaign.load_inventory(inventory, insecure_host_keys=args.insecure_host_keys,
+                                          roots=args.workdir_roots)
+    hosts = inv.hosts
     source = Path(args.source) if args.source else repo_root()
     if any(h.prebuilt is None for h in hosts):
         measure_campaign.check_source(source)  # before any host is touched
@@ -1132,6 +1154,9 @@ def cmd_campaign_run(args: argparse.Namespace) -> int:
     with lifecycle.stop_signals(), Store.open(path, create=True) as store:
         c, resumed = measure_campaign.find_or_begin(path, inventory, hosts, selection,
                                                     args.id, args.new)
+        c.warn(inv.warnings)
+        for w in inv.warnings:
+            print(f"{PROG}: warning: campaign {c.id}: {w}", file=sys.stderr, flush=True)
 
         def importer(host: str, export: Path) -> tuple[int, str]:
             return _import_tagged(store, c.id, host, export,
@@ -1140,7 +1165,8 @@ def cmd_campaign_run(args: argparse.Namespace) -> int:
         try:
             measure_campaign.execute(c, inventory, [h for h in hosts], source=source,
                                      host_timeout=args.host_timeout, say=say,
-                                     resumed=resumed, import_export=importer)
+                                     resumed=resumed, import_export=importer,
+                                     insecure_host_keys=args.insecure_host_keys)
         finally:
             c.save()
     mine = {h.name for h in hosts}
