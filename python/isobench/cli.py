@@ -927,6 +927,15 @@ def cmd_reference(args: argparse.Namespace) -> int:
 CAMPAIGN_SPEC = "campaign id, or 'latest' (the newest campaign the store has runs of)"
 
 
+def _workdir_root(text: str) -> str:
+    parts = text.rstrip("/").split("/")
+    if not text.startswith("/") or len(parts) < 2 or any(p in ("", ".", "..") for p in parts[1:]) \
+            or not validate.REMOTE_PATH.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an absolute folder below / (no '.', "
+                                         "'..' or spaces)")
+    return text.rstrip("/")
+
+
 def _add_campaign(sub) -> None:
     p = sub.add_parser(
         "campaign", formatter_class=Formatter, help="run benchmarks on many hosts (Ansible), "
@@ -1010,14 +1019,6 @@ def _add_campaign(sub) -> None:
     _add_db(q)
     q.set_defaults(func=cmd_campaign_run)
 
-
-def _workdir_root(text: str) -> str:
-    parts = text.rstrip("/").split("/")
-    if not text.startswith("/") or len(parts) < 2 or any(p in ("", ".", "..") for p in parts[1:]) \
-            or not validate.REMOTE_PATH.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not an absolute folder below / (no '.', "
-                                         "'..' or spaces)")
-    return text.rstrip("/")
 
     q = csub.add_parser(
         "show", formatter_class=Formatter, help="the campaign's table: mechanism x host",
