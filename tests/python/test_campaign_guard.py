@@ -426,3 +426,39 @@ def test_a_workdir_root_must_be_a_plain_absolute_folder(isobench, tmp_path, root
     p = isobench("campaign", "run", str(inv), "--workdir-root", root)
     assert "--workdir-root" in assert_one_error_line(p, 2)
     _assert_nothing_ran(tmp_path)
+
+
+@pytest.mark.parametrize("text, says", [
+    ("[ssh_connection]\nssh_args = -C -o StrictHostKeyChecking=no\n",
+     "ssh_args in {f} sets StrictHostKeyChecking=no"),
+    ("[ssh_connection]\nssh_extra_args = -o UserKnownHostsFile=/dev/null\n",
+     "ssh_extra_args in {f} sets UserKnownHostsFile=/dev/null"),
+    ("[defaults]\nhost_key_checking = False\n", "[defaults] host_key_checking=False in {f}"),
+    ("[paramiko_connection]\nhost_key_auto_add = True\n",
+     "[paramiko_connection] host_key_auto_add=True in {f}"),
+])
+def test_an_ansible_cfg_that_turns_it_off_is_refused(tmp_path, text, says):
+    f = tmp_path / "ansible.cfg"
+    f.write_text(text)
+    line = refused({}, env={"ANSIBLE_CONFIG": str(f)})
+    assert line.startswith(says.format(f=f)) and "--insecure-host-keys" in line, line
+    # Found in the current folder too, as Ansible finds it.
+    assert mc.config_key_problems({}, cwd=tmp_path)[0] == says.format(f=f)
+    assert mc.config_key_problems({"ANSIBLE_CONFIG": str(tmp_path / "none.cfg")},
+                                  cwd=tmp_path / "elsewhere") == []
+
+
+def test_every_environment_switch_of_the_check_is_forced_on():
+    saved = dict(os.environ)
+    os.environ.update({"ANSIBLE_SSH_HOST_KEY_CHECKING": "False",
+                       "ANSIBLE_PARAMIKO_HOST_KEY_CHECKING": "False",
+                       "ANSIBLE_PARAMIKO_HOST_KEY_AUTO_ADD": "True"})
+    try:
+        env = mc.ansible_env()
+        assert all(env[k] == "True" for k in mc.HOST_KEY_ENV)
+        assert "ANSIBLE_PARAMIKO_HOST_KEY_AUTO_ADD" not in env
+        problems = mc.environment_key_problems(os.environ)
+        assert len(problems) == 3, problems
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)

@@ -115,7 +115,10 @@ def ansible_env(extra: Mapping[str, str] | None = None,
     --insecure-host-keys leaves ANSIBLE_HOST_KEY_CHECKING as the
     environment has it), and pipelining saves a file transfer per task."""
     env = dict(os.environ)
-    if not (insecure_host_keys and "ANSIBLE_HOST_KEY_CHECKING" in env):
+    if not insecure_host_keys:
+        env.update({k: "True" for k in HOST_KEY_ENV})
+        env.pop("ANSIBLE_PARAMIKO_HOST_KEY_AUTO_ADD", None)
+    elif not any(k in env for k in HOST_KEY_ENV):
         env["ANSIBLE_HOST_KEY_CHECKING"] = "True"
     env.update({
         "ANSIBLE_NOCOLOR": "1",
@@ -171,6 +174,8 @@ HOME_ROOTS = ("/home",)
 # Host variables that turn the host-key check off, in any connection plugin.
 HOST_KEY_VARS = ("ansible_host_key_checking", "ansible_ssh_host_key_checking",
                  "ansible_paramiko_host_key_checking")
+HOST_KEY_ENV = ("ANSIBLE_HOST_KEY_CHECKING", "ANSIBLE_SSH_HOST_KEY_CHECKING",
+                "ANSIBLE_PARAMIKO_HOST_KEY_CHECKING")
 # Variables (and their environment twins) that hold ssh, scp or sftp options.
 SSH_ARG_VARS = ("ansible_ssh_args", "ansible_ssh_common_args", "ansible_ssh_extra_args",
                 "ansible_scp_extra_args", "ansible_sftp_extra_args")
@@ -297,13 +302,64 @@ def host_key_problems(name: str, hv: Mapping) -> list[str]:
 def environment_key_problems(env: Mapping[str, str]) -> list[str]:
     """The same for the controller's environment."""
     out = []
-    v = env.get("ANSIBLE_HOST_KEY_CHECKING")
-    if v is not None and v.strip().lower() not in TRUE_WORDS:
-        out.append(f"ANSIBLE_HOST_KEY_CHECKING={v} in the environment")
+    for k in HOST_KEY_ENV:
+        v = env.get(k)
+        if v is not None and v.strip().lower() not in TRUE_WORDS:
+            out.append(f"{k}={v} in the environment")
+    v = env.get("ANSIBLE_PARAMIKO_HOST_KEY_AUTO_ADD")
+    if v is not None and v.strip().lower() not in FALSE_WORDS:
+        out.append(f"ANSIBLE_PARAMIKO_HOST_KEY_AUTO_ADD={v} in the environment (unknown keys "
+                   "accepted)")
     for k in SSH_ARG_ENV:
         why = ssh_args_problem(env.get(k) or "")
         if why:
             out.append(f"{k} in the environment sets {why}")
+    return out
+
+
+def ansible_config_file(env: Mapping[str, str], cwd: Path | None = None) -> Path | None:
+    """The ansible.cfg Ansible reads, found as Ansible finds it: $ANSIBLE_CONFIG,
+    ./ansible.cfg (unless the folder is world-writable), ~/.ansible.cfg,
+    /etc/ansible/ansible.cfg."""
+    cwd = Path.cwd() if cwd is None else cwd
+    found = []
+    if env.get("ANSIBLE_CONFIG"):
+        p = Path(os.path.expanduser(env["ANSIBLE_CONFIG"]))
+        found.append(p / "ansible.cfg" if p.is_dir() else p)
+    try:
+        if not cwd.stat().st_mode & 0o002:
+            found.append(cwd / "ansible.cfg")
+    except OSError:
+        pass
+    found += [Path(os.path.expanduser("~/.ansible.cfg")), Path("/etc/ansible/ansible.cfg")]
+    return next((p for p in found if p.is_file()), None)
+
+
+def config_key_problems(env: Mapping[str, str], cwd: Path | None = None) -> list[str]:
+    """The same for the ansible.cfg Ansible would read (host_key_checking is
+    forced on through the environment; the ssh options are not)."""
+    import configparser
+    f = ansible_config_file(env, cwd)
+    if f is None:
+        return []
+    cfg = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        cfg.read(f)
+    except (configparser.Error, OSError, UnicodeDecodeError) as e:
+        return [f"{f} cannot be read to check it ({str(e).splitlines()[0]})"]
+    out = []
+    for key in ("ssh_args", "ssh_common_args", "ssh_extra_args", "scp_extra_args",
+                "sftp_extra_args"):
+        why = ssh_args_problem(cfg.get("ssh_connection", key, fallback=""))
+        if why:
+            out.append(f"{key} in {f} sets {why}")
+    for section, key, good in (("defaults", "host_key_checking", TRUE_WORDS),
+                               ("ssh_connection", "host_key_checking", TRUE_WORDS),
+                               ("paramiko_connection", "host_key_checking", TRUE_WORDS),
+                               ("paramiko_connection", "host_key_auto_add", FALSE_WORDS)):
+        v = cfg.get(section, key, fallback=None)
+        if v is not None and v.strip().lower() not in good:
+            out.append(f"[{section}] {key}={v} in {f}")
     return out
 
 
@@ -377,7 +433,7 @@ def check_hosts(hostvars: Mapping[str, Mapping], names: Sequence[str], inventory
                              "it, or give --insecure-host-keys to run without it")
         warnings += [f"host {name}: host key not checked ({k})" for k in keys]
         hosts.append(_host(name, hv, where, roots))
-    env_keys = environment_key_problems(env)
+    env_keys = environment_key_problems(env) + config_key_problems(env)
     if env_keys and not insecure_host_keys:
         raise UsageError(f"{env_keys[0]}, which turns off the host-key check: unset it, or "
                          "give --insecure-host-keys to run without it")
