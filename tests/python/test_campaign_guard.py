@@ -462,3 +462,22 @@ def test_every_environment_switch_of_the_check_is_forced_on():
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+@needs_ansible
+def test_the_real_ssh_tests_inventory_passes(tmp_path):
+    # test_campaign_hosts.py's inventory (its own known_hosts, strictly
+    # checked, a become password but no become) is not refused.
+    from types import SimpleNamespace
+    import sshd_hosts
+    from conftest import REPO
+    hosts = {n: SimpleNamespace(inventory_line=lambda prebuilt, n=n, a=a: (
+        f"{n} ansible_host={a} ansible_port=2222 isobench_workdir={tmp_path / n / 'work'} "
+        f"isobench_prebuilt={prebuilt}"))
+        for n, a in (("alpha", "127.0.0.2"), ("beta", "127.0.0.3"))}
+    fake = SimpleNamespace(root=tmp_path, hosts=hosts, client=SimpleNamespace(
+        key=tmp_path / "client_ed25519", known_hosts=tmp_path / "known_hosts"))
+    inv = sshd_hosts.Hosts.inventory(fake, REPO, "not-a-password")
+    loaded = mc.load_inventory(inv)
+    assert [h.name for h in loaded.hosts] == ["alpha", "beta"] and loaded.warnings == []
+    assert loaded.hosts[0].prebuilt == str(REPO)

@@ -28,8 +28,11 @@ tried again; a host whose export exists on it from an earlier attempt is
 fetched, not measured again.
 
 Nothing of the inventory but the host names and the four isobench_* host
-variables is read into isobench: passwords and key files stay with Ansible,
-and neither the state, the events nor the store hold them.
+variables is kept by isobench (check_hosts looks at the settings that could
+turn off the host-key check or grant root, to refuse them): passwords and
+key files stay with Ansible, and neither the state, the events nor the
+store hold them.  Every check reads the raw values, before Ansible could
+template them (check_hosts).
 """
 
 from __future__ import annotations
