@@ -1206,8 +1206,12 @@ def _campaign_doc(args: argparse.Namespace, absolute: bool = False) -> dict:
         if cid not in ids and state is None:
             raise UsageError(f"no campaign {cid!r} in {path} (known: "
                              f"{', '.join(ids) or 'none'})")
-        return analysis_campaign.build(store, cid, state.as_dict() if state else None,
-                                       absolute=absolute)
+        doc = analysis_campaign.build(store, cid, state.as_dict() if state else None,
+                                      absolute=absolute)
+        # What the campaign ran without (--insecure-host-keys), from its record.
+        doc["warnings"] = [w.get("warning") for w in (state.warnings if state else [])
+                           if isinstance(w, dict)]
+        return doc
 
 
 def cmd_campaign_show(args: argparse.Namespace) -> int:
@@ -1217,6 +1221,8 @@ def cmd_campaign_show(args: argparse.Namespace) -> int:
     else:
         if args.absolute:
             _err(f"warning: {analysis_campaign.ABSOLUTE_WARNING}")
+        for w in doc["warnings"]:
+            print(f"{PROG}: warning: campaign {doc['campaign']}: {w}", file=sys.stderr)
         print(render_campaign.render_text(doc))
     return EXIT_OK
 

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -174,6 +172,7 @@ def test_the_key_check_is_what_refuses_them(monkeypatch):
     {"ansible_ssh_common_args": "-o UserKnownHostsFile=/tmp/k/known_hosts "
                                 "-o StrictHostKeyChecking=yes -o BatchMode=yes"},
     {"ansible_ssh_args": "-C -o ControlMaster=auto -o ControlPersist=60s"},
+    {"ansible_ssh_extra_args": "-o 'StrictHostKeyChecking true'"},
     {"ansible_ssh_extra_args": "-i /keys/File -J jump"},  # F only as an argument
 ])
 def test_settings_that_keep_the_check_pass(hv):
@@ -417,6 +416,11 @@ def test_insecure_host_keys_runs_and_records_the_warning(isobench, tmp_path):
     state = json.loads((tmp_path / "results" / "campaigns" / "k" / "state.json").read_text())
     assert [w["warning"] for w in state["warnings"]] == [
         "host h1: host key not checked (ansible_host_key_checking=false)"]
+    show = isobench("campaign", "show", "k")
+    assert show.returncode == 0, show.stderr
+    assert warning in show.stderr.splitlines(), show.stderr
+    doc, _ = isobench.json("campaign", "show", "k", "--json")
+    assert doc["warnings"] == ["host h1: host key not checked (ansible_host_key_checking=false)"]
 
 
 @pytest.mark.parametrize("root", ["/", "relative", "/a/../b"])
@@ -481,3 +485,22 @@ def test_the_real_ssh_tests_inventory_passes(tmp_path):
     loaded = mc.load_inventory(inv)
     assert [h.name for h in loaded.hosts] == ["alpha", "beta"] and loaded.warnings == []
     assert loaded.hosts[0].prebuilt == str(REPO)
+
+
+@needs_ansible
+@pytest.mark.parametrize("where", ["group", "group_vars"])
+def test_group_settings_are_refused_as_host_settings(isobench, tmp_path, where):
+    inv = tmp_path / "lab.ini"
+    if where == "group":
+        inv.write_text("[lab]\nh1 ansible_connection=local\n[lab:vars]\nansible_become=true\n"
+                       "ansible_ssh_extra_args='-o StrictHostKeyChecking=no'\n")
+    else:
+        inv.write_text("[lab]\nh1 ansible_connection=local\n")
+        (tmp_path / "group_vars").mkdir()
+        (tmp_path / "group_vars" / "all.yml").write_text(
+            "ansible_ssh_extra_args: '-o StrictHostKeyChecking=no'\n")
+    p = isobench("campaign", "run", str(inv), "switch", **_env(tmp_path))
+    line = assert_one_error_line(p, 2)
+    assert "host h1: " in line and ("ansible_become=true" in line if where == "group" else
+                                   "StrictHostKeyChecking=no" in line), line
+    _assert_nothing_ran(tmp_path)

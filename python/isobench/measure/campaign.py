@@ -264,7 +264,7 @@ def ssh_args_problem(text: str) -> str | None:
     """What in ssh options weakens the host-key check, or None."""
     low = text.lower()
     for m in re.finditer(r"stricthostkeychecking\s*(?:=|\s)\s*[\"']?([a-z0-9-]*)", low):
-        if m.group(1) != "yes":
+        if m.group(1) not in ("yes", "true"):  # ssh reads true as yes
             return f"StrictHostKeyChecking={m.group(1) or '?'}"
     if "stricthostkeychecking" in low and not re.search(r"stricthostkeychecking\s*(?:=|\s)", low):
         return "StrictHostKeyChecking"
