@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 from pathlib import Path
@@ -504,3 +505,24 @@ def test_group_settings_are_refused_as_host_settings(isobench, tmp_path, where):
     assert "host h1: " in line and ("ansible_become=true" in line if where == "group" else
                                    "StrictHostKeyChecking=no" in line), line
     _assert_nothing_ran(tmp_path)
+
+
+def test_the_playbook_reads_only_the_checked_values():
+    # Every isobench_* host variable reaches the hosts through isobench_hosts
+    # (extra vars written from what check_hosts accepted), never from the
+    # inventory, where a value could differ from what was checked.
+    code = [l.split("#")[0] for l in mc.PLAYBOOK.read_text().splitlines()]
+    for var in mc.HOST_VARS:
+        assert not any(re.search(rf"\b{var}\b", l) for l in code), var
+    assert any("isobench_hosts[inventory_hostname]" in l for l in code)
+    # Root for exactly two tasks: tune and reset.
+    text = mc.PLAYBOOK.read_text()
+    assert text.count("become: true") == 2
+    assert "become" not in mc.PREFLIGHT.read_text()
+    c = mc.Campaign("c", Path("/nonexistent/c"), "inv", mc.Selection(("switch",), (), True, None),
+                    "now")
+    hosts = [mc.Host("a", workdir="~/w", cpus="2-3", tune=True), mc.Host("b")]
+    ev = mc.extra_vars(c, None, None, 60, hosts)
+    assert ev["isobench_hosts"] == {
+        "a": {"workdir": "~/w", "cpus": "2-3", "tune": True, "prebuilt": None},
+        "b": {"workdir": mc.DEFAULT_WORKDIR, "cpus": None, "tune": False, "prebuilt": None}}

@@ -869,10 +869,19 @@ FINAL_TASK = "fetch: bring the export back"
 PREFLIGHT_TASK = "connect: reach the host over SSH"
 
 
+DEFAULT_WORKDIR = "~/isobench-campaign"
+
+
 def extra_vars(c: Campaign, bundle: Path | None, bundle_id: str | None,
-               host_timeout: int) -> dict:
-    """The campaign's variables for the playbook (no host's secrets among them)."""
+               host_timeout: int, hosts: Sequence[Host] = ()) -> dict:
+    """The campaign's variables for the playbook (no host's secrets among them).
+    isobench_hosts holds each host's isobench_* values as check_hosts
+    accepted them: the playbook reads those, never the inventory's own, so
+    what runs is what was checked."""
     return {"isobench_campaign": c.id, "isobench_run_args": c.selection.run_args(),
+            "isobench_hosts": {h.name: {"workdir": h.workdir or DEFAULT_WORKDIR,
+                                        "cpus": h.cpus, "tune": h.tune,
+                                        "prebuilt": h.prebuilt} for h in hosts},
             "isobench_fetch_dir": str(c.fetched.resolve()),
             "isobench_bundle": str(bundle.resolve()) if bundle else "",
             "isobench_bundle_id": bundle_id or "prebuilt",
@@ -958,7 +967,8 @@ def execute(c: Campaign, inventory: Path, hosts: Sequence[Host], *, source: Path
         c.hosts[h]["source"] = (f"prebuilt {by_name[h].prebuilt}" if by_name[h].prebuilt
                                 else f"source {sid}")
     vars_file = c.folder / "vars.json"
-    vars_file.write_text(json.dumps(extra_vars(c, bundle, sid, host_timeout), indent=1) + "\n")
+    vars_file.write_text(json.dumps(extra_vars(c, bundle, sid, host_timeout,
+                                                     [by_name[h] for h in reachable]), indent=1) + "\n")
     c.save()
     main = run_playbook(PLAYBOOK, inventory, reachable, extra_vars=vars_file,
                         timeout=host_timeout + SETUP_ALLOWANCE, events_file=c.events_file,
