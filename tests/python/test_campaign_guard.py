@@ -523,6 +523,33 @@ def test_the_playbook_reads_only_the_checked_values():
                     "now")
     hosts = [mc.Host("a", workdir="~/w", cpus="2-3", tune=True), mc.Host("b")]
     ev = mc.extra_vars(c, None, None, 60, hosts)
+    u = mc.unsafe
     assert ev["isobench_hosts"] == {
-        "a": {"workdir": "~/w", "cpus": "2-3", "tune": True, "prebuilt": None},
-        "b": {"workdir": mc.DEFAULT_WORKDIR, "cpus": None, "tune": False, "prebuilt": None}}
+        "a": {"workdir": u("~/w"), "cpus": u("2-3"), "tune": True, "prebuilt": None},
+        "b": {"workdir": u(mc.DEFAULT_WORKDIR), "cpus": None, "tune": False, "prebuilt": None}}
+
+
+@needs_ansible
+def test_the_checked_values_are_never_templated_by_the_playbook(tmp_path):
+    # Were a template to get past check_hosts, the playbook would still take
+    # it as text: vars.json marks every host value unsafe.  The broken
+    # variant (the same value, unmarked) runs the lookup.
+    marker = tmp_path / "MARKER"
+    payload = f"{tmp_path}/w/{{{{lookup('pipe','touch {marker}')}}}}"
+    for marked, runs in ((True, False), (False, True)):
+        value = mc.unsafe(payload) if marked else payload
+        (tmp_path / "vars.json").write_text(json.dumps(
+            {"isobench_hosts": {"h1": {"workdir": value}}}))
+        play = tmp_path / "show.yml"
+        play.write_text("- hosts: all\n  gather_facts: false\n  tasks:\n"
+                        "    - ansible.builtin.debug:\n"
+                        "        msg: \"{{ isobench_hosts[inventory_hostname].workdir ~ '/x' }}\"\n")
+        inv = _local_inventory(tmp_path / "lab.ini")
+        p = subprocess.run([str(mc.ansible_tool("ansible-playbook")), "-i", str(inv), str(play),
+                            "-e", f"@{tmp_path / 'vars.json'}"], capture_output=True, text=True,
+                           timeout=120, env={**mc.ansible_env(_env(tmp_path)),
+                                             "ANSIBLE_STDOUT_CALLBACK": "default"})
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert marker.exists() == runs, (marked, p.stdout)
+        if marked:
+            assert "lookup('pipe'" in p.stdout

@@ -872,16 +872,22 @@ PREFLIGHT_TASK = "connect: reach the host over SSH"
 DEFAULT_WORKDIR = "~/isobench-campaign"
 
 
+def unsafe(v: str | None) -> dict | None:
+    """v as a string Ansible never templates (its JSON form of !unsafe):
+    a second guard, after check_hosts, on what came from the inventory."""
+    return None if v is None else {"__ansible_unsafe": v}
+
+
 def extra_vars(c: Campaign, bundle: Path | None, bundle_id: str | None,
                host_timeout: int, hosts: Sequence[Host] = ()) -> dict:
     """The campaign's variables for the playbook (no host's secrets among them).
     isobench_hosts holds each host's isobench_* values as check_hosts
-    accepted them: the playbook reads those, never the inventory's own, so
-    what runs is what was checked."""
+    accepted them, marked never to be templated: the playbook reads those,
+    never the inventory's own, so what runs is what was checked."""
     return {"isobench_campaign": c.id, "isobench_run_args": c.selection.run_args(),
-            "isobench_hosts": {h.name: {"workdir": h.workdir or DEFAULT_WORKDIR,
-                                        "cpus": h.cpus, "tune": h.tune,
-                                        "prebuilt": h.prebuilt} for h in hosts},
+            "isobench_hosts": {h.name: {"workdir": unsafe(h.workdir or DEFAULT_WORKDIR),
+                                        "cpus": unsafe(h.cpus), "tune": h.tune,
+                                        "prebuilt": unsafe(h.prebuilt)} for h in hosts},
             "isobench_fetch_dir": str(c.fetched.resolve()),
             "isobench_bundle": str(bundle.resolve()) if bundle else "",
             "isobench_bundle_id": bundle_id or "prebuilt",
