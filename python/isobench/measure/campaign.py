@@ -114,9 +114,10 @@ def ansible_tool(name: str) -> Path:
 def ansible_env(extra: Mapping[str, str] | None = None,
                 insecure_host_keys: bool = False) -> dict[str, str]:
     """The environment of every Ansible command isobench starts.  Host keys
-    are always checked (a mismatch is an error, never a prompt; only
-    --insecure-host-keys leaves ANSIBLE_HOST_KEY_CHECKING as the
-    environment has it), and pipelining saves a file transfer per task."""
+    are always checked (a mismatch is an error, never a prompt): every
+    environment switch of the check is set on, unless --insecure-host-keys
+    leaves them as the environment has them; and pipelining saves a file
+    transfer per task."""
     env = dict(os.environ)
     if not insecure_host_keys:
         env.update({k: "True" for k in HOST_KEY_ENV})
