@@ -951,6 +951,15 @@ def cmd_reference(args: argparse.Namespace) -> int:
 CAMPAIGN_SPEC = "campaign id, or 'latest' (the newest campaign the store has runs of)"
 
 
+def _workdir_root(text: str) -> str:
+    parts = text.rstrip("/").split("/")
+    if not text.startswith("/") or len(parts) < 2 or any(p in ("", ".", "..") for p in parts[1:]) \
+            or not validate.REMOTE_PATH.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an absolute folder below / (no '.', "
+                                         "'..' or spaces)")
+    return text.rstrip("/")
+
+
 def _add_campaign(sub) -> None:
     p = sub.add_parser(
         "campaign", formatter_class=Formatter, help="run benchmarks on many hosts (Ansible), "
@@ -1020,10 +1029,20 @@ def _add_campaign(sub) -> None:
                    default=measure_campaign.DEFAULT_HOST_TIMEOUT, metavar="SECONDS",
                    help="longest `isobench run` on one host (default: "
                         f"{measure_campaign.DEFAULT_HOST_TIMEOUT})")
+    q.add_argument("--workdir-root", dest="workdir_roots", action="append", default=[],
+                   type=_workdir_root, metavar="DIR",
+                   help="also allow isobench_workdir and isobench_prebuilt below DIR (an "
+                        "absolute path; repeat; always allowed: ~/... and "
+                        f"{', '.join(measure_campaign.WORKDIR_ROOTS)})")
+    q.add_argument("--insecure-host-keys", action="store_true",
+                   help="accept inventory or environment settings that turn off the "
+                        "host-key check (refused without it); the campaign's state records "
+                        "a warning per host")
     q.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     _add_json(q, "each host's outcome")
     _add_db(q)
     q.set_defaults(func=cmd_campaign_run)
+
 
     q = csub.add_parser(
         "show", formatter_class=Formatter, help="the campaign's table: mechanism x host",
@@ -1129,8 +1148,10 @@ def _exclusive_file(path: Path, text: str, what: str) -> None:
 def cmd_campaign_init(args: argparse.Namespace) -> int:
     path = Path(args.file)
     _exclusive_file(path, measure_campaign.example_inventory(path), "campaign init")
-    print(f"example inventory written to {path}: edit the hosts, then "
-          f"`isobench campaign run {path} --quick`")
+    print(f"example inventory written to {path}: its hosts are placeholders that `campaign "
+          "run` refuses; replace each (replace-me-*, 192.0.2.x, 2001:db8::x) with a machine of "
+          "yours, add its key to ~/.ssh/known_hosts, then "
+          f"`isobench campaign run {path} switch --quick`")
     return EXIT_OK
 
 
@@ -1147,7 +1168,9 @@ def cmd_campaign_run(args: argparse.Namespace) -> int:
     inventory = Path(args.inventory)
     selection = _campaign_selection(args)
     measure_campaign.ansible_tool("ansible-playbook")
-    hosts = measure_campaign.load_inventory(inventory)
+    inv = measure_campaign.load_inventory(inventory, insecure_host_keys=args.insecure_host_keys,
+                                          roots=args.workdir_roots)
+    hosts = inv.hosts
     source = Path(args.source) if args.source else repo_root()
     if any(h.prebuilt is None for h in hosts):
         measure_campaign.check_source(source)  # before any host is touched
@@ -1156,6 +1179,9 @@ def cmd_campaign_run(args: argparse.Namespace) -> int:
     with lifecycle.stop_signals(), Store.open(path, create=True) as store:
         c, resumed = measure_campaign.find_or_begin(path, inventory, hosts, selection,
                                                     args.id, args.new)
+        c.warn(inv.warnings)
+        for w in inv.warnings:
+            print(f"{PROG}: warning: campaign {c.id}: {w}", file=sys.stderr, flush=True)
 
         def importer(host: str, export: Path) -> tuple[int, str]:
             return _import_tagged(store, c.id, host, export,
@@ -1164,7 +1190,8 @@ def cmd_campaign_run(args: argparse.Namespace) -> int:
         try:
             measure_campaign.execute(c, inventory, [h for h in hosts], source=source,
                                      host_timeout=args.host_timeout, say=say,
-                                     resumed=resumed, import_export=importer)
+                                     resumed=resumed, import_export=importer,
+                                     insecure_host_keys=args.insecure_host_keys)
         finally:
             c.save()
     mine = {h.name for h in hosts}
@@ -1203,8 +1230,12 @@ def _campaign_doc(args: argparse.Namespace, absolute: bool = False) -> dict:
         if cid not in ids and state is None:
             raise UsageError(f"no campaign {cid!r} in {path} (known: "
                              f"{', '.join(ids) or 'none'})")
-        return analysis_campaign.build(store, cid, state.as_dict() if state else None,
-                                       absolute=absolute)
+        doc = analysis_campaign.build(store, cid, state.as_dict() if state else None,
+                                      absolute=absolute)
+        # What the campaign ran without (--insecure-host-keys), from its record.
+        doc["warnings"] = [w.get("warning") for w in (state.warnings if state else [])
+                           if isinstance(w, dict)]
+        return doc
 
 
 def cmd_campaign_show(args: argparse.Namespace) -> int:
@@ -1214,6 +1245,8 @@ def cmd_campaign_show(args: argparse.Namespace) -> int:
     else:
         if args.absolute:
             _err(f"warning: {analysis_campaign.ABSOLUTE_WARNING}")
+        for w in doc["warnings"]:
+            print(f"{PROG}: warning: campaign {doc['campaign']}: {w}", file=sys.stderr)
         print(render_campaign.render_text(doc))
     return EXIT_OK
 

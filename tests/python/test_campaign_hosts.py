@@ -26,6 +26,10 @@ import sshd_hosts
 # Not a credential: a marker that must never show up in what isobench writes.
 SECRET = "NOT-A-REAL-PASSWORD-7f3c9e"
 SELECTION = ("switch", "-m", "direct,uthread", "--quick")
+# The checkout under test is each host's isobench_prebuilt: allowed wherever
+# it lies (a work folder must be below an allowed root).
+if REPO.parent != Path("/"):
+    SELECTION += ("--workdir-root", str(REPO.parent))
 # Guards against a hang, never a measurement.
 CAMPAIGN_TIMEOUT = 300
 

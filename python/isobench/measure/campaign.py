@@ -28,16 +28,21 @@ tried again; a host whose export exists on it from an earlier attempt is
 fetched, not measured again.
 
 Nothing of the inventory but the host names and the four isobench_* host
-variables is read into isobench: passwords and key files stay with Ansible,
-and neither the state, the events nor the store hold them.
+variables is kept by isobench (check_hosts looks at the settings that could
+turn off the host-key check or grant root, to refuse them): passwords and
+key files stay with Ansible, and neither the state, the events nor the
+store hold them.  Every check reads the raw values, before Ansible could
+template them (check_hosts).
 """
 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -106,18 +111,27 @@ def ansible_tool(name: str) -> Path:
                      f"{INSTALL_HINT}")
 
 
-def ansible_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def ansible_env(extra: Mapping[str, str] | None = None,
+                insecure_host_keys: bool = False) -> dict[str, str]:
     """The environment of every Ansible command isobench starts.  Host keys
-    are always checked (a mismatch is an error, never a prompt), and
-    pipelining saves a file transfer per task."""
+    are always checked (a mismatch is an error, never a prompt): every
+    environment switch of the check is set on, unless --insecure-host-keys
+    leaves them as the environment has them; and pipelining saves a file
+    transfer per task."""
     env = dict(os.environ)
+    if not insecure_host_keys:
+        env.update({k: "True" for k in HOST_KEY_ENV})
+        env.pop("ANSIBLE_PARAMIKO_HOST_KEY_AUTO_ADD", None)
+    elif not any(k in env for k in HOST_KEY_ENV):
+        env["ANSIBLE_HOST_KEY_CHECKING"] = "True"
     env.update({
-        "ANSIBLE_HOST_KEY_CHECKING": "True",
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_RETRY_FILES_ENABLED": "False",
         "ANSIBLE_PIPELINING": "True",
         "ANSIBLE_INVENTORY_UNPARSED_FAILED": "True",
         "ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED": "True",
+        # Inventories are data: no inventory script or plugin runs.
+        "ANSIBLE_INVENTORY_ENABLED": "ini,yaml",
         "ANSIBLE_DEPRECATION_WARNINGS": "False",
         "ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS),
         "ANSIBLE_STDOUT_CALLBACK": CALLBACK,
@@ -143,18 +157,295 @@ class Host:
                 "prebuilt": self.prebuilt}
 
 
-def _bool_var(v, where: str) -> bool:
+# ---- what an inventory may not say ----
+#
+# Every check below reads the inventory's values as `ansible-inventory
+# --list` prints them: raw, before Ansible templates anything (it never
+# evaluates a `{{ ... }}` of a variable while listing, and only the ini and
+# yaml inventory plugins are enabled, so no inventory script or plugin
+# runs either).  A value that would become something else once templated
+# is refused where isobench must know what it is.
+
+TEMPLATE_MARKS = ("{{", "{%", "{#")
+
+# Absolute work folders must lie below one of these (or a --workdir-root);
+# below /home two levels at least (/home/USER/FOLDER): a home itself, like
+# `~`, is refused.  `~/FOLDER` is always allowed.
+WORKDIR_ROOTS = ("/home", "/root", "/scratch", "/srv", "/data", "/mnt", "/media", "/opt",
+                 "/tmp", "/var/tmp", "/work", "/local", "/nfs", "/shared")
+HOME_ROOTS = ("/home",)
+
+# Host variables that turn the host-key check off, in any connection plugin.
+HOST_KEY_VARS = ("ansible_host_key_checking", "ansible_ssh_host_key_checking",
+                 "ansible_paramiko_host_key_checking")
+HOST_KEY_ENV = ("ANSIBLE_HOST_KEY_CHECKING", "ANSIBLE_SSH_HOST_KEY_CHECKING",
+                "ANSIBLE_PARAMIKO_HOST_KEY_CHECKING")
+# Variables (and their environment twins) that hold ssh, scp or sftp options.
+SSH_ARG_VARS = ("ansible_ssh_args", "ansible_ssh_common_args", "ansible_ssh_extra_args",
+                "ansible_scp_extra_args", "ansible_sftp_extra_args")
+SSH_ARG_ENV = ("ANSIBLE_SSH_ARGS", "ANSIBLE_SSH_COMMON_ARGS", "ANSIBLE_SSH_EXTRA_ARGS",
+               "ANSIBLE_SCP_EXTRA_ARGS", "ANSIBLE_SFTP_EXTRA_ARGS")
+# Host-level privilege: every task of the playbook as root.
+BECOME_VARS = ("ansible_become", "ansible_sudo", "ansible_su")
+
+# What `campaign init` writes: hosts that cannot be anyone's until edited.
+PLACEHOLDER_PREFIX = "replace-me"
+DOC_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
+    "192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"))  # RFC 5737, 3849
+DOC_LABELS = ("example", "invalid")  # RFC 2606: example.com/.net/.org, .example, .invalid
+
+FALSE_WORDS = ("false", "no", "off", "0", "n", "f")
+TRUE_WORDS = ("true", "yes", "on", "1", "y", "t")
+
+
+def _templated(v) -> bool:
+    """Whether v (or anything inside it) holds Jinja that Ansible would evaluate."""
+    if isinstance(v, str):
+        return any(m in v for m in TEMPLATE_MARKS)
+    if isinstance(v, Mapping):
+        return any(_templated(k) or _templated(x) for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return any(_templated(x) for x in v)
+    return False
+
+
+def check_path(text: str, where: str, what: str, roots: Sequence[str] = ()) -> str:
+    """A folder on a host isobench may write into (or run a checkout from):
+    `~/X...`, or absolute and strictly below an allowed root; never `/`,
+    `~`, a home itself, `.` or `..` anywhere.  UsageError naming it."""
+    text = validate.remote_path(text, where, what)
+    parts = text.rstrip("/").split("/") if text not in ("/", "~") else [text]
+    if text in ("/", "~", "~/") or len(parts) < 2:
+        raise UsageError(f"{where}: {what} {text!r} is the whole file system or the whole "
+                         "home folder: name a folder below it (e.g. ~/isobench-campaign)")
+    if any(p in ("", ".", "..") for p in parts[1:]):
+        raise UsageError(f"{where}: {what} {text!r} has an empty, '.' or '..' component: "
+                         "it must name its folder plainly")
+    if parts[0] == "~":
+        return text
+    allowed = tuple(WORKDIR_ROOTS) + tuple(r.rstrip("/") for r in roots)
+    for root in allowed:
+        depth = len(root.split("/"))
+        if parts[:depth] == root.split("/"):
+            need = depth + (2 if root in HOME_ROOTS else 1)
+            if len(parts) >= need:
+                return text
+    raise UsageError(f"{where}: {what} {text!r} is not below an allowed root ({', '.join(allowed)}"
+                     ", below a user's own folder in /home; or ~/...): give --workdir-root DIR to "
+                     "allow another")
+
+
+# ssh's options that take an argument (the rest of the word, or the next word).
+SSH_FLAGS_WITH_ARG = set("BbcDEeFIiJLlmOoPpQRSWw")
+
+
+def _ssh_flag(text: str, flag: str) -> bool:
+    """Whether the ssh command-line words in text give flag (clustered or not)."""
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        words = text.split()
+    skip = False
+    for w in words:
+        if skip:
+            skip = False
+            continue
+        if not w.startswith("-") or w.startswith("--") or w == "-":
+            continue
+        for i, ch in enumerate(w[1:], 1):
+            if ch == flag:
+                return True
+            if ch in SSH_FLAGS_WITH_ARG:
+                skip = i == len(w) - 1  # its argument is the next word
+                break
+    return False
+
+
+def ssh_args_problem(text: str) -> str | None:
+    """What in ssh options weakens the host-key check, or None."""
+    low = text.lower()
+    for m in re.finditer(r"stricthostkeychecking\s*(?:=|\s)\s*[\"']?([a-z0-9-]*)", low):
+        if m.group(1) not in ("yes", "true"):  # ssh reads true as yes
+            return f"StrictHostKeyChecking={m.group(1) or '?'}"
+    if "stricthostkeychecking" in low and not re.search(r"stricthostkeychecking\s*(?:=|\s)", low):
+        return "StrictHostKeyChecking"
+    for m in re.finditer(r"(user|global)knownhostsfile\s*(?:=|\s)\s*[\"']?([^\s\"']*)", low):
+        if m.group(2) in ("/dev/null", "none", ""):
+            return f"{m.group(1).capitalize()}KnownHostsFile={m.group(2) or '(empty)'}"
+    if "knownhostscommand" in low:
+        return "KnownHostsCommand (keys from a command instead of known_hosts)"
+    if _ssh_flag(text, "F"):
+        return "-F (another ssh configuration, whose host-key settings isobench cannot see)"
+    return None
+
+
+def host_key_problems(name: str, hv: Mapping) -> list[str]:
+    """Each per-host setting that turns the host-key check off, as
+    'VARIABLE=VALUE (why)'."""
+    out = []
+    for k in HOST_KEY_VARS:
+        if k in hv:
+            v = hv[k]
+            if _templated(v) or not (isinstance(v, bool) or str(v).strip().lower() in
+                                     TRUE_WORDS + FALSE_WORDS):
+                out.append(f"{k}={v!r} (not plainly true)")
+            elif v is False or str(v).strip().lower() in FALSE_WORDS:
+                out.append(f"{k}={v}")
+    for k in SSH_ARG_VARS:
+        if k in hv:
+            v = hv[k]
+            if _templated(v):
+                out.append(f"{k} is templated (isobench cannot see what it becomes)")
+                continue
+            why = ssh_args_problem(v if isinstance(v, str) else json.dumps(v))
+            if why:
+                out.append(f"{k} sets {why}")
+    return out
+
+
+def environment_key_problems(env: Mapping[str, str]) -> list[str]:
+    """The same for the controller's environment."""
+    out = []
+    for k in HOST_KEY_ENV:
+        v = env.get(k)
+        if v is not None and v.strip().lower() not in TRUE_WORDS:
+            out.append(f"{k}={v} in the environment")
+    v = env.get("ANSIBLE_PARAMIKO_HOST_KEY_AUTO_ADD")
+    if v is not None and v.strip().lower() not in FALSE_WORDS:
+        out.append(f"ANSIBLE_PARAMIKO_HOST_KEY_AUTO_ADD={v} in the environment (unknown keys "
+                   "accepted)")
+    for k in SSH_ARG_ENV:
+        why = ssh_args_problem(env.get(k) or "")
+        if why:
+            out.append(f"{k} in the environment sets {why}")
+    return out
+
+
+def ansible_config_file(env: Mapping[str, str], cwd: Path | None = None) -> Path | None:
+    """The ansible.cfg Ansible reads, found as Ansible finds it: $ANSIBLE_CONFIG,
+    ./ansible.cfg (unless the folder is world-writable), ~/.ansible.cfg,
+    /etc/ansible/ansible.cfg."""
+    cwd = Path.cwd() if cwd is None else cwd
+    found = []
+    if env.get("ANSIBLE_CONFIG"):
+        p = Path(os.path.expanduser(env["ANSIBLE_CONFIG"]))
+        found.append(p / "ansible.cfg" if p.is_dir() else p)
+    try:
+        if not cwd.stat().st_mode & 0o002:
+            found.append(cwd / "ansible.cfg")
+    except OSError:
+        pass
+    found += [Path(os.path.expanduser("~/.ansible.cfg")), Path("/etc/ansible/ansible.cfg")]
+    return next((p for p in found if p.is_file()), None)
+
+
+def config_key_problems(env: Mapping[str, str], cwd: Path | None = None) -> list[str]:
+    """The same for the ansible.cfg Ansible would read (host_key_checking is
+    forced on through the environment; the ssh options are not)."""
+    import configparser
+    f = ansible_config_file(env, cwd)
+    if f is None:
+        return []
+    cfg = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        cfg.read(f)
+    except (configparser.Error, OSError, UnicodeDecodeError) as e:
+        return [f"{f} cannot be read to check it ({str(e).splitlines()[0]})"]
+    out = []
+    for key in ("ssh_args", "ssh_common_args", "ssh_extra_args", "scp_extra_args",
+                "sftp_extra_args"):
+        why = ssh_args_problem(cfg.get("ssh_connection", key, fallback=""))
+        if why:
+            out.append(f"{key} in {f} sets {why}")
+    for section, key, good in (("defaults", "host_key_checking", TRUE_WORDS),
+                               ("ssh_connection", "host_key_checking", TRUE_WORDS),
+                               ("paramiko_connection", "host_key_checking", TRUE_WORDS),
+                               ("paramiko_connection", "host_key_auto_add", FALSE_WORDS)):
+        v = cfg.get(section, key, fallback=None)
+        if v is not None and v.strip().lower() not in good:
+            out.append(f"[{section}] {key}={v} in {f}")
+    return out
+
+
+def placeholder_problem(name: str, hv: Mapping) -> str | None:
+    """Why a host is one of `campaign init`'s placeholders (or names a
+    documentation address), or None."""
+    if name.lower().startswith(PLACEHOLDER_PREFIX):
+        return (f"is a placeholder of `campaign init` ({PLACEHOLDER_PREFIX}-*): replace it "
+                "with a host of yours")
+    addr = hv.get("ansible_host", name)
+    if not isinstance(addr, str) or _templated(addr):
+        return None
+    text = addr.strip().strip("[]")
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        labels = text.lower().rstrip(".").split(".")
+        if any(l in DOC_LABELS for l in labels[-2:]):
+            return (f"has address {addr} (a name reserved for documentation): replace it with "
+                    "the host's own")
+        return None
+    if any(ip in n for n in DOC_NETWORKS if n.version == ip.version):
+        return (f"has address {addr} (a documentation address range, no real host): replace "
+                "it with the host's own")
+    return None
+
+
+def _bool_var(v, where: str, what: str = "isobench_tune") -> bool:
     if isinstance(v, bool):
         return v
-    if isinstance(v, str) and v.strip().lower() in ("true", "yes", "on", "1", "false", "no",
-                                                    "off", "0"):
-        return v.strip().lower() in ("true", "yes", "on", "1")
-    raise UsageError(f"{where}: isobench_tune {v!r} is not true or false")
+    if isinstance(v, (str, int)) and str(v).strip().lower() in TRUE_WORDS + FALSE_WORDS:
+        return str(v).strip().lower() in TRUE_WORDS
+    raise UsageError(f"{where}: {what} {v!r} is not true or false")
 
 
-def _host(name: str, hv: Mapping, inventory: Path) -> Host:
-    where = f"inventory {inventory}: host {name}"
-    validate.host_name(name, f"inventory {inventory}")
+@dataclass
+class Inventory:
+    """What isobench read of an inventory: its hosts, and the warnings a
+    campaign over it records (host keys not checked, when allowed)."""
+    hosts: list[Host]
+    warnings: list[str] = field(default_factory=list)
+
+
+def check_hosts(hostvars: Mapping[str, Mapping], names: Sequence[str], inventory: Path, *,
+                insecure_host_keys: bool = False, roots: Sequence[str] = (),
+                env: Mapping[str, str] | None = None) -> Inventory:
+    """Every rule above over the raw host variables; the hosts, or a
+    UsageError of one line naming the host and the variable."""
+    env = os.environ if env is None else env
+    hosts, warnings = [], []
+    for name in names:
+        hv = hostvars.get(name) or {}
+        where = f"inventory {inventory}: host {name}"
+        validate.host_name(name, f"inventory {inventory}")
+        for k in sorted(hv):
+            if isinstance(k, str) and k.startswith("isobench_") and _templated(hv[k]):
+                raise UsageError(f"{where}: {k} holds a template ('{{{{', '{{%' or '{{#'): "
+                                 "isobench variables must be plain values")
+        why = placeholder_problem(name, hv)
+        if why:
+            raise UsageError(f"{where} {why}")
+        for k in BECOME_VARS:
+            if k in hv and (_templated(hv[k]) or _bool_var(hv[k], where, k)):
+                raise UsageError(
+                    f"{where}: {k}={hv[k]} runs every task as root (copying, `make build`, "
+                    "isobench run); isobench elevates only `system tune` and `system reset`: "
+                    f"remove {k} (keep ansible_become_password or sudo rights for those two)")
+        keys = host_key_problems(name, hv)
+        if keys and not insecure_host_keys:
+            raise UsageError(f"{where}: {keys[0]}, which turns off the host-key check: remove "
+                             "it, or give --insecure-host-keys to run without it")
+        warnings += [f"host {name}: host key not checked ({k})" for k in keys]
+        hosts.append(_host(name, hv, where, roots))
+    env_keys = environment_key_problems(env) + config_key_problems(env)
+    if env_keys and not insecure_host_keys:
+        raise UsageError(f"{env_keys[0]}, which turns off the host-key check: unset it, or "
+                         "give --insecure-host-keys to run without it")
+    warnings += [f"host key not checked ({k})" for k in env_keys]
+    return Inventory(hosts, warnings)
+
+
+def _host(name: str, hv: Mapping, where: str, roots: Sequence[str] = ()) -> Host:
     for k in ("isobench_workdir", "isobench_prebuilt", "isobench_cpus"):
         if k in hv and not isinstance(hv[k], (str, int)):
             raise UsageError(f"{where}: {k} is not a string")
@@ -163,10 +454,10 @@ def _host(name: str, hv: Mapping, inventory: Path) -> Host:
     cpus = hv.get("isobench_cpus")
     return Host(
         name=name,
-        workdir=validate.remote_path(str(workdir), where, "isobench_workdir") if workdir else None,
+        workdir=check_path(str(workdir), where, "isobench_workdir", roots) if workdir else None,
         cpus=validate.cpu_list(str(cpus), where) if cpus is not None else None,
         tune=_bool_var(hv.get("isobench_tune", False), where),
-        prebuilt=(validate.remote_path(str(prebuilt), where, "isobench_prebuilt")
+        prebuilt=(check_path(str(prebuilt), where, "isobench_prebuilt", roots)
                   if prebuilt else None))
 
 
@@ -182,9 +473,10 @@ def _first_error(text: str) -> str:
     return lines[-1] if lines else "no reason given"
 
 
-def load_inventory(path: Path) -> list[Host]:
-    """The hosts of an Ansible inventory (INI or YAML), parsed by Ansible
-    itself (`ansible-inventory --list`); UsageError naming the file when it
+def list_inventory(path: Path) -> tuple[dict, list[str]]:
+    """(the raw host variables, the host names in order) of an Ansible
+    inventory (INI or YAML), parsed by Ansible itself (`ansible-inventory
+    --list`, which templates nothing); UsageError naming the file when it
     does not parse or names no host."""
     path = Path(path)
     if not path.exists():
@@ -223,7 +515,16 @@ def load_inventory(path: Path) -> list[Host]:
     names += [h for h in hostvars if h not in names]
     if not names:
         raise UsageError(f"inventory {path} names no hosts")
-    return [_host(n, hostvars.get(n) or {}, path) for n in names]
+    return hostvars, names
+
+
+def load_inventory(path: Path, *, insecure_host_keys: bool = False,
+                   roots: Sequence[str] = ()) -> Inventory:
+    """The hosts of an inventory, every rule of check_hosts applied to the
+    raw values before anything could template them."""
+    hostvars, names = list_inventory(path)
+    return check_hosts(hostvars, names, Path(path), insecure_host_keys=insecure_host_keys,
+                       roots=roots)
 
 
 # ---- the selection ----
@@ -267,6 +568,13 @@ class Campaign:
     created: str
     hosts: dict[str, dict] = field(default_factory=dict)
     source: dict | None = None
+    # What the campaign ran without (host keys not checked, under
+    # --insecure-host-keys), with when it was first allowed.
+    warnings: list[dict] = field(default_factory=list)
+
+    def warn(self, texts: Iterable[str]) -> None:
+        known = {w["warning"] for w in self.warnings}
+        self.warnings += [{"warning": t, "since": _now()} for t in texts if t not in known]
 
     @property
     def state_file(self) -> Path:
@@ -286,7 +594,7 @@ class Campaign:
     def as_dict(self) -> dict:
         return {"state_version": STATE_VERSION, "id": self.id, "inventory": self.inventory,
                 "selection": self.selection.as_dict(), "created": self.created,
-                "source": self.source, "hosts": self.hosts}
+                "source": self.source, "hosts": self.hosts, "warnings": self.warnings}
 
     def save(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -315,7 +623,8 @@ def load_state(folder: Path) -> Campaign | None:
             raise ValueError("'hosts' is damaged")
         return Campaign(id=str(d["id"]), folder=folder, inventory=str(d["inventory"]),
                         selection=Selection.from_dict(d["selection"]),
-                        created=str(d["created"]), hosts=hosts, source=d.get("source"))
+                        created=str(d["created"]), hosts=hosts, source=d.get("source"),
+                        warnings=list(d.get("warnings") or []))
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise UsageError(f"campaign state {f} cannot be read: {e}") from None
 
@@ -480,7 +789,8 @@ class PlaybookRun:
 
 def run_playbook(playbook: Path, inventory: Path, hosts: Sequence[str], *,
                  extra_vars: Path | None, timeout: float, events_file: Path | None,
-                 on_event: Callable[[dict], None] | None = None) -> PlaybookRun:
+                 on_event: Callable[[dict], None] | None = None,
+                 insecure_host_keys: bool = False) -> PlaybookRun:
     """ansible-playbook over hosts (a --limit), every event read as it comes.
 
     The ssh connections Ansible keeps open for a while after its last task
@@ -493,7 +803,8 @@ def run_playbook(playbook: Path, inventory: Path, hosts: Sequence[str], *,
     if extra_vars is not None:
         argv += ["-e", f"@{extra_vars}"]
     env = ansible_env({"ANSIBLE_SSH_CONTROL_PATH_DIR": control,
-                       "ANSIBLE_LOCAL_TEMP": os.path.join(control, "tmp")})
+                       "ANSIBLE_LOCAL_TEMP": os.path.join(control, "tmp")},
+                      insecure_host_keys=insecure_host_keys)
     events: list[dict] = []
     log = open(events_file, "a") if events_file is not None else None
 
@@ -559,10 +870,25 @@ FINAL_TASK = "fetch: bring the export back"
 PREFLIGHT_TASK = "connect: reach the host over SSH"
 
 
+DEFAULT_WORKDIR = "~/isobench-campaign"
+
+
+def unsafe(v: str | None) -> dict | None:
+    """v as a string Ansible never templates (its JSON form of !unsafe):
+    a second guard, after check_hosts, on what came from the inventory."""
+    return None if v is None else {"__ansible_unsafe": v}
+
+
 def extra_vars(c: Campaign, bundle: Path | None, bundle_id: str | None,
-               host_timeout: int) -> dict:
-    """The campaign's variables for the playbook (no host's secrets among them)."""
+               host_timeout: int, hosts: Sequence[Host] = ()) -> dict:
+    """The campaign's variables for the playbook (no host's secrets among them).
+    isobench_hosts holds each host's isobench_* values as check_hosts
+    accepted them, marked never to be templated: the playbook reads those,
+    never the inventory's own, so what runs is what was checked."""
     return {"isobench_campaign": c.id, "isobench_run_args": c.selection.run_args(),
+            "isobench_hosts": {h.name: {"workdir": unsafe(h.workdir or DEFAULT_WORKDIR),
+                                        "cpus": unsafe(h.cpus), "tune": h.tune,
+                                        "prebuilt": unsafe(h.prebuilt)} for h in hosts},
             "isobench_fetch_dir": str(c.fetched.resolve()),
             "isobench_bundle": str(bundle.resolve()) if bundle else "",
             "isobench_bundle_id": bundle_id or "prebuilt",
@@ -595,7 +921,7 @@ Importer = Callable[[str, Path], tuple[int, str]]  # (host, export) -> (run id, 
 
 def execute(c: Campaign, inventory: Path, hosts: Sequence[Host], *, source: Path,
             host_timeout: int, say: Callable[[str], None], resumed: bool,
-            import_export: Importer) -> None:
+            import_export: Importer, insecure_host_keys: bool = False) -> None:
     """Run the campaign on every host of hosts not done yet; c records each
     outcome (and is saved after every change).  UsageError when a host key
     does not match: then nothing has been run anywhere, and nothing but that
@@ -618,7 +944,7 @@ def execute(c: Campaign, inventory: Path, hosts: Sequence[Host], *, source: Path
             say(text)
 
     pre = run_playbook(PREFLIGHT, inventory, todo, extra_vars=None, timeout=PREFLIGHT_TIMEOUT,
-                       events_file=c.events_file)
+                       events_file=c.events_file, insecure_host_keys=insecure_host_keys)
     keys = [(e["host"], key_problem(e)) for e in pre.events
             if e.get("event") == "task" and e.get("outcome") == "unreachable" and key_problem(e)]
     pre_out = outcomes(pre, todo, PREFLIGHT_TASK)
@@ -648,11 +974,12 @@ def execute(c: Campaign, inventory: Path, hosts: Sequence[Host], *, source: Path
         c.hosts[h]["source"] = (f"prebuilt {by_name[h].prebuilt}" if by_name[h].prebuilt
                                 else f"source {sid}")
     vars_file = c.folder / "vars.json"
-    vars_file.write_text(json.dumps(extra_vars(c, bundle, sid, host_timeout), indent=1) + "\n")
+    vars_file.write_text(json.dumps(extra_vars(c, bundle, sid, host_timeout,
+                                                     [by_name[h] for h in reachable]), indent=1) + "\n")
     c.save()
     main = run_playbook(PLAYBOOK, inventory, reachable, extra_vars=vars_file,
                         timeout=host_timeout + SETUP_ALLOWANCE, events_file=c.events_file,
-                        on_event=show)
+                        on_event=show, insecure_host_keys=insecure_host_keys)
     for h, o in outcomes(main, reachable, FINAL_TASK).items():
         if o.status == DONE:
             export = c.fetched / h / "export.json"
@@ -693,25 +1020,38 @@ EXAMPLE_INI = """\
 # benchmarks on every host (in parallel across hosts, one benchmark at a time
 # on each) and merges the results into one store; see docs/campaigns.md.
 #
+# THIS FILE DOES NOT RUN AS WRITTEN: its hosts are placeholders (names
+# replace-me-*, addresses of the documentation ranges 192.0.2.0/24 and
+# 2001:db8::/32), and `campaign run` refuses them.  Replace each with a
+# machine of yours: a name for its column in the tables, its ansible_host.
+#
 # Connection variables are Ansible's own (ansible_host, ansible_user,
 # ansible_port, ansible_ssh_private_key_file, ...).  They stay with Ansible:
-# isobench reads only the host names and the isobench_* variables below.
+# isobench reads only the host names and the isobench_* variables below
+# (plain values: a {{ template }} in them is refused).
 # Host keys are always checked: add every host to ~/.ssh/known_hosts first
 # (ssh-keyscan HOST >> ~/.ssh/known_hosts, after checking the fingerprint).
+# Settings that turn the check off (ansible_host_key_checking=false,
+# StrictHostKeyChecking=no in ansible_ssh_*_args) are refused.
 #
 # isobench_workdir   folder on the host for the source, the build and the
-#                    results (default ~/isobench-campaign)
+#                    results (default ~/isobench-campaign; ~/... or below
+#                    /home/USER, /scratch, /srv, /data, /tmp, ...)
 # isobench_cpus      CPUs the benchmarks may use there (taskset -c), e.g. 2-3
 # isobench_tune      true: `isobench system tune` before and `system reset`
-#                    after measuring (needs root: set ansible_become=true)
+#                    after measuring, and only these two run as root (sudo):
+#                    give the sudo password as ansible_become_password (best
+#                    from a vault) or allow them without one.  Never set
+#                    ansible_become=true for a host: every task (the build,
+#                    isobench run) would run as root, and it is refused.
 # isobench_prebuilt  a checkout already built on the host (its build/isob and
 #                    .venv are used, nothing is copied or built); for hosts
 #                    that share the controller's file system, and for tests
 
 [lab]
-skylake   ansible_host=192.0.2.10 isobench_cpus=2-3 isobench_tune=true ansible_become=true
-icelake   ansible_host=192.0.2.11 isobench_cpus=4-7 isobench_workdir=/scratch/isobench
-graviton  ansible_host=192.0.2.12 isobench_tune=false
+replace-me-skylake   ansible_host=192.0.2.10 isobench_cpus=2-3 isobench_tune=true
+replace-me-icelake   ansible_host=192.0.2.11 isobench_cpus=4-7 isobench_workdir=/scratch/isobench
+replace-me-graviton  ansible_host=2001:db8::12 isobench_tune=false
 
 [lab:vars]
 ansible_user=bench
@@ -723,15 +1063,25 @@ EXAMPLE_YAML = """\
 # benchmarks on every host (in parallel across hosts, one benchmark at a time
 # on each) and merges the results into one store; see docs/campaigns.md.
 #
+# THIS FILE DOES NOT RUN AS WRITTEN: its hosts are placeholders (names
+# replace-me-*, addresses of the documentation ranges 192.0.2.0/24 and
+# 2001:db8::/32), and `campaign run` refuses them.  Replace each with a
+# machine of yours: a name for its column in the tables, its ansible_host.
+#
 # Connection variables are Ansible's own (ansible_host, ansible_user,
 # ansible_port, ansible_ssh_private_key_file, ...).  They stay with Ansible:
-# isobench reads only the host names and the isobench_* variables below.
+# isobench reads only the host names and the isobench_* variables below
+# (plain values: a {{ template }} in them is refused).
 # Host keys are always checked: add every host to ~/.ssh/known_hosts first.
+# Settings that turn the check off are refused.
 #
 # isobench_workdir   folder on the host (default ~/isobench-campaign)
 # isobench_cpus      CPUs the benchmarks may use there (taskset -c), e.g. 2-3
-# isobench_tune      true: `isobench system tune` before, `system reset` after
-#                    (needs root: ansible_become: true)
+# isobench_tune      true: `isobench system tune` before, `system reset` after;
+#                    only these two run as root (sudo: ansible_become_password,
+#                    best from a vault, or sudo without one).  Never set
+#                    ansible_become: true for a host (every task would run as
+#                    root): it is refused.
 # isobench_prebuilt  a checkout already built on the host: nothing copied or built
 all:
   children:
@@ -739,17 +1089,16 @@ all:
       vars:
         ansible_user: bench
       hosts:
-        skylake:
+        replace-me-skylake:
           ansible_host: 192.0.2.10
           isobench_cpus: "2-3"
           isobench_tune: true
-          ansible_become: true
-        icelake:
+        replace-me-icelake:
           ansible_host: 192.0.2.11
           isobench_cpus: "4-7"
           isobench_workdir: /scratch/isobench
-        graviton:
-          ansible_host: 192.0.2.12
+        replace-me-graviton:
+          ansible_host: "2001:db8::12"
           isobench_tune: false
 """
 
