@@ -74,18 +74,26 @@ static struct srv run_serve(const char *const *args, int ready)
     struct srv s = {pid, 0, pfd[0]};
     if (!ready)
         return s;
-    char line[512];
-    size_t n = 0;
-    while (n < sizeof line - 1) {
-        ssize_t r = read(s.err, line + n, 1);
+    /* Lines before the ready one (fork states its memory bound) are read
+     * and passed over. */
+    char line[1024];
+    const char *at = NULL;
+    for (int lines = 0; !at && lines < 8; lines++) {
+        size_t n = 0;
+        ssize_t r = 1;
+        while (n < sizeof line - 1) {
+            r = read(s.err, line + n, 1);
+            if (r <= 0)
+                break;
+            n += (size_t)r;
+            if (line[n - 1] == '\n')
+                break;
+        }
+        line[n] = 0;
+        at = strstr(line, "listening on 127.0.0.1:");
         if (r <= 0)
             break;
-        n += (size_t)r;
-        if (line[n - 1] == '\n')
-            break;
     }
-    line[n] = 0;
-    const char *at = strstr(line, "listening on 127.0.0.1:");
     if (!at)
         fprintf(stderr, "# the server said: %s\n", line);
     CHECK(at != NULL);
