@@ -175,6 +175,11 @@ static void accept_all(struct server *sv)
             }
             return;
         }
+        /* A fork session that ended is counted until it is reaped, which
+         * the loop does only between batches: while clients keep coming,
+         * reap here rather than refuse for sessions that are over. */
+        if (sv->s.st.curr_connections >= sv->max_conns && sv->o->session == SESSION_FORK)
+            session_fork_reap(sv);
         if (sv->s.st.curr_connections >= sv->max_conns) {
             refuse(sv, fd);
             continue;

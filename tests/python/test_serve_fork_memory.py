@@ -275,3 +275,13 @@ def test_memory_limit_without_fork_is_a_usage_error():
     p = subprocess.run([str(ISOB), "serve", "-m", "direct", "--memory-limit-mb", "100"],
                        capture_output=True, text=True, timeout=START_TIMEOUT)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--session fork" in p.stderr
+
+
+def test_isobench_serve_passes_the_limit_on():
+    from isobench.measure import serve
+    parser = __import__("argparse").ArgumentParser()
+    serve.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["serve", "-m", "direct", "--session", "fork",
+                              "--memory-limit-mb", "4096"])
+    argv = serve.isob_argv(args)
+    assert argv[argv.index("--memory-limit-mb") + 1] == "4096"
