@@ -112,6 +112,8 @@ struct session_memory {
     uint64_t per_session, listener, total, limit;
     uint64_t fit;             /* sessions that fit under the limit beside the listener */
     const char *limit_what;   /* where the limit came from */
+    uint64_t machine;         /* what the machine can give now, where machine_what */
+    const char *machine_what;
 };
 int session_memory(const struct serve_opts *o, struct session_memory *m);
 /* One line into line: the refusal (-ENOMEM: the worst case exceeds the

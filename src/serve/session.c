@@ -390,6 +390,26 @@ static int64_t cgroup_room(void)
     return max > cur ? max - cur : 0;
 }
 
+/* What the machine can give now: MemAvailable + SwapFree, or the room under
+ * the cgroup's memory.max where that is less.  0 or -errno. */
+static int machine_memory(uint64_t *bytes, const char **what)
+{
+    char text[8192];
+    if (read_text("/proc/meminfo", text, sizeof text) != 0)
+        return -errno;
+    int64_t avail = meminfo(text, "MemAvailable"), swap = meminfo(text, "SwapFree");
+    if (avail < 0)
+        return -ENOENT;
+    *bytes = (uint64_t)avail + (uint64_t)(swap > 0 ? swap : 0);
+    *what = "MemAvailable + SwapFree";
+    int64_t room = cgroup_room();
+    if (room >= 0 && (uint64_t)room < *bytes) {
+        *bytes = (uint64_t)room;
+        *what = "this cgroup's memory.max less its memory.current";
+    }
+    return 0;
+}
+
 int session_memory(const struct serve_opts *o, struct session_memory *m)
 {
     memset(m, 0, sizeof *m);
@@ -400,23 +420,15 @@ int session_memory(const struct serve_opts *o, struct session_memory *m)
     m->per_session = store + conn_bytes(o) + SESSION_PROCESS_BYTES;
     m->listener = store + SESSION_PROCESS_BYTES + o->max_conns * sizeof(pid_t);
     m->total = m->listener + (uint64_t)o->max_conns * m->per_session;
+    int rc = machine_memory(&m->machine, &m->machine_what);
     if (o->memory_limit_mb) {
         m->limit = (uint64_t)o->memory_limit_mb << 20;
         m->limit_what = "--memory-limit-mb";
+    } else if (rc) {
+        return rc;
     } else {
-        char text[8192];
-        if (read_text("/proc/meminfo", text, sizeof text) != 0)
-            return -errno;
-        int64_t avail = meminfo(text, "MemAvailable"), swap = meminfo(text, "SwapFree");
-        if (avail < 0)
-            return -ENOENT;
-        m->limit = (uint64_t)avail + (uint64_t)(swap > 0 ? swap : 0);
-        m->limit_what = "MemAvailable + SwapFree";
-        int64_t room = cgroup_room();
-        if (room >= 0 && (uint64_t)room < m->limit) {
-            m->limit = (uint64_t)room;
-            m->limit_what = "this cgroup's memory.max less its memory.current";
-        }
+        m->limit = m->machine;
+        m->limit_what = m->machine_what;
     }
     m->fit = m->limit > m->listener ? (m->limit - m->listener) / m->per_session : 0;
     return 0;
@@ -446,8 +458,14 @@ int session_check_memory(const struct serve_opts *o, char *line, size_t len)
                  mib(m.listener), mib(m.limit), m.limit_what, (unsigned long long)m.fit);
         return -ENOMEM;
     }
-    snprintf(line, len, "fork sessions may take %.1f MiB: %zu sessions of at most %.1f MiB each "
-             "and %.1f MiB for the listener, within %.1f MiB (%s)", mib(m.total), o->max_conns,
-             mib(m.per_session), mib(m.listener), mib(m.limit), m.limit_what);
+    int n = snprintf(line, len, "fork sessions may take %.1f MiB: %zu sessions of at most %.1f "
+                     "MiB each and %.1f MiB for the listener, within %.1f MiB (%s)",
+                     mib(m.total), o->max_conns, mib(m.per_session), mib(m.listener),
+                     mib(m.limit), m.limit_what);
+    /* A limit stated beyond what the machine has: said, not refused. */
+    if (m.machine_what && m.total > m.machine && n > 0 && (size_t)n < len)
+        snprintf(line + n, len - (size_t)n, "; more than the %.1f MiB this machine can give now "
+                 "(%s): sessions that fill their stores may run it out of memory",
+                 mib(m.machine), m.machine_what);
     return 0;
 }

@@ -235,6 +235,26 @@ def test_fork_with_the_defaults_refuses_with_both_numbers_or_holds_50_sessions()
         srv.stop()
 
 
+def test_fork_with_the_defaults_holds_50_sessions_under_a_limit_that_takes_them():
+    # The defaults' worst case, stated by a refusal under a tiny limit, is
+    # then given as the limit: the server starts, as on a machine that has
+    # that much, and holds 50 sessions within it.
+    r = launch("--memory-limit-mb", "1")
+    assert isinstance(r, Refused) and r.max_conns == DEFAULT_MAX_CONNS
+    srv = launch("--memory-limit-mb", str(math.ceil(r.total)))
+    assert isinstance(srv, ServerProcess), srv.stderr
+    try:
+        assert srv.bound.group(2) == str(DEFAULT_MAX_CONNS)
+        # A limit beyond what the machine has is said on the same line.
+        with open("/proc/meminfo") as f:
+            info = {ln.split(":")[0]: int(ln.split()[1]) for ln in f}
+        if r.total > mib(info["MemTotal"] + info["SwapTotal"]):
+            assert b"more than the " in srv.stderr and b"this machine can give now" in srv.stderr
+        print("\n" + check_within_bound(srv, hold_sessions(srv, fill=False)))
+    finally:
+        srv.stop()
+
+
 def test_fork_holds_50_sessions_within_the_bound_it_states():
     got = launch("--max-conns", "64")
     if isinstance(got, Refused):
