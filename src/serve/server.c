@@ -267,9 +267,10 @@ static void usage(FILE *f)
         "\n"
         "Prints \"isob serve: listening on ADDR:PORT (mechanism M), session S, PROTO\"\n"
         "on stderr when ready (a compartment, or start-up, that fails is an error before\n"
-        "that; under --session fork a line stating the memory bound comes first); stops within a second on SIGINT or SIGTERM (exit 0; 1 if a call into the\n"
-        "compartment did not return), ending every session's process. A compartment\n"
-        "that dies fails the request in flight, is logged and restarted empty.\n",
+        "that; under --session fork a line stating the memory bound comes first); stops\n"
+        "within a second on SIGINT or SIGTERM (exit 0; 1 if a call into the compartment\n"
+        "did not return), ending every session's process. A compartment that dies fails\n"
+        "the request in flight, is logged and restarted empty.\n",
         ISOB_SERVE_DEFAULT_PORT, ISOB_SERVE_DEFAULT_BIND, isob_serve_value_limit(),
         isob_serve_value_max(), ISOB_SERVE_DEFAULT_HEAP_MB,
         buffer_min_mb(isob_serve_value_limit()), ISOB_SERVE_DEFAULT_MAX_CONNS,
