@@ -317,10 +317,13 @@ static void t_bad_options_refused(void)
         {"-m", "direct", "--startup-mb", "1", "--max-value", "100", NULL},
         {"-m", "direct", "--startup-mb", "999999", NULL},
         {"-m", "direct", "--http", "--preload-keys", "5", NULL},
+        {"-m", "direct", "--session", "fork", "--memory-limit-mb", "1", NULL},
+        {"-m", "direct", "--memory-limit-mb", "4096", NULL},
     };
     static const char *const says[] = {"shared, fork or rollback", "--session rollback",
                                        "second context", "limit", "--max-value", "--startup-mb",
-                                       "--http"};
+                                       "--http", "MiB for the listener, more than the 1.0 MiB",
+                                       "needs --session fork"};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct srv s = run_serve(cases[i], 0);
         char err[1024];
