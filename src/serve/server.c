@@ -175,6 +175,11 @@ static void accept_all(struct server *sv)
             }
             return;
         }
+        /* A fork session that ended is counted until it is reaped, which
+         * the loop does only between batches: while clients keep coming,
+         * reap here rather than refuse for sessions that are over. */
+        if (sv->s.st.curr_connections >= sv->max_conns && sv->o->session == SESSION_FORK)
+            session_fork_reap(sv);
         if (sv->s.st.curr_connections >= sv->max_conns) {
             refuse(sv, fd);
             continue;
@@ -231,7 +236,12 @@ static void usage(FILE *f)
         "  --comp-cpu C        CPU of the compartment's second context [--cpu, else unpinned]\n"
         "  --max-conns N       open connections at most; more are refused [%d]; with\n"
         "                      --session fork or rollback, a process each: more than\n"
-        "                      the process or descriptor limits allow is refused\n"
+        "                      the process or descriptor limits allow is refused, and\n"
+        "                      with fork more than the memory can hold if every\n"
+        "                      session fills its store\n"
+        "  --memory-limit-mb N what fork sessions and their listener may take\n"
+        "                      together, in MiB, at worst [MemAvailable + SwapFree,\n"
+        "                      or less under the cgroup's memory.max]\n"
         "\n"
         "sessions (a session is one connection; docs/serve.md):\n"
         "  --session S         how sessions share the state start-up built [shared]:\n"
@@ -257,9 +267,10 @@ static void usage(FILE *f)
         "\n"
         "Prints \"isob serve: listening on ADDR:PORT (mechanism M), session S, PROTO\"\n"
         "on stderr when ready (a compartment, or start-up, that fails is an error before\n"
-        "that); stops within a second on SIGINT or SIGTERM (exit 0; 1 if a call into the\n"
-        "compartment did not return), ending every session's process. A compartment\n"
-        "that dies fails the request in flight, is logged and restarted empty.\n",
+        "that; under --session fork a line stating the memory bound comes first); stops\n"
+        "within a second on SIGINT or SIGTERM (exit 0; 1 if a call into the compartment\n"
+        "did not return), ending every session's process. A compartment that dies fails\n"
+        "the request in flight, is logged and restarted empty.\n",
         ISOB_SERVE_DEFAULT_PORT, ISOB_SERVE_DEFAULT_BIND, isob_serve_value_limit(),
         isob_serve_value_max(), ISOB_SERVE_DEFAULT_HEAP_MB,
         buffer_min_mb(isob_serve_value_limit()), ISOB_SERVE_DEFAULT_MAX_CONNS,
@@ -290,7 +301,7 @@ static int parse_num(const char *s, unsigned long long lo, unsigned long long hi
 
 enum { OPT_PORT = 256, OPT_BIND, OPT_MAX_VALUE, OPT_HEAP_MB, OPT_CPU, OPT_COMP_CPU,
        OPT_MAX_CONNS, OPT_BUFFER_MB, OPT_SESSION, OPT_PER_CONN, OPT_HTTP, OPT_STARTUP_MB,
-       OPT_PRELOAD_KEYS, OPT_PRELOAD_VALUE };
+       OPT_PRELOAD_KEYS, OPT_PRELOAD_VALUE, OPT_MEMORY_LIMIT_MB };
 
 /* 0, or the exit status to return (-1: help was printed, exit 0). */
 static int parse_opts(int argc, char **argv, struct serve_opts *o)
@@ -303,6 +314,7 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
         {"comp-cpu", required_argument, 0, OPT_COMP_CPU},
         {"max-conns", required_argument, 0, OPT_MAX_CONNS},
         {"buffer-mb", required_argument, 0, OPT_BUFFER_MB},
+        {"memory-limit-mb", required_argument, 0, OPT_MEMORY_LIMIT_MB},
         {"session", required_argument, 0, OPT_SESSION},
         {"per-connection", no_argument, 0, OPT_PER_CONN}, {"http", no_argument, 0, OPT_HTTP},
         {"startup-mb", required_argument, 0, OPT_STARTUP_MB},
@@ -380,6 +392,12 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
                 return usage_error("--buffer-mb: '%s' is not from 1 to 1048576", optarg);
             o->buffer_mb = (size_t)v;
             break;
+        case OPT_MEMORY_LIMIT_MB:
+            if (parse_num(optarg, 1, 1ull << 40, &v))
+                return usage_error("--memory-limit-mb: '%s' is not from 1 to 1099511627776",
+                                   optarg);
+            o->memory_limit_mb = (size_t)v;
+            break;
         case OPT_SESSION:
             if (strcmp(optarg, "shared") == 0)
                 o->session = SESSION_SHARED;
@@ -438,6 +456,8 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
         return usage_error("--preload-value: larger than --max-value%s", "");
     if (o->http && o->startup.preload_keys)
         return usage_error("--preload-keys stores memcached keys: it does not go with --http%s", "");
+    if (o->memory_limit_mb && o->session != SESSION_FORK)
+        return usage_error("--memory-limit-mb bounds fork sessions: it needs --session fork%s", "");
     if (o->comp_cpu == -2)
         o->comp_cpu = o->cpu;
     size_t least = buffer_min_mb(o->max_value);
@@ -633,9 +653,10 @@ static int run(struct server *sv)
     }
 }
 
-/* Fork: start up once in a throw-away process before listening, so that a
- * start-up that cannot work is an error now rather than in every session.
- * 0, or the exit status (the process said why on stderr). */
+/* Fork: store the start-up state once in a throw-away process before
+ * listening, so that a start-up that cannot work is an error now rather than
+ * in every session.  0, or the exit status (the process said why on
+ * stderr). */
 static int fork_trial(struct server *sv)
 {
     pid_t parent = getpid();
@@ -648,7 +669,7 @@ static int fork_trial(struct server *sv)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(1);
-        int rc = serve_start_up(sv);
+        int rc = serve_store_fill(sv);
         _exit(rc == 0 ? 0 : 1);
     }
     int st = 0;
@@ -678,9 +699,13 @@ int isob_serve_main(int argc, char **argv)
                 session_name(o.session), m->name);
         return EXIT_USAGE;
     }
-    char why[512] = "";
+    char why[512] = "", bound[640] = "";
     if (o.session != SESSION_SHARED && session_check_limits(&o, why, sizeof why) != 0) {
         fprintf(stderr, "isob serve: error: %s (see isob serve --help)\n", why);
+        return EXIT_USAGE;
+    }
+    if (o.session == SESSION_FORK && session_check_memory(&o, bound, sizeof bound) != 0) {
+        fprintf(stderr, "isob serve: error: %s (see isob serve --help)\n", bound);
         return EXIT_USAGE;
     }
     if (m->probe(why, sizeof why) != 0) {
@@ -711,16 +736,22 @@ int isob_serve_main(int argc, char **argv)
     }
     /* The state sessions start from, and an error before "listening" if it
      * cannot be made: a mechanism reports its server's failure at create.
-     * A fork listener holds none: each session makes its own. */
+     * A fork listener holds the empty store, which its sessions share until
+     * they write: each stores its own start-up state. */
     if (o.session == SESSION_FORK) {
         sv.kids = calloc(sv.max_conns, sizeof *sv.kids);
         if (!sv.kids) {
             fprintf(stderr, "isob serve: error: %s\n", strerror(ENOMEM));
             return 1;
         }
-        if (fork_trial(&sv) != 0)
+        if (serve_store_create(&sv) != 0)
             return 1;
+        if (fork_trial(&sv) != 0) {
+            isob_serve_fini(&sv.s);
+            return 1;
+        }
         sv.cfd = child_signal_init();
+        fprintf(stderr, "isob serve: %s\n", bound);
     } else if (serve_start_up(&sv) != 0) {
         return 1;
     }

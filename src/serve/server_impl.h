@@ -5,6 +5,7 @@
 #define ISOBENCH_SERVE_SERVER_IMPL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "isobench/serve.h"
@@ -36,6 +37,7 @@ struct serve_opts {
     const char *bind;
     unsigned port;
     size_t max_value, heap_mb, max_conns, buffer_mb;  /* buffer_mb 0: the default */
+    size_t memory_limit_mb;   /* fork: what sessions may take together; 0: what the machine has */
     int cpu, comp_cpu, no_evict;
     enum serve_session session;
     int per_connection;       /* --per-connection: one context per connection (rollback) */
@@ -71,8 +73,12 @@ int serve_conn_step(struct server *sv, struct conn *c, unsigned events);
 /* --- session.c: sessions in processes of their own ------------------------ */
 
 /* The state every session starts from: the compartment and what start-up
- * stores.  0, or the exit status after a line on stderr. */
+ * stores.  0, or the exit status after a line on stderr.  It is the two
+ * steps below, which fork takes apart: the listener creates the
+ * compartment, and each session stores the start-up state in its copy. */
 int serve_start_up(struct server *sv);
+int serve_store_create(struct server *sv);
+int serve_store_fill(struct server *sv);
 
 /* Rollback, in the root: a fresh context for the connection c->fd, made
  * from the root (which has served nothing), into c->lwc.  0 or -errno. */
@@ -96,5 +102,23 @@ void session_fork_end_all(struct server *sv);
  * connection, and in rollback the root's descriptors.  0, or -errno with
  * why filled in. */
 int session_check_limits(const struct serve_opts *o, char *why, size_t len);
+
+/* The memory --session fork may take, in bytes: a session's worst case
+ * (its store filled, start-up state included, its connection's buffers
+ * full), the listener's, and max_conns sessions and the listener together;
+ * against the limit (--memory-limit-mb, else MemAvailable + SwapFree, or
+ * the room under the cgroup's memory.max where that is less). */
+struct session_memory {
+    uint64_t per_session, listener, total, limit;
+    uint64_t fit;             /* sessions that fit under the limit beside the listener */
+    const char *limit_what;   /* where the limit came from */
+    uint64_t machine;         /* what the machine can give now, where machine_what */
+    const char *machine_what;
+};
+int session_memory(const struct serve_opts *o, struct session_memory *m);
+/* One line into line: the refusal (-ENOMEM: the worst case exceeds the
+ * limit; another -errno: the limit could not be read), or with 0 the bound
+ * the server holds to. */
+int session_check_memory(const struct serve_opts *o, char *line, size_t len);
 
 #endif

@@ -14,18 +14,23 @@
  * state again.  Contexts are coroutines: one of them or the server runs at
  * a time, as in lwC's event-driven nginx.
  *
- * fork: the listener holds no state.  Each accepted connection gets a
- * forked process that starts up by itself (the compartment, the preloaded
- * keys, the start-up state), serves that one connection and exits: the
- * stock way to give each session a fresh server, paying the start-up per
- * session (a CGI program, PHP's start-up per request).  The sessions run
- * side by side, scheduled by the kernel.
+ * fork: the listener makes the compartment with its empty store and
+ * serves nothing.  Each accepted connection gets a forked process that
+ * starts up by itself (the preloaded keys, the start-up state), serves that
+ * one connection and exits: the stock way to give each session a fresh
+ * server, paying the start-up per session (a CGI program, PHP's start-up
+ * per request).  The empty store comes from the listener copy-on-write: a
+ * session holds a page of its own only once it writes there, so a session
+ * that stores little costs little, and none costs more than a whole heap
+ * (session_check_memory).  The sessions run side by side, scheduled by the
+ * kernel.
  *
  * Either way a session's process dies with the server (PR_SET_PDEATHSIG),
  * and the server ends every one before it exits. */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +45,9 @@
 
 #include "isobench/harness.h"
 #include "isobench/lwc.h"
+#include "isobench/mechanism.h"
+#include "isobench/proto.h"
+#include "isobench/trusted.h"
 #include "server_impl.h"
 #include "../benches/ukernel.h"
 
@@ -54,7 +62,7 @@
 /* How a context answers its root (lwc_msg words). */
 enum { MSG_EVENTS = 0, MSG_OVER = 1 };
 
-int serve_start_up(struct server *sv)
+int serve_store_create(struct server *sv)
 {
     const struct serve_opts *o = sv->o;
     size_t heap = (o->heap_mb << 20) + isob_serve_startup_heap(&o->startup);
@@ -64,17 +72,33 @@ int serve_start_up(struct server *sv)
                 sv->mech->name, heap >> 20, isob_strerror(rc));
         return 1;
     }
+    return 0;
+}
+
+int serve_store_fill(struct server *sv)
+{
+    const struct serve_opts *o = sv->o;
     sv->s.evict = !o->no_evict;
     sv->s.http = o->http;
     sv->s.session = o->session == SESSION_FORK       ? "fork"
                     : o->session == SESSION_ROLLBACK ? "rollback"
                                                      : "shared";
-    rc = isob_serve_startup(&sv->s, &o->startup);
+    int rc = isob_serve_startup(&sv->s, &o->startup);
     if (rc) {
         fprintf(stderr, "isob serve: error: storing the start-up state (%zu keys, %zu MiB) in "
                 "the %s compartment: %s\n", o->startup.preload_keys, o->startup.startup_mb,
                 sv->mech->name, rc == -ENOSPC ? "the store is full (raise --heap-mb)"
                                               : isob_strerror(rc));
+        return 1;
+    }
+    return 0;
+}
+
+int serve_start_up(struct server *sv)
+{
+    if (serve_store_create(sv) != 0)
+        return 1;
+    if (serve_store_fill(sv) != 0) {
         isob_serve_fini(&sv->s);
         return 1;
     }
@@ -178,16 +202,20 @@ static void refuse_session(int fd, int http)
     (void)n;
 }
 
-/* A fork session's process: start up, serve fd until it is over, exit. */
+/* A fork session's process: start up in its copy of the listener's empty
+ * store, serve fd until it is over, exit. */
 static __attribute__((noreturn)) void fork_main(struct server *sv, int fd)
 {
     session_signals();
-    /* Nothing but the connection: not the listener, not the epoll set. */
+    /* Nothing but the connection: not the listener, not the epoll set.
+     * (The compartment holds no descriptor: fork sessions take only
+     * mechanisms without a second context, whose store is memory of this
+     * process.) */
     if (fd > 3)
         syscall(SYS_close_range, 3, fd - 1, 0);
     syscall(SYS_close_range, fd + 1, ~0u, 0);
     sv->ep = sv->lfd = sv->sfd = sv->cfd = sv->spare_fd = -1;
-    if (serve_start_up(sv) != 0) {
+    if (serve_store_fill(sv) != 0) {
         refuse_session(fd, sv->o->http);
         _exit(1);
     }
@@ -280,4 +308,164 @@ int session_check_limits(const struct serve_opts *o, char *why, size_t len)
         setrlimit(RLIMIT_NOFILE, &rl);
     }
     return uk_check_fds(what, (uint64_t)o->max_conns + ROOT_FD_RESERVE, why, len);
+}
+
+/* --- memory ------------------------------------------------------------------
+ *
+ * What --session fork may come to hold, against what the machine can give.
+ * A session's process shares the listener's pages until it writes them, so
+ * one that stores little holds little; but a client may fill its store, and
+ * the store is one compartment's whole heap, so the worst case of a session
+ * is the heap (start-up state included: it lives there), the compartment's
+ * shared buffer, its one connection's buffers and the process's own pages.
+ * The listener holds the store once (populated: the mechanisms map it so) and
+ * serves nothing. */
+
+/* A session's process beyond the store and the connection's buffers: its
+ * stack, its copies of the server's static state (the 64 KiB read buffer),
+ * libc's and malloc's pages.  Measured at about 0.3 MiB in a session that
+ * served a set and a get; this leaves room for the pages it may write later. */
+#define SESSION_PROCESS_BYTES (2u << 20)
+
+/* The shared buffer isob_serve_init asks of the mechanism: one message with
+ * the longest key and the largest value, and a page for its header. */
+static uint64_t shared_bytes(size_t max_value)
+{
+    uint64_t need = sizeof(struct isob_msg) + ISOB_PROTO_KEY_MAX + ISOB_SERVE_FLAGS_BYTES +
+                    (uint64_t)max_value;
+    uint64_t dflt = ISOB_DEFAULT_SHARED_SIZE;
+    return dflt < need + 4096 ? (need + 4096 + 4095) / 4096 * 4096 : dflt;
+}
+
+/* What one connection's buffers may hold at most: the largest command it
+ * may hold (input) and the replies waiting beyond the high mark plus the
+ * largest value (output), each with a capacity up to twice what it holds,
+ * and the idle small buffers kept for reuse; never more than the cap on
+ * every buffer (--buffer-mb). */
+static uint64_t conn_bytes(const struct serve_opts *o)
+{
+    uint64_t one = isob_serve_in_max(o->max_value) + ISOB_CONN_OUT_HIGH + o->max_value + 4096;
+    uint64_t worst = 2 * one + 32 * (uint64_t)ISOB_SERVE_BUF_SMALL;
+    uint64_t cap = (uint64_t)o->buffer_mb << 20;
+    return worst < cap ? worst : cap;
+}
+
+/* A number from a line "Name:   N kB" of /proc/meminfo, in bytes; -1 if
+ * absent. */
+static int64_t meminfo(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, name, n) == 0 && p[n] == ':')
+            return strtoll(p + n + 1, NULL, 10) * 1024;
+    return -1;
+}
+
+static int read_text(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, len - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return 0;
+}
+
+/* The room under this process's cgroup (v2) memory.max, in bytes; -1 where
+ * there is no such limit. */
+static int64_t cgroup_room(void)
+{
+    char line[512], path[640], num[64];
+    if (read_text("/proc/self/cgroup", line, sizeof line) != 0 || strncmp(line, "0::", 3) != 0)
+        return -1;
+    line[strcspn(line, "\n")] = 0;
+    const char *cg = line + 3;
+    snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", strcmp(cg, "/") ? cg : "");
+    if (read_text(path, num, sizeof num) != 0 || strncmp(num, "max", 3) == 0)
+        return -1;
+    int64_t max = strtoll(num, NULL, 10);
+    snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.current", strcmp(cg, "/") ? cg : "");
+    int64_t cur = read_text(path, num, sizeof num) == 0 ? strtoll(num, NULL, 10) : 0;
+    return max > cur ? max - cur : 0;
+}
+
+/* What the machine can give now: MemAvailable + SwapFree, or the room under
+ * the cgroup's memory.max where that is less.  0 or -errno. */
+static int machine_memory(uint64_t *bytes, const char **what)
+{
+    char text[8192];
+    if (read_text("/proc/meminfo", text, sizeof text) != 0)
+        return -errno;
+    int64_t avail = meminfo(text, "MemAvailable"), swap = meminfo(text, "SwapFree");
+    if (avail < 0)
+        return -ENOENT;
+    *bytes = (uint64_t)avail + (uint64_t)(swap > 0 ? swap : 0);
+    *what = "MemAvailable + SwapFree";
+    int64_t room = cgroup_room();
+    if (room >= 0 && (uint64_t)room < *bytes) {
+        *bytes = (uint64_t)room;
+        *what = "this cgroup's memory.max less its memory.current";
+    }
+    return 0;
+}
+
+int session_memory(const struct serve_opts *o, struct session_memory *m)
+{
+    memset(m, 0, sizeof *m);
+    uint64_t heap = ((uint64_t)o->heap_mb << 20) + isob_serve_startup_heap(&o->startup);
+    uint64_t store = heap + shared_bytes(o->max_value);
+    /* And the page tables that map the store: 8 bytes a page. */
+    store += store / 512;
+    m->per_session = store + conn_bytes(o) + SESSION_PROCESS_BYTES;
+    m->listener = store + SESSION_PROCESS_BYTES + o->max_conns * sizeof(pid_t);
+    m->total = m->listener + (uint64_t)o->max_conns * m->per_session;
+    int rc = machine_memory(&m->machine, &m->machine_what);
+    if (o->memory_limit_mb) {
+        m->limit = (uint64_t)o->memory_limit_mb << 20;
+        m->limit_what = "--memory-limit-mb";
+    } else if (rc) {
+        return rc;
+    } else {
+        m->limit = m->machine;
+        m->limit_what = m->machine_what;
+    }
+    m->fit = m->limit > m->listener ? (m->limit - m->listener) / m->per_session : 0;
+    return 0;
+}
+
+static double mib(uint64_t b)
+{
+    return (double)b / (1024.0 * 1024.0);
+}
+
+int session_check_memory(const struct serve_opts *o, char *line, size_t len)
+{
+    struct session_memory m;
+    int rc = session_memory(o, &m);
+    if (rc) {
+        snprintf(line, len, "--session fork: cannot read how much memory this machine has "
+                 "(/proc/meminfo: %s); state it with --memory-limit-mb", isob_strerror(rc));
+        return rc;
+    }
+    if (m.total > m.limit) {
+        snprintf(line, len, "--session fork with --max-conns %zu may need %.1f MiB: %zu sessions "
+                 "of at most %.1f MiB each (a session can fill its store: --heap-mb %zu%s) and "
+                 "%.1f MiB for the listener, more than the %.1f MiB it may take (%s); lower "
+                 "--max-conns (%llu fit) or --heap-mb, or set the limit with --memory-limit-mb",
+                 o->max_conns, mib(m.total), o->max_conns, mib(m.per_session), o->heap_mb,
+                 o->startup.startup_mb || o->startup.preload_keys ? " and the start-up state" : "",
+                 mib(m.listener), mib(m.limit), m.limit_what, (unsigned long long)m.fit);
+        return -ENOMEM;
+    }
+    int n = snprintf(line, len, "fork sessions may take %.1f MiB: %zu sessions of at most %.1f "
+                     "MiB each and %.1f MiB for the listener, within %.1f MiB (%s)",
+                     mib(m.total), o->max_conns, mib(m.per_session), mib(m.listener),
+                     mib(m.limit), m.limit_what);
+    /* A limit stated beyond what the machine has: said, not refused. */
+    if (m.machine_what && m.total > m.machine && n > 0 && (size_t)n < len)
+        snprintf(line + n, len - (size_t)n, "; more than the %.1f MiB this machine can give now "
+                 "(%s): sessions that fill their stores may run it out of memory",
+                 mib(m.machine), m.machine_what);
+    return 0;
 }

@@ -74,18 +74,26 @@ static struct srv run_serve(const char *const *args, int ready)
     struct srv s = {pid, 0, pfd[0]};
     if (!ready)
         return s;
-    char line[512];
-    size_t n = 0;
-    while (n < sizeof line - 1) {
-        ssize_t r = read(s.err, line + n, 1);
+    /* Lines before the ready one (fork states its memory bound) are read
+     * and passed over. */
+    char line[1024];
+    const char *at = NULL;
+    for (int lines = 0; !at && lines < 8; lines++) {
+        size_t n = 0;
+        ssize_t r = 1;
+        while (n < sizeof line - 1) {
+            r = read(s.err, line + n, 1);
+            if (r <= 0)
+                break;
+            n += (size_t)r;
+            if (line[n - 1] == '\n')
+                break;
+        }
+        line[n] = 0;
+        at = strstr(line, "listening on 127.0.0.1:");
         if (r <= 0)
             break;
-        n += (size_t)r;
-        if (line[n - 1] == '\n')
-            break;
     }
-    line[n] = 0;
-    const char *at = strstr(line, "listening on 127.0.0.1:");
     if (!at)
         fprintf(stderr, "# the server said: %s\n", line);
     CHECK(at != NULL);
@@ -309,10 +317,13 @@ static void t_bad_options_refused(void)
         {"-m", "direct", "--startup-mb", "1", "--max-value", "100", NULL},
         {"-m", "direct", "--startup-mb", "999999", NULL},
         {"-m", "direct", "--http", "--preload-keys", "5", NULL},
+        {"-m", "direct", "--session", "fork", "--memory-limit-mb", "1", NULL},
+        {"-m", "direct", "--memory-limit-mb", "4096", NULL},
     };
     static const char *const says[] = {"shared, fork or rollback", "--session rollback",
                                        "second context", "limit", "--max-value", "--startup-mb",
-                                       "--http"};
+                                       "--http", "MiB for the listener, more than the 1.0 MiB",
+                                       "needs --session fork"};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct srv s = run_serve(cases[i], 0);
         char err[1024];

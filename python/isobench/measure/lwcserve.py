@@ -78,10 +78,10 @@ CONNECTIONS = 16            # lwc-serve's concurrent sessions
 KEYS = 1000
 VALUE_BYTES = 45
 # isob serve's heap: the keys need some 100 KiB.  The heap is populated at
-# start-up, so a bigger one would be start-up work that fork pays per
-# session unasked (64 MiB: ten times fewer sessions per second here); the
-# start-up-heavy variant adds its 64 MiB on purpose.  memcached allocates as
-# it fills and keeps its usual 64.
+# start-up (once, in the listener: fork sessions share it copy-on-write and
+# pay only for what they write); the start-up-heavy variant adds its 64 MiB,
+# which fork writes per session on purpose.  memcached allocates as it fills
+# and keeps its usual 64.
 HEAP_MB = 8
 MEMCACHED_MB = 64
 SAMPLES = 2000

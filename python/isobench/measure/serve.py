@@ -37,6 +37,7 @@ _OPTIONS = (
     ("cpu", "--cpu"),
     ("comp_cpu", "--comp-cpu"),
     ("max_conns", "--max-conns"),
+    ("memory_limit_mb", "--memory-limit-mb"),
     ("session", "--session"),
     ("startup_mb", "--startup-mb"),
     ("preload_keys", "--preload-keys"),
@@ -98,10 +99,17 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "one (default: --cpu)")
     p.add_argument("--max-conns", type=_whole(1, 1000000), metavar="N",
                    help=f"open connections at most; more are refused "
-                        f"(default: {DEFAULT_MAX_CONNS})")
+                        f"(default: {DEFAULT_MAX_CONNS}); with --session fork, more than the "
+                        f"memory could hold if every session filled its store is refused "
+                        f"at start-up")
+    p.add_argument("--memory-limit-mb", type=_whole(1, 1 << 40), metavar="N",
+                   help="with --session fork: what the sessions and their listener may take "
+                        "together at worst, in MiB (default: MemAvailable + SwapFree, or less "
+                        "under the cgroup's memory.max)")
     p.add_argument("--session", choices=SESSIONS, metavar="S",
                    help="what sessions (connections) share: shared (one store), fork (a "
-                        "process per connection that starts up by itself), rollback (a "
+                        "process per connection that starts up by itself from a copy of the "
+                        "empty store), rollback (a "
                         "light-weight context per connection made from the state after "
                         "start-up, discarded when it ends); docs/serve.md (default: shared)")
     p.add_argument("--per-connection", action="store_true",
