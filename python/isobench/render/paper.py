@@ -1,9 +1,16 @@
 """What a paper takes from a report: LaTeX tables and a tidy CSV.
 
-LaTeX (`report --format tex`): three tables, each a `table` environment in
-a file of its own that compiles alone with `\\usepackage{booktabs}` and
-nothing else (tests/python/test_paper.py compiles each with pdflatex where
-a TeX engine is installed):
+LaTeX (`report --format tex`): three tables, each in a file of its own
+that both compiles alone (`pdflatex kv.tex`: a one-page article as wide as
+the table) and can be `\\input` into a two-column paper, which needs only
+`\\usepackage{booktabs}`: behind `\\ifx\\documentclass` (an error once a
+document has begun) the file opens its own document only when there is
+none.  Each fits the width it is written for, said in its header: one
+column (`table`, 3.33 in) or both (`table*`, 7 in); a table too wide for
+that is set smaller, then folded into blocks under each other, never
+scaled (_fit).  tests/python/test_paper.py compiles each alone and inside
+a two-column paper where a TeX engine is installed, and fails on any box
+too wide.
 
     platform.tex  the machine and how it measured (the report's platform table)
     switch.tex    round trip at payload 0 per mechanism, same and across CPUs,
