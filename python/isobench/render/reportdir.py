@@ -114,7 +114,10 @@ def commit(staged: Path, out_dir: Path, run: Mapping, force: bool = False) -> di
                              "into another folder, or give --force to overwrite them")
         _write_manifest(out_dir, run, [*previous, *files])
         for f in files:
-            os.replace(staged / f, out_dir / f)
+            try:
+                os.replace(staged / f, out_dir / f)
+            except OSError as e:   # named by where it goes, not by the staging folder
+                raise OSError(e.errno, e.strerror, str(out_dir / f)) from None
         removed = []
         for f in sorted(ours - set(files)):
             path = out_dir / f
