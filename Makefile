@@ -45,9 +45,11 @@ build: setup
 # The main job: the quick default suite on every mechanism available here,
 # a summary table, results in the SQLite store, then a report of that run
 # (HTML, Markdown, LaTeX, CSV, plots as PNG, SVG and PDF) with its soundness findings.
+# results/report is make's own folder: --force lets the report replace files
+# that a report of an older isobench left there without a manifest.
 run: build
 	$(ISOBENCH) run --quick
-	$(ISOBENCH) report latest -o results/report
+	$(ISOBENCH) report latest -o results/report --force
 
 test: build test-c test-san test-arm64 test-python
 

@@ -26,6 +26,7 @@ declare -A NEED=(
   [/usr/sbin/sshd]=openssh-server             # campaign tests: two real SSH hosts on loopback
   [pdflatex]=texlive-latex-base               # paper tests: the report's .tex tables compile
   [/usr/share/texlive/texmf-dist/tex/latex/booktabs/booktabs.sty]=texlive-latex-recommended  # paper tests: booktabs, which the .tex tables use
+  [pdffonts]=poppler-utils                    # paper tests: every PDF of a report embeds TrueType fonts, no Type 3
 )
 
 # The arm64 build (make test-arm64) is cross-compiled on x86-64 hosts and

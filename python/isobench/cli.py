@@ -487,7 +487,11 @@ def _add_report(sub) -> None:
                     "`isobench check`.  Published figures are shown\nbeside local numbers, "
                     "marked as published, never mixed into local statistics;\nonly those with "
                     "a local counterpart unless --all-published.  A plot whose data\nthe run "
-                    "lacks (no kv results, no kv-server results) is left out with a note.",
+                    "lacks (no kv results, no kv-server results) is left out with a note."
+                    "\n\nDIR belongs to the report: .isobench-report.json lists the files "
+                    "it wrote and\nthe run; the next report into DIR removes those it does "
+                    "not rewrite.  Other\nfiles are left alone; one whose name the report "
+                    "would take is refused\n(--force overwrites it).",
         epilog="examples:\n  isobench report -o report/              the latest run\n"
                "  isobench report 3 -o paper/ --format tex,csv\n"
                "  isobench report 3 -o /tmp/run3 --json   what was written, as JSON")
@@ -501,6 +505,9 @@ def _add_report(sub) -> None:
     p.add_argument("--all-published", action="store_true",
                    help="show every published figure, also those without a local "
                         "counterpart in this run")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite files in DIR that no isobench report recorded writing "
+                        "(refused by default, with their names)")
     _add_json(p, "what was written and the findings")
     _add_db(p)
     p.set_defaults(func=cmd_report)
@@ -856,7 +863,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         report.prepare(Path(args.output))  # an unusable folder fails before any work
         doc = summary.build(runs.load_run(store, run_id))
         try:
-            doc = report.write(doc, Path(args.output), args.formats, args.all_published)
+            doc = report.write(doc, Path(args.output), args.formats, args.all_published,
+                               args.force)
         except OSError as e:
             # A plot or page that cannot be saved (a full disk, a folder
             # removed meanwhile): the report is incomplete, say where.
@@ -868,6 +876,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         n = len(doc["findings"])
         print(f"report of run {run_id} written to {doc['dir']}: {', '.join(doc['files'])}")
+        if doc["removed"]:
+            print(f"removed the previous report's {', '.join(doc['removed'])}")
         for note in doc["omitted"].values():
             print(f"note: {note}")
         print(checks.one_line(doc["findings"], run_id))

@@ -29,14 +29,50 @@ def with_skipped_kv_size(doc):
     return doc
 
 
-PREAMBLE = "\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n" \
-           "\\input{%s}\n\\end{document}\n"
+NO_TEX = "no TeX engine (pdflatex: texlive-latex-base and texlive-latex-recommended for " \
+    "booktabs; scripts/setup-system.sh installs them)"
+
+# A two-column paper as ACM's and USENIX's templates lay it out: 7 in of
+# text in two columns of 3.33 in, 9 in high (paper.COLUMN_WIDTH and
+# TEXT_WIDTH are the widths the tables are written for).
+PAPER = ("\\documentclass[twocolumn]{article}\n\\usepackage{booktabs}\n"
+         "\\setlength{\\textwidth}{7in}\\setlength{\\columnsep}{0.34in}"
+         "\\setlength{\\oddsidemargin}{-0.25in}\\setlength{\\evensidemargin}{-0.25in}\n"
+         "\\setlength{\\textheight}{9in}\\setlength{\\topmargin}{-0.5in}\n"
+         "\\begin{document}\n%s\n\\end{document}\n")
+
+# What a log must not hold: an error, a box wider than its line, a float
+# taller than the page.
+TEX_TROUBLE = ("\n!", "Overfull \\hbox", "Overfull \\vbox", "Float too large",
+               "Undefined control sequence")
 
 
-@pytest.mark.skipif(shutil.which("pdflatex") is None,
-                    reason="no TeX engine (pdflatex: texlive-latex-base and "
-                           "texlive-latex-recommended for booktabs)")
-def test_each_latex_table_compiles_alone(isobench, tmp_path):
+def pdflatex(folder, name):
+    """Compile folder/name; its log.  Fails the test on an error, an
+    overfull box or a float too large for the page."""
+    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", name],
+                         cwd=folder, capture_output=True, text=True, timeout=120)
+    log = (folder / (name[:-4] + ".log")).read_text(errors="replace")
+    assert run.returncode == 0, f"{name}: {run.stdout[-2000:]}"
+    for trouble in TEX_TROUBLE:
+        assert trouble not in log, f"{name}: {trouble!r} in\n{log[log.find(trouble) - 300:][:1200]}"
+    assert (folder / (name[:-4] + ".pdf")).stat().st_size > 0
+    return log
+
+
+def compile_tables(folder, names):
+    """Each table alone (pdflatex NAME.tex) and all of them \\input into
+    one two-column paper, with text around them."""
+    for name in names:
+        pdflatex(folder, name)
+    body = "\n".join(f"Text before the table. \\input{{{n[:-4]}}} Text after it."
+                      for n in names)
+    (folder / "paper-with-tables.tex").write_text(PAPER % body)
+    pdflatex(folder, "paper-with-tables.tex")
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason=NO_TEX)
+def test_each_latex_table_compiles_alone_and_in_a_paper(isobench, tmp_path):
     import_doc(isobench.db, fixture("clean_run"))
     out = tmp_path / "rep"
     doc, p = isobench.json("report", "-o", str(out), "--format", "tex", "--json")
@@ -47,12 +83,85 @@ def test_each_latex_table_compiles_alone(isobench, tmp_path):
         text = (out / name).read_text()
         assert "\\toprule" in text and "\\bottomrule" in text
         assert "\\begin{table}" in text or "\\begin{table*}" in text
-        main = out / f"main-{name}"
-        main.write_text(PREAMBLE % name)
-        run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
-                              main.name], cwd=out, capture_output=True, text=True, timeout=120)
-        assert run.returncode == 0, run.stdout[-2000:]
-        assert (out / f"main-{name[:-4]}.pdf").stat().st_size > 0
+        # The file names its run, and says how to use it.
+        assert text.startswith("% isobench run 1 (started ")
+        assert f"\\input{{{name[:-4]}}}" in text.splitlines()[2]
+    compile_tables(out, tables)
+
+
+def wide_tables_doc(tmp_path, sizes, placements, switch_places):
+    """A summary document with the widest cells the tables can get: the
+    longest mechanism labels, ratios in the ten thousands with intervals
+    over two orders of magnitude, kv at every size asked, switch in every
+    placement, and the platform's long paths and flags."""
+    from isobench.analysis import summary
+    header = {**KV_TSC, "counter_step": 2}
+    results = []
+    mechs = [("direct", 1.0), ("wasm-bounds", 1.7), ("process-socket", 93.0),
+             ("process-futex", 48.7), ("mprotect", 14549.0)]
+    for rep, spread in enumerate((0.1, 1.0, 10.0), 1):
+        for mech, f in mechs:
+            # direct steady, the others over two orders of magnitude
+            # between repetitions: the widest intervals.
+            scale = f * (1 if mech == "direct" else spread)
+            for place in placements:
+                for z in sizes:
+                    r = _kv_result(mech, z, rep, [round(20_000 * scale) + 2 * (i % 5)
+                                                  for i in range(51)], header)
+                    r["params"].update(placement=place, checks="bounds")
+                    results.append(r)
+            for place in switch_places:
+                r = _kv_result(mech, 0, rep, [round(9_000 * scale) + 2 * (i % 5)
+                                              for i in range(51)], header)
+                r.update(benchmark="switch")
+                r["params"] = {"placement": place, "payload": 0, "checks": "bounds"}
+                results.append(r)
+    doc = fixture("clean_run")
+    doc["results"] = results
+    env = doc["environment"]
+    env["mitigations"] = {"spectre_v1": "Mitigation: usercopy/swapgs barriers and __user "
+                          "pointer sanitization", "indirect_target_selection":
+                          "Mitigation: Aligned branch/return thunks"}
+    env["turbo"] = None
+    env.setdefault("reasons", {})["turbo"] = (
+        "neither /sys/devices/system/cpu/intel_pstate/no_turbo nor "
+        "/sys/devices/system/cpu/cpufreq/boost: no frequency driver that exposes turbo")
+    env["cpu_flags_relevant"] = ["constant_tsc", "nonstop_tsc", "tsc_known_freq", "rdtscp",
+                                 "hypervisor", "pcid", "invpcid", "smep", "smap", "pku",
+                                 "ospke"]
+    return summary.build(load_doc(tmp_path, doc))
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason=NO_TEX)
+@pytest.mark.parametrize("sizes, placements, switch_places", [
+    # make run (--quick): 7 sizes, one placement; switch same and across CPUs.
+    ([4096 << 2 * i for i in range(7)], ["same-cpu"], ["same-cpu", "cross-cpu"]),
+    # A full run: 9 sizes; kv in two placements; switch in all three.
+    ([4096 << 2 * i for i in range(9)], ["same-cpu", "cross-cpu"],
+     ["same-cpu", "cross-cpu", "unpinned"]),
+    # One size, one placement: kv and switch in one column.
+    ([4096], ["same-cpu"], ["same-cpu"]),
+    # --sizes with 14: folded into blocks.
+    ([4096 * (i + 1) for i in range(14)], ["same-cpu"], ["same-cpu"]),
+], ids=["quick", "full", "one-size", "fourteen-sizes"])
+def test_the_widest_tables_fit_their_widths(tmp_path, sizes, placements, switch_places):
+    from isobench.render import paper, report
+    doc = wide_tables_doc(tmp_path, sizes, placements, switch_places)
+    files = paper.tex_files(doc, report.env_rows(doc["run"]["environment"]))
+    assert set(files) == {"platform.tex", "switch.tex", "kv.tex"}
+    kv, sw = files["kv.tex"], files["switch.tex"]
+    assert ("table*" in kv) == (len(sizes) > 1) and ("table*" in sw) == (len(switch_places) > 1)
+    # Every size once, in a header row: side by side or folded into blocks.
+    heads = [l for l in kv.splitlines() if l.startswith("Mechanism & ")]
+    assert len(heads) == kv.count("\\begin{tabular}") >= (2 if len(sizes) > 10 else 1)
+    assert " & ".join(heads).count("KiB") + " & ".join(heads).count("MiB") == len(sizes)
+    assert "\nmprotect" in kv and "\nprocess-socket checks=bounds &" in sw
+    # Ratios in the ten thousands, with their intervals.
+    row, under = kv.split("\nmprotect")[1].split("\n")[:2]
+    assert "14," in row and under.count(",") >= 3
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    compile_tables(tmp_path, sorted(files))
 
 
 def test_latex_escapes_what_tex_would_read():
@@ -314,15 +423,10 @@ def test_a_mechanism_keeps_its_look_from_plot_to_plot(tmp_path):
     plots._pyplot().close(fig)
 
 
-@pytest.mark.skipif(shutil.which("pdflatex") is None,
-                    reason="no TeX engine (pdflatex: texlive-latex-base and "
-                           "texlive-latex-recommended for booktabs)")
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason=NO_TEX)
 def test_kv_marks_and_resolutions_compile(tmp_path):
     from isobench.render import paper
     kv = paper.kv_tex(_doc(tmp_path, _kv_steps_run()))
     assert "\\circ" in kv and "$\\pm$45" in kv
     (tmp_path / "kv.tex").write_text(kv)
-    (tmp_path / "main.tex").write_text(PREAMBLE % "kv.tex")
-    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stdout[-2000:]
+    compile_tables(tmp_path, ["kv.tex"])

@@ -1,9 +1,16 @@
 """What a paper takes from a report: LaTeX tables and a tidy CSV.
 
-LaTeX (`report --format tex`): three tables, each a `table` environment in
-a file of its own that compiles alone with `\\usepackage{booktabs}` and
-nothing else (tests/python/test_paper.py compiles each with pdflatex where
-a TeX engine is installed):
+LaTeX (`report --format tex`): three tables, each in a file of its own
+that both compiles alone (`pdflatex kv.tex`: a one-page article as wide as
+the table) and can be `\\input` into a two-column paper, which needs only
+`\\usepackage{booktabs}`: behind `\\ifx\\documentclass` (an error once a
+document has begun) the file opens its own document only when there is
+none.  Each fits the width it is written for, said in its header: one
+column (`table`, 3.33 in) or both (`table*`, 7 in); a table too wide for
+that is set smaller, then folded into blocks under each other, never
+scaled (_fit).  tests/python/test_paper.py compiles each alone and inside
+a two-column paper where a TeX engine is installed, and fails on any box
+too wide.
 
     platform.tex  the machine and how it measured (the report's platform table)
     switch.tex    round trip at payload 0 per mechanism, same and across CPUs,
@@ -33,6 +40,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from typing import Mapping, Sequence
 
 from ..analysis.kv import STEPS_FEW
@@ -56,48 +64,171 @@ def _small(text: str) -> str:
     return r"{\scriptsize " + text + "}" if text and text != "-" else ""
 
 
-def _table(label: str, caption: str, spec: str, head: Sequence[str], rows: Sequence[str],
-           run: Mapping, wide: bool = False) -> str:
-    """A booktabs table environment (already escaped head and rows); wide:
-    table*, which spans both columns of a two-column paper (in a
-    one-column document it is an ordinary table)."""
-    env = "table*" if wide else "table"
+# The widths a table is laid out for (its \linewidth): a column of a
+# two-column paper, or the text width across both columns for a table*.
+# ACM (sigconf) and USENIX papers have 3.33 in and 7 in, IEEE 3.5 in and
+# 7.16 in: a table that fits the first fits them all.
+COLUMN_WIDTH = "3.33in"
+TEXT_WIDTH = "7in"
+
+
+def run_text(run: Mapping) -> str:
+    """The run a file shows, as its header or metadata names it."""
+    return f"isobench run {run['run_id']} (started {run.get('started')})"
+
+
+Block = tuple[str, Sequence[str], Sequence[str]]
+
+
+def _table(label: str, caption: str, blocks: Sequence[Block], run: Mapping,
+           wide: bool = False, size: str = r"\footnotesize") -> str:
+    r"""A booktabs table environment in a file that compiles alone and can
+    also be \input into a paper: one tabular per block (spec, head rows,
+    body rows, all already escaped), stacked.  wide: table*, which spans
+    both columns of a two-column paper.
+
+    Alone (`pdflatex NAME.tex`) the file opens a one-page article whose
+    text is as wide as the table is written for; inside a paper (after
+    \begin{document}, where LaTeX has made \documentclass an error) that
+    part is skipped, so the paper only needs \usepackage{booktabs}."""
+    env, width = ("table*", TEXT_WIDTH) if wide else ("table", COLUMN_WIDTH)
+    where = ("across both columns of a two-column paper (table*)" if wide
+             else "in one column of a two-column paper (table)")
     return "\n".join([
-        f"% isobench report of run {run['run_id']} ({run.get('started')}): "
-        f"compiles with \\usepackage{{booktabs}}.",
-        f"\\begin{{{env}}}[t]", r"\centering", r"\footnotesize",
-        r"\setlength{\tabcolsep}{4pt}",
+        f"% {run_text(run)}: the {label} table of `isobench report`.",
+        f"% Written for {width} {where}; no other package than booktabs.",
+        f"% Alone: pdflatex {label}.tex.  In a paper: \\usepackage{{booktabs}} in the "
+        f"preamble, then \\input{{{label}}}.",
+        r"\expandafter\ifx\csname @notprerr\endcsname\documentclass",
+        r"\let\isobenchend\relax",
+        r"\else",
+        r"\documentclass{article}",
+        r"\usepackage{booktabs}",
+        f"\\setlength{{\\textwidth}}{{{width}}}\\setlength{{\\oddsidemargin}}{{0pt}}"
+        r"\setlength{\evensidemargin}{0pt}",
+        r"\setlength{\textheight}{9in}\setlength{\topmargin}{-0.5in}",
+        r"\pagestyle{empty}",
+        r"\begin{document}",
+        r"\def\isobenchend{\end{document}}",
+        r"\fi",
+        f"\\begin{{{env}}}[t]", r"\centering", size,
+        r"\setlength{\tabcolsep}{3pt}",
         f"\\caption{{{caption}}}", f"\\label{{tab:isobench-{label}}}",
-        f"\\begin{{tabular}}{{{spec}}}", r"\toprule", *head, r"\midrule",
-        *rows, r"\bottomrule", r"\end{tabular}", f"\\end{{{env}}}", ""])
+        *[line for i, (spec, head, rows) in enumerate(blocks)
+          for line in ([r"\par\medskip"] if i else []) + [
+              f"\\begin{{tabular}}{{{spec}}}", r"\toprule", *head, r"\midrule", *rows,
+              r"\bottomrule", r"\end{tabular}"]],
+        f"\\end{{{env}}}", r"\isobenchend", ""])
+
+
+def _breakable(text) -> str:
+    """tex(text) that may break after a slash or an underscore, so that a
+    long path or identifier wraps in a narrow column."""
+    return tex(text).replace("/", r"/\allowbreak{}").replace(r"\_", r"\_\allowbreak{}")
+
+
+# ---- fitting a table to its width ----
+#
+# A table's width is estimated from its cells with Computer Modern's
+# character widths (in em of the 10 pt design: digits 0.5, punctuation
+# 0.28, ...), in the sizes of a 10 pt paper (a 9 pt paper's are smaller).
+# The sizes are the fonts' widths, not their nominal sizes: Computer
+# Modern's small designs are wider, so that a digit of \footnotesize
+# (8 pt) is as wide as 8.5 pt of the 10 pt design, of \scriptsize (7 pt)
+# 8 pt, of \tiny (5 pt) 6.8 pt (measured with pdflatex).  The estimate
+# errs wide by ESTIMATE_MARGIN; test_paper.py compiles the widest cells
+# and checks that TeX finds no box too wide.
+
+_PT = {"column": 240.9, "text": 505.9}      # COLUMN_WIDTH and TEXT_WIDTH in pt
+# (main line, line under it), in pt: the usual sizes, then smaller ones.
+SIZES = ((r"\footnotesize", 8.5, r"\scriptsize", 8.0), (r"\scriptsize", 8.0, r"\tiny", 6.8))
+ESTIMATE_MARGIN = 1.08
+_SEP = 6.0                                   # 2 \tabcolsep between columns
+_EM = {**dict.fromkeys("0123456789", 0.5), **dict.fromkeys(".,:;[]()'!", 0.278),
+       " ": 0.333, "=": 0.778, "+": 0.778, "-": 0.333, "/": 0.5}
+_MACROS = ((r"\ensuremath{\mu}", 0.6), (r"$\pm$", 0.778), (r"\%", 0.833), (r"$\times$", 0.778),
+           (r"$^{\circ q}$", 0.75), (r"$^{\circ}$", 0.4), (r"$^{q}$", 0.4), (r"$^\dagger$", 0.4),
+           (r"\_", 0.5), ("--", 0.5))
+
+
+def _em(text: str) -> float:
+    """The estimated width of a cell's LaTeX in em of its font."""
+    w = 0.0
+    for macro, em in _MACROS:
+        w += text.count(macro) * em
+        text = text.replace(macro, "")
+    text = re.sub(r"\\[a-zA-Z]+ ?|[{}$^]", "", text)
+    return w + sum(_EM.get(ch, 0.75 if ch.isupper() else 0.53) for ch in text)
+
+
+def _fit(labels: Sequence[str], columns: Sequence[tuple[str, Sequence[tuple[str, str]]]],
+         fold: bool = True) -> tuple[str, int, list[range]]:
+    """Where a table of these columns (head, [(value, line under it)] per
+    row) beside these row labels fits: ("column" or "text", the index in
+    SIZES, the columns of each block); the largest size at the narrowest
+    width, else folded into blocks under each other (fold), else the
+    smallest size across the text width."""
+    def widths(i):
+        _, main, _, sub = SIZES[i]
+        label = max((_em(l) * main for l in labels), default=0) + _SEP / 2
+        cols = [max([_em(head) * main] + [max(_em(v) * main, _em(u) * sub) for v, u in cells])
+                * ESTIMATE_MARGIN + _SEP for head, cells in columns]
+        return label * ESTIMATE_MARGIN, cols
+
+    for where in ("column", "text"):
+        for i in range(len(SIZES)):
+            label, cols = widths(i)
+            if label + sum(cols) - _SEP / 2 <= _PT[where]:
+                return where, i, [range(len(columns))]
+    if not fold:
+        return "text", len(SIZES) - 1, [range(len(columns))]
+    label, cols = widths(len(SIZES) - 1)
+    blocks, first, used = [], 0, label
+    for j, w in enumerate(cols):
+        if j > first and used + w - _SEP / 2 > _PT["text"]:
+            blocks.append(range(first, j))
+            first, used = j, label
+        used += w
+    blocks.append(range(first, len(cols)))
+    return "text", len(SIZES) - 1, blocks
+
+
+def _resize(cells: Sequence[tuple[str, str]], size: int) -> list[tuple[str, str]]:
+    """The lines under the values in the smaller size of SIZES[size]."""
+    small = SIZES[size][2]
+    return [(v, u.replace(r"{\scriptsize ", "{" + small + " ")) for v, u in cells]
 
 
 def platform_tex(doc: Mapping, rows: Sequence[tuple[str, str]]) -> str:
+    # Both columns wrap, ragged right, within the column's width; rows end
+    # in \tabularnewline, which \raggedright leaves alone (no array package).
     run = doc["run"]
-    body = [f"{tex(k)} & {tex(v)} \\\\" for k, v in rows]
+    body = [f"\\raggedright {_breakable(k)} & \\raggedright {_breakable(v)} \\tabularnewline"
+            for k, v in rows]
     return _table("platform", f"Platform of isobench run {run['run_id']}: the machine and "
-                  "how it measured.", r"@{}lp{0.68\linewidth}@{}",
-                  [r"Property & Value \\"], body, run)
+                  "how it measured.",
+                  [(r"@{}p{0.3\linewidth}p{\dimexpr0.7\linewidth-2\tabcolsep\relax}@{}",
+                    [r"Property & Value \\"], body)], run)
 
 
-def _time_cell(c: Mapping | None) -> str:
+def _time_cells(c: Mapping | None) -> tuple[str, str]:
     if c is None:
-        return "--"
+        return "--", ""
     v, iv = table.value_cells(c, "time" if c["headline"].get("ns") is not None else "value")
-    return tex(v) + (" " + _small(tex(iv)) if iv != "-" else "")
+    return tex(v), _small(tex(iv))
 
 
-def _ratio_cell(c: Mapping | None) -> str:
+def _ratio_cells(c: Mapping | None) -> tuple[str, str]:
     if c is None:
-        return "--"
+        return "--", ""
     r = c.get("ratio")
     if r is None:
-        return "baseline" if c["role"] == "baseline" else "--"
+        return ("baseline" if c["role"] == "baseline" else "--"), ""
     iv = r.get("interval") or {}
-    text = table.fmt_sig(r["value"])
-    if iv.get("low") is not None:
-        text += " " + _small(f"[{table.fmt_sig(iv['low'])}, {table.fmt_sig(iv['high'])}]")
-    return text
+    if iv.get("low") is None:
+        return table.fmt_sig(r["value"]), _small("no CI")
+    return (table.fmt_sig(r["value"]),
+            _small(f"[{table.fmt_sig(iv['low'])}, {table.fmt_sig(iv['high'])}]"))
 
 
 def switch_rows(doc: Mapping) -> list[tuple[str, dict[str, Mapping]]]:
@@ -122,6 +253,9 @@ def switch_rows(doc: Mapping) -> list[tuple[str, dict[str, Mapping]]]:
 
 
 def switch_tex(doc: Mapping) -> str | None:
+    """switch.tex: like kv.tex, two lines per mechanism, the values and,
+    under them, their 95% intervals, so that three placements fit the
+    width of a page and one the width of a column."""
     rows = switch_rows(doc)
     if not rows:
         return None
@@ -131,22 +265,30 @@ def switch_tex(doc: Mapping) -> str | None:
     head = ["Mechanism & " + " & ".join(f"\\multicolumn{{2}}{{c}}{{{names[p]}}}"
                                         for p in places) + r" \\",
             "".join(f"\\cmidrule(lr){{{2 + 2 * i}-{3 + 2 * i}}}" for i in range(len(places))),
-            " & " + " & ".join(r"Round trip [95\% CI] & $\times$ direct" for _ in places)
-            + r" \\"]
-    body = [tex(label) + " & " + " & ".join(f"{_time_cell(by.get(p))} & {_ratio_cell(by.get(p))}"
-                                             for p in places) + r" \\"
-            for label, by in rows]
+            " & " + " & ".join(r"Round trip & $\times$ direct" for _ in places) + r" \\"]
+    lines = [(tex(label), [f(by.get(p)) for p in places for f in (_time_cells, _ratio_cells)])
+             for label, by in rows]
+    where, size, _ = _fit([label for label, _ in lines],
+                          [(head, [cells[i] for _, cells in lines]) for i, head in
+                           enumerate(["Round trip", r"$\times$ direct"] * len(places))],
+                          fold=False)
+    body = []
+    for label, cells in lines:
+        cells = _resize(cells, size)
+        body.append(label + " & " + " & ".join(m for m, _ in cells) + r" \\")
+        if any(sub for _, sub in cells):
+            body.append(" & " + " & ".join(sub for _, sub in cells) + r" \\[2pt]")
     skipped = sorted({r["mechanism"] for r in doc["results"] if r["benchmark"] == "switch"
                       and r["status"] != "ok"} - {c["mechanism"] for _, by in rows
                                                   for c in by.values()})
     note = (f" Not measured here (skipped or failed): {tex(', '.join(skipped))}."
             if skipped else "")
     return _table("switch", "Round trip into the compartment and back, no payload: the "
-                  "headline (geometric mean over repetitions) with its 95\\% interval, and "
-                  "the ratio to direct's entry call with its interval. Direct's variants are "
-                  f"the plain calls a compiler makes.{note}",
-                  "@{}l" + "rr" * len(places) + "@{}", head, body, doc["run"],
-                  wide=len(places) > 1)
+                  "headline (geometric mean over repetitions) and, under it, its 95\\% "
+                  "interval; the ratio to direct's entry call with its interval. Direct's "
+                  f"variants are the plain calls a compiler makes.{note}",
+                  [("@{}l" + "rr" * len(places) + "@{}", head, body)], doc["run"],
+                  wide=where == "text", size=SIZES[size][0])
 
 
 def _pct(v: float) -> str:
@@ -204,17 +346,18 @@ def kv_tex(doc: Mapping) -> str | None:
         return None
     sizes = s["sizes"]
 
+    # One placement: said in the caption; more: a heading row before each
+    # placement's rows (same-cpu first), direct first in each.
+    places = sorted(dict.fromkeys(row["placement"] for row in s["rows"]),
+                    key=lambda p: p != "same-cpu")
+
     def order(row):
         g = row["average"]
-        return (row["mechanism"] != BASELINE, row["placement"] != "same-cpu",
+        return (places.index(row["placement"]), row["mechanism"] != BASELINE,
                 g["value"] if g else float("inf"), row["label"])
 
-    # One placement: said in the caption, not in a column of its own.
-    places = list(dict.fromkeys(row["placement"] for row in s["rows"]))
-    lead = "Mechanism & Placement" if len(places) > 1 else "Mechanism"
-    head = [lead + " & " + " & ".join(tex(table.fmt_bytes(z)) for z in sizes)
-            + r" & Geo.\ mean \\"]
-    body = []
+    columns = [tex(table.fmt_bytes(z)) for z in sizes] + [r"Geo.\ mean"]
+    lines = []   # (placement, label, [(value, line under it)] per column)
     for row in sorted(s["rows"], key=order):
         cells = []
         for z in sizes:
@@ -227,10 +370,25 @@ def kv_tex(doc: Mapping) -> str | None:
                 cells.append(_kv_ratio_cell(c["ratio"]))
         cells.append(("--", "") if row["mechanism"] == BASELINE
                      else _kv_average_cell(row["average"], len(sizes)))
-        first = tex(row["label"]) + (f" & {tex(row['placement'])}" if len(places) > 1 else "")
-        body.append(first + " & " + " & ".join(m for m, _ in cells) + r" \\")
-        body.append(" & " * (2 if len(places) > 1 else 1) + " & ".join(sub for _, sub in cells)
-                    + r" \\[2pt]")
+        lines.append((row["placement"], tex(row["label"]), cells))
+    # As many columns side by side as the width holds, the rest folded in
+    # blocks under them (a full run has 9 sizes, --sizes up to 32).
+    where, size, parts = _fit([label for _, label, _ in lines],
+                              [(head, [cells[i] for _, _, cells in lines])
+                               for i, head in enumerate(columns)])
+    lines = [(place, label, _resize(cells, size)) for place, label, cells in lines]
+    blocks = []
+    for part in parts:
+        head = ["Mechanism & " + " & ".join(columns[i] for i in part) + r" \\"]
+        body, prev = [], None
+        for place, label, cells in lines:
+            if len(places) > 1 and place != prev:
+                body.append(f"\\multicolumn{{{len(part) + 1}}}{{@{{}}l}}"
+                            f"{{\\emph{{{tex(place)}}}}} \\\\")
+                prev = place
+            body.append(label + " & " + " & ".join(cells[i][0] for i in part) + r" \\")
+            body.append(" & " + " & ".join(cells[i][1] for i in part) + r" \\[2pt]")
+        blocks.append(("@{}l" + "r" * len(part) + "@{}", head, body))
     shared = "; ".join(f"{tex(place)}: " + tex(", ".join(table.fmt_bytes(z) for z in zs))
                        for place, zs in s["shared_sizes"].items())
     any_dagger = any(row["average"] and (row["average"]["n"] < len(sizes)
@@ -239,7 +397,8 @@ def kv_tex(doc: Mapping) -> str | None:
     steps = tex(", ".join(f"{x:g} {unit or ''}".rstrip() for x, unit in s["counter_steps"]))
     caption = ("Key-value store inside the compartment"
                + (f" ({tex(places[0])})" if len(places) == 1 else "")
-               + ": time per get of direct (first row) "
+               + ": time per get of direct (first row"
+               + (" of each placement" if len(places) > 1 else "") + ") "
                "and each mechanism's ratio to it, per data size, with 95\\% intervals over "
                "repetitions (Welch t on the log ratio); geometric mean of the ratios over "
                "the sizes every mechanism of the placement has"
@@ -257,9 +416,8 @@ def kv_tex(doc: Mapping) -> str | None:
                     f"moves these ratios by up to $\\pm${_pct(s['largest_resolution_rel'])}\\%"
                     f"; where a value is under {STEPS_FEW} steps the cell gives that bound "
                     "itself")
-    return _table("kv", caption + ".", "@{}" + "l" * (2 if len(places) > 1 else 1)
-                  + "r" * (len(sizes) + 1) + "@{}", head, body,
-                  doc["run"], wide=len(sizes) > 5)
+    return _table("kv", caption + ".", blocks, doc["run"], wide=where == "text",
+                  size=SIZES[size][0])
 
 
 def tex_files(doc: Mapping, platform_rows: Sequence[tuple[str, str]]) -> dict[str, str]:

@@ -682,18 +682,40 @@ def draw(doc: Mapping, width: float = WIDTHS["2col"]) -> list[Plot]:
             *_section_plots(doc, False, width)]
 
 
-def save(plot: Plot, out_dir, kinds: Sequence[tuple[str, str]] = (("png", ""), ("svg", ""))
-         ) -> list[str]:
+# How text is written out, set when the file is saved (matplotlib reads
+# these at savefig, not when the figure is drawn): PDF fonts embedded as
+# TrueType (Type 42), never as Type 3, which paper submission checkers
+# reject; SVG text as <text> elements, not glyph outlines, so that it can
+# be searched, copied and edited.
+SAVE_RC = {"pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none"}
+
+
+def _metadata(ext: str, title: str, about: str | None) -> dict | None:
+    """The file's own metadata: its title and, where given, the run it
+    shows (about); no creation date in PDF and SVG, so that the same run
+    gives the same file."""
+    if ext == "pdf":
+        return {"Title": title, "CreationDate": None, **({"Subject": about} if about else {})}
+    if ext == "svg":
+        return {"Title": title, "Date": None, **({"Description": about} if about else {})}
+    if ext == "png":
+        return {"Title": title, **({"Description": about} if about else {})}
+    return None
+
+
+def save(plot: Plot, out_dir, kinds: Sequence[tuple[str, str]] = (("png", ""), ("svg", "")),
+         about: str | None = None) -> list[str]:
     """Write plot into out_dir once per (format, suffix) as NAME{suffix}.{format};
-    the file names written.  The figure is closed afterwards."""
+    the file names written.  about: the run it shows, written into each
+    file's metadata.  The figure is closed afterwards."""
     if plot.figure is None:
         return []
     names = []
-    for ext, suffix in kinds:
-        name = f"{plot.name}{suffix}.{ext}"
-        # No creation date in PDF and SVG: the same run gives the same file.
-        meta = {"CreationDate": None} if ext == "pdf" else ({"Date": None} if ext == "svg" else None)
-        plot.figure.savefig(out_dir / name, dpi=DPI, format=ext, metadata=meta)
-        names.append(name)
+    with _pyplot().rc_context(SAVE_RC):
+        for ext, suffix in kinds:
+            name = f"{plot.name}{suffix}.{ext}"
+            plot.figure.savefig(out_dir / name, dpi=DPI, format=ext,
+                                metadata=_metadata(ext, plot.title, about))
+            names.append(name)
     _pyplot().close(plot.figure)
     return names

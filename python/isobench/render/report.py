@@ -23,6 +23,15 @@ plots are always written):
     NAME.png, NAME.svg, NAME-2col.pdf   each plot at a double-column width (7 in)
     NAME-1col.pdf     the same plot drawn again at a single-column width (3.5 in)
     NAME.caption.txt  its caption, with the run and the machine (titles name neither)
+    .isobench-report.json
+                      the manifest: the run shown and the files written
+                      (reportdir.py), so that the next report into DIR
+                      removes those it does not rewrite
+
+Every file names the run it shows: the .tex files in their first line,
+summary.md and index.html in their title, results.csv in its run_id
+column, stats.json in "run", the plots in their metadata (PDF Subject,
+SVG and PNG Description) and their captions.
 """
 
 from __future__ import annotations
@@ -30,10 +39,11 @@ from __future__ import annotations
 import base64
 import html
 import json
+import shutil
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from . import paper, plots, sections, table
+from . import paper, plots, reportdir, sections, table
 from .. import __version__
 from ..analysis import attackers, checks
 from ..errors import UsageError
@@ -409,23 +419,42 @@ def prepare(out_dir: Path) -> Path:
 
 
 def write(doc: Mapping, out_dir: Path, formats: Sequence[str] = FORMATS,
-          all_published: bool = False) -> dict:
+          all_published: bool = False, force: bool = False) -> dict:
     """Write the report of a summary document in the formats asked for (see
-    the module's list); what was written and the findings."""
+    the module's list) into out_dir, a folder the report owns
+    (reportdir.py: written aside, then moved into place; the previous
+    report's files that this one does not rewrite removed; a file of the
+    same name as one of the report's that no report wrote is refused
+    unless force); what was written and removed, and the findings."""
     out_dir = prepare(out_dir)
+    reportdir.read_manifest(out_dir, force)  # a damaged manifest fails before any work
+    staged = reportdir.stage(out_dir)
+    try:
+        out = _write_files(doc, staged, formats, all_published)
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    moved = reportdir.commit(staged, out_dir, doc["run"], force)
+    return {**out, "dir": str(out_dir), "removed": moved["removed"],
+            "overwritten": moved["overwritten"]}
+
+
+def _write_files(doc: Mapping, out_dir: Path, formats: Sequence[str],
+                 all_published: bool) -> dict:
     # A file that cannot be written midway (a full disk, a name taken by a
     # folder) raises OSError with its file name, for the caller to report.
     plot_list = plots.draw(doc, plots.WIDTHS["2col"])
+    about = paper.run_text(doc["run"])
     files = []
     for p in plot_list:
         if p.figure is not None:
             (out_dir / f"{p.name}.caption.txt").write_text(caption(p, doc) + "\n")
             files.append(f"{p.name}.caption.txt")
-        files += plots.save(p, out_dir, (("png", ""), ("svg", ""), ("pdf", "-2col")))
+        files += plots.save(p, out_dir, (("png", ""), ("svg", ""), ("pdf", "-2col")), about)
     # The single-column PDF is drawn anew at its width (fonts, legend and
     # panels laid out for 3.5 in), not scaled down.
     for p in plots.draw(doc, plots.WIDTHS["1col"]):
-        files += plots.save(p, out_dir, (("pdf", "-1col"),))
+        files += plots.save(p, out_dir, (("pdf", "-1col"),), about)
     written = []
     if "html" in formats:
         (out_dir / "index.html").write_text(render_html(doc, plot_list, out_dir, all_published))
