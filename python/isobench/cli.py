@@ -853,7 +853,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     with Store.open(db_path(args), create=False) as store:
         run_id = store.resolve_run(args.run)
-        doc = summary.build(runs.load_run(store, run_id))
+        # scan: SQLite's integrity check and the decode of every row, so that
+        # damage anywhere in the store is a finding (store-damaged).
+        doc = summary.build(runs.load_run(store, run_id, scan=True))
     findings = doc["findings"]
     status = checks.exit_status(findings, strict=args.strict)
     if args.json:

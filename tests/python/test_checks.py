@@ -18,12 +18,13 @@ ALL_IDS = [
     "counters-miss-other-side", "run-in-progress", "no-significance", "batched-unreliable",
     "quantized", "high-cv", "dropped-samples", "load-during-run", "unpinned", "virtual-machine", "no-pmu",
     "frequency-scaling", "smt-active", "missing-platform", "missing-software", "micro-only",
-    "percentage-geomean",
+    "percentage-geomean", "store-damaged",
 ]
 # What one run can show at once: every check but these three, which
 # exclude the others (or each other) and are tested on their own below,
 # and percentage-geomean, which needs an oslat run (test_oslat_section.py).
-APART = {"no-results", "all-skipped", "run-in-progress", "percentage-geomean"}
+APART = {"no-results", "all-skipped", "run-in-progress", "percentage-geomean",
+         "store-damaged"}  # test_damaged_store.py damages a store
 
 
 def findings(data):

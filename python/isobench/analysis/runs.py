@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from . import stats, units
 from ..measure.records import NO_MECHANISM, PRIMARY_EVENT
+from ..errors import StoreError
 from ..store import Store
 
 BASELINE = "direct"
@@ -243,6 +244,9 @@ class RunData:
     results: list[dict]
     configs: list[Config]
     jobs: list[dict] = field(default_factory=list)  # store.jobs(): order, times, load
+    # What of the store could not be read and is left out (Store.skipped, or
+    # with load_run(scan=True) every damaged part of the store).
+    damage: list[str] = field(default_factory=list)
 
     @property
     def run_id(self) -> int:
@@ -328,9 +332,20 @@ def group(results: Sequence[dict], samples: Mapping[int, Mapping[str, Sequence[i
     return list(configs.values())
 
 
-def load_run(store: Store, run_id: int) -> RunData:
+def load_run(store: Store, run_id: int, scan: bool = False) -> RunData:
+    """A run with its results and samples; a result whose row or samples are
+    damaged is left out and reported (Store.skip).  With scan, damage names
+    every damaged part of the store (Store.scan: what `isobench check` reports)."""
     run = store.run(run_id)
-    results = store.results(run_id)
-    samples = {r["result_id"]: store.samples(r["result_id"]) for r in results
-               if r["status"] == "ok"}
-    return RunData(run, str(store.path), results, group(results, samples), store.jobs(run_id))
+    results, samples = [], {}
+    for r in store.results(run_id):
+        if r["status"] == "ok":
+            try:
+                samples[r["result_id"]] = store.samples(r["result_id"])
+            except StoreError as e:
+                store.skip(str(e))
+                continue
+        results.append(r)
+    jobs = store.jobs(run_id)
+    damage = list(dict.fromkeys(store.skipped + (store.scan() if scan else [])))
+    return RunData(run, str(store.path), results, group(results, samples), jobs, damage)

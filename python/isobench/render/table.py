@@ -698,7 +698,8 @@ def runs_report(runs: Sequence[Mapping], db: str) -> str:
         return f"{db} holds no runs yet: start one with `isobench run`"
     rows = []
     for r in runs:
-        status = r["status"] + (f" ({r['end_reason']})" if r.get("end_reason") else "")
+        status = ("DAMAGED" if r.get("damaged") else (r.get("status") or "?")
+                  + (f" ({r['end_reason']})" if r.get("end_reason") else ""))
         started = (r.get("started") or "-").replace("T", " ")[:16]
         host = r.get("host") or "?"
         if r.get("origin"):

@@ -61,8 +61,15 @@ def export_document(store: Store, run_id: int, samples: bool = True) -> dict:
     doc["jobs"] = store.jobs(run_id)
     results = store.results(run_id)
     if samples:
+        kept = []
         for r in results:
-            r["samples"] = {k: list(v) for k, v in store.samples(r["result_id"]).items()}
+            try:
+                r["samples"] = {k: list(v) for k, v in store.samples(r["result_id"]).items()}
+            except StoreError as e:
+                store.skip(str(e))  # a result whose samples are damaged is left out
+                continue
+            kept.append(r)
+        results = kept
     doc["results"] = results
     return doc
 
@@ -231,13 +238,26 @@ def documents(path: Path, run_ids: list[int] | None = None) -> list[tuple[dict, 
         wanted = run_ids or src.run_ids()
         out = []
         for run_id in wanted:
-            doc = export_document(src, src.resolve_run(str(run_id)), samples=True)
+            before = len(src.skipped)
+            try:
+                doc = export_document(src, src.resolve_run(str(run_id)), samples=True)
+            except StoreError as e:
+                if run_ids:
+                    raise  # asked for by its id: say why it cannot be read
+                # Every intact run of a damaged store is still imported: the
+                # way to copy what can be read into a new store.
+                src.skip(str(e))
+                continue
+            left_out = src.skipped[before:]
             try:
                 validate_run(doc, f"{path}: run {run_id}")
             except Invalid as e:
                 raise StoreError(str(e)) from None
-            out.append((doc, {"source": str(path.resolve()), "format": "store",
-                              "run_id": run_id, "imported": now()}))
+            origin = {"source": str(path.resolve()), "format": "store", "run_id": run_id,
+                      "imported": now()}
+            if left_out:
+                origin["left_out"] = left_out  # damaged parts not imported
+            out.append((doc, origin))
         return out
 
 
