@@ -106,10 +106,7 @@ def _run_of(doc: Mapping, host: str):
 # ---- heat maps ----
 
 def _pyplot():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+    return plots._pyplot()
 
 
 def heatmap_plots(doc: Mapping) -> list[plots.Plot]:

@@ -32,6 +32,7 @@ published figures hollow and labelled "published".
 from __future__ import annotations
 
 import inspect
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Sequence
@@ -62,6 +63,37 @@ class Plot:
     figure: object | None
     note: str
     caption: str = ""
+
+
+_DOLLAR = re.compile(r"(?<!\\)\$")
+
+
+def literal(text) -> str:
+    """text as matplotlib prints it literally: every '$' escaped, so that a
+    name with two of them (an imported mechanism or parameter: `$x^{$`) is
+    not read as a mathtext formula, which fails the whole plot or typesets
+    the name.  No label of isobench's own is a formula."""
+    return _DOLLAR.sub(r"\\$", str(text))
+
+
+def literal_texts(fig) -> None:
+    """literal() over every text of a figure (titles, axis labels, legends,
+    annotations) and every tick label set from data (FixedFormatter: the
+    mechanism and parameter rows); save() calls it, so that every plot of
+    every family (render/sections.py) is covered.  Tick labels of numeric
+    axes come from formatters at draw time and keep their own formulas
+    (log axes write 10^k as mathtext)."""
+    from matplotlib.text import Text
+    from matplotlib.ticker import FixedFormatter
+    for t in fig.findobj(Text):
+        text = t.get_text()
+        if "$" in text:
+            t.set_text(literal(text))
+    for ax in fig.get_axes():
+        for axis in (ax.xaxis, ax.yaxis):
+            for fmt in (axis.get_major_formatter(), axis.get_minor_formatter()):
+                if isinstance(fmt, FixedFormatter):
+                    fmt.seq = [literal(x) for x in fmt.seq]
 
 
 def _pyplot():
@@ -688,6 +720,7 @@ def save(plot: Plot, out_dir, kinds: Sequence[tuple[str, str]] = (("png", ""), (
     the file names written.  The figure is closed afterwards."""
     if plot.figure is None:
         return []
+    literal_texts(plot.figure)
     names = []
     for ext, suffix in kinds:
         name = f"{plot.name}{suffix}.{ext}"

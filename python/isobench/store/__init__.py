@@ -237,10 +237,21 @@ def _text(value: Any, what: str, null: bool = True) -> str | None:
     raise StoreError(f"{what} is {value!r}, not text")
 
 
+_WARNED: set[str] = set()
+
+
 def warn(message: str) -> None:
-    """How a damaged part the store skips is reported: one line on stderr."""
+    """How a damaged part the store skips is reported: one line on stderr,
+    once per process (`compare` opens a store twice)."""
+    if message in _WARNED:
+        return
+    _WARNED.add(message)
+    # Control characters visible, as render/table.py's terminal() writes them
+    # (the store sits below render): a damaged value is named with repr().
+    line = "".join(ch if ch.isprintable() else repr(ch)[1:-1]
+                   for ch in " ".join(message.split()))
     try:
-        print(f"isobench: warning: {' '.join(message.split())}", file=sys.stderr)
+        print(f"isobench: warning: {line}", file=sys.stderr)
     except (OSError, ValueError):
         pass
 

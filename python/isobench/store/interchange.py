@@ -20,7 +20,13 @@ reader knows what it holds.  Its history:
 `isobench import FILE` reads an export of version 1 to 3, or another store,
 and refuses anything else with one line.  Everything in a document is
 checked before any of it is stored (validate_run): a damaged or foreign
-file never leaves half a run behind.
+file never leaves half a run behind.  Benchmark, mechanism, parameter,
+event and unit names are held to the form isob gives them
+(measure/validate.py: stored_name_problem, params_problem), so that a
+name cannot turn into markup, a formula or a terminal sequence; free text
+(host names, reasons, the command line) is stored as it is and escaped by
+every output.  Reading another store that is damaged imports every intact
+run and leaves out, naming each, what cannot be read.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import StoreError, UsageError
+from ..measure import validate
 from ..measure.records import PRIMARY_EVENT, STATUSES
 from . import JOB_STATUSES, RUN_STATUSES, SCHEMA_VERSION as STORE_SCHEMA, Store, now
 
@@ -60,6 +67,10 @@ def export_document(store: Store, run_id: int, samples: bool = True) -> dict:
     doc = stamp({"format": EXPORT_FORMAT, "db": str(store.path), **store.run(run_id)})
     doc["jobs"] = store.jobs(run_id)
     results = store.results(run_id)
+    jobs = {j["job_id"] for j in doc["jobs"]}
+    for r in results:
+        if r.get("job_id") not in jobs:
+            r["job_id"] = None  # its job is damaged and left out: the result stays
     if samples:
         kept = []
         for r in results:
@@ -143,6 +154,9 @@ def validate_run(doc: Any, where: str) -> dict:
         _need(_is_int(j.get("seq")) and j["seq"] >= 1, w, "'seq' is not a count")
         for k in ("benchmark", "mechanism", "started"):
             _need(isinstance(j.get(k), str) and j[k] != "", w, f"no '{k}'")
+        for k in ("benchmark", "mechanism"):
+            why = validate.stored_name_problem(k, j[k])
+            _need(why is None, w, str(why))
         _need(_is_int(j.get("repetition", 1)) and j.get("repetition", 1) >= 1, w,
               "'repetition' is not a count")
         _need(_opt(j.get("finished"), str), w, "'finished' is not a time")
@@ -161,7 +175,16 @@ def _validate_result(r: Any, w: str, job_ids: set) -> None:
     _need(isinstance(r, dict), w, "not an object")
     for k in ("benchmark", "mechanism"):
         _need(isinstance(r.get(k), str) and r[k] != "", w, f"no '{k}'")
+    for k in ("benchmark", "mechanism"):
+        why = validate.stored_name_problem(k, r[k])
+        _need(why is None, w, str(why))
     _need(isinstance(r.get("params", {}), dict), w, "'params' is not an object")
+    why = validate.params_problem(r.get("params", {}))
+    _need(why is None, w, str(why))
+    for k in ("unit", "counter"):
+        if r.get(k) is not None:
+            why = validate.stored_name_problem(k, r[k])
+            _need(why is None, w, str(why))
     _need(r.get("status", "ok") in STATUSES, w,
           f"status {r.get('status')!r} is not one of {', '.join(STATUSES)}")
     for k in ("unit", "counter", "reason", "started", "finished"):
@@ -178,6 +201,8 @@ def _validate_result(r: Any, w: str, job_ids: set) -> None:
     _need(isinstance(samples, dict), w, "'samples' is not an object")
     lengths = set()
     for event, values in samples.items():
+        why = validate.stored_name_problem("event", event)
+        _need(why is None, w, f"sample {why}")
         _need(isinstance(values, list) and all(_is_int(v) and 0 <= v < 2**64 for v in values),
               w, f"samples of {event!r} are not a list of 64-bit counts")
         lengths.add(len(values))
