@@ -76,15 +76,29 @@ def literal(text) -> str:
     return _DOLLAR.sub(r"\\$", str(text))
 
 
+def literal_doc(value):
+    """A copy of a (summary) document with literal() over every string in it,
+    keys included; strings without a '$' (every name isobench gives) are
+    kept as they are, so comparisons with names still hold."""
+    if isinstance(value, str):
+        return literal(value) if "$" in value else value
+    if isinstance(value, Mapping):
+        return {literal_doc(k): literal_doc(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(literal_doc(v) for v in value) if isinstance(value, list) \
+            else tuple(literal_doc(v) for v in value)
+    return value
+
+
 def literal_texts(fig) -> None:
     """literal() over every text of a figure (titles, axis labels, legends,
     annotations) and every tick label set from data (FixedFormatter: the
-    mechanism and parameter rows); save() calls it, so that every plot of
+    mechanism and parameter rows, whichever formatter holds them); save() calls it, so that every plot of
     every family (render/sections.py) is covered.  Tick labels of numeric
     axes come from formatters at draw time and keep their own formulas
     (log axes write 10^k as mathtext)."""
     from matplotlib.text import Text
-    from matplotlib.ticker import FixedFormatter
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
     for t in fig.findobj(Text):
         text = t.get_text()
         if "$" in text:
@@ -94,6 +108,12 @@ def literal_texts(fig) -> None:
             for fmt in (axis.get_major_formatter(), axis.get_minor_formatter()):
                 if isinstance(fmt, FixedFormatter):
                     fmt.seq = [literal(x) for x in fmt.seq]
+                elif isinstance(fmt, FuncFormatter) and not getattr(fmt, "_literal", False):
+                    # set_ticks(labels=...) and set_ticklabels() keep the
+                    # labels in a FuncFormatter (matplotlib >= 3.8); ours
+                    # (time_label, size_label) print no '$'.
+                    fmt.func = lambda x, pos=None, f=fmt.func: literal(f(x, pos))
+                    fmt._literal = True
 
 
 def _pyplot():
@@ -709,7 +729,10 @@ def _section_plots(doc: Mapping, first: bool, width: float) -> list[Plot]:
 
 def draw(doc: Mapping, width: float = WIDTHS["2col"]) -> list[Plot]:
     """Every plot of the report at this width: the sections' first ones
-    (render/sections.py), the run's own, then the sections' others."""
+    (render/sections.py), the run's own, then the sections' others.  Every
+    string of the document is literal() first, so that no plot (nor the
+    layout, which measures text as it is placed) meets a formula."""
+    doc = literal_doc(doc)
     return [*_section_plots(doc, True, width), *(p(doc, width) for p in PLOTS),
             *_section_plots(doc, False, width)]
 

@@ -28,7 +28,6 @@ plots are always written):
 from __future__ import annotations
 
 import base64
-import html
 import json
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -185,7 +184,7 @@ NUMERIC = {"reps", "n", "value", "95% interval", "median", "batched", "p5", "p95
 
 
 def _e(text) -> str:
-    return html.escape(str(text))
+    return table.html_text(text)
 
 
 def html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "") -> str:

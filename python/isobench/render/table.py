@@ -13,6 +13,7 @@ printed is in the document.  The default table fits WIDTH columns
 
 from __future__ import annotations
 
+import html
 import sys
 import re
 import textwrap
@@ -47,6 +48,12 @@ def terminal(text: Any) -> str:
     command's text output goes through it (cli.py), since a run may carry
     names, host names and reasons from another machine (`isobench import`)."""
     return _CONTROL.sub(_visible, str(text))
+
+
+def html_text(text: Any) -> str:
+    """text for HTML that shows it literally: &, <, > and quotes as entities,
+    control characters visible (terminal)."""
+    return html.escape(terminal(text))
 
 
 def md_text(text: Any) -> str:
