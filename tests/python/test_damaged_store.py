@@ -177,7 +177,8 @@ def test_damaged_run_is_passed_over(isobench, tmp_path, two, name):
             (args, p.stderr)
     assert "run 1" in isobench("show").stdout
     # Asked for by its id: one line that names the damaged column.
-    for args in (["show", "2"], ["export", "2", "--format", "json"], ["compare", "1", "2"], ["check", "2"]):
+    for args in (["show", "2"], ["export", "2", "--format", "json"], ["compare", "1", "2"],
+                 ["check", "2"]):
         line = assert_one_error_line(isobench(*args))
         assert named in line, (args, line)
     assert any(named in s for s in _store_damaged(isobench, "1"))
@@ -185,7 +186,8 @@ def test_damaged_run_is_passed_over(isobench, tmp_path, two, name):
 
 def test_every_run_damaged(isobench, tmp_path, good):
     _sql(good, "UPDATE runs SET environment = '{' WHERE id = 1")
-    for args in (["show"], ["check"], ["export", "latest", "--format", "csv"], ["report", "-o", str(tmp_path)]):
+    for args in (["show"], ["check"], ["export", "latest", "--format", "csv"],
+                 ["report", "-o", str(tmp_path)]):
         line = assert_one_error_line(isobench(*args))
         assert "run 1: environment is not valid JSON" in line
         assert "no ended run in the store can be read" in line

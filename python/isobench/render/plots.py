@@ -77,26 +77,34 @@ def literal(text) -> str:
 
 
 def literal_doc(value):
-    """A copy of a (summary) document with literal() over every string in it,
-    keys included; strings without a '$' (every name isobench gives) are
-    kept as they are, so comparisons with names still hold."""
+    """A (summary) document with literal() over every string in it, keys
+    included.  Only the containers that hold a '$' are copied: everything
+    else (every name isobench gives, objects of any kind) is the same object,
+    so comparisons with names and attribute access still hold."""
     if isinstance(value, str):
         return literal(value) if "$" in value else value
     if isinstance(value, Mapping):
-        return {literal_doc(k): literal_doc(v) for k, v in value.items()}
+        items = [(literal_doc(k), literal_doc(v)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items())):
+            return value
+        return dict(items)
     if isinstance(value, (list, tuple)):
-        return type(value)(literal_doc(v) for v in value) if isinstance(value, list) \
-            else tuple(literal_doc(v) for v in value)
+        items = [literal_doc(v) for v in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        if isinstance(value, list):
+            return items
+        return type(value)._make(items) if hasattr(value, "_make") else tuple(items)
     return value
 
 
 def literal_texts(fig) -> None:
     """literal() over every text of a figure (titles, axis labels, legends,
-    annotations) and every tick label set from data (FixedFormatter: the
-    mechanism and parameter rows, whichever formatter holds them); save() calls it, so that every plot of
-    every family (render/sections.py) is covered.  Tick labels of numeric
-    axes come from formatters at draw time and keep their own formulas
-    (log axes write 10^k as mathtext)."""
+    annotations) and every tick label set from data (the mechanism and
+    parameter rows, whichever formatter holds them); save() calls it, so
+    that every plot of every family (render/sections.py) is covered.  Tick
+    labels of numeric axes come from formatters at draw time and keep their
+    own formulas (log axes write 10^k as mathtext)."""
     from matplotlib.text import Text
     from matplotlib.ticker import FixedFormatter, FuncFormatter
     for t in fig.findobj(Text):

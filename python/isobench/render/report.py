@@ -356,8 +356,9 @@ def render_md(doc: Mapping, plot_list, all_published: bool = False) -> str:
            f"statistics as defined in {METHODOLOGY}: {results_note(doc)}", "",
            "## Platform", "", table.md_table(("", ""), env_rows(run.get("environment") or {})), "",
            "## Soundness", ""]
-    out += [f"- **{f['severity']} {f['id']}**: {table.md_text(f['what'])}. Next: "
-            f"{table.md_text(f['next'])} ({f['doc']})." for f in doc["findings"]] or ["No findings: none of the soundness checks fired."]
+    out += ([f"- **{f['severity']} {f['id']}**: {table.md_text(f['what'])}. Next: "
+             f"{table.md_text(f['next'])} ({f['doc']})." for f in doc["findings"]]
+            or ["No findings: none of the soundness checks fired."])
     m = attackers.from_environment(run.get("environment") or {})
     if m:
         out += ["", "## Isolation by attacker", "", attackers.context_line(m[1]) + ".", "",

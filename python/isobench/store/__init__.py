@@ -261,8 +261,8 @@ class Store:
 
     Damage degrades per row: a run, result, sample or job that cannot be
     decoded is left out of what the reading methods return, reported once
-    through warn() and kept in `skipped` (skip) (what `isobench check` names);
-    scan() looks for it in every row.  A run asked for by its id that is
+    through warn() and kept in `skipped` (skip(): what `isobench check`
+    names); scan() looks for damage in every row.  A run asked for by its id that is
     itself damaged raises StoreError naming the damaged column.
     """
 

@@ -16,6 +16,10 @@ reader knows what it holds.  Its history:
        "batched_reps" (every (K, 2K) pair's estimate behind "batched"; null
        for results measured before they were kept).  `run --json` and
        `show --json` carry the run's summary document as "summary".
+       Added since, readers ignoring it: each run of `runs --json` has
+       "damaged" (null, or what of the run's own row cannot be read); an
+       import from a damaged store records what it left out in the run's
+       origin as "left_out".
 
 `isobench import FILE` reads an export of version 1 to 3, or another store,
 and refuses anything else with one line.  Everything in a document is
