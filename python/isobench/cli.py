@@ -815,7 +815,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"db": path, "runs": listed})
     else:
-        print(table.runs_report(listed, path))
+        print(table.terminal(table.runs_report(listed, path)))
     return EXIT_OK
 
 
@@ -847,11 +847,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     for d in done:
         what = f"run {d['source_run_id']} of {source}" if d["source_run_id"] else str(source)
         if d["skipped"]:
-            print(f"{what} is already in {store.path} as run {d['run_id']} (same uid): skipped")
+            print(table.terminal(f"{what} is already in {store.path} as run {d['run_id']} "
+                                 "(same uid): skipped"))
         else:
-            print(f"imported {what} as run {d['run_id']} into {store.path}")
+            print(table.terminal(f"imported {what} as run {d['run_id']} into {store.path}"))
     if not done:
-        print(f"{source} holds no runs: nothing imported")
+        print(table.terminal(f"{source} holds no runs: nothing imported"))
     return EXIT_OK
 
 
@@ -875,19 +876,22 @@ def cmd_report(args: argparse.Namespace) -> int:
         _print_json(doc)
     else:
         n = len(doc["findings"])
-        print(f"report of run {run_id} written to {doc['dir']}: {', '.join(doc['files'])}")
+        print(table.terminal(f"report of run {run_id} written to {doc['dir']}: "
+                             f"{', '.join(doc['files'])}"))
         if doc["removed"]:
-            print(f"removed the previous report's {', '.join(doc['removed'])}")
+            print(table.terminal(f"removed the previous report's {', '.join(doc['removed'])}"))
         for note in doc["omitted"].values():
-            print(f"note: {note}")
-        print(checks.one_line(doc["findings"], run_id))
+            print(table.terminal(f"note: {note}"))
+        print(table.terminal(checks.one_line(doc["findings"], run_id)))
     return EXIT_OK
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     with Store.open(db_path(args), create=False) as store:
         run_id = store.resolve_run(args.run)
-        doc = summary.build(runs.load_run(store, run_id))
+        # scan: SQLite's integrity check and the decode of every row, so that
+        # damage anywhere in the store is a finding (store-damaged).
+        doc = summary.build(runs.load_run(store, run_id, scan=True))
     findings = doc["findings"]
     status = checks.exit_status(findings, strict=args.strict)
     if args.json:
@@ -895,8 +899,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                      "counts": checks.counts(findings), "exit_status": status,
                      "findings": findings})
     else:
-        print(f"run {run_id} in {doc['run']['db']}")
-        print(checks.render(findings))
+        print(table.terminal(f"run {run_id} in {doc['run']['db']}"))
+        print(table.terminal(checks.render(findings)))
     return status
 
 
@@ -915,7 +919,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(doc)
     else:
-        print(compare.render(result["rows"], doc))
+        print(table.terminal(compare.render(result["rows"], doc)))
     if not result["rows"]:
         _err("the two runs have no results in common (same benchmark, mechanism and params)")
         return EXIT_FAILED
@@ -1256,8 +1260,9 @@ def cmd_campaign_show(args: argparse.Namespace) -> int:
         if args.absolute:
             _err(f"warning: {analysis_campaign.ABSOLUTE_WARNING}")
         for w in doc["warnings"]:
-            print(f"{PROG}: warning: campaign {doc['campaign']}: {w}", file=sys.stderr)
-        print(render_campaign.render_text(doc))
+            print(table.terminal(f"{PROG}: warning: campaign {doc['campaign']}: {w}"),
+                  file=sys.stderr)
+        print(table.terminal(render_campaign.render_text(doc)))
     return EXIT_OK
 
 
@@ -1367,7 +1372,8 @@ def _print_run(store: Store, run_id: int, as_json: bool, doc: dict | None = None
     matrix = attackers.from_environment(doc["run"].get("environment"))
     if matrix:
         extra.append(attackers.format_matrix(*matrix, brief=not wide))
-    print(table.run_report(doc, extra, wide=wide))
+    # Names, host names and reasons may come from another machine (import).
+    print(table.terminal(table.run_report(doc, extra, wide=wide)))
 
 
 def _print_json(doc: dict) -> None:
@@ -1383,7 +1389,8 @@ class OutputError(Exception):
 def _err(message: str) -> None:
     # One line, always: a multi-line message would break the contract.
     try:
-        print(f"{PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
+        print(table.terminal(f"{PROG}: error: {' '.join(str(message).split())}"),
+              file=sys.stderr)
         sys.stderr.flush()
     except (OSError, ValueError):
         pass  # no terminal left (SIGHUP) or stderr closed: nothing more to do

@@ -19,15 +19,16 @@ ALL_IDS = [
     "modes", "batched-unreliable", "quantized", "zero-width", "thin-tail", "bad-fit", "high-cv",
     "dropped-samples", "load-during-run", "unpinned", "virtual-machine", "no-pmu",
     "frequency-scaling", "smt-active", "missing-platform", "missing-software", "micro-only",
-    "percentage-geomean",
+    "percentage-geomean", "store-damaged",
 ]
 # What one run can show at once: every check but these three, which
 # exclude the others (or each other) and are tested on their own below,
-# percentage-geomean, which needs an oslat run (test_oslat_section.py), and
-# the checks of numbers the flawed run does not hold (modes, zero-width, a
-# quantile or a fit of a section), each tested on its own below.
+# percentage-geomean, which needs an oslat run (test_oslat_section.py),
+# store-damaged (test_damaged_store.py damages a store), and the checks of
+# numbers the flawed run does not hold (modes, zero-width, a quantile or a
+# fit of a section), each tested on its own below.
 APART = {"no-results", "all-skipped", "run-in-progress", "percentage-geomean", "modes",
-         "zero-width", "thin-tail", "bad-fit"}
+         "zero-width", "thin-tail", "bad-fit", "store-damaged"}
 
 
 def clean():

@@ -709,6 +709,22 @@ def check_percentage_geomean(data: RunData, doc: Mapping) -> Fired | None:
                        "SEIMI's averages only under their own name", tuple(hit + undefined))
 
 
+# ---- the store itself ----
+
+def store_damaged(data: RunData) -> Fired | None:
+    """Parts of the store that cannot be read (RunData.damage: what loading
+    the run left out, or with `isobench check` every damaged row and
+    SQLite's integrity check): they are missing from every output."""
+    damage = [d.removeprefix(f"{data.db}: ") for d in getattr(data, "damage", None) or ()]
+    if not damage:
+        return None
+    return Fired(f"{len(damage)} part(s) of the store cannot be read and are left out of every "
+                 f"output: {_some(damage)}",
+                 "copy what can be read into a new store (`isobench import DAMAGED --db NEW` "
+                 "imports every intact run and leaves out, naming each, what is damaged), then "
+                 "measure the missing results again", tuple(damage))
+
+
 # ---- the table: the order findings are printed in ----
 
 CHECKS: tuple[Check, ...] = (
@@ -739,6 +755,7 @@ CHECKS: tuple[Check, ...] = (
     Check("missing-software", WARNING, check_missing_software, SOK["F2"]),
     Check("micro-only", INFO, check_micro_only, SOK["B1"]),
     Check("percentage-geomean", INFO, check_percentage_geomean, SOK["B5"]),
+    Check("store-damaged", ERROR, lambda d, doc: store_damaged(d)),
 )
 CHECK_IDS = tuple(c.id for c in CHECKS)
 

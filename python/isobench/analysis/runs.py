@@ -25,6 +25,7 @@ import numpy as np
 
 from . import stats, units
 from ..measure.records import NO_MECHANISM, PRIMARY_EVENT
+from ..errors import StoreError
 from ..store import Store
 
 BASELINE = "direct"
@@ -257,6 +258,9 @@ class RunData:
     results: list[dict]
     configs: list[Config]
     jobs: list[dict] = field(default_factory=list)  # store.jobs(): order, times, load
+    # What of the store could not be read and is left out (Store.skipped, or
+    # with load_run(scan=True) every damaged part of the store).
+    damage: list[str] = field(default_factory=list)
 
     @property
     def run_id(self) -> int:
@@ -354,8 +358,29 @@ def _int64(values: Sequence[int]) -> np.ndarray:
     return np.asarray(values, dtype=np.int64)
 
 
-def load_run(store: Store, run_id: int) -> RunData:
+def load_run(store: Store, run_id: int, scan: bool = False) -> RunData:
+    """A run with its results and samples; a result whose row or samples are
+    damaged is left out and reported (Store.skip).  With scan, damage names
+    every damaged part of the store (Store.scan: what `isobench check` reports).
+
+    The samples are read in one query (Store.run_samples); only where that
+    meets damage are they read result by result, so that the damaged ones
+    alone are left out."""
     run = store.run(run_id)
-    results = store.results(run_id)
-    samples = store.run_samples(run_id, status="ok")
-    return RunData(run, str(store.path), results, group(results, samples), store.jobs(run_id))
+    stored = store.results(run_id)
+    try:
+        samples = store.run_samples(run_id, status="ok")
+        results = stored
+    except StoreError:
+        results, samples = [], {}
+        for r in stored:
+            if r["status"] == "ok":
+                try:
+                    samples[r["result_id"]] = store.samples(r["result_id"], as_array=True)
+                except StoreError as e:
+                    store.skip(str(e))
+                    continue
+            results.append(r)
+    jobs = store.jobs(run_id)
+    damage = list(dict.fromkeys(store.skipped + (store.scan() if scan else [])))
+    return RunData(run, str(store.path), results, group(results, samples), jobs, damage)

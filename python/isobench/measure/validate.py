@@ -188,6 +188,69 @@ def mechanisms(asked: Sequence[str]) -> list[str]:
     return names
 
 
+# ---- stored names: what `isobench import` accepts (store/interchange.py) ----
+# The names a result carries are the form isob and the runner give them
+# (`isob list`: lower-case words with '-', '_', '.', '+', and ':VARIANT'
+# after a name; parameter keys are identifiers).  A run imported from
+# elsewhere is held to the same form, because these names end up in plot
+# labels (matplotlib reads '$...$' as a formula), Markdown and HTML tables,
+# LaTeX and the terminal: a name that isob could never print is refused with
+# one line instead.  Free text (host names, failure reasons, the command
+# line) is not refused: every output escapes it (render/table.py).
+
+RESULT_NAME = re.compile(r"[a-z0-9][a-z0-9+._-]{0,63}(?::[A-Za-z0-9+._-]{1,64})?")
+PARAM_KEY = re.compile(r"[a-z_][a-z0-9_]{0,63}")
+PARAM_TEXT = re.compile(r"[A-Za-z0-9 +,._:/=@%#~()*\[\]-]{0,256}")
+EVENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/=,-]{0,127}")
+UNIT_NAME = re.compile(r"[A-Za-z0-9%][A-Za-z0-9%/._ -]{0,31}")
+MAX_PARAM_DEPTH = 4
+
+
+def stored_name_problem(kind: str, value: object) -> str | None:
+    """Why value cannot be a stored benchmark, mechanism, event or unit name
+    (kind says which), or None when it can."""
+    if kind == "mechanism" and value == "-":  # records.NO_MECHANISM
+        return None
+    pattern = {"benchmark": RESULT_NAME, "mechanism": RESULT_NAME, "event": EVENT_NAME,
+               "unit": UNIT_NAME, "counter": UNIT_NAME}[kind]
+    if isinstance(value, str) and pattern.fullmatch(value):
+        return None
+    return f"{kind} {value!r} is not a name isob gives ({_form(pattern)})"
+
+
+def params_problem(params: object, depth: int = 0) -> str | None:
+    """Why params cannot be a result's parameters (keys identifiers, values
+    numbers, booleans, null, plain-ASCII words or lists and objects of them),
+    or None when they can."""
+    if depth > MAX_PARAM_DEPTH:
+        return "params nest too deep"
+    if isinstance(params, dict):
+        for k, v in params.items():
+            if not (isinstance(k, str) and PARAM_KEY.fullmatch(k)):
+                return f"parameter name {k!r} is not one isob gives ({_form(PARAM_KEY)})"
+            why = params_problem(v, depth + 1)
+            if why:
+                return why if why.startswith(("parameter", "params")) else f"parameter {k}: {why}"
+        return None
+    if isinstance(params, list):
+        return next((w for w in (params_problem(v, depth + 1) for v in params) if w), None)
+    if isinstance(params, str) and not PARAM_TEXT.fullmatch(params):
+        return f"value {params!r} is not a parameter value isob gives ({_form(PARAM_TEXT)})"
+    if params is None or isinstance(params, (str, bool, int, float)):
+        return None
+    return f"value {params!r} is not a parameter value"
+
+
+def _form(pattern: re.Pattern) -> str:
+    return {RESULT_NAME: "lower-case letters, digits, '-', '_', '.', '+', at most 64, "
+                         "optionally ':VARIANT'",
+            PARAM_KEY: "lower-case letters, digits and '_'",
+            PARAM_TEXT: "plain ASCII letters, digits, spaces and +,._:/=@%#~()*[]-, "
+                        "at most 256",
+            EVENT_NAME: "ASCII letters, digits and _.:/=,-",
+            UNIT_NAME: "ASCII letters, digits, spaces and %/._-, at most 32"}[pattern]
+
+
 # ---- campaigns (measure/campaign.py, measure/slurm.py) ----
 # Names that become folder names, Ansible host patterns or words of a shell
 # script are held to plain ASCII patterns, so that none can climb out of its

@@ -12,7 +12,6 @@ labelled with its number, and a cell a host has no number for is grey.
 from __future__ import annotations
 
 import base64
-import html
 import json
 import math
 from pathlib import Path
@@ -106,15 +105,13 @@ def _run_of(doc: Mapping, host: str):
 # ---- heat maps ----
 
 def _pyplot():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+    return plots._pyplot()
 
 
 def heatmap_plots(doc: Mapping) -> list[plots.Plot]:
     """One heat map per benchmark: rows (population, mechanism), columns
     hosts, colour log10 of the ratio.  Baselines (1 everywhere) are left out."""
+    doc = plots.literal_doc(doc)  # no host or mechanism name read as a formula
     if doc.get("absolute"):
         return []
     hosts = host_names(doc)
@@ -188,7 +185,7 @@ def render_md(doc: Mapping, plot_list: Sequence[plots.Plot]) -> str:
 
 
 def _e(t) -> str:
-    return html.escape(str(t))
+    return table.html_text(t)
 
 
 def _html_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

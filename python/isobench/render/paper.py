@@ -52,12 +52,14 @@ from . import table
 _TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
                 "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
                 "^": r"\textasciicircum{}", "µ": r"\ensuremath{\mu}", "±": r"\ensuremath{\pm}",
-                "×": r"\ensuremath{\times}", "≥": r"\ensuremath{\geq}", "≤": r"\ensuremath{\leq}"}
+                "×": r"\ensuremath{\times}", "≥": r"\ensuremath{\geq}", "≤": r"\ensuremath{\leq}",
+                "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
 
 
 def tex(text) -> str:
-    """text as LaTeX that prints it literally (pdflatex, no extra packages)."""
-    return "".join(_TEX_SPECIAL.get(ch, ch) for ch in str(text))
+    """text as LaTeX that prints it literally (pdflatex, no extra packages);
+    control characters (which stop pdflatex) as visible escapes first."""
+    return "".join(_TEX_SPECIAL.get(ch, ch) for ch in table.terminal(text))
 
 
 def _small(text: str) -> str:

@@ -32,6 +32,7 @@ published figures hollow and labelled "published".
 from __future__ import annotations
 
 import inspect
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Sequence
@@ -62,6 +63,65 @@ class Plot:
     figure: object | None
     note: str
     caption: str = ""
+
+
+_DOLLAR = re.compile(r"(?<!\\)\$")
+
+
+def literal(text) -> str:
+    """text as matplotlib prints it literally: every '$' escaped, so that a
+    name with two of them (an imported mechanism or parameter: `$x^{$`) is
+    not read as a mathtext formula, which fails the whole plot or typesets
+    the name.  No label of isobench's own is a formula."""
+    return _DOLLAR.sub(r"\\$", str(text))
+
+
+def literal_doc(value):
+    """A (summary) document with literal() over every string in it, keys
+    included.  Only the containers that hold a '$' are copied: everything
+    else (every name isobench gives, objects of any kind) is the same object,
+    so comparisons with names and attribute access still hold."""
+    if isinstance(value, str):
+        return literal(value) if "$" in value else value
+    if isinstance(value, Mapping):
+        items = [(literal_doc(k), literal_doc(v)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items())):
+            return value
+        return dict(items)
+    if isinstance(value, (list, tuple)):
+        items = [literal_doc(v) for v in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        if isinstance(value, list):
+            return items
+        return type(value)._make(items) if hasattr(value, "_make") else tuple(items)
+    return value
+
+
+def literal_texts(fig) -> None:
+    """literal() over every text of a figure (titles, axis labels, legends,
+    annotations) and every tick label set from data (the mechanism and
+    parameter rows, whichever formatter holds them); save() calls it, so
+    that every plot of every family (render/sections.py) is covered.  Tick
+    labels of numeric axes come from formatters at draw time and keep their
+    own formulas (log axes write 10^k as mathtext)."""
+    from matplotlib.text import Text
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
+    for t in fig.findobj(Text):
+        text = t.get_text()
+        if "$" in text:
+            t.set_text(literal(text))
+    for ax in fig.get_axes():
+        for axis in (ax.xaxis, ax.yaxis):
+            for fmt in (axis.get_major_formatter(), axis.get_minor_formatter()):
+                if isinstance(fmt, FixedFormatter):
+                    fmt.seq = [literal(x) for x in fmt.seq]
+                elif isinstance(fmt, FuncFormatter) and not getattr(fmt, "_literal", False):
+                    # set_ticks(labels=...) and set_ticklabels() keep the
+                    # labels in a FuncFormatter (matplotlib >= 3.8); ours
+                    # (time_label, size_label) print no '$'.
+                    fmt.func = lambda x, pos=None, f=fmt.func: literal(f(x, pos))
+                    fmt._literal = True
 
 
 def _pyplot():
@@ -677,7 +737,10 @@ def _section_plots(doc: Mapping, first: bool, width: float) -> list[Plot]:
 
 def draw(doc: Mapping, width: float = WIDTHS["2col"]) -> list[Plot]:
     """Every plot of the report at this width: the sections' first ones
-    (render/sections.py), the run's own, then the sections' others."""
+    (render/sections.py), the run's own, then the sections' others.  Every
+    string of the document is literal() first, so that no plot (nor the
+    layout, which measures text as it is placed) meets a formula."""
+    doc = literal_doc(doc)
     return [*_section_plots(doc, True, width), *(p(doc, width) for p in PLOTS),
             *_section_plots(doc, False, width)]
 
@@ -710,6 +773,7 @@ def save(plot: Plot, out_dir, kinds: Sequence[tuple[str, str]] = (("png", ""), (
     file's metadata.  The figure is closed afterwards."""
     if plot.figure is None:
         return []
+    literal_texts(plot.figure)
     names = []
     with _pyplot().rc_context(SAVE_RC):
         for ext, suffix in kinds:

@@ -37,7 +37,6 @@ SVG and PNG Description) and their captions.
 from __future__ import annotations
 
 import base64
-import html
 import json
 import shutil
 from pathlib import Path
@@ -195,7 +194,7 @@ NUMERIC = {"reps", "n", "value", "95% interval", "median", "batched", "p5", "p95
 
 
 def _e(text) -> str:
-    return html.escape(str(text))
+    return table.html_text(text)
 
 
 def html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "") -> str:
@@ -364,12 +363,13 @@ def _kv_md_rows(doc: Mapping) -> list[list[str]]:
 def render_md(doc: Mapping, plot_list, all_published: bool = False) -> str:
     run = doc["run"]
     out = [f"# isobench run {run['run_id']}", "",
-           f"Measured {run.get('started')} with isobench {__version__}; "
+           f"Measured {table.md_text(run.get('started'))} with isobench {__version__}; "
            f"statistics as defined in {METHODOLOGY}: {results_note(doc)}", "",
            "## Platform", "", table.md_table(("", ""), env_rows(run.get("environment") or {})), "",
            "## Soundness", ""]
-    out += [f"- **{f['severity']} {f['id']}**: {f['what']}. Next: {f['next']} ({f['doc']})."
-            for f in doc["findings"]] or ["No findings: none of the soundness checks fired."]
+    out += ([f"- **{f['severity']} {f['id']}**: {table.md_text(f['what'])}. Next: "
+             f"{table.md_text(f['next'])} ({f['doc']})." for f in doc["findings"]]
+            or ["No findings: none of the soundness checks fired."])
     m = attackers.from_environment(run.get("environment") or {})
     if m:
         out += ["", "## Isolation by attacker", "", attackers.context_line(m[1]) + ".", "",
@@ -395,12 +395,13 @@ def render_md(doc: Mapping, plot_list, all_published: bool = False) -> str:
             table.md_table(PUBLISHED_HEADERS, published) if published else
             "_None with a local configuration in this run to stand beside._", ""]
     if published_note(doc, all_published):
-        out += [f"_{published_note(doc, all_published)}_", ""]
+        out += [f"_{table.md_text(published_note(doc, all_published))}_", ""]
     for p in plot_list:
         if p.figure is None:
-            out += [f"_{p.note}_", ""]
+            out += [f"_{table.md_text(p.note)}_", ""]
         else:
-            out += [f"![{p.title}]({p.name}.png)", "", caption(p, doc), ""]
+            out += [f"![{table.md_text(p.title)}]({p.name}.png)", "",
+                    table.md_text(caption(p, doc)), ""]
     return "\n".join(out)
 
 

@@ -7,7 +7,7 @@ thing a reader sees).  Renderers read the section and the document only."""
 
 from __future__ import annotations
 
-import html
+from . import table as _table
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -77,5 +77,5 @@ def html_blocks(doc: Mapping) -> list[str]:
         if r.html:
             out.append(r.html(s, doc))
         elif r.text:
-            out.append(f"<pre>{html.escape(r.text(s, doc))}</pre>")
+            out.append(f"<pre>{_table.html_text(r.text(s, doc))}</pre>")
     return out

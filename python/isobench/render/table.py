@@ -13,6 +13,7 @@ printed is in the document.  The default table fits WIDTH columns
 
 from __future__ import annotations
 
+import html
 import sys
 import re
 import textwrap
@@ -24,6 +25,45 @@ from ..analysis.runs import BASELINE, HEADLINE_PHASE, OUTPUT_PARAMS, server_labe
 # The widest line a default table or note may take: a terminal of 100
 # columns, or a paper's listing, shows it without wrapping.
 WIDTH = 100
+
+
+# ---- text that came from outside: stored names, host names, reasons ----
+
+# What a terminal acts on instead of printing: C0 controls but newline and
+# tab (ESC starts the sequences that retitle the window or clear the
+# screen, CR overwrites a line), DEL, C1 controls (0x9b is a one-byte CSI)
+# and the bidirectional marks and overrides that reorder a line.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f"
+                      "\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(m: re.Match) -> str:
+    o = ord(m.group())
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+
+
+def terminal(text: Any) -> str:
+    """text as a terminal shows it literally: every control character
+    written as a visible escape (ESC as \\x1b), newlines and tabs kept.  Every
+    command's text output goes through it (cli.py), since a run may carry
+    names, host names and reasons from another machine (`isobench import`)."""
+    return _CONTROL.sub(_visible, str(text))
+
+
+def html_text(text: Any) -> str:
+    """text for HTML that shows it literally: &, <, > and quotes as entities,
+    control characters visible (terminal)."""
+    return html.escape(terminal(text))
+
+
+def md_text(text: Any) -> str:
+    """text for Markdown that shows it literally and stays on its line:
+    control characters visible (terminal), line breaks as spaces, HTML's
+    &, < and > as entities (Markdown passes raw HTML through), '|' escaped
+    (it would end a table cell)."""
+    t = terminal(str(text).replace("\r\n", " ").replace("\n", " ").replace("\t", " "))
+    return (t.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("|", "\\|"))
 
 
 # ---- the shared look: units, intervals, ratios ----
@@ -712,7 +752,8 @@ def runs_report(runs: Sequence[Mapping], db: str) -> str:
         return f"{db} holds no runs yet: start one with `isobench run`"
     rows = []
     for r in runs:
-        status = r["status"] + (f" ({r['end_reason']})" if r.get("end_reason") else "")
+        status = ("DAMAGED" if r.get("damaged") else (r.get("status") or "?")
+                  + (f" ({r['end_reason']})" if r.get("end_reason") else ""))
         started = (r.get("started") or "-").replace("T", " ")[:16]
         host = r.get("host") or "?"
         if r.get("origin"):
@@ -774,9 +815,9 @@ def repetition_report(doc: Mapping) -> str:
 # ---- Markdown ----
 
 def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A Markdown (GitHub) table; a '|' inside a cell is escaped."""
-    def esc(t) -> str:
-        return str(t).replace("|", "\\|")
+    """A Markdown (GitHub) table; every cell through md_text (a '|' or a line
+    break inside a cell cannot end it, HTML in it is shown, not run)."""
+    esc = md_text
     out = ["| " + " | ".join(esc(h) for h in headers) + " |",
            "|" + "|".join("---" for _ in headers) + "|"]
     out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]

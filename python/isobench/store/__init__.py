@@ -61,12 +61,12 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from ..measure import owner as owner_mod
 from ..analysis import stats
 from ..errors import StoreError, UsageError
-from ..measure.records import PRIMARY_EVENT, Result, thaw
+from ..measure.records import PRIMARY_EVENT, STATUSES, Result, thaw
 
 SAMPLE_ENCODING = "zlib-u64le"
 
@@ -226,6 +226,8 @@ def _column(text: Any, what: str, kind: type | tuple[type, ...], null: bool = Tr
         if null:
             return None
         raise StoreError(f"{what} is missing")
+    if not isinstance(text, str):
+        _text(text, what)
     try:
         value = json.loads(text)
     except (TypeError, ValueError) as e:
@@ -235,12 +237,84 @@ def _column(text: Any, what: str, kind: type | tuple[type, ...], null: bool = Tr
     return value
 
 
+class Undecodable(bytes):
+    """A TEXT value that is not UTF-8 (a bad sector, a stray write): read back
+    as its bytes so that the row, not the whole query, is reported."""
+
+
+def _tolerant_text(data: bytes) -> Any:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return Undecodable(data)
+
+
+def _text(value: Any, what: str, null: bool = True) -> str | None:
+    """A TEXT column read back; StoreError naming it when it is not text."""
+    if value is None and null:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        raise StoreError(f"{what} is not UTF-8 text ({bytes(value)[:24]!r})")
+    raise StoreError(f"{what} is {value!r}, not text")
+
+
+_WARNED: set[str] = set()
+
+
+def warn(message: str) -> None:
+    """How a damaged part the store skips is reported: one line on stderr,
+    once per process (`compare` opens a store twice)."""
+    if message in _WARNED:
+        return
+    _WARNED.add(message)
+    # Control characters visible, as render/table.py's terminal() writes them
+    # (the store sits below render): a damaged value is named with repr().
+    line = "".join(ch if ch.isprintable() else repr(ch)[1:-1]
+                   for ch in " ".join(message.split()))
+    try:
+        print(f"isobench: warning: {line}", file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+
+
 class Store:
-    """An open store.  Use Store.open(path, create=...)."""
+    """An open store.  Use Store.open(path, create=...).
+
+    Damage degrades per row: a run, result, sample or job that cannot be
+    decoded is left out of what the reading methods return, reported once
+    through warn() and kept in `skipped` (skip(): what `isobench check`
+    names); scan() looks for damage in every row.  A run asked for by its id that is
+    itself damaged raises StoreError naming the damaged column.
+    """
 
     def __init__(self, path: Path, conn: sqlite3.Connection):
         self.path = path
         self._conn = conn
+        self.skipped: list[str] = []
+
+    def skip(self, message: str) -> None:
+        """Report a damaged part left out of what is read (once per part)."""
+        if message not in self.skipped:
+            self.skipped.append(message)
+            warn(f"{message}: left out")
+
+    def _fetch(self, sql: str, params: Iterable = ()) -> list[tuple]:
+        """The rows of a query; a TEXT value that is not UTF-8 comes back as
+        Undecodable instead of failing the whole query (the fast path stays
+        SQLite's own decoding: the slow one runs only on a damaged store)."""
+        params = tuple(params)
+        try:
+            return self._conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as e:
+            if "decode" not in str(e):
+                raise
+        self._conn.text_factory = _tolerant_text
+        try:
+            return self._conn.execute(sql, params).fetchall()
+        finally:
+            self._conn.text_factory = str
 
     # ---- opening ----
 
@@ -318,13 +392,13 @@ class Store:
 
     def _abandoned(self) -> list[tuple[int, str]]:
         """(run id, why) of the runs marked running whose process is gone."""
-        rows = self._conn.execute(
-            "SELECT id, owner FROM runs WHERE status = 'running' AND owner IS NOT NULL").fetchall()
+        rows = self._fetch(
+            "SELECT id, owner FROM runs WHERE status = 'running' AND owner IS NOT NULL")
         out = []
         for run_id, text in rows:
             try:
                 why = owner_mod.gone(json.loads(text))
-            except ValueError:
+            except (ValueError, TypeError, AttributeError):
                 why = None  # a damaged owner record: leave the run alone
             if why:
                 out.append((run_id, why))
@@ -476,6 +550,26 @@ class Store:
         row = self._conn.execute(f"SELECT max(id) FROM runs {where}").fetchone()
         return row[0]
 
+    def _latest_readable(self, ended: bool) -> int | None:
+        """latest_run_id, passing over (and reporting) runs that are damaged."""
+        where = f"WHERE status IN ({', '.join(repr(s) for s in ENDED)})" if ended else ""
+        ids = [r[0] for r in self._conn.execute(f"SELECT id FROM runs {where} ORDER BY id DESC")]
+        damaged = []
+        for run_id in ids:
+            try:
+                self.run(run_id)
+            except StoreError as e:
+                damaged.append(str(e))
+                continue
+            for message in damaged:
+                self.skip(message)
+            return run_id
+        if damaged:
+            others = f" and {len(damaged) - 1} more" if len(damaged) > 1 else ""
+            raise StoreError(f"{damaged[0]}{others}: no {'ended ' if ended else ''}run in the "
+                             "store can be read")
+        return None
+
     def run_by_uid(self, uid: str) -> int | None:
         row = self._conn.execute("SELECT id FROM runs WHERE uid = ?", (uid,)).fetchone()
         return row[0] if row else None
@@ -485,9 +579,10 @@ class Store:
 
     def resolve_run(self, spec: str | int | None) -> int:
         """A run id from the user's RUN argument: a number, 'latest' or None (the
-        newest run that has ended), or 'newest' (the newest, even if running)."""
+        newest run that has ended), or 'newest' (the newest, even if running).
+        'latest' and 'newest' pass over damaged runs, each reported."""
         if spec is None or spec in ("latest", "newest"):
-            run_id = self.latest_run_id(ended=spec != "newest")
+            run_id = self._latest_readable(ended=spec != "newest")
             if run_id is None:
                 newest = self.latest_run_id(ended=False)
                 if newest is not None:
@@ -507,67 +602,77 @@ class Store:
             raise UsageError(f"no run {run_id} in {self.path} ({hint})")
         return run_id
 
+    _RUN_SELECT = ("SELECT id, uid, started, finished, argv, status, end_reason, environment, "
+                   "options, aggregates, origin FROM runs")
+
     def run(self, run_id: int) -> dict:
         """The run as a dict (no results): run_id, uid, started, finished, status,
         end_reason, argv, environment, options and aggregates (both None when
-        never recorded), origin (None unless imported)."""
-        row = self._conn.execute(
-            "SELECT id, uid, started, finished, argv, status, end_reason, environment, options, "
-            "aggregates, origin FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if row is None:
+        never recorded), origin (None unless imported).  StoreError naming the
+        column when the run's own row is damaged."""
+        rows = self._fetch(f"{self._RUN_SELECT} WHERE id = ?", (run_id,))
+        if not rows:
             raise UsageError(f"no run {run_id} in {self.path}")
-        what = f"{self.path}: run {run_id}:"
-        if row[5] not in RUN_STATUSES:
-            raise StoreError(f"{what} status {row[5]!r} is not one isobench writes")
-        return {"run_id": row[0], "uid": row[1], "started": row[2], "finished": row[3],
-                "argv": _column(row[4], f"{what} argv", list, null=False), "status": row[5],
-                "end_reason": row[6],
-                "environment": _column(row[7], f"{what} environment", dict, null=False),
-                "options": _column(row[8], f"{what} options", dict),
-                "aggregates": _column(row[9], f"{what} aggregates", list),
-                "origin": _column(row[10], f"{what} origin", dict)}
+        return _run_dict(rows[0], self.path)
 
     def results(self, run_id: int) -> list[dict]:
-        """The run's results in the order they were stored, as summary dicts."""
-        rows = self._conn.execute(
+        """The run's results in the order they were stored, as summary dicts;
+        a damaged one is left out and reported (skip)."""
+        rows = self._fetch(
             f"SELECT {', '.join(RESULT_COLUMNS)}, header FROM results WHERE run_id = ? ORDER BY id",
-            (run_id,)).fetchall()
-        return [_result_dict(row, self.path) for row in rows]
+            (run_id,))
+        out = []
+        for row in rows:
+            try:
+                out.append(_result_dict(row, self.path))
+            except StoreError as e:
+                self.skip(str(e))
+        return out
 
     def jobs(self, run_id: int) -> list[dict]:
         """The run's jobs in the order they ran (none for runs stored before
-        schema 3)."""
-        rows = self._conn.execute(
+        schema 3); a damaged one is left out and reported (skip)."""
+        rows = self._fetch(
             f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs WHERE run_id = ? ORDER BY seq, id",
-            (run_id,)).fetchall()
+            (run_id,))
         out = []
         for row in rows:
-            d = dict(zip(JOB_COLUMNS, row))
-            d["job_id"] = d.pop("id")
-            d["load"] = _column(d["load"], f"{self.path}: job {d['job_id']}: load", dict)
-            out.append(d)
+            try:
+                out.append(_job_dict(row, self.path))
+            except StoreError as e:
+                self.skip(str(e))
         return out
 
     def run_list(self) -> list[dict]:
         """Every stored run in one line's worth: run_id, started, finished,
-        status, end_reason, argv, host, origin (None unless imported), and
-        the number of results by status.  Lenient where `run` is strict: a
-        damaged environment or argv shows as None here, so that one damaged
-        run does not hide the others from the listing."""
+        status, end_reason, argv, host, origin (None unless imported), the
+        number of results by status, and damaged (None, or what in the run's
+        own row cannot be read).  Lenient where `run` is strict: a damaged run
+        is listed (and reported) with what can be read of it, so that one
+        damaged run does not hide the others from the listing."""
         counts: dict[int, dict[str, int]] = {}
-        for run_id, status, n in self._conn.execute(
+        for run_id, status, n in self._fetch(
                 "SELECT run_id, status, count(*) FROM results GROUP BY run_id, status"):
-            counts.setdefault(run_id, {})[status] = n
+            key = status if isinstance(status, str) else "damaged"
+            counts.setdefault(run_id, {})[key] = counts.get(run_id, {}).get(key, 0) + n
         out = []
-        for row in self._conn.execute(
-                "SELECT id, started, finished, status, end_reason, argv, environment, origin "
-                "FROM runs ORDER BY id"):
-            argv, env, origin = (_lenient(row[5], list), _lenient(row[6], dict),
-                                 _lenient(row[7], dict))
-            out.append({"run_id": row[0], "started": row[1], "finished": row[2],
-                        "status": row[3], "end_reason": row[4], "argv": argv,
-                        "host": (env or {}).get("hostname"), "origin": origin,
-                        "results": counts.get(row[0], {})})
+        for row in self._fetch(f"{self._RUN_SELECT} ORDER BY id"):
+            damaged = None
+            try:
+                _run_dict(row, self.path)
+            except StoreError as e:
+                damaged = str(e)
+                self.skip(damaged)
+            argv, env, origin = (_lenient(row[4], list), _lenient(row[7], dict),
+                                 _lenient(row[10], dict))
+            if argv is not None and not all(isinstance(a, str) for a in argv):
+                argv = None
+            host = (env or {}).get("hostname")
+            out.append({"run_id": row[0], "started": _str_or_none(row[2]),
+                        "finished": _str_or_none(row[3]), "status": _str_or_none(row[5]),
+                        "end_reason": _str_or_none(row[6]), "argv": argv,
+                        "host": host if isinstance(host, str) else None, "origin": origin,
+                        "results": counts.get(row[0], {}), "damaged": damaged})
         return out
 
     def job_seconds(self, quick: bool, per_key: int = 5,
@@ -576,12 +681,14 @@ class Store:
         with the same --quick setting: up to per_key durations each, newest
         first, from jobs that ran to the end.  For the progress estimate only
         (measure/progress.py)."""
-        rows = self._conn.execute(
+        rows = self._fetch(
             "SELECT j.benchmark, j.mechanism, j.started, j.finished, r.argv FROM jobs j "
             "JOIN runs r ON r.id = j.run_id WHERE j.status = 'done' AND j.finished IS NOT NULL "
-            "ORDER BY j.id DESC LIMIT ?", (limit,)).fetchall()
+            "ORDER BY j.id DESC LIMIT ?", (limit,))
         out: dict[tuple[str, str], list[float]] = {}
         for bench, mech, started, finished, argv in rows:
+            if not (isinstance(bench, str) and isinstance(mech, str)):
+                continue  # a damaged row says nothing about durations
             try:
                 args = json.loads(argv) if argv else []
                 took = (datetime.fromisoformat(finished)
@@ -597,20 +704,17 @@ class Store:
 
     def samples(self, result_id: int,
                 as_array: bool = False) -> dict[str, tuple[int, ...] | memoryview | array.array]:
-        """The sample events of a result, each a tuple of ints, or with
+        """The raw samples of a result by event, each a tuple of ints, or with
         as_array a buffer of unsigned 64-bit integers (decode_sample_array:
-        for analysis of millions of samples, no Python integer per value)."""
-        rows = self._conn.execute(
+        for analysis of millions of samples, no Python integer per value).
+        StoreError when any is damaged (the caller decides whether to leave
+        the result out: runs.load_run and the exports do, and report it
+        through skip)."""
+        rows = self._fetch(
             "SELECT event, count, encoding, data FROM samples WHERE result_id = ? ORDER BY rowid",
-            (result_id,)).fetchall()
-        decode = decode_sample_array if as_array else decode_samples
-        out = {}
-        for event, count, enc, data in rows:
-            try:
-                out[event] = decode(data, count, enc)
-            except StoreError as e:
-                raise StoreError(f"{self.path}: result {result_id}, event {event}: {e}") from None
-        return out
+            (result_id,))
+        return _samples_dict(rows, result_id, self.path,
+                             decode_sample_array if as_array else decode_samples)
 
     def run_samples(self, run_id: int,
                     status: str | None = None) -> dict[int, dict[str, memoryview | array.array]]:
@@ -619,15 +723,20 @@ class Store:
         gives them: read in one query and decompressed on several threads
         (zlib lets go of the interpreter while it works, and a full run holds
         millions of samples)."""
-        rows = self._conn.execute(
+        rows = self._fetch(
             "SELECT s.rowid, s.result_id, s.event, s.count, s.encoding, s.data FROM samples s "
             "JOIN results r ON r.id = s.result_id WHERE r.run_id = ? AND (? IS NULL OR r.status = ?)",
-            (run_id, status, status)).fetchall()
+            (run_id, status, status))
         rows = [r[1:] for r in sorted(rows, key=lambda r: r[0])]
 
         def decode(row: tuple) -> memoryview | array.array:
+            # Any damage raises StoreError: runs.load_run then reads result
+            # by result (Store.samples) and leaves out only the damaged ones.
             rid, event, count, enc, data = row
             try:
+                if not isinstance(event, str) or not isinstance(enc, str) \
+                        or not isinstance(count, int):
+                    raise StoreError("not readable (a damaged event, encoding or count)")
                 return decode_sample_array(data, count, enc)
             except StoreError as e:
                 raise StoreError(f"{self.path}: result {rid}, event {event}: {e}") from None
@@ -645,12 +754,12 @@ class Store:
 
     def load_result(self, result_id: int) -> Result:
         """A stored result as a Result record again, raw samples included."""
-        row = self._conn.execute(
+        rows = self._fetch(
             f"SELECT {', '.join(RESULT_COLUMNS)}, header FROM results WHERE id = ?",
-            (result_id,)).fetchone()
-        if row is None:
+            (result_id,))
+        if not rows:
             raise UsageError(f"no result {result_id} in {self.path}")
-        d = _result_dict(row, self.path)
+        d = _result_dict(rows[0], self.path)
         events = self.samples(result_id)
         primary = events.pop(PRIMARY_EVENT, ())
         try:
@@ -662,6 +771,98 @@ class Store:
                           dropped=d["dropped"], warmup=d["warmup"], header=d["header"])
         except ValueError as e:
             raise StoreError(f"{self.path}: result {result_id} is damaged: {e}") from None
+
+    def scan(self) -> list[str]:
+        """Every damaged part of the store, each named: SQLite's own integrity
+        check (pages, indexes), then the decode of every row of every table
+        as the reading methods decode it (a value overwritten with garbage
+        passes the integrity check: only decoding finds it)."""
+        out: list[str] = []
+        try:
+            rows = self._conn.execute("PRAGMA integrity_check").fetchall()
+        except sqlite3.DatabaseError as e:
+            return [f"{self.path}: SQLite's integrity check cannot run: {e}"]
+        bad = [str(r[0]) for r in rows if r[0] != "ok"]
+        if bad:
+            more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+            out.append(f"{self.path}: SQLite's integrity check: {'; '.join(bad[:3])}{more}")
+        self._conn.text_factory = _tolerant_text
+        try:
+            for row in self._conn.execute(f"{self._RUN_SELECT} ORDER BY id"):
+                _decodes(out, _run_dict, row, self.path)
+            for run_id, owner in self._conn.execute("SELECT id, owner FROM runs ORDER BY id"):
+                _decodes(out, _column, owner, f"{self.path}: run {run_id}: owner", dict)
+            for row in self._conn.execute(f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs ORDER BY id"):
+                _decodes(out, _job_dict, row, self.path)
+            for row in self._conn.execute(
+                    f"SELECT {', '.join(RESULT_COLUMNS)}, header FROM results ORDER BY id"):
+                _decodes(out, _result_dict, row, self.path)
+            for result_id, *row in self._conn.execute(
+                    "SELECT result_id, event, count, encoding, data FROM samples ORDER BY rowid"):
+                _decodes(out, _samples_dict, [row], result_id, self.path)
+        except sqlite3.DatabaseError as e:
+            out.append(f"{self.path}: reading every row failed: {e}")
+        finally:
+            self._conn.text_factory = str
+        return out
+
+
+def _decodes(out: list[str], decode, *args: Any) -> None:
+    try:
+        decode(*args)
+    except StoreError as e:
+        out.append(str(e))
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _run_dict(row: tuple, path: Path | str) -> dict:
+    what = f"{path}: run {row[0]}:"
+    status = _text(row[5], f"{what} status", null=False)
+    if status not in RUN_STATUSES:
+        raise StoreError(f"{what} status {status!r} is not one isobench writes")
+    return {"run_id": row[0], "uid": _text(row[1], f"{what} uid"),
+            "started": _text(row[2], f"{what} started", null=False),
+            "finished": _text(row[3], f"{what} finished"),
+            "argv": _column(row[4], f"{what} argv", list, null=False), "status": status,
+            "end_reason": _text(row[6], f"{what} end_reason"),
+            "environment": _column(row[7], f"{what} environment", dict, null=False),
+            "options": _column(row[8], f"{what} options", dict),
+            "aggregates": _column(row[9], f"{what} aggregates", list),
+            "origin": _column(row[10], f"{what} origin", dict)}
+
+
+def _job_dict(row: tuple, path: Path | str) -> dict:
+    d = dict(zip(JOB_COLUMNS, row))
+    d["job_id"] = d.pop("id")
+    what = f"{path}: job {d['job_id']}:"
+    for k in ("benchmark", "mechanism", "started", "status"):
+        _text(d[k], f"{what} {k}", null=False)
+    _text(d["finished"], f"{what} finished")
+    for k in ("seq", "repetition"):
+        if not isinstance(d[k], int):
+            raise StoreError(f"{what} {k} is {d[k]!r}, not a count")
+    d["load"] = _column(d["load"], f"{what} load", dict)
+    return d
+
+
+def _samples_dict(rows: Iterable[tuple], result_id: int, path: Path | str,
+                  decode: Callable | None = None) -> dict[str, tuple[int, ...]]:
+    decode = decode or decode_samples
+    out = {}
+    for event, count, enc, data in rows:
+        where = f"{path}: result {result_id}, event {event}:"
+        event = _text(event, f"{path}: result {result_id}: a sample event name", null=False)
+        try:
+            enc = _text(enc, "the encoding", null=False)
+            if not isinstance(count, int):
+                raise StoreError(f"count {count!r} is not a count")
+            out[event] = decode(data, count, enc)
+        except StoreError as e:
+            raise StoreError(f"{where} {e}") from None
+    return out
 
 
 def _lenient(text: Any, kind: type) -> Any:
@@ -706,6 +907,12 @@ def _result_dict(row: tuple, path: Path | str = "store") -> dict:
     d = dict(zip(RESULT_COLUMNS + ("header",), row))
     d["result_id"] = d.pop("id")
     what = f"{path}: result {d['result_id']}:"
+    for k in ("benchmark", "mechanism", "status"):
+        _text(d[k], f"{what} {k}", null=False)
+    for k in ("unit", "counter", "reason", "started", "finished"):
+        _text(d[k], f"{what} {k}")
+    if d["status"] not in STATUSES:
+        raise StoreError(f"{what} status {d['status']!r} is not one isobench writes")
     d["params"] = _column(d["params"], f"{what} params", dict, null=False)
     d["header"] = _column(d["header"], f"{what} header", dict)
     d["batched_reps"] = _column(d["batched_reps"], f"{what} batched_reps", list)

@@ -16,11 +16,21 @@ reader knows what it holds.  Its history:
        "batched_reps" (every (K, 2K) pair's estimate behind "batched"; null
        for results measured before they were kept).  `run --json` and
        `show --json` carry the run's summary document as "summary".
+       Added since, readers ignoring it: each run of `runs --json` has
+       "damaged" (null, or what of the run's own row cannot be read); an
+       import from a damaged store records what it left out in the run's
+       origin as "left_out".
 
 `isobench import FILE` reads an export of version 1 to 3, or another store,
 and refuses anything else with one line.  Everything in a document is
 checked before any of it is stored (validate_run): a damaged or foreign
-file never leaves half a run behind.
+file never leaves half a run behind.  Benchmark, mechanism, parameter,
+event and unit names are held to the form isob gives them
+(measure/validate.py: stored_name_problem, params_problem), so that a
+name cannot turn into markup, a formula or a terminal sequence; free text
+(host names, reasons, the command line) is stored as it is and escaped by
+every output.  Reading another store that is damaged imports every intact
+run and leaves out, naming each, what cannot be read.
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import StoreError, UsageError
+from ..measure import validate
 from ..measure.records import PRIMARY_EVENT, STATUSES
 from . import JOB_STATUSES, RUN_STATUSES, SCHEMA_VERSION as STORE_SCHEMA, Store, now
 
@@ -60,9 +71,20 @@ def export_document(store: Store, run_id: int, samples: bool = True) -> dict:
     doc = stamp({"format": EXPORT_FORMAT, "db": str(store.path), **store.run(run_id)})
     doc["jobs"] = store.jobs(run_id)
     results = store.results(run_id)
+    jobs = {j["job_id"] for j in doc["jobs"]}
+    for r in results:
+        if r.get("job_id") not in jobs:
+            r["job_id"] = None  # its job is damaged and left out: the result stays
     if samples:
+        kept = []
         for r in results:
-            r["samples"] = {k: list(v) for k, v in store.samples(r["result_id"]).items()}
+            try:
+                r["samples"] = {k: list(v) for k, v in store.samples(r["result_id"]).items()}
+            except StoreError as e:
+                store.skip(str(e))  # a result whose samples are damaged is left out
+                continue
+            kept.append(r)
+        results = kept
     doc["results"] = results
     return doc
 
@@ -136,6 +158,9 @@ def validate_run(doc: Any, where: str) -> dict:
         _need(_is_int(j.get("seq")) and j["seq"] >= 1, w, "'seq' is not a count")
         for k in ("benchmark", "mechanism", "started"):
             _need(isinstance(j.get(k), str) and j[k] != "", w, f"no '{k}'")
+        for k in ("benchmark", "mechanism"):
+            why = validate.stored_name_problem(k, j[k])
+            _need(why is None, w, str(why))
         _need(_is_int(j.get("repetition", 1)) and j.get("repetition", 1) >= 1, w,
               "'repetition' is not a count")
         _need(_opt(j.get("finished"), str), w, "'finished' is not a time")
@@ -154,7 +179,16 @@ def _validate_result(r: Any, w: str, job_ids: set) -> None:
     _need(isinstance(r, dict), w, "not an object")
     for k in ("benchmark", "mechanism"):
         _need(isinstance(r.get(k), str) and r[k] != "", w, f"no '{k}'")
+    for k in ("benchmark", "mechanism"):
+        why = validate.stored_name_problem(k, r[k])
+        _need(why is None, w, str(why))
     _need(isinstance(r.get("params", {}), dict), w, "'params' is not an object")
+    why = validate.params_problem(r.get("params", {}))
+    _need(why is None, w, str(why))
+    for k in ("unit", "counter"):
+        if r.get(k) is not None:
+            why = validate.stored_name_problem(k, r[k])
+            _need(why is None, w, str(why))
     _need(r.get("status", "ok") in STATUSES, w,
           f"status {r.get('status')!r} is not one of {', '.join(STATUSES)}")
     for k in ("unit", "counter", "reason", "started", "finished"):
@@ -171,6 +205,8 @@ def _validate_result(r: Any, w: str, job_ids: set) -> None:
     _need(isinstance(samples, dict), w, "'samples' is not an object")
     lengths = set()
     for event, values in samples.items():
+        why = validate.stored_name_problem("event", event)
+        _need(why is None, w, f"sample {why}")
         _need(isinstance(values, list) and all(_is_int(v) and 0 <= v < 2**64 for v in values),
               w, f"samples of {event!r} are not a list of 64-bit counts")
         lengths.add(len(values))
@@ -231,13 +267,26 @@ def documents(path: Path, run_ids: list[int] | None = None) -> list[tuple[dict, 
         wanted = run_ids or src.run_ids()
         out = []
         for run_id in wanted:
-            doc = export_document(src, src.resolve_run(str(run_id)), samples=True)
+            before = len(src.skipped)
+            try:
+                doc = export_document(src, src.resolve_run(str(run_id)), samples=True)
+            except StoreError as e:
+                if run_ids:
+                    raise  # asked for by its id: say why it cannot be read
+                # Every intact run of a damaged store is still imported: the
+                # way to copy what can be read into a new store.
+                src.skip(str(e))
+                continue
+            left_out = src.skipped[before:]
             try:
                 validate_run(doc, f"{path}: run {run_id}")
             except Invalid as e:
                 raise StoreError(str(e)) from None
-            out.append((doc, {"source": str(path.resolve()), "format": "store",
-                              "run_id": run_id, "imported": now()}))
+            origin = {"source": str(path.resolve()), "format": "store", "run_id": run_id,
+                      "imported": now()}
+            if left_out:
+                origin["left_out"] = left_out  # damaged parts not imported
+            out.append((doc, origin))
         return out
 
 
