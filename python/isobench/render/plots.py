@@ -45,11 +45,15 @@ WIDTHS = {"2col": 7.0, "1col": 3.5}
 DPI = 200  # PNG resolution: a 7 in figure is 1400 pixels wide
 
 # Okabe & Ito (2008), "Color Universal Design": distinguishable with every
-# common colour-vision deficiency.  Paired with MARKERS and LINESTYLES so
-# that series also stay apart in greyscale.
+# common colour-vision deficiency.  Eight colours are all a palette can
+# offer that stays safe, so a series is told apart by three channels:
+# colour, marker shape (each of matplotlib's 15 filled markers once before
+# any repeats) and fill with line style: the first eight series filled on
+# a solid line, the next eight hollow on a dashed one, so two series of
+# one colour never look alike, in colour or printed in grey.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
            "#F0E442")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p", "d", "H", "8")
 LINESTYLES = ("-", "--", ":", "-.")
 GREY = "#808080"       # a reference program (memcached) or a skipped row
 PUBLISHED = "#CC79A7"  # published figures: hollow markers in this colour
@@ -74,10 +78,15 @@ def _pyplot():
 # ---- the shared look ----
 
 def style(i: int) -> dict:
-    """The i-th series' colour, marker and line style (matplotlib keywords).
-    Colours repeat after 8 and markers after 10, never both at once."""
-    return {"color": PALETTE[i % len(PALETTE)], "marker": MARKERS[i % len(MARKERS)],
-            "linestyle": LINESTYLES[(i // len(PALETTE)) % len(LINESTYLES)]}
+    """The i-th series' colour, marker, fill and line style (matplotlib
+    keywords): the (colour, marker, fill, line) of the first 16 series are
+    all different, and so are their (colour, marker) pairs; the colour
+    cycles every 8, the marker every 15, fill and line every 8."""
+    lap = i // len(PALETTE)
+    colour = PALETTE[i % len(PALETTE)]
+    return {"color": colour, "marker": MARKERS[i % len(MARKERS)],
+            "markerfacecolor": colour if lap % 2 == 0 else "white",
+            "markeredgecolor": colour, "linestyle": LINESTYLES[lap % len(LINESTYLES)]}
 
 
 def styles(names: Sequence[str]) -> dict[str, dict]:
@@ -556,23 +565,28 @@ def kv_overhead_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
               for a, iv in zip(v, ivs)]
         ax.errorbar(x, v, yerr=[lo, hi], capsize=2, label=mech, **st)
         # A ratio whose interval holds 1 shows no difference from direct:
-        # its marker is drawn hollow (white inside), whichever side of 1 it is.
+        # its marker gets a grey ring, whichever side of 1 it is (hollow
+        # markers already tell the second eight series apart).
         same = [(xx, vv) for xx, vv, c in zip(x, v, cs) if _kv_reading(doc, c) == "same"]
         if same:
             ax.plot([p[0] for p in same], [p[1] for p in same], linestyle="none",
-                    marker=st.get("marker", "o"),
-                    markersize=_pyplot().rcParams["lines.markersize"] * 0.55,
-                    color="white", zorder=5)
+                    marker="o", mfc="none", mec=GREY, mew=0.8,
+                    markersize=_pyplot().rcParams["lines.markersize"] * 2.2, zorder=1)
         ax.axhline(1.0, color="black", lw=0.8)
         if log:
             ax.set_yscale("log")
             ax.yaxis.set_minor_formatter(NullFormatter())
         ax.yaxis.set_major_formatter(FuncFormatter(ratio_label))
 
+    jumps = baseline_jumps(doc)
     with paper_rc(width):
         fig = _kv_figure(doc, width, configs, draw,
                          "ratio to direct" + (", log scale" if log else ""),
                          lambda p: PLACEMENT_TEXT.get(p, p))
+        places = sorted({c["params"].get("placement") or "same-cpu" for c in configs},
+                        key=lambda p: (p != "same-cpu", p))
+        for ax, place in zip(fig.axes, places):
+            _mark_jumps(ax, jumps.get(place, ()), width <= WIDTHS["1col"])
     section = (doc.get("sections") or {}).get("kv") or {}
     quant = ""
     if section.get("any_quantized"):
@@ -582,9 +596,56 @@ def kv_overhead_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
                  "(kv.tex marks each such ratio).")
     return Plot("kv-overhead", title, fig, "", "Time per get relative to direct at the same "
                 "data size (1x: no overhead; overhead = ratio - 1), with the ratio's 95% "
-                "interval over repetitions (Welch t on the logs). A hollow marker: the "
+                "interval over repetitions (Welch t on the logs). A grey ring: the "
                 "interval includes 1, so no difference from direct is shown (below 1 it is "
-                "not faster)." + quant + _skip_note(doc))
+                "not faster)." + _jump_note(jumps) + quant + _skip_note(doc))
+
+
+# Where direct itself gets slower by at least this factor from one data size
+# to the next (and the two intervals are apart), every ratio to it drops
+# there for that reason alone: the overhead plot says so.
+BASELINE_JUMP = 1.4
+
+
+def baseline_jumps(doc: Mapping) -> dict[str, list[tuple[int, float]]]:
+    """Per placement, the kv data sizes at which direct's own time per get
+    grows by BASELINE_JUMP or more over the previous size, with the factor,
+    where their intervals do not overlap (a jump, not noise)."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    for (mech, place), cs in _kv_series(_kv_get_configs(doc)).items():
+        if mech != BASELINE:
+            continue
+        for a, b in zip(cs, cs[1:]):
+            va, lo_a, hi_a = value_of(a, None)
+            vb, lo_b, hi_b = value_of(b, None)
+            if not va or not vb or vb / va < BASELINE_JUMP:
+                continue
+            if hi_a is not None and lo_b is not None and lo_b <= hi_a:
+                continue
+            out.setdefault(place, []).append((b["params"]["data_bytes"], vb / va))
+    return out
+
+
+def _mark_jumps(ax, jumps, narrow: bool) -> None:
+    """A dotted vertical at each size where direct itself jumps, labelled."""
+    from matplotlib.transforms import blended_transform_factory
+    where = blended_transform_factory(ax.transData, ax.transAxes)
+    for size, factor in jumps:
+        ax.axvline(size, color=GREY, ls=":", lw=1.0, zorder=0)
+        ax.text(size, 0.985, f"direct\nitself\n×{factor:.2g}", transform=where, ha="center",
+                va="top", fontsize=5.5 if narrow else 6.5, color="#444444",
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
+                zorder=6)
+
+
+def _jump_note(jumps: Mapping[str, Sequence[tuple[int, float]]]) -> str:
+    if not jumps:
+        return ""
+    parts = [f"{size_label(s)} ({f:.2g}x{'' if len(jumps) == 1 else ', ' + p})"
+             for p, js in sorted(jumps.items()) for s, f in js]
+    return (" Dotted verticals: direct itself gets slower there, by the factor given over "
+            "the previous size (" + ", ".join(parts) + "); every ratio to direct falls "
+            "there because its denominator grows, not because the mechanism gets cheaper.")
 
 
 def _kv_reading(doc: Mapping, c: Mapping) -> str | None:
@@ -660,6 +721,146 @@ def kv_server_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
 
 
 PLOTS = (switch_plot, payload_plot, kv_plot, kv_overhead_plot, kv_server_plot)
+
+
+# ---- the raw samples of one configuration ----
+
+def config_text(c: Mapping) -> str:
+    """A configuration as `isobench plot --config` takes it: benchmark,
+    mechanism and every param as k=v, sorted."""
+    return " ".join([c["benchmark"], c["mechanism"],
+                     *(f"{k}={v}" for k, v in sorted(c["params"].items()))])
+
+
+def find_config(doc: Mapping, label: str) -> Mapping:
+    """The one configuration of doc that label names: words without "=" are
+    the benchmark, then the mechanism; each k=v must match a param.  Where
+    several match, the one with exactly these params, else UsageError with
+    what tells them apart."""
+    from ..errors import UsageError
+    words = label.split()
+    names = [w for w in words if "=" not in w]
+    want = dict(w.split("=", 1) for w in words if "=" in w)
+    if not names or len(names) > 2:
+        raise UsageError(f"--config {label!r}: give the benchmark, the mechanism and params "
+                         "as k=v, e.g. 'switch thread payload=0 placement=same-cpu'")
+    hits = [c for c in doc["configs"] if c["benchmark"] == names[0]
+            and (len(names) < 2 or c["mechanism"] == names[1])
+            and all(str(c["params"].get(k, "")) == v for k, v in want.items())]
+    run = doc["run"]["run_id"]
+    if not hits:
+        benches = sorted({c["benchmark"] for c in doc["configs"]})
+        mechs = sorted({c["mechanism"] for c in doc["configs"] if c["benchmark"] == names[0]})
+        hint = (f"its mechanisms: {', '.join(mechs)}" if mechs else
+                f"its benchmarks: {', '.join(benches) or 'none'}")
+        raise UsageError(f"--config {label!r} matches no configuration of run {run} ({hint}; "
+                         "the report's full results list every one)")
+    exact = [c for c in hits if len(names) == 2 and {k: str(v) for k, v in
+                                                      c["params"].items()} == want]
+    if len(hits) == 1 or len(exact) == 1:
+        return (exact or hits)[0]
+    def order(v: str):
+        return (0, float(v), v) if v.lstrip("-").replace(".", "", 1).isdigit() else (1, 0, v)
+    differ = {k: sorted({str(c["params"].get(k, "-")) for c in hits}, key=order)
+              for k in sorted({k for c in hits for k in c["params"]})}
+    apart = "; ".join(f"{k}: {'|'.join(v)}" for k, v in differ.items() if len(v) > 1)
+    raise UsageError(f"--config {label!r} matches {len(hits)} configurations of run {run}; "
+                     f"add the mechanism or params to pick one ({apart})")
+
+
+def _ecdf_points(xs, most: int = 1024):
+    """(x, F(x)) of an ECDF drawn as steps, through at most `most` order
+    statistics (evenly spaced in rank, both extremes kept): exact where the
+    sample is smaller, within 1/most in F otherwise."""
+    import numpy as np
+    xs = np.asarray(xs, dtype=float)
+    n = len(xs)
+    idx = np.unique(np.linspace(0, n - 1, min(n, most)).round().astype(int))
+    return xs[idx], (idx + 1) / n
+
+
+def samples_plot(c: Mapping, reps: Sequence[tuple[int, Sequence[float]]],
+                 width: float = WIDTHS["2col"]) -> Plot:
+    """The raw per-call samples of one configuration (pyperf's `hist` and
+    criterion's densities are the models): left, the ECDF of each
+    repetition (a fresh process) and of all pooled; right, a histogram of
+    the pooled samples.  The headline, its 95% interval, and the pooled
+    p5..p95 are drawn on both, so a headline outside its own samples'
+    spread (a batched estimate of a region shorter than the counter's
+    overhead) shows.  reps: (repetition, sorted samples) per repetition."""
+    import numpy as np
+    title = f"Samples of {config_text(c)}"
+    reps = [(k, np.asarray(xs, dtype=float)) for k, xs in reps if len(xs)]
+    if not reps:
+        return Plot("samples", title, None, "This configuration has no stored samples (imported "
+                    "without them, or every repetition failed), so there is nothing to draw.")
+    plt = _pyplot()
+    h = c["headline"]
+    # Samples are in the counter's unit; drawn in ns where the headline converts.
+    per = h["ns"] / h["value"] if h.get("ns") is not None and h.get("value") else None
+    scale = per if per is not None else 1.0
+    pooled = np.sort(np.concatenate([xs for _, xs in reps])) * scale
+    unit = "ns" if per is not None else (c["unit"] or "counter units")
+    lo_p, hi_p = np.percentile(pooled, [5, 95])
+    h_lo, h_hi = ((h.get("interval") or {}).get(k) for k in ("low", "high"))
+    marks = [v * scale for v in (h.get("value"), h_lo, h_hi) if v is not None]
+    # The axes show p0.5..p99.5 of the samples and the headline with its
+    # interval; the caption gives the extremes beyond (one stray sample
+    # would otherwise squeeze the body of the distribution into a line).
+    view = (min([np.percentile(pooled, 0.5), *marks]), max([np.percentile(pooled, 99.5), *marks]))
+    if view[1] <= view[0]:
+        view = (view[0] - 1, view[0] + 1)
+    log = view[0] > 0 and view[1] / view[0] > 20
+    with paper_rc(width):
+        fig, (ax_e, ax_h) = plt.subplots(1, 2, figsize=(width, width * 0.42))
+        for i, (k, xs) in enumerate(reps):
+            x, f = _ecdf_points(xs * scale)
+            ax_e.step(x, f, where="post", color=PALETTE[i % len(PALETTE)], lw=0.8,
+                      alpha=0.8, label=f"repetition {k} (n={len(xs):,})")
+        x, f = _ecdf_points(pooled)
+        ax_e.step(x, f, where="post", color="black", lw=1.6, label=f"pooled (n={len(pooled):,})")
+        ax_e.set_ylabel("fraction of samples at most x (ECDF)")
+        ax_e.set_ylim(0, 1.02)
+        bins = np.geomspace(*view, 61) if log else np.linspace(*view, 61)
+        ax_h.hist(pooled, bins=bins, color=PALETTE[5], edgecolor="white", lw=0.3)
+        ax_h.set_ylabel("samples per bin")
+        value = h["value"] * scale if h.get("value") is not None else None
+        iv = h.get("interval") or {}
+        for ax in (ax_e, ax_h):
+            if log:
+                ax.set_xscale("log")
+            pad = (view[1] / view[0]) ** 0.03 if log else (view[1] - view[0]) * 0.03
+            ax.set_xlim(*((view[0] / pad, view[1] * pad) if log else
+                          (view[0] - pad, view[1] + pad)))
+            ax.set_xlabel(f"per-call sample [{unit}]" + (", log scale" if log else ""))
+            ax.axvspan(lo_p, hi_p, color=GREY, alpha=0.12, lw=0,
+                       label="p5..p95 of the samples" if ax is ax_e else None)
+            if value is not None:
+                if iv.get("low") is not None and iv.get("high") is not None:
+                    ax.axvspan(iv["low"] * scale, iv["high"] * scale, color=PALETTE[1],
+                               alpha=0.25, lw=0, label="headline's 95% interval"
+                               if ax is ax_e else None)
+                ax.axvline(value, color=PALETTE[1], lw=1.4, label=f"headline ({h['source']})"
+                           if ax is ax_e else None)
+        ax_e.legend(loc="best", frameon=True, framealpha=0.9)
+        outside = value is not None and not lo_p <= value <= hi_p
+        if outside:
+            ax_h.set_title("headline outside the samples' p5..p95", loc="left",
+                           color=PALETTE[1])
+        fig.tight_layout()
+    beyond = int(np.sum(pooled < view[0]) + np.sum(pooled > view[1]))
+    fmt = (lambda v: f"{v:.4g} {unit}")
+    tails = (f" The axes show p0.5..p99.5 of the samples; {beyond:,} lie beyond (min "
+             f"{fmt(pooled[0])}, max {fmt(pooled[-1])})." if beyond else "")
+    note = (" The headline lies outside p5..p95 of its own samples: it is the batched "
+            "estimate (the samples include the measured region's own overhead)."
+            if outside and h["source"] == "batched" else
+            " The headline lies outside p5..p95 of its own samples." if outside else "")
+    return Plot("samples", title, fig, "", f"Every stored per-call sample of {config_text(c)}: "
+                "the ECDF of each repetition (a fresh process) and of all pooled, and a "
+                "histogram of the pooled samples; the headline (vertical line) with its 95% "
+                "interval over repetitions, and the p5..p95 of the samples (grey)." + note
+                + tails)
 
 
 def _section_plots(doc: Mapping, first: bool, width: float) -> list[Plot]:
