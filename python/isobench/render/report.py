@@ -200,12 +200,14 @@ pre { font-size: 0.8em; }
   h2 { font-size: 12pt; margin: 0.8em 0 0.3em; break-after: avoid; }
   h3 { font-size: 10pt; margin: 0.6em 0 0.2em; break-after: avoid; }
   table { font-size: 7pt; margin: 0.3em 0 0.8em; max-width: 100%; }
-  th, td { padding: 1px 3px; overflow-wrap: anywhere; }
+  th, td { padding: 1px 3px; }
+  td { overflow-wrap: anywhere; }
   td.num, td.cell { overflow-wrap: normal; }
+  .findings ul { padding-left: 1.2em; margin: 0.3em 0; }
   tr { break-inside: avoid; }
   .wide { overflow: visible; }
   figure { break-inside: avoid; margin: 0.5em 0; }
-  img { max-height: 4.3in; width: auto; border: none; }
+  img { max-height: 3.7in; width: auto; border: none; }
   figcaption { font-size: 7.5pt; }
   pre { white-space: pre-wrap; font-size: 6.5pt; }
   a { color: inherit; text-decoration: none; }
@@ -266,13 +268,15 @@ def _findings_html(findings: Sequence[Mapping]) -> str:
     if not findings:
         return "<div class=\"clean\">No findings: none of the soundness checks fired.</div>"
     n = checks.counts(findings)
-    rows = [[f["severity"], f["id"], f["what"], f["next"], f["doc"], f.get("sok") or "-"]
-            for f in findings]
+    items = "".join(
+        f"<li><b>{_e(f['severity'])} {_e(f['id'])}</b>: {inline(f['what'])}. <i>Next:</i> "
+        f"{inline(f['next'])} ({inline(f['doc'])}"
+        + (f"; SoK flaw: {inline(f['sok'])}" if f.get("sok") else "") + ").</li>"
+        for f in findings)
     summary = ", ".join(f"{n[s]} {s}(s)" for s in checks.SEVERITIES if n[s])
     return ("<div class=\"findings\"><p>" + inline(f"{len(findings)} finding(s): {summary}; each "
-            "says what to do next. The same list: `isobench check`.") + "</p>"
-            + html_table(("severity", "id", "what is wrong", "what to do", "read", "SoK flaw"),
-                         rows) + "</div>")
+            "says what to do next. The same list: `isobench check`.") + f"</p><ul>{items}</ul>"
+            "</div>")
 
 
 def caption(plot: plots.Plot, doc: Mapping) -> str:
@@ -296,8 +300,15 @@ def _plot_html(plot: plots.Plot, out_dir: Path, doc: Mapping) -> str:
 
 
 def _failures(doc: Mapping) -> list[list[str]]:
-    return [[r["benchmark"], r["mechanism"], str(r["repetition"]), r["status"],
-             r.get("reason") or ""] for r in doc["results"] if r["status"] != "ok"]
+    """The results that are not ok, one row per benchmark, mechanism, status
+    and reason, with the repetitions it covers."""
+    groups: dict[tuple, list[str]] = {}
+    for r in doc["results"]:
+        if r["status"] != "ok":
+            key = (r["benchmark"], r["mechanism"], r["status"], r.get("reason") or "")
+            groups.setdefault(key, []).append(str(r["repetition"]))
+    return [[b, m, ", ".join(dict.fromkeys(reps)), st, why]
+            for (b, m, st, why), reps in groups.items()]
 
 
 AGGREGATE_HEADERS = ("average", "value [95% CI]", "as overhead", "rows", "method")
@@ -344,11 +355,15 @@ def _kv_grid_html(doc: Mapping) -> str:
                and "data_bytes" in c["params"]]
     if not configs:
         return ""
-    hide = set(table.common_params(configs))
+    common = table.common_params(configs)
+    places = sorted({c["params"].get("placement") or "-" for c in configs})
+    if len(places) == 1:
+        common = {**common, "placement": places[0]}  # said once, not in a column
     sizes = sorted({c["params"]["data_bytes"] for c in configs})
-    grid: dict[tuple[str, str], dict[int, Mapping]] = {}
+    grid: dict[tuple[str, ...], dict[int, Mapping]] = {}
     for c in table.ordered(configs):
-        key = (table.config_label(c, hide), c["params"].get("placement") or "-")
+        key = (table.config_label(c, set(common)),
+               *([] if len(places) == 1 else [c["params"].get("placement") or "-"]))
         grid.setdefault(key, {})[c["params"]["data_bytes"]] = c
 
     def cell(c: Mapping | None) -> str:
@@ -357,22 +372,24 @@ def _kv_grid_html(doc: Mapping) -> str:
         h = c["headline"]
         value = (table.fmt_time(h["ns"]) if h.get("ns") is not None
                  else f"{table.fmt_num(h['value'])} {c['unit'] or ''}")
-        flags = "" if h["source"] == "median" and not h.get("quantized") else \
-            f" ({_e(table.source_text(h))})"
+        flags = table.source_text(h).replace("median", "").replace("batched", "b").strip()
         ratio = table.ratio_text(c) + table._kv_marks(doc, c)
-        return f"<td class=\"cell\">{_e(value)}{flags}<br><span>{_e(ratio)}</span></td>"
+        return (f"<td class=\"cell\">{_e(value)}{' ' + _e(flags) if flags else ''}<br>"
+                f"<span>{_e(ratio)}</span></td>")
 
     head = "".join(f"<th>{_e(h)}</th>" for h in (
-        "mechanism", "placement", *(plots.size_label(b) for b in sizes)))
-    body = "".join(f"<tr><td>{_e(m)}</td><td>{_e(p)}</td>"
+        "mechanism", *([] if len(places) == 1 else ["placement"]),
+        *(plots.size_label(b) for b in sizes)))
+    body = "".join("<tr>" + "".join(f"<td>{_e(k)}</td>" for k in key)
                    + "".join(cell(row.get(b)) for b in sizes) + "</tr>"
-                   for (m, p), row in grid.items())
-    same = ", ".join(f"{k}={v}" for k, v in table.common_params(configs).items())
-    return (f"<p>Time per get (headline, median unless marked) over its ratio to direct at the "
-            f"same data size [95% interval]; =1: the interval holds 1, no difference from "
-            f"direct shown; q±N%: a ratio of a few counter steps. In every row: "
-            f"{_e(same or '-')}.</p><div class=\"wide\"><table><tr>{head}</tr>{body}</table>"
-            "</div>")
+                   for key, row in grid.items())
+    same = ", ".join(f"{k}={v}" for k, v in common.items())
+    return (f"<p>Per data size: the time per get (the headline: the median; b: the batched "
+            f"estimate; q: known to a few counter steps) over its ratio to direct at the same "
+            f"size [95% interval]; =1: the interval holds 1, no difference from direct shown; "
+            f"q±N%: a ratio of a few counter steps, and how far one step moves it. In every "
+            f"row: {_e(same or '-')}.</p><div class=\"wide\"><table><tr>{head}</tr>{body}"
+            "</table></div>")
 
 
 def _glance_html(doc: Mapping) -> list[str]:
@@ -454,7 +471,8 @@ def render_html(doc: Mapping, plot_list, out_dir, all_published: bool = False) -
     ]
     if fails:
         parts += ["<h2 id=\"failed\">Failed and skipped</h2>",
-                  html_table(("benchmark", "mechanism", "repetition", "status", "reason"), fails)]
+                  html_table(("benchmark", "mechanism", "repetitions", "status", "reason"),
+                             fails)]
     parts.append("</body></html>")
     return "\n".join(parts)
 
