@@ -412,7 +412,7 @@ def _full_results_html(doc: Mapping) -> list[str]:
     by: dict[str, list[Mapping]] = {}
     for c in doc["configs"]:
         by.setdefault(c["benchmark"], []).append(c)
-    headers = RESULT_HEADERS[2:]
+    headers = (RESULT_HEADERS[0], *RESULT_HEADERS[2:])  # the benchmark is the block's
     out = [f"<p>{inline(results_note(doc))}</p>"]
     if doc["configs"]:
         example = plots.config_text(doc["configs"][0])
@@ -424,7 +424,8 @@ def _full_results_html(doc: Mapping) -> list[str]:
         out.append(f"<details><summary>{_e(bench)}: {len(cs)} configuration(s), every column "
                    f"(folded; the same rows are in <a href=\"results.csv\">results.csv</a>)"
                    f"</summary>"
-                   + html_table(headers, [result_cells(c)[2:] for c in cs]) + "</details>")
+                   + html_table(headers, [[r[0], *r[2:]] for r in map(result_cells, cs)])
+                   + "</details>")
     return out
 
 
