@@ -876,9 +876,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     with Store.open(db_path(args), create=False) as store:
         run_id = store.resolve_run(args.run)
         report.prepare(Path(args.output))  # an unusable folder fails before any work
-        doc = summary.build(runs.load_run(store, run_id))
+        data = runs.load_run(store, run_id)
+        doc = summary.build(data)
         try:
-            doc = report.write(doc, Path(args.output), args.formats, args.all_published)
+            doc = report.write(doc, Path(args.output), args.formats, args.all_published,
+                               samples=plots.config_samples(data))
         except OSError as e:
             # A plot or page that cannot be saved (a full disk, a folder
             # removed meanwhile): the report is incomplete, say where.
@@ -912,10 +914,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
         data = runs.load_run(store, run_id)
     doc = summary.build(data)
     c = plots.find_config(doc, args.config)
-    cfg = next(x for x in data.configs if list(x.key) == list(c["key"]))
-    reps = sorted(((r["repetition"], cfg.rep_samples.get(r["result_id"], ()))
-                   for r in cfg.results), key=lambda t: t[0])
-    plot = plots.samples_plot(c, reps)
+    plot = plots.samples_plot(c, plots.config_samples(data)[tuple(c["key"])])
     if plot.figure is None:
         raise UsageError(f"run {run_id}, {plots.config_text(c)}: {plot.note}")
     plot.name = out.stem

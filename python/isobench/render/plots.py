@@ -779,6 +779,111 @@ def _ecdf_points(xs, most: int = 1024):
     return xs[idx], (idx + 1) / n
 
 
+def config_samples(data) -> dict[tuple, list[tuple[int, Sequence[float]]]]:
+    """A loaded run's (runs.RunData) raw primary samples per configuration
+    key: (repetition, sorted samples) for each repetition, in order."""
+    return {tuple(cfg.key): sorted(((r["repetition"], cfg.rep_samples.get(r["result_id"], ()))
+                                    for r in cfg.results), key=lambda t: t[0])
+            for cfg in data.configs}
+
+
+def samples_overview(doc: Mapping, samples: Mapping[tuple, Sequence], benchmark: str,
+                     width: float = WIDTHS["2col"]) -> Plot:
+    """The pooled samples of every configuration of one benchmark (its
+    headline phase) as ECDFs: one panel per mechanism (and variant), one
+    curve per data size or payload (colour) and placement (line), each
+    with its headline as a dot on the curve, so a headline away from the
+    body of its samples shows at a glance.  Each panel has its own log
+    x-axis.  `isobench plot` draws one configuration in full."""
+    import numpy as np
+    from . import table
+    configs = [c for c in doc["configs"] if c["benchmark"] == benchmark and c["headline_phase"]
+               and any(len(x) for _, x in samples.get(tuple(c["key"]), ()))]
+    name, title = f"samples-{benchmark}", f"{benchmark}: distribution of the raw samples"
+    if not configs:
+        return Plot(name, title, None, f"No stored samples of {benchmark} in this run, so its "
+                    "distribution plot is left out.")
+    plt = _pyplot()
+    panels: dict[str, list[Mapping]] = {}
+    for c in table.ordered(configs):
+        panels.setdefault(table.config_label(c, set(table.common_params(configs))),
+                          []).append(c)
+    size_of: dict[str, float] = {}
+    for c in configs:
+        n = next((c["params"][k] for k in table.SIZE_PARAMS if k in c["params"]), 0)
+        size_of.setdefault(table.size_text(c["params"]), n if isinstance(n, (int, float)) else 0)
+    sizes = sorted(size_of, key=lambda t: size_of[t])
+    colour = {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(sizes)}
+    places = sorted({c["params"].get("placement") or "same-cpu" for c in configs},
+                    key=lambda p: (p != "same-cpu", p))
+    line = {p: LINESTYLES[i % len(LINESTYLES)] for i, p in enumerate(places)}
+    ncol = 4
+    nrow = -(-len(panels) // ncol)
+    with paper_rc(width):
+        fig, axes = plt.subplots(nrow, ncol, figsize=(width, 1.35 * nrow + 0.6), squeeze=False)
+        flat = [a for row in axes for a in row]
+        for ax, (label, cs) in zip(flat, panels.items()):
+            view = [float("inf"), 0.0]  # p0.5..p99.5 of each curve, and each headline
+            for c in cs:
+                reps = samples[tuple(c["key"])]
+                h = c["headline"]
+                per = h["ns"] / h["value"] if h.get("ns") is not None and h.get("value") else 1.0
+                pooled = np.sort(np.concatenate([np.asarray(x, float) for _, x in reps
+                                                 if len(x)])) * per
+                pooled = pooled[pooled > 0]
+                if not len(pooled):
+                    continue
+                x, f = _ecdf_points(pooled, 256)
+                lo, hi = np.percentile(pooled, [0.5, 99.5])
+                view = [min(view[0], lo), max(view[1], hi)]
+                st = {"color": colour[table.size_text(c["params"])],
+                      "linestyle": line[c["params"].get("placement") or "same-cpu"]}
+                ax.step(x, f, where="post", lw=0.9, **st)
+                if h.get("value"):
+                    v = h["value"] * per
+                    view = [min(view[0], v), max(view[1], v)]
+                    ax.plot([v], [np.searchsorted(pooled, v, side="right") / len(pooled)],
+                            "o", ms=3, color=st["color"], mec="black", mew=0.4, zorder=5)
+            _samples_axis(ax, configs)
+            if 0 < view[0] < view[1]:
+                ax.set_xlim(view[0] / 1.3, view[1] * 1.3)
+            ax.set_title(label, loc="left", fontsize=7)
+            ax.set_ylim(0, 1.02)
+            ax.tick_params(labelsize=6)
+        for ax in flat[len(panels):]:
+            ax.set_visible(False)
+        from matplotlib.lines import Line2D
+        handles = [Line2D([], [], color=colour[t], label=t) for t in sizes if t != "-"]
+        if len(places) > 1:  # one placement: every line is solid, nothing to tell apart
+            handles += [Line2D([], [], color=GREY, linestyle=line[p], label=p) for p in places]
+        handles.append(Line2D([], [], marker="o", color="grey", mec="black", linestyle="none",
+                              label="headline"))
+        fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 6),
+                   frameon=False, fontsize=6.5)
+        fig.tight_layout(rect=(0, 0.45 / fig.get_figheight(), 1, 1))
+    return Plot(name, title, fig, "", f"Every stored per-call sample of each {benchmark} "
+                "configuration, pooled over its repetitions, as an ECDF (fraction of samples "
+                "at most x, on a log axis of its own per panel" + (", in ns" if all(
+                    c["headline"].get("ns") is not None for c in configs) else "")
+                + ", showing p0.5..p99.5 of its curves); the dot is the configuration's headline. A dot off its curve's body is a "
+                "batched estimate below the per-call samples (which carry the measured "
+                "region's own overhead) or a headline of repetitions that disagree. `isobench "
+                "plot RUN --config ...` draws one configuration per repetition, with a "
+                "histogram.")
+
+
+def _samples_axis(ax, configs) -> None:
+    """A log x-axis of samples: labelled per decade, in its own time unit
+    where the samples convert to ns, else as plain numbers."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10, numticks=4))
+    ax.xaxis.set_major_formatter(FuncFormatter(
+        time_label if all(c["headline"].get("ns") is not None for c in configs)
+        else (lambda v, _pos=None: f"{v:g}")))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def samples_plot(c: Mapping, reps: Sequence[tuple[int, Sequence[float]]],
                  width: float = WIDTHS["2col"]) -> Plot:
     """The raw per-call samples of one configuration (pyperf's `hist` and

@@ -429,16 +429,32 @@ def _full_results_html(doc: Mapping) -> list[str]:
     return out
 
 
-def render_html(doc: Mapping, plot_list, out_dir, all_published: bool = False) -> str:
+def _samples_html(sample_plots, out_dir: Path, doc: Mapping) -> list[str]:
+    """The distributions of the raw samples, folded (printed as one line)."""
+    if not sample_plots:
+        return []
+    figs = "".join(
+        f"<figure><h3>{_e(p.title)}</h3><img alt=\"{_e(p.title)}\" src=\"data:image/png;"
+        f"base64,{base64.b64encode((out_dir / f'{p.name}.png').read_bytes()).decode()}\">"
+        f"<figcaption>{inline(caption(p, doc))} (also <a href=\"{p.name}.svg\">SVG</a>)"
+        "</figcaption></figure>" for p in sample_plots)
+    return [f"<details><summary>Distributions of the raw samples: one ECDF per "
+            f"configuration, {len(sample_plots)} plot(s) (folded; "
+            + ", ".join(f"<a href=\"{p.name}.png\">{p.name}.png</a>" for p in sample_plots)
+            + f")</summary>{figs}</details>"]
+
+
+def render_html(doc: Mapping, plot_list, out_dir, all_published: bool = False,
+                sample_plots: Sequence = ()) -> str:
     run = doc["run"]
     opts = run.get("options") or {}
     aggs = doc["aggregates"]
     fails = _failures(doc)
     toc = [("glance", "Results at a glance"), ("soundness", "Soundness"),
            ("plots", "Plots"), ("attackers", "Isolation by attacker"),
-           ("platform", "Platform"), ("averages", "Averages"),
-           ("published", "Published figures"), ("results", "Full results"),
-           *([("failed", "Failed and skipped")] if fails else [])]
+           ("platform", "Platform"), ("averages", "Averages"), ("results", "Full results"),
+           *([("failed", "Failed and skipped")] if fails else []),
+           ("published", "Published figures")]
     parts = [
         "<!DOCTYPE html><html><head><meta charset=\"utf-8\">",
         f"<title>isobench run {run['run_id']}</title><style>{CSS}</style></head><body>",
@@ -454,6 +470,7 @@ def render_html(doc: Mapping, plot_list, out_dir, all_published: bool = False) -
         "<h2 id=\"glance\">Results at a glance</h2>", *_glance_html(doc),
         "<h2 id=\"soundness\">Soundness</h2>", _findings_html(doc["findings"]),
         "<h2 id=\"plots\">Plots</h2>", *[_plot_html(p, out_dir, doc) for p in plot_list],
+        *_samples_html(sample_plots, Path(out_dir), doc),
         *_matrix_html(run.get("environment") or {}),
         "<h2 id=\"platform\">Platform</h2>",
         html_table(("", ""), env_rows(run.get("environment") or {})),
@@ -461,6 +478,14 @@ def render_html(doc: Mapping, plot_list, out_dir, all_published: bool = False) -
         html_table(AGGREGATE_HEADERS,
                    _aggregate_rows(aggs)) if aggs else "<p class=\"note\">No ratios to average "
         "(an average runs over data sizes of one benchmark, mechanism, placement and phase).</p>",
+        "<h2 id=\"results\">Full results</h2>", *_full_results_html(doc),
+    ]
+    if fails:
+        parts += ["<h2 id=\"failed\">Failed and skipped</h2>",
+                  html_table(("benchmark", "mechanism", "repetitions", "status", "reason"),
+                             fails)]
+    # Last: figures that were not measured here.
+    parts += [
         "<h2 id=\"published\">Published figures beside local numbers</h2>",
         "<p>These figures were <b>published</b> by others, on their hardware, with their "
         "harness. They are shown beside the closest local configuration and are never part "
@@ -468,13 +493,7 @@ def render_html(doc: Mapping, plot_list, out_dir, all_published: bool = False) -
         html_table(PUBLISHED_HEADERS, published_rows(doc, all_published), "published"),
         f"<p class=\"note\">{inline(published_note(doc, all_published))}</p>"
         if published_note(doc, all_published) else "",
-        "<h2 id=\"results\">Full results</h2>", *_full_results_html(doc),
-    ]
-    if fails:
-        parts += ["<h2 id=\"failed\">Failed and skipped</h2>",
-                  html_table(("benchmark", "mechanism", "repetitions", "status", "reason"),
-                             fails)]
-    parts.append("</body></html>")
+        "</body></html>"]
     return "\n".join(parts)
 
 
@@ -581,9 +600,11 @@ def prepare(out_dir: Path) -> Path:
 
 
 def write(doc: Mapping, out_dir: Path, formats: Sequence[str] = FORMATS,
-          all_published: bool = False) -> dict:
+          all_published: bool = False, samples: Mapping | None = None) -> dict:
     """Write the report of a summary document in the formats asked for (see
-    the module's list); what was written and the findings."""
+    the module's list); what was written and the findings.  samples (the
+    run's raw samples by configuration key, plots.config_samples) adds the
+    distribution of each benchmark's samples (samples-BENCH.png, .svg)."""
     out_dir = prepare(out_dir)
     # The files name the store by its file name only: they travel, the
     # machine's paths stay (the caller's answer keeps the full path).
@@ -602,9 +623,16 @@ def write(doc: Mapping, out_dir: Path, formats: Sequence[str] = FORMATS,
     # panels laid out for 3.5 in), not scaled down.
     for p in plots.draw(doc, plots.WIDTHS["1col"]):
         files += plots.save(p, out_dir, (("pdf", "-1col"),))
+    sample_plots = [plots.samples_overview(doc, samples, b) for b in dict.fromkeys(
+        c["benchmark"] for c in doc["configs"])] if samples else []
+    sample_plots = [p for p in sample_plots if p.figure is not None]
+    for p in sample_plots:
+        (out_dir / f"{p.name}.caption.txt").write_text(caption(p, doc) + "\n")
+        files += [f"{p.name}.caption.txt", *plots.save(p, out_dir, (("png", ""), ("svg", "")))]
     written = []
     if "html" in formats:
-        (out_dir / "index.html").write_text(render_html(doc, plot_list, out_dir, all_published))
+        (out_dir / "index.html").write_text(render_html(doc, plot_list, out_dir, all_published,
+                                                        sample_plots))
         written.append("index.html")
     if "md" in formats:
         (out_dir / "summary.md").write_text(render_md(doc, plot_list, all_published))
