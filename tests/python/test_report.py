@@ -54,8 +54,9 @@ def test_report_of_a_fake_run(isobench, tmp_path):
     doc, p = isobench.json("report", "-o", str(out), "--json")
     assert p.returncode == 0, p.stderr
     assert doc["files"] == ["index.html", "summary.md", "platform.tex", "switch.tex",
-                            "results.csv", "stats.json", "switch-1col.pdf", "switch-2col.pdf",
-                            "switch.caption.txt", "switch.png", "switch.svg"]
+                            "results.csv", "stats.json", "samples-switch.caption.txt",
+                            "samples-switch.png", "samples-switch.svg", "switch-1col.pdf",
+                            "switch-2col.pdf", "switch.caption.txt", "switch.png", "switch.svg"]
     for f in doc["files"]:
         assert (out / f).stat().st_size > 0
     for f in ("switch-1col.pdf", "switch-2col.pdf"):
@@ -170,11 +171,13 @@ def test_html_report_reads_and_prints(isobench, tmp_path):
     # Compact tables before everything else, the full table folded after.
     glance = page.index("<h3>Switch cost (payload 0, round trip)</h3>")
     kv = page.index("<h3>Key-value store, time per get</h3>")
-    assert glance < kv < page.index("id=\"soundness\"") < page.index("<details>")
+    assert glance < kv < page.index("id=\"soundness\"") < page.index("<details><summary>switch")
     # kv as a grid: one column per data size.
     assert "<th>4 KiB</th><th>16 KiB</th>" in page[kv:page.index("id=\"soundness\"")]
-    assert page.count("<details>") == len({c["benchmark"] for c in json.loads(
-        (out / "stats.json").read_text())["configs"]})
+    benches = {c["benchmark"] for c in json.loads((out / "stats.json").read_text())["configs"]}
+    for b in benches:
+        assert page.count(f"<details><summary>{b}: ") == 1
+    assert page.count("configuration(s), every column (folded;") == len(benches) == 2
     assert "<a href=\"results.csv\">results.csv</a>" in page
     # Markdown code spans and docs paths rendered, none left as backticks.
     assert "<code>isobench plot 1 --config" in page
@@ -266,3 +269,30 @@ def test_overhead_plot_marks_no_jump_where_direct_holds(tmp_path):
     p = plots.kv_overhead_plot(doc)
     assert not p.figure.axes[0].texts and "direct itself" not in p.caption
     plots._pyplot().close(p.figure)
+
+
+def test_report_shows_the_samples_of_every_configuration(tmp_path):
+    """One ECDF per configuration of the headline phase, its headline a dot
+    on it, one panel per mechanism; folded into the page."""
+    from isobench.analysis import summary
+    from isobench.render import plots, report
+    data = load_doc(tmp_path, with_repetitions(with_second_kv_size(fixture("clean_run")), 3))
+    doc = summary.build(data)
+    samples = plots.config_samples(data)
+    p = plots.samples_overview(doc, samples, "kv")
+    kv = [c for c in doc["configs"] if c["benchmark"] == "kv" and c["headline_phase"]]
+    panels = [ax for ax in p.figure.axes if ax.get_visible()]
+    assert sorted(ax.get_title(loc="left") for ax in panels) == \
+        sorted({c["mechanism"] for c in kv})
+    curves = sum(len([l for l in ax.get_lines() if l.get_marker() in ("None", "")])
+                 for ax in panels)
+    dots = sum(len([l for l in ax.get_lines() if l.get_marker() == "o"]) for ax in panels)
+    assert curves == dots == len(kv)
+    plots._pyplot().close(p.figure)
+    files = report.write(doc, tmp_path / "rep", samples=samples)["files"]
+    assert {"samples-switch.png", "samples-kv.svg", "samples-kv.caption.txt"} <= set(files)
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "<details><summary>Distributions of the raw samples: one ECDF per configuration, " \
+        "2 plot(s)" in page
+    # Without samples (an import without them) the page simply has none.
+    assert "samples-kv.png" not in report.write(doc, tmp_path / "rep2")["files"]

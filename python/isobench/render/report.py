@@ -11,7 +11,9 @@ those with a local counterpart in the run unless all_published.
 
 Files written to DIR (FORMATS picks the first four kinds; stats.json and the
 plots are always written):
-    index.html        html: the report; plots embedded as PNG data URIs
+    index.html        html: the report; plots embedded as PNG data URIs; the
+                      compact tables first, the full results folded per
+                      benchmark; prints in a few pages (@media print)
     summary.md        md: platform table, findings, switch and kv tables,
                       published figures, the plots
     platform.tex, switch.tex, kv.tex
@@ -23,6 +25,11 @@ plots are always written):
     NAME.png, NAME.svg, NAME-2col.pdf   each plot at a double-column width (7 in)
     NAME-1col.pdf     the same plot drawn again at a single-column width (3.5 in)
     NAME.caption.txt  its caption, with the run and the machine (titles name neither)
+    samples-BENCH.png, .svg
+                      the raw samples of every configuration of BENCH as ECDFs,
+                      where the caller passes them (`isobench report` does)
+
+The files name the store by its file name only, never by a path.
 """
 
 from __future__ import annotations
