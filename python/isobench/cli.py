@@ -36,7 +36,7 @@ from .analysis import (attackers, checks, compare, precision, reference, runs, s
                        summary)
 from .measure import (kvserver, lifecycle, lwcserve, progress, runner, scrape, serve, sysinfo,
                       system, validate)
-from .render import report, table
+from .render import plots, report, table
 from .store import export, interchange
 from .analysis import campaign as analysis_campaign
 from .measure import campaign as measure_campaign, slurm as measure_slurm
@@ -128,6 +128,7 @@ def build_parser() -> Parser:
     _add_export(sub)
     _add_import(sub)
     _add_report(sub)
+    _add_plot(sub)
     _add_check(sub)
     _add_compare(sub)
     _add_system(sub)
@@ -513,6 +514,27 @@ def _add_report(sub) -> None:
     p.set_defaults(func=cmd_report)
 
 
+def _add_plot(sub) -> None:
+    p = sub.add_parser(
+        "plot", formatter_class=Formatter, help="the raw samples of one configuration",
+        description="Draw every stored per-call sample of one configuration of a run: the "
+                    "ECDF of each\nrepetition (a fresh process) and of all pooled, and a "
+                    "histogram, with the\nheadline, its 95% interval and the samples' p5..p95 "
+                    "marked.  CONFIG is the\nbenchmark, the mechanism and params as k=v, as "
+                    "the report's full results\nname them; enough of it to pick one "
+                    "configuration.  The format follows FILE's\nsuffix: .png, .svg or .pdf.",
+        epilog="examples:\n"
+               "  isobench plot --config 'switch thread payload=0 placement=same-cpu' -o t.svg\n"
+               "  isobench plot 3 --config 'kv wasm data_bytes=1048576' -o wasm-1m.pdf")
+    p.add_argument("run", nargs="?", metavar="RUN", help=RUN_SPEC)
+    p.add_argument("--config", required=True, metavar="CONFIG",
+                   help="benchmark mechanism k=v ...: the configuration to draw")
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="the file to write: .png, .svg or .pdf")
+    _add_db(p)
+    p.set_defaults(func=cmd_plot)
+
+
 def _add_check(sub) -> None:
     ids = "\n".join(f"  {c.severity:8} {c.id}" for c in checks.CHECKS)
     p = sub.add_parser(
@@ -862,10 +884,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     with Store.open(db_path(args), create=False) as store:
         run_id = store.resolve_run(args.run)
         report.prepare(Path(args.output))  # an unusable folder fails before any work
-        doc = summary.build(runs.load_run(store, run_id))
+        data = runs.load_run(store, run_id)
+        doc = summary.build(data)
         try:
             doc = report.write(doc, Path(args.output), args.formats, args.all_published,
-                               args.force)
+                               args.force, samples=plots.config_samples(data))
         except OSError as e:
             # A plot or page that cannot be saved (a full disk, a folder
             # removed meanwhile): the report is incomplete, say where.
@@ -883,6 +906,35 @@ def cmd_report(args: argparse.Namespace) -> int:
         for note in doc["omitted"].values():
             print(table.terminal(f"note: {note}"))
         print(table.terminal(checks.one_line(doc["findings"], run_id)))
+    return EXIT_OK
+
+
+PLOT_FORMATS = ("png", "svg", "pdf")
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    out = Path(args.output)
+    ext = out.suffix.lower().lstrip(".")
+    if ext not in PLOT_FORMATS or not out.stem:
+        raise UsageError(f"-o {args.output!r}: name a file ending in .png, .svg or .pdf (the "
+                         "format follows the suffix)")
+    if not out.parent.is_dir():
+        raise UsageError(f"-o {args.output!r}: no folder {str(out.parent)!r} to write into")
+    with Store.open(db_path(args), create=False) as store:
+        run_id = store.resolve_run(args.run)
+        data = runs.load_run(store, run_id)
+    doc = summary.build(data)
+    c = plots.find_config(doc, args.config)
+    plot = plots.samples_plot(c, plots.config_samples(data)[tuple(c["key"])])
+    if plot.figure is None:
+        raise UsageError(f"run {run_id}, {plots.config_text(c)}: {plot.note}")
+    plot.name = out.stem
+    try:
+        plots.save(plot, out.parent, ((ext, ""),))
+    except OSError as e:
+        raise OutputError(f"cannot write {args.output}: {e.strerror or e}") from None
+    print(f"{out}: samples of run {run_id}, {plots.config_text(c)}")
+    print(table.wrap(plot.caption))
     return EXIT_OK
 
 

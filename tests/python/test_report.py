@@ -54,8 +54,9 @@ def test_report_of_a_fake_run(isobench, tmp_path):
     doc, p = isobench.json("report", "-o", str(out), "--json")
     assert p.returncode == 0, p.stderr
     assert doc["files"] == ["index.html", "summary.md", "platform.tex", "switch.tex",
-                            "results.csv", "stats.json", "switch-1col.pdf", "switch-2col.pdf",
-                            "switch.caption.txt", "switch.png", "switch.svg"]
+                            "results.csv", "stats.json", "samples-switch.caption.txt",
+                            "samples-switch.png", "samples-switch.svg", "switch-1col.pdf",
+                            "switch-2col.pdf", "switch.caption.txt", "switch.png", "switch.svg"]
     for f in doc["files"]:
         assert (out / f).stat().st_size > 0
     for f in ("switch-1col.pdf", "switch-2col.pdf"):
@@ -155,3 +156,143 @@ def test_report_without_store_or_with_a_corrupt_one(isobench, tmp_path):
     line = assert_one_error_line(isobench("report", "-o", str(tmp_path / "r"), "--db", str(db)))
     assert "not an isobench store" in line
     assert not (tmp_path / "r" / "index.html").exists()
+
+
+def test_html_report_reads_and_prints(isobench, tmp_path):
+    """The compact tables first, the full results folded per benchmark, print
+    rules, `code` rendered, docs linked, and no machine path: the store by
+    its file name only, also in stats.json."""
+    import_doc(isobench.db, with_repetitions(with_second_kv_size(fixture("clean_run")), 5))
+    out = tmp_path / "rep"
+    doc, p = isobench.json("report", "latest", "-o", str(out), "--json")
+    assert p.returncode == 0, p.stderr
+    page = (out / "index.html").read_text()
+    assert "@media print" in page and "break-inside: avoid" in page
+    # Compact tables before everything else, the full table folded after.
+    glance = page.index("<h3>Switch cost (payload 0, round trip)</h3>")
+    kv = page.index("<h3>Key-value store, time per get</h3>")
+    assert glance < kv < page.index("id=\"soundness\"") < page.index("<details><summary>switch")
+    # kv as a grid: one column per data size.
+    assert "<th>4 KiB</th><th>16 KiB</th>" in page[kv:page.index("id=\"soundness\"")]
+    benches = {c["benchmark"] for c in json.loads((out / "stats.json").read_text())["configs"]}
+    for b in benches:
+        assert page.count(f"<details><summary>{b}: ") == 1
+    assert page.count("configuration(s), every column (folded;") == len(benches) == 2
+    assert "<a href=\"results.csv\">results.csv</a>" in page
+    # Markdown code spans and docs paths rendered, none left as backticks.
+    assert "<code>isobench plot 1 --config" in page
+    assert "`" not in page.replace("<pre>", "\0").split("\0")[0]
+    assert "<a href=\"../docs/methodology.md\">docs/methodology.md</a>" in page
+    # No machine path anywhere in what the report wrote.
+    for name in ("index.html", "summary.md", "stats.json"):
+        text = (out / name).read_text()
+        assert str(isobench.db) not in text and str(isobench.db.parent) not in text, name
+    assert "Store: isobench.sqlite." in page
+    assert json.loads((out / "stats.json").read_text())["run"]["db"] == "isobench.sqlite"
+    assert doc["db"] == str(isobench.db)  # the caller's own answer keeps the full path
+
+
+def test_a_config_named_in_the_report_is_what_isobench_plot_takes(isobench, tmp_path):
+    """The full results show how to draw any row's samples; the example line
+    the page gives runs as it stands."""
+    import re
+    isobench("run", "switch", "-q", "-m", "direct", "-m", "thread")
+    out = tmp_path / "rep"
+    assert isobench("report", "-o", str(out)).returncode == 0
+    page = (out / "index.html").read_text()
+    example = re.search(r"<code>isobench plot 1 --config &#x27;([^&]+)&#x27; -o samples.svg"
+                        r"</code>", page)
+    assert example, "the report gives no example of isobench plot"
+    p = isobench("plot", "1", "--config", example.group(1), "-o", str(tmp_path / "s.svg"))
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "s.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_json_export_names_the_store_by_file_name(isobench):
+    isobench("run", "switch", "-q", "-m", "direct")
+    out, p = isobench.json("export", "latest", "--format", "json", "--no-samples")
+    assert p.returncode == 0 and out["db"] == "isobench.sqlite"
+
+
+def test_sixteen_mechanisms_have_sixteen_looks():
+    from isobench.render import plots
+    names = [f"m{i:02d}" for i in range(15)] + ["direct"]
+    looks = plots.styles(names)
+    assert len({(l["color"], l["marker"]) for l in looks.values()}) == 16
+    full = {(l["color"], l["marker"], l["markerfacecolor"], l["linestyle"])
+            for l in looks.values()}
+    assert len(full) == 16
+    # Two series of one colour differ in fill and line, not in marker alone.
+    by_colour: dict = {}
+    for l in looks.values():
+        by_colour.setdefault(l["color"], []).append(l)
+    for pair in by_colour.values():
+        assert len(pair) == 2
+        assert pair[0]["linestyle"] != pair[1]["linestyle"]
+        assert {pair[0]["markerfacecolor"], pair[1]["markerfacecolor"]} == \
+            {pair[0]["color"], "white"}
+    assert set(l["color"] for l in looks.values()) == set(plots.PALETTE)
+
+
+def _kv_doc(tmp_path, direct_factor):
+    """The clean run with a second kv data size at which direct's samples
+    are direct_factor times its first size's (the others' unchanged)."""
+    import copy
+    from isobench.analysis import summary
+    run = with_repetitions(fixture("clean_run"), 5)
+    for r in [r for r in run["results"] if r["benchmark"] == "kv"]:
+        r2 = copy.deepcopy(r)
+        r2["params"]["data_bytes"] = 1 << 20
+        if r2["mechanism"] == "direct":
+            r2["samples"]["primary"] = [int(x * direct_factor) for x in r2["samples"]["primary"]]
+        run["results"].append(r2)
+    return summary.build(load_doc(tmp_path, run))
+
+
+def test_overhead_plot_says_where_direct_itself_jumps(tmp_path):
+    from isobench.render import plots
+    doc = _kv_doc(tmp_path, 2.5)
+    jumps = plots.baseline_jumps(doc)
+    assert list(jumps) == ["same-cpu"] and [s for s, _ in jumps["same-cpu"]] == [1 << 20]
+    assert jumps["same-cpu"][0][1] == pytest.approx(2.5, rel=0.1)
+    p = plots.kv_overhead_plot(doc)
+    texts = [t.get_text() for t in p.figure.axes[0].texts]
+    assert any(t.startswith("direct\nitself\n×2.") for t in texts), texts
+    assert "direct itself gets slower there" in p.caption and "1 MiB (2.5x)" in p.caption
+    plots._pyplot().close(p.figure)
+
+
+def test_overhead_plot_marks_no_jump_where_direct_holds(tmp_path):
+    from isobench.render import plots
+    doc = _kv_doc(tmp_path, 1.05)
+    assert plots.baseline_jumps(doc) == {}
+    p = plots.kv_overhead_plot(doc)
+    assert not p.figure.axes[0].texts and "direct itself" not in p.caption
+    plots._pyplot().close(p.figure)
+
+
+def test_report_shows_the_samples_of_every_configuration(tmp_path):
+    """One ECDF per configuration of the headline phase, its headline a dot
+    on it, one panel per mechanism; folded into the page."""
+    from isobench.analysis import summary
+    from isobench.render import plots, report
+    data = load_doc(tmp_path, with_repetitions(with_second_kv_size(fixture("clean_run")), 3))
+    doc = summary.build(data)
+    samples = plots.config_samples(data)
+    p = plots.samples_overview(doc, samples, "kv")
+    kv = [c for c in doc["configs"] if c["benchmark"] == "kv" and c["headline_phase"]]
+    panels = [ax for ax in p.figure.axes if ax.get_visible()]
+    assert sorted(ax.get_title(loc="left") for ax in panels) == \
+        sorted({c["mechanism"] for c in kv})
+    curves = sum(len([l for l in ax.get_lines() if l.get_marker() in ("None", "")])
+                 for ax in panels)
+    dots = sum(len([l for l in ax.get_lines() if l.get_marker() == "o"]) for ax in panels)
+    assert curves == dots == len(kv)
+    plots._pyplot().close(p.figure)
+    files = report.write(doc, tmp_path / "rep", samples=samples)["files"]
+    assert {"samples-switch.png", "samples-kv.svg", "samples-kv.caption.txt"} <= set(files)
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "<details><summary>Distributions of the raw samples: one ECDF per configuration, " \
+        "2 plot(s)" in page
+    # Without samples (an import without them) the page simply has none.
+    assert "samples-kv.png" not in report.write(doc, tmp_path / "rep2")["files"]

@@ -46,11 +46,15 @@ WIDTHS = {"2col": 7.0, "1col": 3.5}
 DPI = 200  # PNG resolution: a 7 in figure is 1400 pixels wide
 
 # Okabe & Ito (2008), "Color Universal Design": distinguishable with every
-# common colour-vision deficiency.  Paired with MARKERS and LINESTYLES so
-# that series also stay apart in greyscale.
+# common colour-vision deficiency.  Eight colours are all a palette can
+# offer that stays safe, so a series is told apart by three channels:
+# colour, marker shape (each of matplotlib's 15 filled markers once before
+# any repeats) and fill with line style: the first eight series filled on
+# a solid line, the next eight hollow on a dashed one, so two series of
+# one colour never look alike, in colour or printed in grey.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
            "#F0E442")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "p", "d", "H", "8")
 LINESTYLES = ("-", "--", ":", "-.")
 GREY = "#808080"       # a reference program (memcached) or a skipped row
 PUBLISHED = "#CC79A7"  # published figures: hollow markers in this colour
@@ -134,10 +138,15 @@ def _pyplot():
 # ---- the shared look ----
 
 def style(i: int) -> dict:
-    """The i-th series' colour, marker and line style (matplotlib keywords).
-    Colours repeat after 8 and markers after 10, never both at once."""
-    return {"color": PALETTE[i % len(PALETTE)], "marker": MARKERS[i % len(MARKERS)],
-            "linestyle": LINESTYLES[(i // len(PALETTE)) % len(LINESTYLES)]}
+    """The i-th series' colour, marker, fill and line style (matplotlib
+    keywords): the (colour, marker, fill, line) of the first 16 series are
+    all different, and so are their (colour, marker) pairs; the colour
+    cycles every 8, the marker every 15, fill and line every 8."""
+    lap = i // len(PALETTE)
+    colour = PALETTE[i % len(PALETTE)]
+    return {"color": colour, "marker": MARKERS[i % len(MARKERS)],
+            "markerfacecolor": colour if lap % 2 == 0 else "white",
+            "markeredgecolor": colour, "linestyle": LINESTYLES[lap % len(LINESTYLES)]}
 
 
 def styles(names: Sequence[str]) -> dict[str, dict]:
@@ -616,23 +625,28 @@ def kv_overhead_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
               for a, iv in zip(v, ivs)]
         ax.errorbar(x, v, yerr=[lo, hi], capsize=2, label=mech, **st)
         # A ratio whose interval holds 1 shows no difference from direct:
-        # its marker is drawn hollow (white inside), whichever side of 1 it is.
+        # its marker gets a grey ring, whichever side of 1 it is (hollow
+        # markers already tell the second eight series apart).
         same = [(xx, vv) for xx, vv, c in zip(x, v, cs) if _kv_reading(doc, c) == "same"]
         if same:
             ax.plot([p[0] for p in same], [p[1] for p in same], linestyle="none",
-                    marker=st.get("marker", "o"),
-                    markersize=_pyplot().rcParams["lines.markersize"] * 0.55,
-                    color="white", zorder=5)
+                    marker="o", mfc="none", mec=GREY, mew=0.8,
+                    markersize=_pyplot().rcParams["lines.markersize"] * 2.2, zorder=1)
         ax.axhline(1.0, color="black", lw=0.8)
         if log:
             ax.set_yscale("log")
             ax.yaxis.set_minor_formatter(NullFormatter())
         ax.yaxis.set_major_formatter(FuncFormatter(ratio_label))
 
+    jumps = baseline_jumps(doc)
     with paper_rc(width):
         fig = _kv_figure(doc, width, configs, draw,
                          "ratio to direct" + (", log scale" if log else ""),
                          lambda p: PLACEMENT_TEXT.get(p, p))
+        places = sorted({c["params"].get("placement") or "same-cpu" for c in configs},
+                        key=lambda p: (p != "same-cpu", p))
+        for ax, place in zip(fig.axes, places):
+            _mark_jumps(ax, jumps.get(place, ()), width <= WIDTHS["1col"])
     section = (doc.get("sections") or {}).get("kv") or {}
     quant = ""
     if section.get("any_quantized"):
@@ -642,9 +656,56 @@ def kv_overhead_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
                  "(kv.tex marks each such ratio).")
     return Plot("kv-overhead", title, fig, "", "Time per get relative to direct at the same "
                 "data size (1x: no overhead; overhead = ratio - 1), with the ratio's 95% "
-                "interval over repetitions (Welch t on the logs). A hollow marker: the "
+                "interval over repetitions (Welch t on the logs). A grey ring: the "
                 "interval includes 1, so no difference from direct is shown (below 1 it is "
-                "not faster)." + quant + _skip_note(doc))
+                "not faster)." + _jump_note(jumps) + quant + _skip_note(doc))
+
+
+# Where direct itself gets slower by at least this factor from one data size
+# to the next (and the two intervals are apart), every ratio to it drops
+# there for that reason alone: the overhead plot says so.
+BASELINE_JUMP = 1.4
+
+
+def baseline_jumps(doc: Mapping) -> dict[str, list[tuple[int, float]]]:
+    """Per placement, the kv data sizes at which direct's own time per get
+    grows by BASELINE_JUMP or more over the previous size, with the factor,
+    where their intervals do not overlap (a jump, not noise)."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    for (mech, place), cs in _kv_series(_kv_get_configs(doc)).items():
+        if mech != BASELINE:
+            continue
+        for a, b in zip(cs, cs[1:]):
+            va, lo_a, hi_a = value_of(a, None)
+            vb, lo_b, hi_b = value_of(b, None)
+            if not va or not vb or vb / va < BASELINE_JUMP:
+                continue
+            if hi_a is not None and lo_b is not None and lo_b <= hi_a:
+                continue
+            out.setdefault(place, []).append((b["params"]["data_bytes"], vb / va))
+    return out
+
+
+def _mark_jumps(ax, jumps, narrow: bool) -> None:
+    """A dotted vertical at each size where direct itself jumps, labelled."""
+    from matplotlib.transforms import blended_transform_factory
+    where = blended_transform_factory(ax.transData, ax.transAxes)
+    for size, factor in jumps:
+        ax.axvline(size, color=GREY, ls=":", lw=1.0, zorder=0)
+        ax.text(size, 0.985, f"direct\nitself\n×{factor:.2g}", transform=where, ha="center",
+                va="top", fontsize=5.5 if narrow else 6.5, color="#444444",
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
+                zorder=6)
+
+
+def _jump_note(jumps: Mapping[str, Sequence[tuple[int, float]]]) -> str:
+    if not jumps:
+        return ""
+    parts = [f"{size_label(s)} ({f:.2g}x{'' if len(jumps) == 1 else ', ' + p})"
+             for p, js in sorted(jumps.items()) for s, f in js]
+    return (" Dotted verticals: direct itself gets slower there, by the factor given over "
+            "the previous size (" + ", ".join(parts) + "); every ratio to direct falls "
+            "there because its denominator grows, not because the mechanism gets cheaper.")
 
 
 def _kv_reading(doc: Mapping, c: Mapping) -> str | None:
@@ -720,6 +781,251 @@ def kv_server_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
 
 
 PLOTS = (switch_plot, payload_plot, kv_plot, kv_overhead_plot, kv_server_plot)
+
+
+# ---- the raw samples of one configuration ----
+
+def config_text(c: Mapping) -> str:
+    """A configuration as `isobench plot --config` takes it: benchmark,
+    mechanism and every param as k=v, sorted."""
+    return " ".join([c["benchmark"], c["mechanism"],
+                     *(f"{k}={v}" for k, v in sorted(c["params"].items()))])
+
+
+def find_config(doc: Mapping, label: str) -> Mapping:
+    """The one configuration of doc that label names: words without "=" are
+    the benchmark, then the mechanism; each k=v must match a param.  Where
+    several match, the one with exactly these params, else UsageError with
+    what tells them apart."""
+    from ..errors import UsageError
+    words = label.split()
+    names = [w for w in words if "=" not in w]
+    want = dict(w.split("=", 1) for w in words if "=" in w)
+    if not names or len(names) > 2:
+        raise UsageError(f"--config {label!r}: give the benchmark, the mechanism and params "
+                         "as k=v, e.g. 'switch thread payload=0 placement=same-cpu'")
+    hits = [c for c in doc["configs"] if c["benchmark"] == names[0]
+            and (len(names) < 2 or c["mechanism"] == names[1])
+            and all(str(c["params"].get(k, "")) == v for k, v in want.items())]
+    run = doc["run"]["run_id"]
+    if not hits:
+        benches = sorted({c["benchmark"] for c in doc["configs"]})
+        mechs = sorted({c["mechanism"] for c in doc["configs"] if c["benchmark"] == names[0]})
+        hint = (f"its mechanisms: {', '.join(mechs)}" if mechs else
+                f"its benchmarks: {', '.join(benches) or 'none'}")
+        raise UsageError(f"--config {label!r} matches no configuration of run {run} ({hint}; "
+                         "the report's full results list every one)")
+    exact = [c for c in hits if len(names) == 2 and {k: str(v) for k, v in
+                                                      c["params"].items()} == want]
+    if len(hits) == 1 or len(exact) == 1:
+        return (exact or hits)[0]
+    def order(v: str):
+        return (0, float(v), v) if v.lstrip("-").replace(".", "", 1).isdigit() else (1, 0, v)
+    differ = {k: sorted({str(c["params"].get(k, "-")) for c in hits}, key=order)
+              for k in sorted({k for c in hits for k in c["params"]})}
+    apart = "; ".join(f"{k}: {'|'.join(v)}" for k, v in differ.items() if len(v) > 1)
+    raise UsageError(f"--config {label!r} matches {len(hits)} configurations of run {run}; "
+                     f"add the mechanism or params to pick one ({apart})")
+
+
+def _ecdf_points(xs, most: int = 1024):
+    """(x, F(x)) of an ECDF drawn as steps, through at most `most` order
+    statistics (evenly spaced in rank, both extremes kept): exact where the
+    sample is smaller, within 1/most in F otherwise."""
+    import numpy as np
+    xs = np.asarray(xs, dtype=float)
+    n = len(xs)
+    idx = np.unique(np.linspace(0, n - 1, min(n, most)).round().astype(int))
+    return xs[idx], (idx + 1) / n
+
+
+def config_samples(data) -> dict[tuple, list[tuple[int, Sequence[float]]]]:
+    """A loaded run's (runs.RunData) raw primary samples per configuration
+    key: (repetition, sorted samples) for each repetition, in order."""
+    return {tuple(cfg.key): sorted(((r["repetition"], cfg.rep_samples.get(r["result_id"], ()))
+                                    for r in cfg.results), key=lambda t: t[0])
+            for cfg in data.configs}
+
+
+def samples_overview(doc: Mapping, samples: Mapping[tuple, Sequence], benchmark: str,
+                     width: float = WIDTHS["2col"]) -> Plot:
+    """The pooled samples of every configuration of one benchmark (its
+    headline phase) as ECDFs: one panel per mechanism (and variant), one
+    curve per data size or payload (colour) and placement (line), each
+    with its headline as a dot on the curve, so a headline away from the
+    body of its samples shows at a glance.  Each panel has its own log
+    x-axis.  `isobench plot` draws one configuration in full."""
+    import numpy as np
+    from . import table
+    configs = [c for c in doc["configs"] if c["benchmark"] == benchmark and c["headline_phase"]
+               and any(len(x) for _, x in samples.get(tuple(c["key"]), ()))]
+    name, title = f"samples-{benchmark}", f"{benchmark}: distribution of the raw samples"
+    if not configs:
+        return Plot(name, title, None, f"No stored samples of {benchmark} in this run, so its "
+                    "distribution plot is left out.")
+    plt = _pyplot()
+    panels: dict[str, list[Mapping]] = {}
+    for c in table.ordered(configs):
+        panels.setdefault(table.config_label(c, set(table.common_params(configs))),
+                          []).append(c)
+    size_of: dict[str, float] = {}
+    for c in configs:
+        n = next((c["params"][k] for k in table.SIZE_PARAMS if k in c["params"]), 0)
+        size_of.setdefault(table.size_text(c["params"]), n if isinstance(n, (int, float)) else 0)
+    sizes = sorted(size_of, key=lambda t: size_of[t])
+    colour = {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(sizes)}
+    places = sorted({c["params"].get("placement") or "same-cpu" for c in configs},
+                    key=lambda p: (p != "same-cpu", p))
+    line = {p: LINESTYLES[i % len(LINESTYLES)] for i, p in enumerate(places)}
+    ncol = 4
+    nrow = -(-len(panels) // ncol)
+    with paper_rc(width):
+        fig, axes = plt.subplots(nrow, ncol, figsize=(width, 1.35 * nrow + 0.6), squeeze=False)
+        flat = [a for row in axes for a in row]
+        for ax, (label, cs) in zip(flat, panels.items()):
+            view = [float("inf"), 0.0]  # p0.5..p99.5 of each curve, and each headline
+            for c in cs:
+                reps = samples[tuple(c["key"])]
+                h = c["headline"]
+                per = h["ns"] / h["value"] if h.get("ns") is not None and h.get("value") else 1.0
+                pooled = np.sort(np.concatenate([np.asarray(x, float) for _, x in reps
+                                                 if len(x)])) * per
+                pooled = pooled[pooled > 0]
+                if not len(pooled):
+                    continue
+                x, f = _ecdf_points(pooled, 256)
+                lo, hi = np.percentile(pooled, [0.5, 99.5])
+                view = [min(view[0], lo), max(view[1], hi)]
+                st = {"color": colour[table.size_text(c["params"])],
+                      "linestyle": line[c["params"].get("placement") or "same-cpu"]}
+                ax.step(x, f, where="post", lw=0.9, **st)
+                if h.get("value"):
+                    v = h["value"] * per
+                    view = [min(view[0], v), max(view[1], v)]
+                    ax.plot([v], [np.searchsorted(pooled, v, side="right") / len(pooled)],
+                            "o", ms=3, color=st["color"], mec="black", mew=0.4, zorder=5)
+            _samples_axis(ax, configs)
+            if 0 < view[0] < view[1]:
+                ax.set_xlim(view[0] / 1.3, view[1] * 1.3)
+            ax.set_title(label, loc="left", fontsize=7)
+            ax.set_ylim(0, 1.02)
+            ax.tick_params(labelsize=6)
+        for ax in flat[len(panels):]:
+            ax.set_visible(False)
+        from matplotlib.lines import Line2D
+        handles = [Line2D([], [], color=colour[t], label=t) for t in sizes if t != "-"]
+        if len(places) > 1:  # one placement: every line is solid, nothing to tell apart
+            handles += [Line2D([], [], color=GREY, linestyle=line[p], label=p) for p in places]
+        handles.append(Line2D([], [], marker="o", color="grey", mec="black", linestyle="none",
+                              label="headline"))
+        fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 6),
+                   frameon=False, fontsize=6.5)
+        fig.tight_layout(rect=(0, 0.45 / fig.get_figheight(), 1, 1))
+    return Plot(name, title, fig, "", f"Every stored per-call sample of each {benchmark} "
+                "configuration, pooled over its repetitions, as an ECDF (fraction of samples "
+                "at most x, on a log axis of its own per panel" + (", in ns" if all(
+                    c["headline"].get("ns") is not None for c in configs) else "")
+                + ", showing p0.5..p99.5 of its curves); the dot is the configuration's headline. A dot off its curve's body is a "
+                "batched estimate below the per-call samples (which carry the measured "
+                "region's own overhead) or a headline of repetitions that disagree. `isobench "
+                "plot RUN --config ...` draws one configuration per repetition, with a "
+                "histogram.")
+
+
+def _samples_axis(ax, configs) -> None:
+    """A log x-axis of samples: labelled per decade, in its own time unit
+    where the samples convert to ns, else as plain numbers."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10, numticks=4))
+    ax.xaxis.set_major_formatter(FuncFormatter(
+        time_label if all(c["headline"].get("ns") is not None for c in configs)
+        else (lambda v, _pos=None: f"{v:g}")))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def samples_plot(c: Mapping, reps: Sequence[tuple[int, Sequence[float]]],
+                 width: float = WIDTHS["2col"]) -> Plot:
+    """The raw per-call samples of one configuration (pyperf's `hist` and
+    criterion's densities are the models): left, the ECDF of each
+    repetition (a fresh process) and of all pooled; right, a histogram of
+    the pooled samples.  The headline, its 95% interval, and the pooled
+    p5..p95 are drawn on both, so a headline outside its own samples'
+    spread (a batched estimate of a region shorter than the counter's
+    overhead) shows.  reps: (repetition, sorted samples) per repetition."""
+    import numpy as np
+    title = f"Samples of {config_text(c)}"
+    reps = [(k, np.asarray(xs, dtype=float)) for k, xs in reps if len(xs)]
+    if not reps:
+        return Plot("samples", title, None, "This configuration has no stored samples (imported "
+                    "without them, or every repetition failed), so there is nothing to draw.")
+    plt = _pyplot()
+    h = c["headline"]
+    # Samples are in the counter's unit; drawn in ns where the headline converts.
+    per = h["ns"] / h["value"] if h.get("ns") is not None and h.get("value") else None
+    scale = per if per is not None else 1.0
+    pooled = np.sort(np.concatenate([xs for _, xs in reps])) * scale
+    unit = "ns" if per is not None else (c["unit"] or "counter units")
+    lo_p, hi_p = np.percentile(pooled, [5, 95])
+    h_lo, h_hi = ((h.get("interval") or {}).get(k) for k in ("low", "high"))
+    marks = [v * scale for v in (h.get("value"), h_lo, h_hi) if v is not None]
+    # The axes show p0.5..p99.5 of the samples and the headline with its
+    # interval; the caption gives the extremes beyond (one stray sample
+    # would otherwise squeeze the body of the distribution into a line).
+    view = (min([np.percentile(pooled, 0.5), *marks]), max([np.percentile(pooled, 99.5), *marks]))
+    if view[1] <= view[0]:
+        view = (view[0] - 1, view[0] + 1)
+    log = view[0] > 0 and view[1] / view[0] > 20
+    with paper_rc(width):
+        fig, (ax_e, ax_h) = plt.subplots(1, 2, figsize=(width, width * 0.42))
+        for i, (k, xs) in enumerate(reps):
+            x, f = _ecdf_points(xs * scale)
+            ax_e.step(x, f, where="post", color=PALETTE[i % len(PALETTE)], lw=0.8,
+                      alpha=0.8, label=f"repetition {k} (n={len(xs):,})")
+        x, f = _ecdf_points(pooled)
+        ax_e.step(x, f, where="post", color="black", lw=1.6, label=f"pooled (n={len(pooled):,})")
+        ax_e.set_ylabel("fraction of samples at most x (ECDF)")
+        ax_e.set_ylim(0, 1.02)
+        bins = np.geomspace(*view, 61) if log else np.linspace(*view, 61)
+        ax_h.hist(pooled, bins=bins, color=PALETTE[5], edgecolor="white", lw=0.3)
+        ax_h.set_ylabel("samples per bin")
+        value = h["value"] * scale if h.get("value") is not None else None
+        iv = h.get("interval") or {}
+        for ax in (ax_e, ax_h):
+            if log:
+                ax.set_xscale("log")
+            pad = (view[1] / view[0]) ** 0.03 if log else (view[1] - view[0]) * 0.03
+            ax.set_xlim(*((view[0] / pad, view[1] * pad) if log else
+                          (view[0] - pad, view[1] + pad)))
+            ax.set_xlabel(f"per-call sample [{unit}]" + (", log scale" if log else ""))
+            ax.axvspan(lo_p, hi_p, color=GREY, alpha=0.12, lw=0,
+                       label="p5..p95 of the samples" if ax is ax_e else None)
+            if value is not None:
+                if iv.get("low") is not None and iv.get("high") is not None:
+                    ax.axvspan(iv["low"] * scale, iv["high"] * scale, color=PALETTE[1],
+                               alpha=0.25, lw=0, label="headline's 95% interval"
+                               if ax is ax_e else None)
+                ax.axvline(value, color=PALETTE[1], lw=1.4, label=f"headline ({h['source']})"
+                           if ax is ax_e else None)
+        ax_e.legend(loc="best", frameon=True, framealpha=0.9)
+        outside = value is not None and not lo_p <= value <= hi_p
+        if outside:
+            ax_h.set_title("headline outside the samples' p5..p95", loc="left",
+                           color=PALETTE[1])
+        fig.tight_layout()
+    beyond = int(np.sum(pooled < view[0]) + np.sum(pooled > view[1]))
+    fmt = (lambda v: f"{v:.4g} {unit}")
+    tails = (f" The axes show p0.5..p99.5 of the samples; {beyond:,} lie beyond (min "
+             f"{fmt(pooled[0])}, max {fmt(pooled[-1])})." if beyond else "")
+    note = (" The headline lies outside p5..p95 of its own samples: it is the batched "
+            "estimate (the samples include the measured region's own overhead)."
+            if outside and h["source"] == "batched" else
+            " The headline lies outside p5..p95 of its own samples." if outside else "")
+    return Plot("samples", title, fig, "", f"Every stored per-call sample of {config_text(c)}: "
+                "the ECDF of each repetition (a fresh process) and of all pooled, and a "
+                "histogram of the pooled samples; the headline (vertical line) with its 95% "
+                "interval over repetitions, and the p5..p95 of the samples (grey)." + note
+                + tails)
 
 
 def _section_plots(doc: Mapping, first: bool, width: float) -> list[Plot]:

@@ -11,7 +11,9 @@ those with a local counterpart in the run unless all_published.
 
 Files written to DIR (FORMATS picks the first four kinds; stats.json and the
 plots are always written):
-    index.html        html: the report; plots embedded as PNG data URIs
+    index.html        html: the report; plots embedded as PNG data URIs; the
+                      compact tables first, the full results folded per
+                      benchmark; prints in a few pages (@media print)
     summary.md        md: platform table, findings, switch and kv tables,
                       published figures, the plots
     platform.tex, switch.tex, kv.tex
@@ -23,6 +25,9 @@ plots are always written):
     NAME.png, NAME.svg, NAME-2col.pdf   each plot at a double-column width (7 in)
     NAME-1col.pdf     the same plot drawn again at a single-column width (3.5 in)
     NAME.caption.txt  its caption, with the run and the machine (titles name neither)
+    samples-BENCH.png, .svg
+                      the raw samples of every configuration of BENCH as ECDFs,
+                      where the caller passes them (`isobench report` does)
     .isobench-report.json
                       the manifest: the run shown and the files written
                       (reportdir.py), so that the next report into DIR
@@ -32,12 +37,15 @@ Every file names the run it shows: the .tex files in their first line,
 summary.md and index.html in their title, results.csv in its run_id
 column, stats.json in "run", the plots in their metadata (PDF Subject,
 SVG and PNG Description) and their captions.
+
+The files name the store by its file name only, never by a path.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -175,47 +183,116 @@ def published_note(doc: Mapping, all_published: bool) -> str:
 
 # ---- HTML ----
 
+# The page reads on a screen (wide tables scroll inside their box) and
+# prints in a few pages (@media print): compact tables first, the full
+# results folded into <details> (a closed one prints as its summary line),
+# table cells allowed to wrap so no column is cut at the paper's edge, and
+# plots kept whole and at most about half a page high.
 CSS = """
-body { font-family: sans-serif; margin: 2em; max-width: 1400px; color: #222; }
+body { font-family: sans-serif; margin: 2em; max-width: 1400px; color: #222; line-height: 1.35; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; vertical-align: top; }
 th { background: #f0f0f0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.cell { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.cell span { color: #555; font-size: 0.9em; }
+.wide { overflow-x: auto; }
 .findings { background: #fff6e0; border: 1px solid #e0b050; padding: 0.5em 1em; }
 .clean { background: #e8f6e8; border: 1px solid #80c080; padding: 0.5em 1em; }
 .published { background: #f3ecfa; }
 .note { color: #666; font-style: italic; }
+code { background: #f3f3f3; padding: 0 0.2em; border-radius: 2px; font-size: 0.92em; }
+nav { font-size: 0.9em; }
+figure { margin: 1em 0; }
+figcaption { font-size: 0.9em; }
+summary { cursor: pointer; font-weight: bold; }
 img { max-width: 100%; border: 1px solid #ddd; }
+pre { font-size: 0.8em; }
+@media print {
+  @page { margin: 12mm; }
+  body { margin: 0; max-width: none; font-size: 9pt; }
+  nav { display: none; }
+  h1 { font-size: 14pt; margin: 0 0 0.3em; }
+  h2 { font-size: 12pt; margin: 0.8em 0 0.3em; break-after: avoid; }
+  h3 { font-size: 10pt; margin: 0.6em 0 0.2em; break-after: avoid; }
+  table { font-size: 7pt; margin: 0.3em 0 0.8em; max-width: 100%; }
+  th, td { padding: 1px 3px; }
+  td { overflow-wrap: anywhere; }
+  td.num, td.cell { overflow-wrap: normal; }
+  .findings ul { padding-left: 1.2em; margin: 0.3em 0; }
+  tr { break-inside: avoid; }
+  .wide { overflow: visible; }
+  figure { break-inside: avoid; margin: 0.5em 0; }
+  img { max-height: 3.7in; width: auto; border: none; }
+  figcaption { font-size: 7.5pt; }
+  pre { white-space: pre-wrap; font-size: 6.5pt; }
+  a { color: inherit; text-decoration: none; }
+  details:not([open]) > summary { font-weight: normal; font-style: italic; }
+}
 """
 
 NUMERIC = {"reps", "n", "value", "95% interval", "median", "batched", "p5", "p95",
            "robust CV", "CV between reps", "outliers", "~ns", "ratio to direct [95%]",
-           "overhead"}
+           "overhead", "ns", "95% interval ns"}
 
 
 def _e(text) -> str:
     return table.html_text(text)
 
 
-def html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "") -> str:
+_CODE = re.compile(r"`([^`]+)`")
+_DOC = re.compile(r"(?<![\w/.])(docs/[\w-]+\.md(?:#[\w-]+)?)")
+
+
+def inline(text) -> str:
+    """Prose from the summary document as HTML: `code` as <code>, and each
+    docs/NAME.md[#anchor] as a link to that page of isobench's docs (the
+    path is relative to the source tree, where they live)."""
+    out, last = [], 0
+    text = str(text)
+    for m in _CODE.finditer(text):
+        out += [_links(text[last:m.start()]), f"<code>{_e(m.group(1))}</code>"]
+        last = m.end()
+    out.append(_links(text[last:]))
+    return "".join(out)
+
+
+def _links(text: str) -> str:
+    return _DOC.sub(lambda m: f"<a href=\"{DOCS_BASE}{m.group(1)}\">{m.group(1)}</a>", _e(text))
+
+
+# Where docs/... links point: the docs live in isobench's source tree, so the
+# link is relative to it (a report written into a folder of the checkout,
+# e.g. report/, finds them one level up; elsewhere the path names the page).
+DOCS_BASE = "../"
+
+
+def html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "",
+               raw: bool = False) -> str:
+    """A table; cells escaped, with `code` and docs links rendered (raw: the
+    cells are HTML already)."""
+    def cell(h, c):
+        text = c if raw else inline(c)
+        return f"<td class=\"num\">{text}</td>" if h in NUMERIC else f"<td>{text}</td>"
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
-    body = "".join(
-        "<tr>" + "".join(f"<td class=\"num\">{_e(c)}</td>" if h in NUMERIC else f"<td>{_e(c)}</td>"
-                         for h, c in zip(headers, row)) + "</tr>" for row in rows)
-    return f"<table class=\"{cls}\"><tr>{head}</tr>{body}</table>"
+    body = "".join("<tr>" + "".join(cell(h, c) for h, c in zip(headers, row)) + "</tr>"
+                   for row in rows)
+    return f"<div class=\"wide\"><table class=\"{cls}\"><tr>{head}</tr>{body}</table></div>"
 
 
 def _findings_html(findings: Sequence[Mapping]) -> str:
     if not findings:
         return "<div class=\"clean\">No findings: none of the soundness checks fired.</div>"
     n = checks.counts(findings)
-    rows = [[f["severity"], f["id"], f["what"], f["next"], f["doc"], f.get("sok") or "-"]
-            for f in findings]
+    items = "".join(
+        f"<li><b>{_e(f['severity'])} {_e(f['id'])}</b>: {inline(f['what'])}. <i>Next:</i> "
+        f"{inline(f['next'])} ({inline(f['doc'])}"
+        + (f"; SoK flaw: {inline(f['sok'])}" if f.get("sok") else "") + ").</li>"
+        for f in findings)
     summary = ", ".join(f"{n[s]} {s}(s)" for s in checks.SEVERITIES if n[s])
-    return ("<div class=\"findings\"><p>" + _e(f"{len(findings)} finding(s): {summary}; each "
-            "says what to do next. The same list: `isobench check`.") + "</p>"
-            + html_table(("severity", "id", "what is wrong", "what to do", "read", "SoK flaw"),
-                         rows) + "</div>")
+    return ("<div class=\"findings\"><p>" + inline(f"{len(findings)} finding(s): {summary}; each "
+            "says what to do next. The same list: `isobench check`.") + f"</p><ul>{items}</ul>"
+            "</div>")
 
 
 def caption(plot: plots.Plot, doc: Mapping) -> str:
@@ -229,18 +306,25 @@ def caption(plot: plots.Plot, doc: Mapping) -> str:
 
 def _plot_html(plot: plots.Plot, out_dir: Path, doc: Mapping) -> str:
     if plot.figure is None:
-        return f"<h3>{_e(plot.title)}</h3><p class=\"note\">{_e(plot.note)}</p>"
+        return f"<h3>{_e(plot.title)}</h3><p class=\"note\">{inline(plot.note)}</p>"
     data = base64.b64encode((out_dir / f"{plot.name}.png").read_bytes()).decode()
     links = ", ".join(f"<a href=\"{plot.name}{suffix}\">{what}</a>" for suffix, what in (
         (".svg", "SVG"), (".png", "PNG"), ("-2col.pdf", "PDF 7 in"), ("-1col.pdf", "PDF 3.5 in")))
-    return (f"<h3>{_e(plot.title)}</h3><img alt=\"{_e(plot.title)}\" "
-            f"src=\"data:image/png;base64,{data}\"><p>{_e(caption(plot, doc))} "
-            f"(also {links})</p>")
+    return (f"<figure><h3>{_e(plot.title)}</h3><img alt=\"{_e(plot.title)}\" "
+            f"src=\"data:image/png;base64,{data}\"><figcaption>{inline(caption(plot, doc))} "
+            f"(also {links})</figcaption></figure>")
 
 
 def _failures(doc: Mapping) -> list[list[str]]:
-    return [[r["benchmark"], r["mechanism"], str(r["repetition"]), r["status"],
-             r.get("reason") or ""] for r in doc["results"] if r["status"] != "ok"]
+    """The results that are not ok, one row per benchmark, mechanism, status
+    and reason, with the repetitions it covers."""
+    groups: dict[tuple, list[str]] = {}
+    for r in doc["results"]:
+        if r["status"] != "ok":
+            key = (r["benchmark"], r["mechanism"], r["status"], r.get("reason") or "")
+            groups.setdefault(key, []).append(str(r["repetition"]))
+    return [[b, m, ", ".join(dict.fromkeys(reps)), st, why]
+            for (b, m, st, why), reps in groups.items()]
 
 
 AGGREGATE_HEADERS = ("average", "value [95% CI]", "as overhead", "rows", "method")
@@ -267,49 +351,165 @@ def _aggregate_rows(aggs: Sequence[Mapping]) -> list[list[str]]:
 
 def _matrix_html(env: Mapping) -> list[str]:
     m = attackers.from_environment(env)
-    return ["<h2>Isolation by attacker</h2>", f"<p>{_e(attackers.context_line(m[1]))}; rule and "
-            "threat models in docs/mechanisms.md.</p>",
+    return ["<h2 id=\"attackers\">Isolation by attacker</h2>",
+            f"<p>{inline(attackers.context_line(m[1]))}; rule and threat models in "
+            f"{inline('docs/mechanisms.md')}.</p>",
             html_table(attackers.MATRIX_HEADERS, attackers.matrix_rows(m[0]))] if m else []
 
 
-def render_html(doc: Mapping, plot_list, out_dir, all_published: bool = False) -> str:
+SWITCH_HEADERS = ("mechanism", "placement", "value", "from", "ns", "95% interval ns",
+                  "ratio to direct [95%]")
+KV_HEADERS = ("mechanism", "placement", "data", "value", "from", "ns", "ratio to direct [95%]")
+
+
+def _kv_grid_html(doc: Mapping) -> str:
+    """kv's time per get as a grid, one row per mechanism and placement, one
+    column per data size: the time (its unit chosen per cell) over its ratio
+    to direct with the interval (=1: the interval holds 1), the same numbers
+    as summary.md's kv table in a page's width."""
+    configs = [c for c in doc["configs"] if c["benchmark"] == "kv" and c["headline_phase"]
+               and "data_bytes" in c["params"]]
+    if not configs:
+        return ""
+    common = table.common_params(configs)
+    places = sorted({c["params"].get("placement") or "-" for c in configs})
+    if len(places) == 1:
+        common = {**common, "placement": places[0]}  # said once, not in a column
+    sizes = sorted({c["params"]["data_bytes"] for c in configs})
+    grid: dict[tuple[str, ...], dict[int, Mapping]] = {}
+    for c in table.ordered(configs):
+        key = (table.config_label(c, set(common)),
+               *([] if len(places) == 1 else [c["params"].get("placement") or "-"]))
+        grid.setdefault(key, {})[c["params"]["data_bytes"]] = c
+
+    def cell(c: Mapping | None) -> str:
+        if c is None:
+            return "<td class=\"cell\">-</td>"
+        h = c["headline"]
+        value = (table.fmt_time(h["ns"]) if h.get("ns") is not None
+                 else f"{table.fmt_num(h['value'])} {c['unit'] or ''}")
+        flags = table.source_text(h).replace("median", "").replace("batched", "b").strip()
+        ratio = table.ratio_text(c) + table._kv_marks(doc, c)
+        return (f"<td class=\"cell\">{_e(value)}{' ' + _e(flags) if flags else ''}<br>"
+                f"<span>{_e(ratio)}</span></td>")
+
+    head = "".join(f"<th>{_e(h)}</th>" for h in (
+        "mechanism", *([] if len(places) == 1 else ["placement"]),
+        *(plots.size_label(b) for b in sizes)))
+    body = "".join("<tr>" + "".join(f"<td>{_e(k)}</td>" for k in key)
+                   + "".join(cell(row.get(b)) for b in sizes) + "</tr>"
+                   for key, row in grid.items())
+    same = ", ".join(f"{k}={v}" for k, v in common.items())
+    return (f"<p>Per data size: the time per get (the headline: the median; b: the batched "
+            f"estimate; q: known to a few counter steps) over its ratio to direct at the same "
+            f"size [95% interval]; =1: the interval holds 1, no difference from direct shown; "
+            f"q±N%: a ratio of a few counter steps, and how far one step moves it. In every "
+            f"row: {_e(same or '-')}.</p><div class=\"wide\"><table><tr>{head}</tr>{body}"
+            "</table></div>")
+
+
+def _glance_html(doc: Mapping) -> list[str]:
+    """The compact tables summary.md has, first: switch at payload 0, kv per
+    data size, then each benchmark family's own."""
+    out = []
+    sw = _switch_md_rows(doc)
+    if sw:
+        out += ["<h3>Switch cost (payload 0, round trip)</h3>", html_table(SWITCH_HEADERS, sw)]
+    kv = _kv_grid_html(doc)
+    if kv:
+        out += ["<h3>Key-value store, time per get</h3>", kv]
+    return out + sections.html_blocks(doc)
+
+
+def _full_results_html(doc: Mapping) -> list[str]:
+    """Every configuration with every column, one folded block per benchmark
+    (printed folded: results.csv holds the same rows)."""
+    run_id = doc["run"]["run_id"]
+    by: dict[str, list[Mapping]] = {}
+    for c in doc["configs"]:
+        by.setdefault(c["benchmark"], []).append(c)
+    headers = (RESULT_HEADERS[0], *RESULT_HEADERS[2:])  # the benchmark is the block's
+    out = [f"<p>{inline(results_note(doc))}</p>"]
+    if doc["configs"]:
+        example = plots.config_text(doc["configs"][0])
+        out.append("<p>" + inline(
+            f"The raw samples of any row: `isobench plot {run_id} --config 'BENCHMARK "
+            f"MECHANISM PARAMS' -o FILE` draws their ECDF and histogram, e.g. `isobench plot "
+            f"{run_id} --config '{example}' -o samples.svg`.") + "</p>")
+    for bench, cs in by.items():
+        out.append(f"<details><summary>{_e(bench)}: {len(cs)} configuration(s), every column "
+                   f"(folded; the same rows are in <a href=\"results.csv\">results.csv</a>)"
+                   f"</summary>"
+                   + html_table(headers, [[r[0], *r[2:]] for r in map(result_cells, cs)])
+                   + "</details>")
+    return out
+
+
+def _samples_html(sample_plots, out_dir: Path, doc: Mapping) -> list[str]:
+    """The distributions of the raw samples, folded (printed as one line)."""
+    if not sample_plots:
+        return []
+    figs = "".join(
+        f"<figure><h3>{_e(p.title)}</h3><img alt=\"{_e(p.title)}\" src=\"data:image/png;"
+        f"base64,{base64.b64encode((out_dir / f'{p.name}.png').read_bytes()).decode()}\">"
+        f"<figcaption>{inline(caption(p, doc))} (also <a href=\"{p.name}.svg\">SVG</a>)"
+        "</figcaption></figure>" for p in sample_plots)
+    return [f"<details><summary>Distributions of the raw samples: one ECDF per "
+            f"configuration, {len(sample_plots)} plot(s) (folded; "
+            + ", ".join(f"<a href=\"{p.name}.png\">{p.name}.png</a>" for p in sample_plots)
+            + f")</summary>{figs}</details>"]
+
+
+def render_html(doc: Mapping, plot_list, out_dir, all_published: bool = False,
+                sample_plots: Sequence = ()) -> str:
     run = doc["run"]
     opts = run.get("options") or {}
     aggs = doc["aggregates"]
+    fails = _failures(doc)
+    toc = [("glance", "Results at a glance"), ("soundness", "Soundness"),
+           ("plots", "Plots"), ("attackers", "Isolation by attacker"),
+           ("platform", "Platform"), ("averages", "Averages"), ("results", "Full results"),
+           *([("failed", "Failed and skipped")] if fails else []),
+           ("published", "Published figures")]
     parts = [
         "<!DOCTYPE html><html><head><meta charset=\"utf-8\">",
         f"<title>isobench run {run['run_id']}</title><style>{CSS}</style></head><body>",
         f"<h1>isobench report: run {run['run_id']}</h1>",
         f"<p>Started {_e(run.get('started'))}, finished {_e(run.get('finished') or '-')}, "
-        f"status <b>{_e(run.get('status'))}</b>. Store: {_e(run['db'])}. Command: "
+        f"status <b>{_e(run.get('status'))}</b>. Store: {_e(Path(run['db']).name)}. Command: "
         f"<code>{_e(' '.join(run.get('argv') or []))}</code>. Repetitions: "
         f"{_e(opts.get('repeat', 1))}, order seed {_e(opts.get('seed', '-'))}. "
-        f"Report by isobench {__version__}.</p>",
-        "<h2>Soundness</h2>", _findings_html(doc["findings"]),
+        f"Report by isobench {__version__}; every number is defined in "
+        f"{inline(METHODOLOGY)}.</p>",
+        "<nav>Contents: " + " · ".join(f"<a href=\"#{a}\">{_e(t)}</a>" for a, t in toc)
+        + "</nav>",
+        "<h2 id=\"glance\">Results at a glance</h2>", *_glance_html(doc),
+        "<h2 id=\"soundness\">Soundness</h2>", _findings_html(doc["findings"]),
+        "<h2 id=\"plots\">Plots</h2>", *[_plot_html(p, out_dir, doc) for p in plot_list],
+        *_samples_html(sample_plots, Path(out_dir), doc),
         *_matrix_html(run.get("environment") or {}),
-        "<h2>Platform</h2>", html_table(("", ""), env_rows(run.get("environment") or {})),
-        "<h2>Plots</h2>", *[_plot_html(p, out_dir, doc) for p in plot_list],
-        "<h2>Results</h2>",
-        f"<p>{_e(results_note(doc))}</p>",
-        html_table(RESULT_HEADERS, [result_cells(c) for c in doc["configs"]]),
-        *sections.html_blocks(doc),
-        "<h2>Averages</h2>",
+        "<h2 id=\"platform\">Platform</h2>",
+        html_table(("", ""), env_rows(run.get("environment") or {})),
+        "<h2 id=\"averages\">Averages</h2>",
         html_table(AGGREGATE_HEADERS,
                    _aggregate_rows(aggs)) if aggs else "<p class=\"note\">No ratios to average "
         "(an average runs over data sizes of one benchmark, mechanism, placement and phase).</p>",
-        "<h2>Published figures beside local numbers</h2>",
+        "<h2 id=\"results\">Full results</h2>", *_full_results_html(doc),
+    ]
+    if fails:
+        parts += ["<h2 id=\"failed\">Failed and skipped</h2>",
+                  html_table(("benchmark", "mechanism", "repetitions", "status", "reason"),
+                             fails)]
+    # Last: figures that were not measured here.
+    parts += [
+        "<h2 id=\"published\">Published figures beside local numbers</h2>",
         "<p>These figures were <b>published</b> by others, on their hardware, with their "
         "harness. They are shown beside the closest local configuration and are never part "
         "of any local statistic.</p>",
         html_table(PUBLISHED_HEADERS, published_rows(doc, all_published), "published"),
-        f"<p class=\"note\">{_e(published_note(doc, all_published))}</p>"
+        f"<p class=\"note\">{inline(published_note(doc, all_published))}</p>"
         if published_note(doc, all_published) else "",
-    ]
-    fails = _failures(doc)
-    if fails:
-        parts += ["<h2>Failed and skipped</h2>",
-                  html_table(("benchmark", "mechanism", "repetition", "status", "reason"), fails)]
-    parts.append("</body></html>")
+        "</body></html>"]
     return "\n".join(parts)
 
 
@@ -377,13 +577,11 @@ def render_md(doc: Mapping, plot_list, all_published: bool = False) -> str:
     sw = _switch_md_rows(doc)
     if sw:
         out += ["", "## Switch cost (payload 0, round trip)", "",
-                table.md_table(("mechanism", "placement", "value", "from", "ns", "95% interval ns",
-                          "ratio to direct [95%]"), sw)]
+                table.md_table(SWITCH_HEADERS, sw)]
     kv = _kv_md_rows(doc)
     if kv:
         out += ["", "## Key-value store, time per get", "",
-                table.md_table(("mechanism", "placement", "data", "value", "from", "ns",
-                          "ratio to direct [95%]"), kv)]
+                table.md_table(KV_HEADERS, kv)]
     for block in sections.markdown_blocks(doc):
         out += ["", block]
     if doc["aggregates"]:
@@ -420,18 +618,21 @@ def prepare(out_dir: Path) -> Path:
 
 
 def write(doc: Mapping, out_dir: Path, formats: Sequence[str] = FORMATS,
-          all_published: bool = False, force: bool = False) -> dict:
+          all_published: bool = False, force: bool = False,
+          samples: Mapping | None = None) -> dict:
     """Write the report of a summary document in the formats asked for (see
     the module's list) into out_dir, a folder the report owns
     (reportdir.py: written aside, then moved into place; the previous
     report's files that this one does not rewrite removed; a file of the
     same name as one of the report's that no report wrote is refused
-    unless force); what was written and removed, and the findings."""
+    unless force); what was written and removed, and the findings.  samples
+    (the run's raw samples by configuration key, plots.config_samples) adds
+    the distribution of each benchmark's samples (samples-BENCH.png, .svg)."""
     out_dir = prepare(out_dir)
     reportdir.read_manifest(out_dir, force)  # a damaged manifest fails before any work
     staged = reportdir.stage(out_dir)
     try:
-        out = _write_files(doc, staged, formats, all_published)
+        out = _write_files(doc, staged, formats, all_published, samples)
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
         raise
@@ -441,7 +642,11 @@ def write(doc: Mapping, out_dir: Path, formats: Sequence[str] = FORMATS,
 
 
 def _write_files(doc: Mapping, out_dir: Path, formats: Sequence[str],
-                 all_published: bool) -> dict:
+                 all_published: bool, samples: Mapping | None) -> dict:
+    # The files name the store by its file name only: they travel, the
+    # machine's paths stay (the caller's answer keeps the full path).
+    db = doc["run"]["db"]
+    doc = {**doc, "run": {**doc["run"], "db": Path(db).name}}
     # A file that cannot be written midway (a full disk, a name taken by a
     # folder) raises OSError with its file name, for the caller to report.
     plot_list = plots.draw(doc, plots.WIDTHS["2col"])
@@ -456,9 +661,17 @@ def _write_files(doc: Mapping, out_dir: Path, formats: Sequence[str],
     # panels laid out for 3.5 in), not scaled down.
     for p in plots.draw(doc, plots.WIDTHS["1col"]):
         files += plots.save(p, out_dir, (("pdf", "-1col"),), about)
+    sample_plots = [plots.samples_overview(doc, samples, b) for b in dict.fromkeys(
+        c["benchmark"] for c in doc["configs"])] if samples else []
+    sample_plots = [p for p in sample_plots if p.figure is not None]
+    for p in sample_plots:
+        (out_dir / f"{p.name}.caption.txt").write_text(caption(p, doc) + "\n")
+        files += [f"{p.name}.caption.txt",
+                  *plots.save(p, out_dir, (("png", ""), ("svg", "")), about)]
     written = []
     if "html" in formats:
-        (out_dir / "index.html").write_text(render_html(doc, plot_list, out_dir, all_published))
+        (out_dir / "index.html").write_text(render_html(doc, plot_list, out_dir, all_published,
+                                                        sample_plots))
         written.append("index.html")
     if "md" in formats:
         (out_dir / "summary.md").write_text(render_md(doc, plot_list, all_published))
@@ -473,7 +686,7 @@ def _write_files(doc: Mapping, out_dir: Path, formats: Sequence[str],
         written.append("results.csv")
     (out_dir / "stats.json").write_text(json.dumps(doc, indent=1) + "\n")
     run = doc["run"]
-    return {"run_id": run["run_id"], "db": run["db"], "dir": str(out_dir),
+    return {"run_id": run["run_id"], "db": db, "dir": str(out_dir),
             "formats": list(formats), "files": [*written, "stats.json", *sorted(files)],
             "omitted": {p.name: p.note for p in plot_list if p.figure is None},
             "findings": doc["findings"]}

@@ -68,7 +68,8 @@ def stamp(doc: Mapping) -> dict:
 def export_document(store: Store, run_id: int, samples: bool = True) -> dict:
     """The whole run as `export --format json` writes it: the run, its jobs and
     its results, with every raw sample unless samples is False."""
-    doc = stamp({"format": EXPORT_FORMAT, "db": str(store.path), **store.run(run_id)})
+    # The store's file name only: an export travels, the machine's paths stay.
+    doc = stamp({"format": EXPORT_FORMAT, "db": store.path.name, **store.run(run_id)})
     doc["jobs"] = store.jobs(run_id)
     results = store.results(run_id)
     jobs = {j["job_id"] for j in doc["jobs"]}
