@@ -808,27 +808,43 @@ def runs_report(runs: Sequence[Mapping], db: str) -> str:
         rows.append([str(r["run_id"]), started, status, host, _results_text(r["results"]), argv])
     headers = ("run", "started (UTC)", "status", "host", "results", "command")
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
-    room = max(len("command"), WIDTH - sum(widths[:-1]) - 2 * (len(headers) - 1))
+    # The status and the command share what the other columns leave: the
+    # command keeps at least RUNS_COMMAND_MIN columns (one long status, an
+    # interrupted run's reason, must not squeeze every command to "isob..."),
+    # and a status longer than its share continues on the next lines.
+    left = WIDTH - sum(w for i, w in enumerate(widths) if i not in (2, 5)) - 2 * (len(headers) - 1)
+    room = max(len("command"), min(widths[5], max(RUNS_COMMAND_MIN,
+                                                  left - min(widths[2], RUNS_STATUS_MIN))))
     for row in rows:
         if len(row[-1]) > room:
             row[-1] = row[-1][:room - 3] + "..."
-    return (f"runs in {db}\n" + render(headers, rows, {"run", "results"})
+    return (f"runs in {db}\n" + render_fit(headers, rows, {"run", "results"}, flex=2)
             + "\n`isobench show RUN` prints one; `isobench compare A B` compares two.")
 
 
-def list_report(mechanisms: Sequence[Mapping], benchmarks: Sequence[Mapping]) -> str:
+# The columns `isobench runs` keeps for the command however long a status
+# is, and for a status (an interrupted run's reason) before the command is cut.
+RUNS_COMMAND_MIN = 32
+RUNS_STATUS_MIN = 20
+
+
+def list_report(mechanisms: Sequence[Mapping], benchmarks: Sequence[Mapping],
+                wide: bool = False) -> str:
+    """`isobench list`'s tables, at most WIDTH columns (a summary continues
+    on the next lines of its column); wide: each summary on one line."""
+    table_of = render if wide else (lambda h, r: render_fit(h, r, flex=len(h) - 1))
     mrows = [[m["name"], "yes" if m["available"] else "no",
               "FAILED" if m["isolation"] == "failed" else m["isolation"], m["summary"]]
              for m in mechanisms]
-    out = ["Mechanisms", render(("name", "available", "isolation", "summary"), mrows)]
+    out = ["Mechanisms", table_of(("name", "available", "isolation", "summary"), mrows)]
     notes = [f"  {m['name']}: " + ("ISOLATION TEST FAILED: " if m["isolation"] == "failed" else "")
              + (m.get("isolation_reason") or m.get("reason") or "")
              for m in mechanisms if (not m["available"] or m["isolation"] in ("failed", "untested"))]
     if notes:
-        out += ["", "Notes:"] + notes
+        out += ["", "Notes:"] + (notes if wide else [wrap(n, indent="    ") for n in notes])
     brows = [[b["name"], "yes" if b.get("needs_mechanism", True) else "no", b["summary"]]
              for b in benchmarks]
-    out += ["", "Benchmarks", render(("name", "per mechanism", "summary"), brows)]
+    out += ["", "Benchmarks", table_of(("name", "per mechanism", "summary"), brows)]
     return "\n".join(out)
 
 
