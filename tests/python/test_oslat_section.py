@@ -125,6 +125,10 @@ def test_columns_average_over_the_rows_they_share(tmp_path):
     text = "\n".join(" ".join(r) for r in render_oslat.average_rows(t))
     assert "average: geomean of ratios [95%], 1/2 rows" in text
     assert "over each one's own rows" in text and "n=2/2" in text
+    # The console: the own average under the shared one, with its n.
+    lines = render_oslat.compact(t).splitlines()
+    own_line = next(line for line in lines if line.startswith("  own rows"))
+    assert own_line.split()[2:] == [table.fmt_ratio((1.2 * 2.0) ** 0.5), "n=2"]
 
 
 def test_seimi_method_reproduces_its_printed_averages():

@@ -203,6 +203,13 @@ def compact(t: Mapping, width: int = table.WIDTH) -> str:
                 + [table.fmt_ratio_record((a.get("geomean_ratio") or None), False)
                    for a in averages]
                 + ([table.fmt_ratio(pa["geomean_ratio"]["value"]) if pa else "-"] if pub else []))
+    if any(a.get("own") for a in averages):
+        # A confinement with rows of its own beyond the shared ones: its
+        # average over all of them, with its n (not comparable across).
+        body.append(["  own rows"] + lead + [
+            (table.fmt_ratio_record(a["own"].get("geomean_ratio"), False)
+             + f" n={a['own']['n']}") if a.get("own") and a["own"].get("geomean_ratio")
+            else "" for a in averages] + ([""] if pub else []))
     if any(a.get("seimi_method") for a in averages) or (pa and pub):
         body.append(["SEIMI's method"] + lead + [_seimi_cell(a) for a in averages]
                     + ([f"{pa['seimi_method_pct']:.1f}%" if pa and pa["seimi_method_pct"]
