@@ -153,8 +153,9 @@ def _add_json(p: argparse.ArgumentParser, what: str) -> None:
 def _add_wide(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wide", action="store_true",
                    help="every column (median, mean and batched of the middle repetition, "
-                        "unit, reps) and the spread between repetitions; the default table "
-                        f"fits {table.WIDTH} columns")
+                        "unit, reps), the spread between repetitions, and the per-result "
+                        "table of the families that print their own tables (oslat, lwc-*); "
+                        f"the default output fits {table.WIDTH} columns")
 
 
 def _add_list(sub) -> None:
