@@ -67,6 +67,11 @@ def test_delegate_rows_hop_end_to_end_revocation_and_checks(tmp_path):
     # Every line fits a terminal but the last, which names the store by its path.
     assert max(map(len, text.splitlines()[:-1])) <= table.WIDTH
     assert "truncate: 12/12 SIGBUS; unmap: 12/12 SIGSEGV" in text
+    # The per-result table (a row per result, headed "mechanism") only with --wide.
+    assert "delegate: in its own tables below; every result in one table: --wide" in text
+    assert not any(line.startswith("mechanism ") for line in text.splitlines())
+    wide = table.run_report(_sections(tmp_path / "c", delegate_run()), wide=True)
+    assert any(line.startswith("benchmark ") for line in wide.splitlines())
 
 
 def test_sched_makespan_against_the_ideal_per_repetition(tmp_path):

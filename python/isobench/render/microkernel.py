@@ -133,7 +133,8 @@ DELEGATE_NOTE = ("per hop: from the delegator's stamp to the share mapped (check
 def delegate_text(section: Mapping, doc: Mapping) -> str:
     hs, rows = _delegate_table(section)
     return "\n".join(["delegate: memory handed down a chain, then revoked [us]",
-                      table.fold(hs, rows, set(hs) - {"variant", "placement", "checked"}),
+                      # A folded block repeats what names the row.
+                      table.fold(hs, rows, set(hs) - {"variant", "placement", "checked"}, keep=4),
                       table.wrap(DELEGATE_NOTE + ".", indent=""),
                       *(table.wrap(p) for p in _problems(section))])
 
@@ -173,7 +174,8 @@ SCHED_NOTE = ("x ideal: makespan over ceil(N / CPUs used) * W_solo, each repetit
 def sched_text(section: Mapping, doc: Mapping) -> str:
     hs, rows = _sched_table(section, False)
     return "\n".join(["sched: N workers, W = 1 ms of checked work each",
-                      table.fold(hs, rows, set(hs) - {"kind", "mode", "cpus", "work"}),
+                      # A folded block repeats what names the row.
+                      table.fold(hs, rows, set(hs) - {"kind", "mode", "cpus", "work"}, keep=5),
                       table.wrap(SCHED_NOTE + ".", indent=""),
                       *(table.wrap(p) for p in _problems(section))])
 
