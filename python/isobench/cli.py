@@ -154,8 +154,9 @@ def _add_json(p: argparse.ArgumentParser, what: str) -> None:
 def _add_wide(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wide", action="store_true",
                    help="every column (median, mean and batched of the middle repetition, "
-                        "unit, reps) and the spread between repetitions; the default table "
-                        f"fits {table.WIDTH} columns")
+                        "unit, reps), the spread between repetitions, and the per-result "
+                        "table of the families that print their own tables (oslat, lwc-*); "
+                        f"the default output fits {table.WIDTH} columns")
 
 
 def _add_list(sub) -> None:
@@ -173,8 +174,13 @@ def _add_list(sub) -> None:
                     "           untested  not available here, or the in-process cell could not run\n"
                     "Root is shown, never counted (docs/mechanisms.md).",
         epilog="examples:\n  isobench list\n  isobench list --json | jq '.mechanisms[].name'\n"
+               "  isobench list --wide               each cell's evidence, its conditions\n"
                "  isobench list --skip-isolation     fast: no isolation tests")
     _add_json(p, "the listing")
+    p.add_argument("--wide", action="store_true",
+                   help="the attacker matrix with each cell's evidence, every cell's condition "
+                        "and the binary inspection's sites in full; the default listing fits "
+                        f"{table.WIDTH} columns")
     p.add_argument("--timeout", type=positive_seconds, default=ISOLATION_TIMEOUT, metavar="SECONDS",
                    help=f"time-out of each isolation test (default: {ISOLATION_TIMEOUT:g})")
     p.add_argument("--skip-isolation", action="store_true",
@@ -440,10 +446,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"mechanisms": mechs, "benchmarks": benches, "isolation_context": context})
     else:
-        print(table.list_report(mechs, benches))
-        print("\n" + attackers.format_matrix(mechs, context))
+        print(table.list_report(mechs, benches, wide=args.wide))
+        print("\n" + attackers.format_matrix(mechs, context, brief=not args.wide, listing=True))
         if inspected:
-            print("\n".join(inspected))
+            print("\n".join(inspected if args.wide else
+                            [table.wrap(line, indent="    ") for line in inspected]))
     return EXIT_FAILED if any(m["isolation"] == "failed" for m in mechs) else EXIT_OK
 
 

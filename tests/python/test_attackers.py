@@ -119,9 +119,19 @@ def test_missing_matrix_is_untested(isobench):
 
 
 def test_list_prints_the_matrix(isobench):
+    # The default listing fits 100 columns: each cell's verdict word.
     p = isobench("list")
     assert p.returncode == 0, p.stderr
+    assert max(len(line) for line in p.stdout.splitlines()) <= 100
+    matrix = p.stdout[p.stdout.index("Isolation by attacker"):]
+    row = next(l for l in matrix.splitlines() if l.startswith("process-futex "))
+    assert row.split()[1:] == ["enforced", "enforced", "enforced", "enforced", "leaks", "enforced"]
+    assert "`isobench list --wide`" in matrix
+    # --wide: how each cell was found, and the conditions.
+    p = isobench("list", "--wide")
+    assert p.returncode == 0, p.stderr
     assert "Isolation by attacker" in p.stdout
+    assert "Conditions (what each cell covers" in p.stdout
     row = next(l for l in p.stdout.splitlines() if l.startswith("process-futex") and "SEGV_MAPERR" in l)
     assert row.split()[:3] == ["process-futex", "enforced", "enforced"]
     assert "leaks: vm_readv,vm_writev,mem-read,mem-write,ptrace,pidfd_getfd" in row
@@ -179,13 +189,13 @@ def test_a_leaking_tracer_cell_is_shown_and_does_not_change_the_summary(isobench
     pf = by_name(doc["mechanisms"])["process-futex"]
     assert pf["attackers"]["pre-attached"]["verdict"] == "leaks"
     assert pf["isolation"] == "enforced"
-    p = isobench("list", FAKE_ISOB_MATRIX="tracer-leaks")
+    p = isobench("list", "--wide", FAKE_ISOB_MATRIX="tracer-leaks")
     row = next(l for l in p.stdout.splitlines() if l.startswith("process-futex") and "SEGV_MAPERR" in l)
     assert row.rstrip().endswith("leaks: vm_readv,mem-read")
 
 
 def test_list_prints_each_condition_once(isobench):
-    p = isobench("list")
+    p = isobench("list", "--wide")
     assert p.returncode == 0, p.stderr
     out = p.stdout[p.stdout.index("Conditions"):]
     line = next(l for l in out.splitlines() if l.startswith("  same-uid (process-futex"))

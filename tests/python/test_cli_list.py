@@ -57,6 +57,27 @@ def test_list_table(isobench):
     assert p.returncode == 0
     assert "process-futex" in p.stdout and "enforced" in p.stdout
     assert "CPU has no PKU" in p.stdout
+    assert max(len(line) for line in p.stdout.splitlines()) <= 100
+
+
+def test_list_fits_100_columns_and_wide_keeps_each_summary_on_its_line():
+    from isobench.render import table
+    long = "a summary of many words that goes on " * 6
+    mechs = [{"name": "process-futex", "available": True, "isolation": "enforced",
+              "summary": long.strip()},
+             {"name": "mpk", "available": False, "isolation": "untested", "summary": "Intel MPK",
+              "reason": "CPU has no PKU " + "(and a long explanation) " * 6}]
+    benches = [{"name": "oslat", "needs_mechanism": False, "summary": long.strip()}]
+    text = table.list_report(mechs, benches)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    # The summary continues on the next lines of its column: no word is lost.
+    words = " ".join(line[line.index("enforced") + 8:] if line.startswith("process-futex")
+                     else line for line in text.splitlines()[3:6]).split()
+    assert words[:10] == long.split()[:10]
+    assert " ".join(text.split()).count("a summary of many words") == 12
+    wide = table.list_report(mechs, benches, wide=True)
+    assert any(line.startswith("process-futex") and line.endswith("goes on")
+               for line in wide.splitlines())
 
 
 def test_skip_isolation_runs_no_test(isobench):

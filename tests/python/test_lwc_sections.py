@@ -144,6 +144,7 @@ def test_lwc_create_with_one_repetition_uses_the_regression_interval(tmp_path):
     # One repetition: no pure error, the piecewise test has 5 - 4 = 1 degree of freedom.
     assert lwc["linearity"]["df"] == [2, 1] or lwc["linearity"]["df"] == (2, 1)
     text = render_sections.text_blocks(doc)[0]
+    assert max(map(len, text.splitlines())) <= table.WIDTH  # fits a terminal
     assert " 1p" in text and "regression interval within one process" in text
 
 
@@ -201,6 +202,7 @@ def test_lwc_switch_keeps_one_way_and_round_trip_apart(tmp_path):
     assert target["lwc_over_process_futex"]["value"] == pytest.approx(1400 / 1300, rel=1e-3)
     assert target["target"] == 1.2 and target["verdict"] == "within"
     text = render_sections.text_blocks(doc)[0]
+    assert max(map(len, text.splitlines())) <= table.WIDTH  # fits a terminal
     one_way, round_trip = text.split("lwc-switch: ROUND TRIP")
     assert "2.01 us" in one_way and "2.01" not in round_trip
     assert "ONE-WAY" in one_way
@@ -252,6 +254,7 @@ def test_refmon_gives_seconds_per_10000_calls(tmp_path):
     assert row["broker_over_lwc_mon"]["value"] == pytest.approx(2.0, rel=1e-3)
     assert s["isolation"]["broker"] == "broker isolation"
     text = render_sections.text_blocks(doc)[0]
+    assert max(map(len, text.splitlines())) <= table.WIDTH  # fits a terminal
     assert "seconds per 10,000 calls" in text and "0.080" in text
 
 
@@ -272,4 +275,5 @@ def test_lwc_sign_gives_signatures_per_second(tmp_path):
     assert s["lwc_over_in_process"]["value"] == pytest.approx(1.2, rel=1e-3)
     assert s["published_ratio"] == pytest.approx(100.4 / 99.7)
     text = render_sections.text_blocks(doc)[0]
+    assert max(map(len, text.splitlines())) <= table.WIDTH  # fits a terminal
     assert "signatures/s" in text and "TLS handshakes" in text

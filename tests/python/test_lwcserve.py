@@ -125,6 +125,7 @@ def test_lwc_serve_real_run(small_sweep, tmp_path):
         assert row["throughput_rps"] == pytest.approx(by[(row["server"], row["session"])])
         assert row["saturated"] in ("server", "client", "both", "neither")
     text = table.run_report(doc)
+    assert max(map(len, text.splitlines()[:-1])) <= table.WIDTH  # the last: the store path
     assert "lwc-serve: isob serve --session MODE, http" in text and "rollback" in text
     assert "threat model:" in text
     assert "## lwC use cases as servers" in report.render_md(doc, [])
@@ -269,6 +270,7 @@ def test_tail_quantiles_need_their_samples_and_failed_repetitions_give_bounds(tm
     assert shared["failed_reps"] == 1 and shared["bound"]["throughput"] == "at most"
     assert fork["failed_reps"] == 0 and fork["bound"] is None
     text = render.text(sec, doc)
+    assert max(map(len, text.splitlines())) <= table.WIDTH
     assert "max " in text and "(n=114)" in text and "(n=3,000)" in text
     assert "<= " in text and "BOUND shared L=1: 1 of 4 repetitions failed" in text
     assert "3 (1 failed)" in text

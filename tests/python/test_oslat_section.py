@@ -125,6 +125,10 @@ def test_columns_average_over_the_rows_they_share(tmp_path):
     text = "\n".join(" ".join(r) for r in render_oslat.average_rows(t))
     assert "average: geomean of ratios [95%], 1/2 rows" in text
     assert "over each one's own rows" in text and "n=2/2" in text
+    # The console: the own average under the shared one, with its n.
+    lines = render_oslat.compact(t).splitlines()
+    own_line = next(line for line in lines if line.startswith("  own rows"))
+    assert own_line.split()[2:] == [table.fmt_ratio((1.2 * 2.0) ** 0.5), "n=2"]
 
 
 def test_seimi_method_reproduces_its_printed_averages():
@@ -202,14 +206,57 @@ def test_text_markdown_and_html(tmp_path):
     doc = _doc(tmp_path)
     out = table.run_report(doc)
     assert "oslat: SEIMI Table IV: context switch (LMbench lat_ctx) [us per operation]" in out
-    assert "pub. native us" in out and "x none" in out
-    assert "average: geomean of ratios" in out and "SEIMI's method: geomean of % overheads" in out
-    assert "(printed 33.56%)" in out
+    assert "SEIMI (pub.)" in out and "x none" in out
+    assert "average, 2/2 rows" in out and "SEIMI's method " in out
+    assert "SEIMI printed 33.56%" in out
+    assert "average's 95% interval: seccomp-allow:300-args 1.18..1.22, ptrace 4.93..5.07." in out
     md = report.render_md(doc, [])
     assert "### oslat: SEIMI Table VI" in md
     assert "5.00 [" in md  # slowdowns with their intervals
     assert "the threat model of ptrace" in md
     assert "<pre>oslat: SEIMI Table IV" in report.render_html(doc, [], tmp_path)
+
+
+def test_console_fits_100_columns_without_the_per_result_table(tmp_path):
+    doc = _doc(tmp_path)
+    out = table.run_report(doc).splitlines()
+    # Every line but the last, which names the store by its path (here a
+    # long temporary one).
+    assert out[-1].startswith("results stored in ")
+    assert max(len(line) for line in out[:-1]) <= table.WIDTH
+    # The generic per-result table (a row per oslat cell, headed "mechanism")
+    # is left to --wide: each SEIMI table once, compact.
+    assert not any(line.startswith("mechanism ") for line in out)
+    assert "oslat: in its own tables below; every result in one table: --wide" in out
+    assert len(out) <= 100
+    iv = [line for line in out if line.startswith("oslat: SEIMI Table IV")]
+    assert len(iv) == 1
+    # Each confinement is a column group: its name over its time and x none.
+    first = out.index(iv[0])
+    assert out[first + 1].split() == ["none", "seccomp-allow", "ptrace", "SEIMI", "(pub.)"]
+    assert out[first + 2].split() == ["row", "us", "300-args", "x", "none", "x"]
+    assert out[first + 4].split() == ["*", "ctx", "2p/0K", "4.00", "1.20", "5.00", "1.20"]
+    wide = table.run_report(doc, wide=True)
+    assert "confine_variant=seccomp-trace" in wide
+
+
+def test_confinement_groups_fold_to_the_width(tmp_path):
+    run = oslat_run({**FACTORS, ("seccomp-allow", "1"): 1.1, ("landlock", "default"): 1.0})
+    t = _table(_doc(tmp_path, run)["sections"]["oslat"], "IV")
+    # A confinement's variants are one group, under its name.
+    assert "seccomp-allow:1" in t["columns"] and "landlock" in t["columns"]
+    blocks = [b.splitlines() for b in render_oslat.compact(t, width=45).split("\n\n")]
+    groups = [b[0].split()[1:] for b in blocks]
+    assert [g for gs in groups for g in gs] == ["seccomp-allow", "ptrace", "landlock", "SEIMI",
+                                                "(pub.)"]
+    assert len(blocks) == 3
+    sub = blocks[groups.index(["seccomp-allow"])][1].split()
+    assert sorted(sub[2:]) == ["1", "300-args"]
+    # Every block repeats the rows and none, and fits.
+    assert all(b[0].split()[0] == "none" and b[3].startswith("* ctx 2p/0K") for b in blocks)
+    assert max(len(line) for b in blocks for line in b) <= 45
+    wide = render_oslat.compact(t).split("\n\n")
+    assert len(wide) == 1 and max(len(line) for line in wide[0].splitlines()) <= table.WIDTH
 
 
 def test_plots_one_per_table_and_a_heat_map(tmp_path):

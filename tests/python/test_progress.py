@@ -5,6 +5,8 @@ anything real."""
 
 import io
 
+import pytest
+
 from isobench.measure import progress
 from isobench.measure.records import Result
 from isobench.measure.runner import Job, JobOutcome
@@ -34,17 +36,75 @@ def test_estimate_comes_from_the_plan_and_the_history():
 def test_estimate_is_refined_as_jobs_finish():
     counts = {("switch", "direct"): 2, ("switch", "thread"): 2, ("kv", "direct"): 2}
     e = progress.Estimator(counts, {("switch", "thread"): [10.0]})
+    full = progress.DEFAULT_SECONDS[False]
+    w = (2 * full + 2 * 10.0 + 2 * full) / 6  # the mean planned job
     e.observe(("switch", "direct"), 4.0)
-    # direct: its own mean; thread: its history; kv: the run's mean so far.
+    r = (4.0 + w) / (full + w)
+    assert e.ratio() == r
+    # direct: its own mean; thread and kv: their planned time, corrected.
     assert e.expected(("switch", "direct")) == 4.0
-    assert e.expected(("switch", "thread")) == 10.0
-    assert e.expected(("kv", "direct")) == 4.0
-    assert e.remaining() == 1 * 4.0 + 2 * 10.0 + 2 * 4.0
-    # thread twice as slow as its history: the history of keys not yet run
-    # is scaled by the same factor.
-    e2 = progress.Estimator({("a", "x"): 2, ("a", "y"): 1}, {("a", "x"): [1.0], ("a", "y"): [5.0]})
-    e2.observe(("a", "x"), 2.0)
-    assert e2.expected(("a", "y")) == 10.0
+    assert e.expected(("switch", "thread")) == 10.0 * r
+    assert e.expected(("kv", "direct")) == full * r
+    assert e.remaining() == 1 * 4.0 + 2 * 10.0 * r + 2 * full * r
+    # As jobs finish, r becomes the measured ratio: a run twice as slow as
+    # its history is expected to stay so.
+    e2 = progress.Estimator({("a", "x"): 50, ("a", "y"): 1},
+                            {("a", "x"): [1.0], ("a", "y"): [5.0]})
+    for _ in range(49):
+        e2.observe(("a", "x"), 2.0)
+    assert 1.9 < e2.ratio() < 2.0 and 9.5 < e2.expected(("a", "y")) < 10.0
+
+
+def _run_with(est, took, jobs):
+    """The estimate of what is left after each job of a fake-clock run."""
+    clock = Clock()
+    p = progress.Progress(len(jobs), None, estimator=est, clock=clock)
+    with p:
+        lefts = []
+        for job in jobs:
+            p.start(job)
+            clock.t += took(job)
+            p.done(JobOutcome(job, [ok(job)]))
+            lefts.append(p.left())
+    return p.first_estimate, lefts
+
+
+def test_the_estimate_agrees_with_the_plan_when_jobs_take_their_planned_time():
+    history = {("switch", "direct"): [2.0], ("oslat", "-"): [60.0], ("kv", "thread"): [20.0]}
+    counts = {("switch", "direct"): 3, ("oslat", "-"): 2, ("kv", "thread"): 3}
+    jobs = [Job(b, None if m == "-" else m) for (b, m), n in counts.items() for _ in range(n)]
+    first, lefts = _run_with(progress.Estimator(counts, history), lambda j: history[
+        (j.benchmark, j.mechanism_name)][0], jobs)
+    assert first == 3 * 2.0 + 2 * 60.0 + 3 * 20.0
+    done = 0.0
+    for job, left in zip(jobs, lefts):
+        done += history[(job.benchmark, job.mechanism_name)][0]
+        assert left == pytest.approx(first - done)
+
+
+def test_one_short_first_job_does_not_collapse_the_plan():
+    # A plan of 140 jobs with no history (1 h 10 min); the first job takes
+    # 0.2 s.  The rest is not 139 * 0.2 s: the plan counts as one job of
+    # evidence, so the estimate halves at most, and falls as jobs confirm it.
+    counts = {(f"b{i}", f"m{j}"): 1 for i in range(14) for j in range(10)}
+    jobs = [Job(b, m) for b, m in counts]
+    first, lefts = _run_with(progress.Estimator(counts), lambda j: 0.2, jobs[:20])
+    assert progress.fmt_duration(first) == "1 h 10 min"
+    assert first / 2 - 30 <= lefts[0] + 0.2 <= first / 2
+    assert all(a > b for a, b in zip(lefts, lefts[1:]))
+    # After 20 jobs: the 120 to come at their plan (30 s) times measured over
+    # planned, the plan counted as one more job.
+    assert lefts[19] == pytest.approx(120 * 30 * (20 * 0.2 + 30) / (20 * 30 + 30))
+
+
+def test_the_jobs_to_come_keep_the_plans_weights():
+    history = {("switch", "direct"): [1.0], ("oslat", "-"): [100.0]}
+    counts = {("switch", "direct"): 2, ("oslat", "-"): 1}
+    est = progress.Estimator(counts, history)
+    est.observe(("switch", "direct"), 2.0)  # twice as slow as planned
+    # oslat, still to come, stays a hundred times switch's plan, corrected.
+    assert est.expected(("oslat", "-")) == pytest.approx(100.0 * est.ratio())
+    assert est.ratio() > 1.0
 
 
 def test_plain_progress_prints_the_plan_each_job_and_the_total():

@@ -85,3 +85,31 @@ def test_timer_ticks_convert_to_ns_on_both_architectures():
     # header's tsc_hz; core cycles have no fixed rate and never convert.
     assert units.to_ns(1250.0, "tsc_ticks", 2.5e9) == units.to_ns(12.5, "cntvct_ticks", 25e6) == 500.0
     assert units.to_ns(1250.0, "cycles", 2.5e9) is None
+
+
+def _run_row(i, status="ok", end_reason=None, argv=None):
+    return {"run_id": i, "started": "2026-01-02T03:04:05", "status": status,
+            "end_reason": end_reason, "host": "bench-host", "results": {"ok": 12},
+            "argv": argv or ["isobench", "run", "switch", "--quick", "-m", "direct,thread"]}
+
+
+def test_runs_keeps_the_commands_beside_one_long_status():
+    long = ("SIGTERM after the guard found the machine loaded by another process "
+            "and gave up waiting for it")
+    runs = [_run_row(1), _run_row(2, "interrupted", long), _run_row(3)]
+    lines = table.runs_report(runs, "/db").splitlines()
+    assert max(len(line) for line in lines) <= table.WIDTH
+    # The ordinary runs keep the most of their command the width allows.
+    for i in (1, 3):
+        row = next(line for line in lines if line.startswith(f"  {i}  "))
+        assert "isobench run switch --quick -m" in row
+    # The long status continues on the next lines of its column, whole.
+    assert " ".join(" ".join(lines).split()).count("and gave up waiting for it") == 1
+    # Without a long status the table is one line per run.
+    assert len(table.runs_report([_run_row(1), _run_row(3)], "/db").splitlines()) == 6
+
+
+def test_runs_cuts_a_command_that_does_not_fit():
+    argv = ["isobench", "run", "switch"] + ["--placement", "same-cpu,cross-cpu"] * 8
+    line = table.runs_report([_run_row(1, argv=argv)], "/db").splitlines()[3]
+    assert len(line) == table.WIDTH and line.endswith("...")

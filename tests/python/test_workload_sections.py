@@ -88,6 +88,7 @@ def test_work_slower_inside_is_never_reached_and_a_free_crossing_is_at_once(tmp_
     five = ut["break_even"][0]
     assert five["k"] is not None and five["k"] <= 10
     text = render_sections.text_blocks(doc)[0]
+    assert max(map(len, text.splitlines())) <= table.WIDTH  # fits a terminal
     assert "not reached" in text and "work slower inside g [95%]" in text
     assert "+30.00%" in text
 
@@ -225,8 +226,10 @@ def test_cpuwork_is_shaped_like_morellos_table_5(tmp_path):
     assert [(p["out_ms"], p["in_ms"]) for p in maths] == [(46759, 70780), (46759, 52901)]
     assert maths[0]["in_over_out"] == pytest.approx(70780 / 46759)
     text = render_sections.text_blocks(doc)[0]
+    assert max(map(len, text.splitlines())) <= table.WIDTH  # fits a terminal
     assert "PUBLISHED c18n purecap (T5)" in text and "46,759" in text
-    assert "other ABI" in text and "Arm Morello" in text
+    flat = " ".join(text.split())  # notes wrap at 100 columns
+    assert "other ABI" in flat and "Arm Morello" in flat
 
 
 def mem_results() -> list[dict]:
@@ -259,6 +262,7 @@ def test_memops_shows_rates_and_faults(tmp_path):
     assert rd["faults_in"]["median"] == 0
     assert s["published"] == [] and "bound of 0" in s["published_note"]
     text = render_sections.text_blocks(doc)[0]
+    assert max(map(len, text.splitlines())) <= table.WIDTH  # fits a terminal
     assert "16,384" in text and "GB/s" in text
 
 
@@ -293,6 +297,7 @@ def test_pipeio_keeps_the_cold_call_apart_beside_morellos(tmp_path):
     assert pub[("write", False)]["in_us"] == pytest.approx(3.0)
     assert pub[("read", True)]["in_us"] == pytest.approx(161.0)
     text = render_sections.text_blocks(doc)[0]
+    assert max(map(len, text.splitlines())) <= table.WIDTH  # fits a terminal
     assert "PUBLISHED c18n" in text and "cold" in text
 
 
@@ -328,6 +333,7 @@ def test_scale_prints_its_limits(tmp_path):
     assert [p["live"] for p in curve["points"]] == [1, 10, 640]
     assert curve["points"][2]["over_first"]["value"] == pytest.approx(3.0, rel=1e-3)
     text = render_sections.text_blocks(doc)[0]
+    assert max(map(len, text.splitlines())) <= table.WIDTH  # fits a terminal
     assert "EAGAIN" in text and "create failed" in text and "N alive" in text
     assert "FAILED -m wasm" in text and "Cannot allocate memory" in text
 

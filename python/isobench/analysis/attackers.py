@@ -162,18 +162,14 @@ def context_line(context: Mapping | None) -> str:
 
 
 def format_matrix(mechanisms: Sequence[Mapping], context: Mapping | None = None,
-                  brief: bool = False) -> str:
+                  brief: bool = False, listing: bool = False) -> str:
     """The matrix as text: a table, then why each untested cell is untested
-    (brief: verdict words only, and no notes on untested cells)."""
-    from ..render.table import render  # the one table renderer; imported here to keep this module light
+    (brief: verdict words only, and no notes on untested cells, within 100
+    columns; listing: as `isobench list` shows it, which points to its own
+    --wide)."""
+    # The one table renderer; imported here to keep this module light.
+    from ..render.table import render, wrap
     rows = matrix_rows(mechanisms, brief)
-    if brief:
-        return "\n".join(["Isolation by attacker (measured here; " + context_line(context) + ")",
-                          render(MATRIX_HEADERS, rows),
-                          "Each cell's method and evidence: --wide, or `isobench list`; rule: "
-                          "docs/mechanisms.md."])
-    out = ["Isolation by attacker (measured here; " + context_line(context) + ")",
-           render(MATRIX_HEADERS, rows)]
     notes = []
     for m in mechanisms:
         cells = m.get("attackers") or {}
@@ -181,6 +177,18 @@ def format_matrix(mechanisms: Sequence[Mapping], context: Mapping | None = None,
             c = cells.get(a) or {}
             if c.get("verdict") == "untested" and m.get("available", True) and c.get("evidence"):
                 notes.append(f"  {m['name']} {a}: untested: {c['evidence']}")
+    if brief:
+        where = ("`isobench list --wide` (and --json)" if listing
+                 else "--wide, or `isobench list --wide`")
+        out = [wrap("Isolation by attacker (measured here; " + context_line(context) + ")"),
+               render(MATRIX_HEADERS, rows)]
+        if listing and notes:
+            out += ["Untested cells:", *(wrap(n, indent="    ") for n in notes)]
+        out.append(wrap(f"Each cell's evidence and the condition it holds under: {where}; "
+                        "rule: docs/mechanisms.md.", indent=""))
+        return "\n".join(out)
+    out = ["Isolation by attacker (measured here; " + context_line(context) + ")",
+           render(MATRIX_HEADERS, rows)]
     if notes:
         out += ["Untested cells:", *notes]
     conds = condition_lines(mechanisms)

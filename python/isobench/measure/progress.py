@@ -1,19 +1,26 @@
 """Progress of `isobench run` on stderr, with an estimate of the whole run.
 
-The estimate comes from the plan, not from the jobs done so far alone:
-every job of the plan has an expected duration, and what is left is the
-sum over the jobs not yet run.  A job's expected duration is, best first:
+The estimate comes from the plan, not from the jobs done so far alone.
+At the start every job of the plan gets its planned duration: its
+(benchmark, mechanism)'s median in earlier runs of this store with the same
+--quick setting, else DEFAULT_SECONDS (quick or full).  As jobs finish,
+what is left is
 
-    1. the mean of the same (benchmark, mechanism) already run in this run;
-    2. its median in earlier runs of this store with the same --quick
-       setting, scaled by how much slower or faster the jobs of this run
-       have been than their own history (a loaded machine, another --n);
-    3. the mean of this run's jobs of the same benchmark, then of all;
-    4. DEFAULT_SECONDS (quick or full), before anything is known.
+    sum over the jobs still to come of  planned(job) * r,
+    r = (measured + w) / (planned + w)
 
-So the first estimate is as good as the store's history, and it is refined
-as each job finishes.  The estimate is a guide, never a measurement: it
-appears on stderr only and nothing is stored or computed from it.
+where measured and planned are the seconds of the jobs finished so far,
+measured and as planned, and w is the mean planned job: the plan counts as
+one job's worth of evidence.  So the jobs to come keep the plan's weights
+(a long job stays long), and the whole plan is corrected by how this run's
+jobs compare with it so far; one job that is much shorter or longer than
+planned moves the estimate at most by the factor r it earns (halving it at
+most after one job), not to that job's duration times the rest, and as
+jobs finish r becomes the measured ratio.  A job whose (benchmark,
+mechanism) has already finished in this run is expected to take the mean
+of those runs: its repetitions.  The estimate is a guide, never a
+measurement: it appears on stderr only and nothing is stored or computed
+from it.
 
 Two displays share that estimate:
 
@@ -71,33 +78,38 @@ class Estimator:
     def observe(self, key: Key, seconds: float) -> None:
         self.observed.setdefault(key, []).append(seconds)
 
-    def _scale(self) -> float:
-        """How this run's jobs compare with their own history: the ratio of
-        their total observed time to their total expected from history."""
-        seen = [(sum(v) / len(v), statistics.median(self.history[k]))
-                for k, v in self.observed.items() if self.history.get(k)]
-        past = sum(p for _, p in seen)
-        return sum(o for o, _ in seen) / past if seen and past > 0 else 1.0
+    def planned(self, key: Key) -> float:
+        """The plan's duration of one job of key: its median in earlier runs,
+        else the default; fixed for the whole run."""
+        past = self.history.get(key)
+        return statistics.median(past) if past else DEFAULT_SECONDS[self.quick]
+
+    def ratio(self) -> float:
+        """Measured over planned time of the jobs finished so far, the plan
+        counted as one mean job of its own (w in the module's rule)."""
+        jobs = sum(self.counts.values())
+        w = (sum(n * self.planned(k) for k, n in self.counts.items()) / jobs if jobs
+             else DEFAULT_SECONDS[self.quick])
+        measured = sum(sum(v) for v in self.observed.values())
+        planned = sum(len(v) * self.planned(k) for k, v in self.observed.items())
+        return (measured + w) / (planned + w) if planned + w > 0 else 1.0
 
     def expected(self, key: Key) -> float:
-        """The expected duration of one job of key (see the module's rules)."""
+        """The expected duration of one job of key (see the module's rule)."""
         mine = self.observed.get(key)
         if mine:
             return sum(mine) / len(mine)
-        past = self.history.get(key)
-        if past:
-            return statistics.median(past) * self._scale()
-        same = [s for (b, _), v in self.observed.items() if b == key[0] for s in v]
-        every = [s for v in self.observed.values() for s in v]
-        pool = same or every
-        if pool:
-            return sum(pool) / len(pool)
-        return DEFAULT_SECONDS[self.quick]
+        return self.planned(key) * self.ratio()
 
     def remaining(self) -> float:
         """Expected seconds of every job not yet finished."""
-        return sum(max(0, n - len(self.observed.get(k, ()))) * self.expected(k)
-                   for k, n in self.counts.items())
+        r = self.ratio()
+        total = 0.0
+        for k, n in self.counts.items():
+            mine = self.observed.get(k, ())
+            each = sum(mine) / len(mine) if mine else self.planned(k) * r
+            total += max(0, n - len(mine)) * each
+        return total
 
     @property
     def from_history(self) -> bool:

@@ -108,14 +108,10 @@ def text(section: Mapping, doc: Mapping) -> str:
     lines = []
     for title, key, rows in _tables(section):
         head = [h.format(key=key) for h in HEAD]
-        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-        lines += ["", title,
-                  "  ".join(h.rjust(w) for h, w in zip(head, widths)),
-                  "  ".join("-" * w for w in widths)]
-        lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
-    lines += ["", *_notes(section), _saturation_line(section),
-              "threat model: " + section["threat_model"]]
-    lines += _failed_lines(section)
+        lines += ["", table.wrap(title), table.fold(head, rows, set(head))]
+    notes = [*_notes(section), _saturation_line(section),
+             "threat model: " + section["threat_model"], *_failed_lines(section)]
+    lines += ["", *(table.wrap(n) for n in notes)]
     return "\n".join(lines).lstrip("\n")
 
 

@@ -76,13 +76,14 @@ def ipc_text(section: Mapping, doc: Mapping) -> str:
     for t in section["tables"]:
         hs, rows = _ipc_table(t, False)
         out += [f"pingpong: IPC round trip, {t['placement']} [us]",
-                table.render(hs, rows, set(hs) - {"primitive"}), ""]
-    out.append(IPC_NOTE + (" (measured in a VM)" if section["virtualized"] else "") + ".")
+                table.fold(hs, rows, set(hs) - {"primitive"}), ""]
+    out.append(table.wrap(IPC_NOTE + (" (measured in a VM)" if section["virtualized"] else "")
+                          + ".", indent=""))
     if section["slides"]:
-        out += ["", "CHERI microkernel slides (Lauterbach 2023; Morello, other hardware; never "
-                "mixed into ours; TSC ticks are not cycles):",
-                table.render(SLIDE_HEADERS, _slide_rows(section))]
-    out += _problems(section)
+        out += ["", table.wrap("CHERI microkernel slides (Lauterbach 2023; Morello, other "
+                               "hardware; never mixed into ours; TSC ticks are not cycles):"),
+                table.render_fit(SLIDE_HEADERS, _slide_rows(section), flex=(0, 3))]
+    out += [table.wrap(p) for p in _problems(section)]
     return "\n".join(out)
 
 
@@ -132,8 +133,10 @@ DELEGATE_NOTE = ("per hop: from the delegator's stamp to the share mapped (check
 def delegate_text(section: Mapping, doc: Mapping) -> str:
     hs, rows = _delegate_table(section)
     return "\n".join(["delegate: memory handed down a chain, then revoked [us]",
-                      table.render(hs, rows, set(hs) - {"variant", "placement", "checked"}),
-                      DELEGATE_NOTE + ".", *_problems(section)])
+                      # A folded block repeats what names the row.
+                      table.fold(hs, rows, set(hs) - {"variant", "placement", "checked"}, keep=4),
+                      table.wrap(DELEGATE_NOTE + ".", indent=""),
+                      *(table.wrap(p) for p in _problems(section))])
 
 
 def delegate_markdown(section: Mapping, doc: Mapping) -> str:
@@ -171,8 +174,10 @@ SCHED_NOTE = ("x ideal: makespan over ceil(N / CPUs used) * W_solo, each repetit
 def sched_text(section: Mapping, doc: Mapping) -> str:
     hs, rows = _sched_table(section, False)
     return "\n".join(["sched: N workers, W = 1 ms of checked work each",
-                      table.render(hs, rows, set(hs) - {"kind", "mode", "cpus", "work"}),
-                      SCHED_NOTE + ".", *_problems(section)])
+                      # A folded block repeats what names the row.
+                      table.fold(hs, rows, set(hs) - {"kind", "mode", "cpus", "work"}, keep=5),
+                      table.wrap(SCHED_NOTE + ".", indent=""),
+                      *(table.wrap(p) for p in _problems(section))])
 
 
 def sched_markdown(section: Mapping, doc: Mapping) -> str:

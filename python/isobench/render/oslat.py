@@ -33,11 +33,6 @@ def _cell_text(cell: Mapping | None) -> str:
     return f"{table.fmt_num(cell['value'])} {cell['unit']}"
 
 
-# The console shows at most this many confinement columns side by side;
-# more go into further blocks of the same table (Markdown keeps one table).
-TEXT_COLUMNS = 4
-
-
 def headers(t: Mapping, cols: Sequence[str] | None = None, published: bool = True) -> list[str]:
     out = ["row"]
     for col in t["columns"] if cols is None else cols:
@@ -123,15 +118,6 @@ def average_rows(t: Mapping, cols: Sequence[str] | None = None,
     return out
 
 
-def _blocks(t: Mapping) -> list[tuple[list[str], bool]]:
-    """The console's blocks of one table: none and up to TEXT_COLUMNS
-    confinements each, the published columns with the first."""
-    others = [c for c in t["columns"] if c != "none"]
-    chunks = [others[i:i + TEXT_COLUMNS] for i in range(0, len(others), TEXT_COLUMNS)] or [[]]
-    base = ["none"] if "none" in t["columns"] else []
-    return [(base + chunk, i == 0) for i, chunk in enumerate(chunks)]
-
-
 def _place(t: Mapping) -> str:
     return f", {t['placement']}" if t["placement"] not in ("same-cpu", "None") else ""
 
@@ -165,20 +151,126 @@ def _undefined(section: Mapping) -> list[str]:
     return out
 
 
+# The console's table of one SEIMI table (compact()): a row per cell, none's
+# time, and per confinement its slowdown only, the variants of one
+# confinement (seccomp-allow:1, seccomp-allow:300) a column group under its
+# name; SEIMI's published slowdown last.  Times under each confinement and
+# every interval: summary.md, or `show --wide`.
+PUBLISHED_GROUP = "SEIMI (pub.)"
+
+
+def _split(col: str) -> tuple[str, str]:
+    """("seccomp-allow", "300") for seccomp-allow:300; (C, "x none") for C."""
+    name, _, variant = col.partition(":")
+    return name, variant or "x none"
+
+
+def _seimi_cell(a: Mapping) -> str:
+    s = a.get("seimi_method")
+    if s is None:
+        return "-"
+    return "undef" if s["value_pct"] is None else f"{s['value_pct']:.1f}%"
+
+
+def compact(t: Mapping, width: int = table.WIDTH) -> str:
+    """One SEIMI table on the console, its column groups folded into blocks
+    of at most `width` columns, each repeating the rows and none."""
+    cols = [c for c in t["columns"] if c != "none"]
+    has_none = "none" in t["columns"]
+    pub = t["has_published"]
+    heads = ["row"] + (["us"] if has_none else []) + [_split(c)[1] for c in cols]
+    names = [""] + (["none"] if has_none else []) + [_split(c)[0] for c in cols]
+    if pub:
+        heads.append("x")
+        names.append(PUBLISHED_GROUP)
+    body = []
+    for r in t["rows"]:
+        line = [("* " if r["averaged"] else "  ") + r["label"]]
+        if has_none:
+            line.append(_cell_text(r["cells"].get("none")))
+        for c in cols:
+            cell = r["cells"].get(c)
+            line.append(table.fmt_ratio_record(cell.get("slowdown"), False)
+                        if cell and cell["status"] == "ok" else _cell_text(cell))
+        if pub:
+            p = r["published"] or {}
+            line.append(table.fmt_ratio(p["slowdown"]) if p.get("slowdown") else "-")
+        body.append(line)
+    averages = [t["averages"].get(c) or {} for c in cols]
+    pa = t.get("published_average")
+    lead = [""] if has_none else []
+    body.append([f"average, {_shared_text(t)}"] + lead
+                + [table.fmt_ratio_record((a.get("geomean_ratio") or None), False)
+                   for a in averages]
+                + ([table.fmt_ratio(pa["geomean_ratio"]["value"]) if pa else "-"] if pub else []))
+    if any(a.get("own") for a in averages):
+        # A confinement with rows of its own beyond the shared ones: its
+        # average over all of them, with its n (not comparable across).
+        body.append(["  own rows"] + lead + [
+            (table.fmt_ratio_record(a["own"].get("geomean_ratio"), False)
+             + f" n={a['own']['n']}") if a.get("own") and a["own"].get("geomean_ratio")
+            else "" for a in averages] + ([""] if pub else []))
+    if any(a.get("seimi_method") for a in averages) or (pa and pub):
+        body.append(["SEIMI's method"] + lead + [_seimi_cell(a) for a in averages]
+                    + ([f"{pa['seimi_method_pct']:.1f}%" if pa and pa["seimi_method_pct"]
+                        is not None else "-"] if pub else []))
+    return table.fold(heads, body, width=width, keep=2 if has_none else 1, groups=names,
+                      right_all=True)
+
+
+def _interval_note(t: Mapping) -> str:
+    """The averages' 95% intervals and SEIMI's printed averages, under the table."""
+    parts = []
+    for c in t["columns"]:
+        g = ((t["averages"].get(c) or {}).get("geomean_ratio")) or {}
+        iv = g.get("interval")
+        if iv and c != "none":
+            parts.append(f"{c} {table.fmt_sig(iv['low'])}..{table.fmt_sig(iv['high'])}")
+    text = ("average's 95% interval: " + ", ".join(parts) + ".") if parts else ""
+    pa = t.get("published_average")
+    if pa and pa.get("printed") and t["has_published"]:
+        text += f" SEIMI printed {pa['printed']['value_pct']:g}%."
+    return text.strip()
+
+
+def _undefined_text(section: Mapping) -> str:
+    """Where SEIMI's method is undefined (a zero or negative overhead), in one note."""
+    per: dict[str, list[str]] = {}
+    for t in section["tables"]:
+        for col, a in t["averages"].items():
+            s = (a or {}).get("seimi_method")
+            if s and s["value_pct"] is None:
+                per.setdefault(f"Table {t['table']}", []).append(col)
+    if not per:
+        return ""
+    return ("undef: SEIMI's method is undefined where an overhead is zero or negative "
+            "(summary.md says which): " + "; ".join(f"{k} {', '.join(v)}"
+                                                    for k, v in per.items()) + ".")
+
+
+TEXT_NOTE = ("us: none's time per operation; under each confinement its slowdown x none, the "
+             "cell's headline over none's in the same row and run (1 = no cost); * SEIMI's "
+             "columns, averaged (geometric mean of the ratios; rows: how many every "
+             "confinement has); SEIMI's method: {theirs}; {pub}: SEIMI's published slowdown, "
+             "{note}.  Times under each confinement: `isobench show RUN --wide` or summary.md.")
+
+
 def text(section: Mapping, doc: Mapping) -> str:
     out = []
     for t in section["tables"]:
-        out.append(_title(t))
-        for cols, pub in _blocks(t):
-            hs = headers(t, cols, pub)
-            out.append(table.render(hs, rows(t, False, cols, pub) + average_rows(t, cols, pub),
-                                    set(hs) - {"row"}))
-            out.append("")
-    out.append(METHOD_NOTE.format(ours=section["our_method"], theirs=section["seimi_method"],
-                                  note=section["published_note"]))
-    out.append("95% intervals of every slowdown: `isobench report` (summary.md) and stats.json.")
-    for line in _undefined(section) + _notes(section):
-        out.append(line)
+        out.append(table.wrap(_title(t)))
+        out.append(compact(t))
+        note = _interval_note(t)
+        if note:
+            out.append(table.wrap(note))
+        out.append("")
+    out.append(table.wrap(TEXT_NOTE.format(theirs=section["seimi_method"], pub=PUBLISHED_GROUP,
+                                           note=section["published_note"]), indent=""))
+    undefined = _undefined_text(section)
+    if undefined:
+        out.append(table.wrap(undefined))
+    for line in _notes(section):
+        out.append(table.wrap(line))
     return "\n".join(out)
 
 

@@ -25,6 +25,11 @@ class Renderer:
     # time_axis); a function without a width parameter draws at its own size.
     plots: Callable[..., list] | None = None
     first: bool = False
+    # The benchmarks whose results the text block shows in full: when they
+    # run without mechanisms, the console's generic per-result table leaves
+    # them to this block (their rows are cells, not mechanisms) and prints
+    # them with --wide only.
+    benchmarks: tuple[str, ...] = ()
 
 
 from . import inspect, lwc, lwcserve, microkernel, oslat, workloads  # noqa: E402  (the families' renderers, in modules of their own)
@@ -35,24 +40,31 @@ RENDERERS: dict[str, Renderer] = {
     # choosing a mechanism is how much work a crossing needs to be affordable.
     "worksweep": Renderer(workloads.worksweep_text, workloads.worksweep_md,
                           plots=workloads.worksweep_plots, first=True),
-    "cpuwork": Renderer(workloads.cpuwork_text, workloads.cpuwork_md),
-    "memops": Renderer(workloads.memops_text, workloads.memops_md),
-    "pipeio": Renderer(workloads.pipeio_text, workloads.pipeio_md),
-    "scale": Renderer(workloads.scale_text, workloads.scale_md, plots=workloads.scale_plots),
-    "lwc-create": Renderer(lwc.create_text, lwc.create_md, plots=lwc.create_plots),
-    "lwc-switch": Renderer(lwc.switch_text, lwc.switch_md, plots=lwc.switch_plots),
-    "refmon": Renderer(lwc.refmon_text, lwc.refmon_md, plots=lwc.refmon_plots),
-    "lwc-sign": Renderer(lwc.sign_text, lwc.sign_md),
-    "oslat": Renderer(text=oslat.text, markdown=oslat.markdown, plots=oslat.plots),
-    "microkernel-ipc": Renderer(text=microkernel.ipc_text, markdown=microkernel.ipc_markdown),
+    "cpuwork": Renderer(workloads.cpuwork_text, workloads.cpuwork_md, benchmarks=("cpuwork",)),
+    "memops": Renderer(workloads.memops_text, workloads.memops_md, benchmarks=("memops",)),
+    "pipeio": Renderer(workloads.pipeio_text, workloads.pipeio_md, benchmarks=("pipeio",)),
+    "scale": Renderer(workloads.scale_text, workloads.scale_md, plots=workloads.scale_plots,
+                      benchmarks=("scale",)),
+    "lwc-create": Renderer(lwc.create_text, lwc.create_md, plots=lwc.create_plots,
+                           benchmarks=("lwc-create",)),
+    "lwc-switch": Renderer(lwc.switch_text, lwc.switch_md, plots=lwc.switch_plots,
+                           benchmarks=("lwc-switch",)),
+    "refmon": Renderer(lwc.refmon_text, lwc.refmon_md, plots=lwc.refmon_plots,
+                       benchmarks=("refmon",)),
+    "lwc-sign": Renderer(lwc.sign_text, lwc.sign_md, benchmarks=("lwc-sign",)),
+    "oslat": Renderer(text=oslat.text, markdown=oslat.markdown, plots=oslat.plots,
+                      benchmarks=("oslat",)),
+    "microkernel-ipc": Renderer(text=microkernel.ipc_text, markdown=microkernel.ipc_markdown,
+                                benchmarks=("pingpong",)),
     "microkernel-delegate": Renderer(text=microkernel.delegate_text,
                                      markdown=microkernel.delegate_markdown,
-                                     plots=microkernel.delegate_plots),
+                                     plots=microkernel.delegate_plots,
+                                     benchmarks=("delegate",)),
     "microkernel-sched": Renderer(text=microkernel.sched_text,
                                   markdown=microkernel.sched_markdown,
-                                  plots=microkernel.sched_plots),
+                                  plots=microkernel.sched_plots, benchmarks=("sched",)),
     "lwc-serve": Renderer(text=lwcserve.text, markdown=lwcserve.markdown, plots=lwcserve.plots),
-    "inspect": Renderer(text=inspect.text, markdown=inspect.markdown),
+    "inspect": Renderer(text=inspect.text, markdown=inspect.markdown, benchmarks=("inspect",)),
 }
 
 
@@ -61,6 +73,11 @@ def each(doc: Mapping):
         r = RENDERERS.get(name)
         if r is not None:
             yield name, section, r
+
+
+def covered(doc: Mapping) -> set[str]:
+    """The benchmarks a section of this document shows in full."""
+    return {b for _, _, r in each(doc) if r.text for b in r.benchmarks}
 
 
 def text_blocks(doc: Mapping) -> list[str]:

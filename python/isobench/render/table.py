@@ -20,7 +20,8 @@ import textwrap
 from typing import Any, Mapping, Sequence
 
 from ..analysis import units
-from ..analysis.runs import BASELINE, HEADLINE_PHASE, OUTPUT_PARAMS, server_label
+from ..analysis.runs import (BASELINE, HEADLINE_PHASE, NO_MECHANISM, OUTPUT_PARAMS,
+                             server_label)
 
 # The widest line a default table or note may take: a terminal of 100
 # columns, or a paper's listing, shows it without wrapping.
@@ -195,16 +196,82 @@ KV_RIGHT = {"data", "value", "95% interval", "median", "mean", "store/data", "ve
 def render(headers: Sequence[str], rows: Sequence[Sequence[str]],
            right: frozenset[str] | set[str] = frozenset()) -> str:
     """Columns padded to their widest cell, two spaces apart."""
+    return _render_widths(headers, rows, right, _widths(headers, rows))
+
+
+def _widths(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
     widths = [len(h) for h in headers]
     for row in rows:
         widths = [max(w, len(cell)) for w, cell in zip(widths, row)]
+    return widths
+
+
+def _render_widths(headers: Sequence[str], rows: Sequence[Sequence[str]],
+                   right: frozenset[str] | set[str] | Sequence[bool],
+                   widths: Sequence[int]) -> str:
+    # right: header names, or one flag per column (a folded table's repeated
+    # header names may differ in alignment).
+    flags = (list(right) if isinstance(right, (list, tuple))
+             else [h in right for h in headers])
 
     def line(cells: Sequence[str]) -> str:
-        out = [c.rjust(w) if h in right else c.ljust(w)
-               for h, c, w in zip(headers, cells, widths)]
+        out = [c.rjust(w) if r else c.ljust(w) for r, c, w in zip(flags, cells, widths)]
         return "  ".join(out).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def fold(headers: Sequence[str], rows: Sequence[Sequence[str]],
+         right: frozenset[str] | set[str] = frozenset(), width: int = WIDTH, keep: int = 1,
+         groups: Sequence[str] | None = None, right_all: bool = False) -> str:
+    """render(), folded to at most `width` columns: where the table is wider,
+    the columns after the first `keep` (the row labels) go into blocks of
+    their own, one under the other, each block repeating the first `keep`
+    columns, so that no cell is cut.  groups: one name per column, printed on
+    a line above the headers over each run of columns with the same name
+    (a column group: a confinement's "us" and "x none"); a group stays in
+    one block.  right_all: every column but the first right-aligned.  A
+    single group wider than `width` stays whole."""
+    widths = _widths(headers, rows)
+    names = list(groups) if groups is not None else [str(i) for i in range(len(headers))]
+    # Runs of equal names: (first column, end column) per group.
+    units: list[tuple[int, int]] = []
+    for i, n in enumerate(names):
+        if units and names[units[-1][0]] == n and i > 0:
+            units[-1] = (units[-1][0], i + 1)
+        else:
+            units.append((i, i + 1))
+    if groups is not None:
+        # A group name longer than its columns widens its last column.
+        for a, b in units:
+            span = sum(widths[a:b]) + 2 * (b - a - 1)
+            widths[b - 1] += max(0, len(names[a]) - span)
+    flags = [i > 0 if right_all else h in right for i, h in enumerate(headers)]
+    head = [u for u in units if u[1] <= keep]
+    rest = [u for u in units if u[1] > keep]
+    base = sum(widths[:keep]) + 2 * max(0, keep - 1)
+    blocks: list[list[tuple[int, int]]] = [[]]
+    used = base
+    for a, b in rest:
+        w = sum(widths[a:b]) + 2 * (b - a)
+        if blocks[-1] and used + w > width:
+            blocks.append([])
+            used = base
+        blocks[-1].append((a, b))
+        used += w
+    out = []
+    for block in blocks:
+        cols = [i for a, b in head + block for i in range(a, b)]
+        text = _render_widths([headers[i] for i in cols], [[r[i] for i in cols] for r in rows],
+                              [flags[i] for i in cols], [widths[i] for i in cols])
+        if groups is not None:
+            line = []
+            for a, b in head + block:
+                span = sum(widths[a:b]) + 2 * (b - a - 1)
+                line.append(names[a].ljust(span) if names[a].strip() else " " * span)
+            text = "  ".join(line).rstrip() + "\n" + text
+        out.append(text)
+    return "\n\n".join(out)
 
 
 def fmt_num(v: Any) -> str:
@@ -541,9 +608,23 @@ BENCHMARK_TITLES = {
 }
 
 
+def in_sections(doc: Mapping) -> list[str]:
+    """The benchmarks run without mechanisms whose results a family's section
+    shows in full (oslat's SEIMI tables): the default tables leave them out;
+    --wide has them."""
+    from . import sections
+    covered = sections.covered(doc)
+    mechs: dict[str, set[str]] = {}
+    for r in doc["results"]:
+        mechs.setdefault(r["benchmark"], set()).add(r["mechanism"])
+    return [b for b, ms in mechs.items() if b in covered and ms == {NO_MECHANISM}]
+
+
 def narrow_tables(doc: Mapping) -> list[str]:
-    """The default tables: one per benchmark (kv-server has kv_server_table)."""
+    """The default tables: one per benchmark (kv-server has kv_server_table;
+    in_sections() its family's section)."""
     benches: dict[str, list[Mapping]] = {}
+    skip = set(in_sections(doc))
     for r in doc["results"]:
         if r["benchmark"] != "kv-server":
             benches.setdefault(r["benchmark"], [])
@@ -552,6 +633,8 @@ def narrow_tables(doc: Mapping) -> list[str]:
             benches.setdefault(c["benchmark"], []).append(c)
     out = []
     for bench, configs in benches.items():
+        if bench in skip:
+            continue
         if not configs and not any(r["benchmark"] == bench and r["status"] != "ok"
                                    for r in doc["results"]):
             continue
@@ -700,8 +783,12 @@ def run_report(doc: Mapping, extra: Sequence[str] = (), wide: bool = False) -> s
         out.append(legend(doc) if wide else narrow_legend(doc))
     elif not doc["results"]:
         out.append("(no results)")
-    else:
+    elif not in_sections(doc):
         out.append("(no result measured anything)")
+    if not wide and in_sections(doc):
+        names = ", ".join(in_sections(doc))
+        out.append(wrap(f"{names}: in {'its' if ',' not in names else 'their'} own tables below; "
+                        "every result in one table: --wide"))
     kvs = kv_server_table(doc)
     if kvs:
         out += ["", kvs]
@@ -762,27 +849,43 @@ def runs_report(runs: Sequence[Mapping], db: str) -> str:
         rows.append([str(r["run_id"]), started, status, host, _results_text(r["results"]), argv])
     headers = ("run", "started (UTC)", "status", "host", "results", "command")
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
-    room = max(len("command"), WIDTH - sum(widths[:-1]) - 2 * (len(headers) - 1))
+    # The status and the command share what the other columns leave: the
+    # command keeps at least RUNS_COMMAND_MIN columns (one long status, an
+    # interrupted run's reason, must not squeeze every command to "isob..."),
+    # and a status longer than its share continues on the next lines.
+    left = WIDTH - sum(w for i, w in enumerate(widths) if i not in (2, 5)) - 2 * (len(headers) - 1)
+    room = max(len("command"), min(widths[5], max(RUNS_COMMAND_MIN,
+                                                  left - min(widths[2], RUNS_STATUS_MIN))))
     for row in rows:
         if len(row[-1]) > room:
             row[-1] = row[-1][:room - 3] + "..."
-    return (f"runs in {db}\n" + render(headers, rows, {"run", "results"})
+    return (f"runs in {db}\n" + render_fit(headers, rows, {"run", "results"}, flex=2)
             + "\n`isobench show RUN` prints one; `isobench compare A B` compares two.")
 
 
-def list_report(mechanisms: Sequence[Mapping], benchmarks: Sequence[Mapping]) -> str:
+# The columns `isobench runs` keeps for the command however long a status
+# is, and for a status (an interrupted run's reason) before the command is cut.
+RUNS_COMMAND_MIN = 32
+RUNS_STATUS_MIN = 20
+
+
+def list_report(mechanisms: Sequence[Mapping], benchmarks: Sequence[Mapping],
+                wide: bool = False) -> str:
+    """`isobench list`'s tables, at most WIDTH columns (a summary continues
+    on the next lines of its column); wide: each summary on one line."""
+    table_of = render if wide else (lambda h, r: render_fit(h, r, flex=len(h) - 1))
     mrows = [[m["name"], "yes" if m["available"] else "no",
               "FAILED" if m["isolation"] == "failed" else m["isolation"], m["summary"]]
              for m in mechanisms]
-    out = ["Mechanisms", render(("name", "available", "isolation", "summary"), mrows)]
+    out = ["Mechanisms", table_of(("name", "available", "isolation", "summary"), mrows)]
     notes = [f"  {m['name']}: " + ("ISOLATION TEST FAILED: " if m["isolation"] == "failed" else "")
              + (m.get("isolation_reason") or m.get("reason") or "")
              for m in mechanisms if (not m["available"] or m["isolation"] in ("failed", "untested"))]
     if notes:
-        out += ["", "Notes:"] + notes
+        out += ["", "Notes:"] + (notes if wide else [wrap(n, indent="    ") for n in notes])
     brows = [[b["name"], "yes" if b.get("needs_mechanism", True) else "no", b["summary"]]
              for b in benchmarks]
-    out += ["", "Benchmarks", render(("name", "per mechanism", "summary"), brows)]
+    out += ["", "Benchmarks", table_of(("name", "per mechanism", "summary"), brows)]
     return "\n".join(out)
 
 

@@ -26,12 +26,15 @@ class Block:
 
 
 def text_of(blocks: Sequence[Block]) -> str:
+    """The console's blocks, each line at most table.WIDTH columns: a wider
+    table folds its columns after the first into further blocks (table.fold),
+    titles and notes wrap."""
     out = []
     for b in blocks:
-        part = [b.title]
+        part = [table.wrap(b.title)]
         if b.rows:
-            part.append(table.render(b.headers, b.rows, b.right))
-        part += [f"  {n}" for n in b.notes]
+            part.append(table.fold(b.headers, b.rows, b.right))
+        part += [table.wrap(f"  {n}", indent="    ") for n in b.notes]
         out.append("\n".join(part))
     return "\n\n".join(out)
 
