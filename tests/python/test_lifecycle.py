@@ -262,5 +262,8 @@ def test_a_closed_pipe_ends_the_run_as_interrupted_or_lets_it_finish(isobench, t
         assert (run_row["status"], run_row["end_reason"]) == ("interrupted", "SIGPIPE")
         assert 1 <= len(results) < 2 * 3 * 4
     else:
-        assert code == 1  # the output could not be written
+        # The table comes at the end, in one go: it fits the pipe's buffer
+        # (exit 0) or meets the closed end (exit 1, output lost); the run
+        # finished either way.
+        assert code in (0, 1)
         assert run_row["status"] == "ok" and len(results) == 2 * 3 * 4
