@@ -857,6 +857,10 @@ def samples_overview(doc: Mapping, samples: Mapping[tuple, Sequence], benchmark:
     x-axis.  `isobench plot` draws one configuration in full."""
     import numpy as np
     from . import table
+    # Names from outside printed literally (literal_doc), the samples found
+    # under the same escaped keys.
+    doc, benchmark = literal_doc(doc), literal(benchmark)
+    samples = {tuple(literal_doc(list(k))): v for k, v in samples.items()}
     configs = [c for c in doc["configs"] if c["benchmark"] == benchmark and c["headline_phase"]
                and any(len(x) for _, x in samples.get(tuple(c["key"]), ()))]
     name, title = f"samples-{benchmark}", f"{benchmark}: distribution of the raw samples"
@@ -954,6 +958,7 @@ def samples_plot(c: Mapping, reps: Sequence[tuple[int, Sequence[float]]],
     spread (a batched estimate of a region shorter than the counter's
     overhead) shows.  reps: (repetition, sorted samples) per repetition."""
     import numpy as np
+    c = literal_doc(c)  # names from outside printed literally
     title = f"Samples of {config_text(c)}"
     reps = [(k, np.asarray(xs, dtype=float)) for k, xs in reps if len(xs)]
     if not reps:
