@@ -213,7 +213,11 @@ def _add_run(sub) -> None:
                    help=f"benchmarks to run (default: {' '.join(runner.DEFAULT_SUITE)})")
     p.add_argument("-m", "--mechanism", dest="mechanisms", action="append", default=[],
                    metavar="MECH", help="a mechanism to run (repeat, or comma-separate; "
-                                        "default: all)")
+                                        f"default: all); {runs.BASELINE}, the baseline of "
+                                        "every ratio, is added unless --no-baseline")
+    p.add_argument("--no-baseline", action="store_true",
+                   help=f"with -m: run only the mechanisms named, without {runs.BASELINE} "
+                        "(ratios to it are then left empty)")
     p.add_argument("--quick", action="store_true",
                    help="fewer iterations (isob --quick) and a shorter default time-out")
     p.add_argument("--n", type=positive_int, metavar="N",
@@ -288,7 +292,8 @@ BENCH_OPTIONS = (
     ("--protect", validate.name_list, "LIST",
      "pingpong: none, seccomp, userns, landlock or seccomp-allow:VARIANT, confining both "
      "endpoints (isob measures none first, for the delta; default: none)"),
-    ("--payload", validate.number_list, "LIST", "pingpong: payloads in bytes (default 0,64,4096)"),
+    ("--payload", validate.number_list, "LIST",
+     "pingpong, switch: payloads in bytes, 0 to 65536 (default 0,64,4096)"),
     ("--depth", validate.number_list, "LIST", "delegate: chain depths (default 1,2,4,8,16,32)"),
     ("--variant", validate.name_list, "LIST",
      "delegate: threads, processes, copies; sched: threads, processes, seccomp, userns "
@@ -708,11 +713,40 @@ class _TargetCI:
                        f"{'s are' if len(wide) != 1 else ' is'} wider (widest: {worst.text()})")
 
 
+def _scoped_options(args: argparse.Namespace) -> list[str]:
+    """The options given that only some benchmarks read (runner.reads)."""
+    given = {"-m": args.mechanisms, "--sizes": args.sizes, "--placement": args.placement,
+             "--seconds": args.seconds, "--n": args.n, "--counter": args.counter,
+             "--scope": args.scope}
+    return [k for k, v in given.items() if v not in (None, [])]
+
+
+def _with_baseline(args: argparse.Namespace, catalog: Catalog, benches: Sequence[str],
+                   mechs: list[str]) -> tuple[list[str], str | None]:
+    """The mechanisms of a run with -m, the baseline first unless it is among
+    them or --no-baseline: every ratio is to it, measured in the same run.
+    Also the line that says it was added."""
+    if not args.mechanisms:
+        if args.no_baseline:
+            raise UsageError(f"--no-baseline leaves {runs.BASELINE} out of a run with -m; "
+                             f"without -m every mechanism runs, {runs.BASELINE} among them")
+        return mechs, None
+    per_mechanism = [b for b in benches if b != kvserver.BENCHMARK
+                     and getattr(catalog.benchmark(b), "needs_mechanism", False)]
+    if (args.no_baseline or runs.BASELINE in mechs or not per_mechanism
+            or catalog.mechanism(runs.BASELINE) is None):
+        return mechs, None
+    return [runs.BASELINE, *mechs], (f"{runs.BASELINE} added to -m: the baseline of every "
+                                     "ratio (--no-baseline leaves it out)")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     driver = Driver(find_isob())
     catalog = driver.catalog()
     limits = driver.limits()
     benches, mechs = _selection(args, catalog)
+    validate.scoped(catalog, benches, _scoped_options(args), runner.reads)
+    mechs, baseline_note = _with_baseline(args, catalog, benches, mechs)
     limits.count("n", args.n)
     limits.sizes(args.sizes)
     given, note = _bench_option_values(args, catalog, benches)
@@ -720,8 +754,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     bench_args, splits, orders = runner.pass_through(own)
     opts = _with_bench_args(_run_options(args), bench_args)
     runner.check_options(driver, catalog, benches, mechs, opts, splits, orders)
-    if note and not args.quiet:
-        print(note, file=sys.stderr)
+    if not args.quiet:
+        for line in (baseline_note, note):
+            if line:
+                print(line, file=sys.stderr)
     path = db_path(args)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
     repeat = args.repeat or (runner.QUICK_REPEAT if args.quick else runner.DEFAULT_REPEAT)
