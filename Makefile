@@ -31,13 +31,24 @@ $(STAMP_SYS): scripts/setup-system.sh
 	bash scripts/setup-system.sh
 	@touch $@
 
+# `make run` needs the runtime dependencies only; the tests' extras (scipy,
+# pymemcache, ansible-core, pytest) come with the test targets.
 $(VENV)/.ok: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e .
+	@touch $@
+
+$(VENV)/.dev-ok: $(VENV)/.ok
 	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[dev]'
 	@touch $@
 
+# A build folder meson has set up is reconfigured, any other is set up: a
+# fresh clone sees no complaint about a build tree that is not there yet.
+MESON_SETUP = if [ -f $(1)/meson-private/coredata.dat ]; then \
+		meson setup --reconfigure $(1) $(2) >/dev/null; else meson setup $(1) $(2); fi
+
 $(BUILD)/build.ninja: meson.build $(STAMP_SYS)
-	meson setup --reconfigure $(BUILD) >/dev/null || meson setup $(BUILD)
+	@$(call MESON_SETUP,$(BUILD))
 
 build: setup
 	ninja -C $(BUILD)
@@ -51,20 +62,30 @@ run: build
 	$(ISOBENCH) run --quick
 	$(ISOBENCH) report latest -o results/report --force
 
-test: build test-c test-san test-arm64 test-python
+# Every stage runs whatever the one before gave, then one summary says
+# which were ok, which failed and which were skipped, with the reasons
+# (scripts/test-stages.py); the exit status is 1 when any stage failed.
+TEST_STAGES := test-c test-san test-arm64 test-python
+# Narrower runs: MESON_TESTS names meson tests, PYTEST_ARGS what pytest runs.
+MESON_TESTS ?=
+PYTEST_ARGS ?= tests/python
+
+test: build $(VENV)/.dev-ok
+	@MAKE="$(MAKE)" $(PYTHON) scripts/test-stages.py $(TEST_STAGES) \
+		MESON_TESTS="$(MESON_TESTS)" PYTEST_ARGS="$(PYTEST_ARGS)"
 
 test-c: build
-	meson test -C $(BUILD) --print-errorlogs
+	meson test -C $(BUILD) --print-errorlogs $(MESON_TESTS)
 
-test-python: build
-	$(VENV)/bin/pytest -q tests/python
+test-python: build $(VENV)/.dev-ok
+	$(VENV)/bin/pytest -q -rs $(PYTEST_ARGS)
 
 $(BUILD_SAN)/build.ninja: meson.build $(STAMP_SYS)
-	meson setup --reconfigure $(BUILD_SAN) $(SAN_SETUP) >/dev/null || meson setup $(BUILD_SAN) $(SAN_SETUP)
+	@$(call MESON_SETUP,$(BUILD_SAN),$(SAN_SETUP))
 
 test-san: $(BUILD_SAN)/build.ninja
 	ninja -C $(BUILD_SAN)
-	$(SAN_ENV) meson test -C $(BUILD_SAN) --print-errorlogs
+	$(SAN_ENV) meson test -C $(BUILD_SAN) --print-errorlogs $(MESON_TESTS)
 
 # The native core cross-built for arm64, its C tests under qemu-user; SKIP
 # with the reason where the cross compiler or qemu-user is missing.

@@ -33,7 +33,7 @@ struct isob_bench_opts {
      * given: comma-separated lists that each benchmark's check() parses.
      * NULL: the benchmark's default. */
     const char *protect;       /* --protect: pingpong's protections of both endpoints */
-    const char *payloads;      /* --payload: pingpong's message sizes in bytes */
+    const char *payloads;      /* --payload: pingpong's and switch's message sizes in bytes */
     const char *depths;        /* --depth: delegate's chain depths */
     const char *variants;      /* --variant: delegate's and sched's variants */
     const char *workers;       /* --workers: sched's worker counts */

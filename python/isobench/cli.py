@@ -220,7 +220,11 @@ def _add_run(sub) -> None:
                    help=f"benchmarks to run (default: {' '.join(runner.DEFAULT_SUITE)})")
     p.add_argument("-m", "--mechanism", dest="mechanisms", action="append", default=[],
                    metavar="MECH", help="a mechanism to run (repeat, or comma-separate; "
-                                        "default: all)")
+                                        f"default: all); {runs.BASELINE}, the baseline of "
+                                        "every ratio, is added unless --no-baseline")
+    p.add_argument("--no-baseline", action="store_true",
+                   help=f"with -m: run only the mechanisms named, without {runs.BASELINE} "
+                        "(ratios to it are then left empty)")
     p.add_argument("--quick", action="store_true",
                    help="fewer iterations (isob --quick) and a shorter default time-out")
     p.add_argument("--n", type=positive_int, metavar="N",
@@ -295,7 +299,8 @@ BENCH_OPTIONS = (
     ("--protect", validate.name_list, "LIST",
      "pingpong: none, seccomp, userns, landlock or seccomp-allow:VARIANT, confining both "
      "endpoints (isob measures none first, for the delta; default: none)"),
-    ("--payload", validate.number_list, "LIST", "pingpong: payloads in bytes (default 0,64,4096)"),
+    ("--payload", validate.number_list, "LIST",
+     "pingpong, switch: payloads in bytes, 0 to 65536 (default 0,64,4096)"),
     ("--depth", validate.number_list, "LIST", "delegate: chain depths (default 1,2,4,8,16,32)"),
     ("--variant", validate.name_list, "LIST",
      "delegate: threads, processes, copies; sched: threads, processes, seccomp, userns "
@@ -372,15 +377,28 @@ def _add_runs(sub) -> None:
 def _add_export(sub) -> None:
     p = sub.add_parser(
         "export", formatter_class=Formatter, help="write a stored run as CSV or JSON",
-        description="Write a stored run as CSV (one row per result: params and summary "
-                    "statistics)\nor JSON (everything: environment, headers and raw samples).",
+        description="Write a stored run as CSV (one row per result: params, summary "
+                    "statistics, host,\nCPU, kernel, commit) or JSON (everything: "
+                    "environment, jobs, results with their\nheaders; the raw samples with "
+                    "--samples).  A FILE ending in .gz is written\ngzip-compressed, one "
+                    "ending in .zst zstd-compressed (where Python has a zstd\nmodule); "
+                    "`isobench import` reads all three.  On a terminal a bar shows how far\n"
+                    "it is.",
         epilog="examples:\n  isobench export latest --format csv -o latest.csv\n"
-               "  isobench export 3 --format json --no-samples | jq .environment")
+               "  isobench export 3 --format json | jq .environment\n"
+               "  isobench export 3 --format json --samples -o run3.json.gz")
     p.add_argument("run", metavar="RUN", help=RUN_SPEC)
     p.add_argument("--format", required=True, choices=export.FORMATS, help="csv or json")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
-    p.add_argument("--no-samples", action="store_true",
-                   help="JSON: leave out the raw samples (CSV never has them)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write to FILE, compressed where it ends in .gz or .zst (default: "
+                        "stdout)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--samples", action="store_true",
+                   help="JSON: every raw sample too (millions in a full run; what `import` "
+                        "needs to recompute statistics; CSV never has them)")
+    g.add_argument("--no-samples", action="store_true",
+                   help="JSON: without the raw samples (the default; kept for scripts that "
+                        "say so)")
     _add_db(p)
     p.set_defaults(func=cmd_export)
 
@@ -394,8 +412,9 @@ def _add_import(sub) -> None:
                     "stored; an export of an unknown\nschema_version is refused.  A run already "
                     "in the store (the same uid) is\nskipped, so importing twice changes "
                     "nothing.  Each imported run records where\nit came from (`show --json`: "
-                    "origin).",
-        epilog="examples:\n  isobench import run3.json\n"
+                    "origin).\nA gzip- or zstd-compressed export is read as it is; on a "
+                    "terminal a bar shows how\nfar the import is.",
+        epilog="examples:\n  isobench import run3.json\n  isobench import run3.json.gz\n"
                "  isobench import laptop.sqlite --run 4 --db all.sqlite\n\n"
                "exit status: 0 imported (or already there), 1 the source store is damaged, "
                "2 bad usage\nor a file that is not an export")
@@ -744,11 +763,40 @@ class _TargetCI:
                        f"{'s are' if len(wide) != 1 else ' is'} wider (widest: {worst.text()})")
 
 
+def _scoped_options(args: argparse.Namespace) -> list[str]:
+    """The options given that only some benchmarks read (runner.reads)."""
+    given = {"-m": args.mechanisms, "--sizes": args.sizes, "--placement": args.placement,
+             "--seconds": args.seconds, "--n": args.n, "--counter": args.counter,
+             "--scope": args.scope}
+    return [k for k, v in given.items() if v not in (None, [])]
+
+
+def _with_baseline(args: argparse.Namespace, catalog: Catalog, benches: Sequence[str],
+                   mechs: list[str]) -> tuple[list[str], str | None]:
+    """The mechanisms of a run with -m, the baseline first unless it is among
+    them or --no-baseline: every ratio is to it, measured in the same run.
+    Also the line that says it was added."""
+    if not args.mechanisms:
+        if args.no_baseline:
+            raise UsageError(f"--no-baseline leaves {runs.BASELINE} out of a run with -m; "
+                             f"without -m every mechanism runs, {runs.BASELINE} among them")
+        return mechs, None
+    per_mechanism = [b for b in benches if b != kvserver.BENCHMARK
+                     and getattr(catalog.benchmark(b), "needs_mechanism", False)]
+    if (args.no_baseline or runs.BASELINE in mechs or not per_mechanism
+            or catalog.mechanism(runs.BASELINE) is None):
+        return mechs, None
+    return [runs.BASELINE, *mechs], (f"{runs.BASELINE} added to -m: the baseline of every "
+                                     "ratio (--no-baseline leaves it out)")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     driver = Driver(find_isob())
     catalog = driver.catalog()
     limits = driver.limits()
     benches, mechs = _selection(args, catalog)
+    validate.scoped(catalog, benches, _scoped_options(args), runner.reads)
+    mechs, baseline_note = _with_baseline(args, catalog, benches, mechs)
     limits.count("n", args.n)
     limits.sizes(args.sizes)
     given, note = _bench_option_values(args, catalog, benches)
@@ -756,8 +804,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     bench_args, splits, orders = runner.pass_through(own)
     opts = _with_bench_args(_run_options(args), bench_args)
     runner.check_options(driver, catalog, benches, mechs, opts, splits, orders)
-    if note and not args.quiet:
-        print(note, file=sys.stderr)
+    if not args.quiet:
+        for line in (baseline_note, note):
+            if line:
+                print(line, file=sys.stderr)
     path = db_path(args)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
     repeat = args.repeat or (runner.QUICK_REPEAT if args.quick else runner.DEFAULT_REPEAT)
@@ -848,28 +898,79 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+class _Bar:
+    """How far an export or import is, as a bar on stderr where stderr is a
+    terminal (rich; gone when it ends), else nothing.  Called with (stage,
+    done, total)."""
+
+    def __init__(self, what: str):
+        self.what = what
+        self.progress = None
+        self.tasks: dict[str, int] = {}
+
+    def __enter__(self) -> "_Bar":
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                     TaskProgressColumn(), transient=True,
+                                     console=Console(file=sys.stderr, highlight=False))
+            self.progress.start()
+        return self
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if self.progress is None:
+            return
+        if stage not in self.tasks:
+            for task in self.tasks.values():  # the stages before are done
+                self.progress.update(task, completed=self.progress.tasks[task].total)
+            self.tasks[stage] = self.progress.add_task(f"{self.what}: {stage}", total=total)
+        self.progress.update(self.tasks[stage], completed=done, total=total)
+
+    def __exit__(self, *exc) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     if args.output == "":
         raise UsageError("-o '' names no file (leave -o out to write to stdout)")
-    with Store.open(db_path(args), create=False) as store:
+    target = Path(args.output) if args.output else None
+    if target is not None:
+        interchange.compression_of(target.name)  # .zst without zstd: refused before any work
+    with Store.open(db_path(args), create=False) as store, _Bar("export") as bar:
         run_id = store.resolve_run(args.run)
-        text = export.export(store, run_id, args.format, samples=not args.no_samples)
-    if args.output:
+
+        def write(out) -> None:
+            export.write(store, run_id, args.format, out, samples=args.samples,
+                         progress=lambda done, total: bar("results", done, total))
+
+        if target is None:
+            write(sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+            return EXIT_OK
+        # Written beside FILE and renamed when whole: a failed export leaves
+        # no half file under the name asked for.
+        part = target.with_name(target.name + ".part")
         try:
-            Path(args.output).write_text(text)
+            with interchange.open_for_writing(part, target.name) as out:
+                write(out)
+            os.replace(part, target)
         except OSError as e:
+            part.unlink(missing_ok=True)
             raise UsageError(f"cannot write {args.output}: {e.strerror or e}") from None
-    else:
-        sys.stdout.write(text)
+        except BaseException:
+            part.unlink(missing_ok=True)
+            raise
     return EXIT_OK
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     source = Path(args.file)
-    with Store.open(db_path(args), create=True) as store:
+    with Store.open(db_path(args), create=True) as store, _Bar("import") as bar:
         if source.exists() and source.resolve() == store.path.resolve():
             raise UsageError(f"{source} is the store itself")
-        done = interchange.import_into(store, source, args.runs)
+        done = interchange.import_into(store, source, args.runs, progress=bar)
     if args.json:
         _print_json({"db": str(store.path), "source": str(source), "imported": done})
         return EXIT_OK

@@ -8,14 +8,20 @@
  *
  * For `direct` the three call kinds ERIM measured are added, on an empty
  * function outside any compartment: inlined, direct call, indirect call. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "isobench/bench.h"
+#include "ukernel.h"
 
-static const size_t switch_payloads[] = {0, 64, 4096};
-#define N_PAYLOADS (sizeof switch_payloads / sizeof switch_payloads[0])
+/* The payloads measured: --payload, else 0, 64 and 4096 bytes.  A payload
+ * larger than a mechanism's shared buffer (64 KiB less its header) gives a
+ * skipped result that says so. */
+static const uint64_t switch_default_payloads[] = {0, 64, 4096};
+#define SWITCH_MAX_PAYLOAD 65536
+#define SWITCH_MAX_PAYLOADS 8
 
 /* The ERIM call kinds: the same empty function inlined, called directly,
  * and called through a pointer the compiler cannot see through. */
@@ -119,12 +125,46 @@ static void measure_erim_kinds(struct switch_run *r)
  * dies fails the result it died in, and the payloads after it are not
  * measured (a dead compartment answers every call at once with an error:
  * the loop that saw it ends quickly). */
+/* The payloads of --payload (or the defaults) into out; how many, or
+ * -EINVAL with the reason in why. */
+static int switch_payloads(const struct isob_bench_opts *o, uint64_t *out, char *why, size_t len)
+{
+    if (!o->payloads) {
+        memcpy(out, switch_default_payloads, sizeof switch_default_payloads);
+        return (int)(sizeof switch_default_payloads / sizeof switch_default_payloads[0]);
+    }
+    uint64_t all[UK_MAX_LIST];
+    int n = uk_list_numbers("switch: --payload", o->payloads, 0, SWITCH_MAX_PAYLOAD, 1, all,
+                            why, len);
+    if (n < 0)
+        return -EINVAL;
+    if (n > SWITCH_MAX_PAYLOADS) {
+        snprintf(why, len, "switch: --payload: more than %d sizes", SWITCH_MAX_PAYLOADS);
+        return -EINVAL;
+    }
+    memcpy(out, all, (size_t)n * sizeof *out);
+    return n;
+}
+
+static int switch_check(const struct isob_bench_opts *o, char *why, size_t len)
+{
+    uint64_t payloads[SWITCH_MAX_PAYLOADS];
+    if (o->nsizes) {
+        snprintf(why, len, "switch: --sizes does not apply (message sizes are --payload)");
+        return -EINVAL;
+    }
+    return switch_payloads(o, payloads, why, len) < 0 ? -EINVAL : 0;
+}
+
 static void measure_entry(struct switch_run *r, struct isob_comp *c)
 {
     struct isob_msg *msg = c->mech->shared(c);
+    uint64_t payloads[SWITCH_MAX_PAYLOADS];
+    char why[160];
+    int npayloads = switch_payloads(&r->ctx->opts, payloads, why, sizeof why);
     r->variant = "entry";
-    for (size_t i = 0; i < N_PAYLOADS; i++) {
-        size_t payload = switch_payloads[i];
+    for (int i = 0; i < npayloads; i++) {
+        size_t payload = (size_t)payloads[i];
         long bad = 0;
         r->payload = payload;
         if (payload > c->data_cap) {
@@ -224,9 +264,17 @@ static int switch_run(struct isob_bench_ctx *ctx)
     return 0;
 }
 
+static const struct isob_bench_option switch_options[] = {
+    {"--payload", "bytes, 0 to 65536", "0,64,4096",
+     "bytes the compartment reads from the shared buffer on each entry"},
+    {NULL, NULL, NULL, NULL},
+};
+
 const struct isob_bench isob_bench_switch = {
     .name = "switch",
     .summary = "round trip into a compartment and back (empty entry; payload 0, 64, 4096 B)",
     .needs_mechanism = 1,
     .run = switch_run,
+    .check = switch_check,
+    .options = switch_options,
 };

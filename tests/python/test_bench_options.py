@@ -122,3 +122,78 @@ def test_pingpong_protect_list_is_one_job_shuffled_per_repetition(isobench):
     lists = [c[c.index("--protect") + 1].split(",") for c in runs]
     assert all(sorted(l) == ["landlock", "none", "seccomp", "userns"] for l in lists)
     assert len({tuple(l) for l in lists}) > 1
+
+
+# ---- the options of `isobench run` that only some benchmarks read ----
+# (the fake driver's catalog: switch, pingpong, kv, oslat, delegate, sched,
+# and the benchmarks Python drives)
+
+@pytest.mark.parametrize("args, says", [
+    (("switch", "-m", "thread", "--sizes", "4K"),
+     "--sizes: none of the benchmarks asked for (switch) takes it; kv, delegate do"),
+    (("pingpong", "-m", "thread"),
+     "-m: none of the benchmarks asked for (pingpong) takes a mechanism; switch, kv, "
+     "kv-server do"),
+    (("switch", "-m", "thread", "--seconds", "2"),
+     "--seconds: none of the benchmarks asked for (switch) takes it; kv-server, lwc-serve, "
+     "lwc-conns do"),
+    (("sched", "--placement", "same-cpu"),
+     "--placement: none of the benchmarks asked for (sched) takes it; switch, pingpong, kv, "
+     "oslat, delegate do"),
+    (("kv-server", "--n", "5"),
+     "--n: none of the benchmarks asked for (kv-server) takes it; switch, pingpong, kv, oslat, "
+     "delegate, sched do"),
+    (("switch", "--no-baseline"),
+     "--no-baseline leaves direct out of a run with -m; without -m every mechanism runs, "
+     "direct among them"),
+])
+def test_an_option_no_benchmark_asked_for_reads_is_refused(isobench, args, says):
+    p = isobench("run", *args, **UK)
+    line = assert_one_error_line(p)
+    assert line == f"isobench: error: {says}"
+    assert not isobench.db.exists()
+    assert not [c for c in isobench.isob_calls(checks=True) if c[:1] == [args[0]]]
+
+
+def test_an_option_goes_only_to_the_benchmarks_that_read_it(isobench):
+    # --sizes is kv's, not switch's; -m is switch's, not pingpong's.
+    p = isobench("run", "switch", "kv", "pingpong", "-m", "thread", "--sizes", "4K",
+                 "--no-baseline", **UK)
+    assert p.returncode == 0, p.stderr
+    assert all("--sizes" not in c for c in _runs(isobench, "switch"))
+    assert [c[c.index("--sizes") + 1] for c in _runs(isobench, "kv")] == ["4K"]
+    assert all("-m" not in c for c in _runs(isobench, "pingpong"))
+
+
+def test_switch_takes_payload_and_gets_it(isobench):
+    doc, p = isobench.json("run", "switch", "-m", "thread", "--payload", "0,128", "--json")
+    assert p.returncode == 0, p.stderr
+    calls = _runs(isobench, "switch")
+    assert calls and all(c[c.index("--payload") + 1] == "0,128" for c in calls)
+    assert {r["params"]["payload"] for r in doc["results"] if r["mechanism"] == "thread"} == \
+        {0, 128}
+    # pingpong's payloads are its own, checked as for switch.
+    p = isobench("run", "switch", "-m", "thread", "--payload", "64,x")
+    assert "argument --payload" in assert_one_error_line(p)
+
+
+def test_a_per_mechanism_run_measures_the_baseline_too(isobench):
+    doc, p = isobench.json("run", "switch", "kv", "-m", "thread", "--quick", "--json")
+    assert p.returncode == 0, p.stderr
+    for bench in ("switch", "kv"):
+        assert sorted({c[c.index("-m") + 1] for c in _runs(isobench, bench)}) == [
+            "direct", "thread"]
+    assert "direct added to -m: the baseline of every ratio (--no-baseline leaves it out)" in \
+        p.stderr
+    # Every kv result of thread has its ratio to direct, measured in the same
+    # run (the fake's switch results have no entry variant to divide by).
+    rows = [c for c in doc["summary"]["configs"] if c["mechanism"] == "thread"
+            and c["benchmark"] == "kv"]
+    assert rows and all(c["ratio"] is not None for c in rows), rows
+
+
+def test_no_baseline_runs_only_the_mechanisms_named(isobench):
+    p = isobench("run", "switch", "-m", "thread", "--no-baseline", "--quick")
+    assert p.returncode == 0, p.stderr
+    assert {c[c.index("-m") + 1] for c in _runs(isobench, "switch")} == {"thread"}
+    assert "direct added" not in p.stderr

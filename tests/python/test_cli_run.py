@@ -56,7 +56,8 @@ def test_driver_without_version_option(isobench):
 
 
 def test_raw_samples_are_stored(isobench, fake):
-    doc, _ = isobench.json("run", "switch", "--json", "-m", "thread", "--placement", "cross-cpu")
+    doc, _ = isobench.json("run", "switch", "--json", "-m", "thread", "--placement", "cross-cpu",
+                           "--no-baseline")
     with Store.open(isobench.db, create=False) as s:
         r = s.load_result(doc["results"][1]["result_id"])
     assert r.samples == tuple(fake.fake_samples(2000, "cross-cpu", 64, fake.DEFAULT_N))
@@ -130,7 +131,7 @@ def test_hang_times_out(isobench):
 
 def test_results_are_stored_before_the_run_ends(isobench):
     # The stored run of a crash has its results even though isob died.
-    isobench("run", "switch", "-m", "test-crash", ISOBENCH_TEST_MECHANISMS="1")
+    isobench("run", "switch", "-m", "test-crash", "--no-baseline", ISOBENCH_TEST_MECHANISMS="1")
     conn = sqlite3.connect(isobench.db)
     statuses = [r[0] for r in conn.execute("SELECT status FROM results ORDER BY id")]
     assert statuses == ["ok", "failed"]
@@ -152,10 +153,12 @@ def test_failed_result_from_driver(isobench):
 
 
 def test_benchmark_without_mechanism_runs_once(isobench):
-    doc, p = isobench.json("run", "pingpong", "--json", "-m", "direct")
+    # (-m alone on such a benchmark is refused: test_bench_options.py)
+    doc, p = isobench.json("run", "pingpong", "switch", "--json", "-m", "direct")
     assert p.returncode == 0, p.stderr
-    assert {r["mechanism"] for r in doc["results"]} == {"-"}
-    assert {r["params"]["primitive"] for r in doc["results"]} == {"futex", "pipe"}
+    pp = [r for r in doc["results"] if r["benchmark"] == "pingpong"]
+    assert {r["mechanism"] for r in pp} == {"-"}
+    assert {r["params"]["primitive"] for r in pp} == {"futex", "pipe"}
     assert [c for c in isobench.isob_calls() if c[0] == "pingpong"] == [["pingpong"]]
 
 
@@ -241,7 +244,8 @@ def test_ctrl_c_keeps_results_and_exits_130(isobench):
     import time
 
     env = {**isobench.env, "ISOBENCH_TEST_MECHANISMS": "1"}
-    child = subprocess.Popen([sys.executable, "-m", "isobench", "run", "switch", "-m", "test-hang"],
+    child = subprocess.Popen([sys.executable, "-m", "isobench", "run", "switch", "-m", "test-hang",
+                              "--no-baseline"],
                              cwd=isobench.cwd, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     try:

@@ -62,7 +62,8 @@ def _normalized_show(text, run_id, db):
 def test_round_trip_gives_the_same_show(isobench, tmp_path):
     _run_mixed(isobench)
     export = tmp_path / "run1.json"
-    assert isobench("export", "1", "--format", "json", "-o", str(export)).returncode == 0
+    assert isobench("export", "1", "--format", "json", "--samples", "-o",
+                    str(export)).returncode == 0
     other = tmp_path / "other.sqlite"
     # The other store already has a run, so that the imported one gets another id.
     import_doc(other, fixture("clean_run"))
@@ -95,7 +96,7 @@ def test_round_trip_gives_the_same_show(isobench, tmp_path):
             r.pop("result_id", None)
     assert ja == jb  # uid, times, status, results, jobs with their load, findings
     # The samples came along: the second export equals the first but for ids and path.
-    again, _ = isobench.json("export", "2", "--format", "json", "--db", str(other))
+    again, _ = isobench.json("export", "2", "--format", "json", "--samples", "--db", str(other))
     first = json.loads(export.read_text())
     assert [r["samples"] for r in again["results"]] == [r["samples"] for r in first["results"]]
 
@@ -116,8 +117,8 @@ def test_import_twice_changes_nothing(isobench, tmp_path):
 
 def test_import_another_store(isobench, tmp_path):
     isobench("run", "switch", "-q", "-m", "direct")
-    isobench("run", "switch", "-q", "-m", "thread")
-    isobench("run", "switch", "-q", "-m", "mpk")
+    isobench("run", "switch", "-q", "-m", "thread", "--no-baseline")
+    isobench("run", "switch", "-q", "-m", "mpk", "--no-baseline")
     other = tmp_path / "o.sqlite"
     doc, p = isobench.json("import", str(isobench.db), "--run", "2", "--json", "--db", str(other))
     assert [(d["source_run_id"], d["run_id"]) for d in doc["imported"]] == [(2, 1)]
@@ -167,7 +168,7 @@ def good_export(tmp_path_factory):
 
     ib = Isobench(tmp_path_factory.mktemp("export"))
     assert ib("run", "switch", "-q", "-m", "direct").returncode == 0
-    p = ib("export", "latest", "--format", "json")
+    p = ib("export", "latest", "--format", "json", "--samples")
     assert p.returncode == 0, p.stderr
     return p.stdout
 
@@ -181,6 +182,10 @@ def good_export(tmp_path_factory):
     (lambda d: d.update(status="exploded"), "status 'exploded'"),
     (lambda d: d["results"][1].update(benchmark=7), "result 2: no 'benchmark'"),
     (lambda d: d["results"][0]["samples"].update(primary=[1, -2]), "result 1: samples"),
+    (lambda d: d["results"][0]["samples"].update(primary=[1, True]), "result 1: samples"),
+    (lambda d: d["results"][0]["samples"].update(primary=[1, 2.5]), "result 1: samples"),
+    (lambda d: d["results"][0]["samples"].update(primary=[1, 2**64]), "result 1: samples"),
+    (lambda d: d["results"][0]["samples"].update(primary="12"), "result 1: samples"),
     (lambda d: d["results"][0].update(median="fast"), "result 1: 'median' is not a number"),
     (lambda d: d["results"][0].update(job_id=999), "job_id 999 names no job"),
     (lambda d: d["jobs"][0].update(seq=0), "job 1: 'seq' is not a count"),
@@ -240,3 +245,114 @@ def test_import_tags_the_origin(isobench, tmp_path):
         (done,) = interchange.import_into(s, isobench.db, tags={"host": "lab-3", "campaign": "c1"})
         origin = s.run(done["run_id"])["origin"]
     assert (origin["host"], origin["campaign"], origin["format"]) == ("lab-3", "c1", "store")
+
+
+# ---- compressed exports, progress ----
+
+def _shown(isobench, run, db=None):
+    doc, _ = isobench.json("show", str(run), "--json", *(("--db", str(db)) if db else ()))
+    return [(r["benchmark"], r["mechanism"], r["params"], r["median"]) for r in doc["results"]]
+
+
+@pytest.mark.parametrize("name", ["run.json", "run.json.gz"])
+def test_export_and_import_of_every_kind(isobench, tmp_path, name):
+    isobench("run", "switch", "-q", "-m", "direct", "-m", "thread")
+    out = tmp_path / name
+    p = isobench("export", "1", "--format", "json", "--samples", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    assert out.read_bytes()[:2] == (b"\x1f\x8b" if name.endswith(".gz") else b"{\n")
+    assert not list(tmp_path.glob("*.part"))
+    other = tmp_path / "other.sqlite"
+    p = isobench("import", str(out), "--db", str(other))
+    assert p.returncode == 0, p.stderr
+    assert _shown(isobench, 1) == _shown(isobench, 1, other)
+    # The samples came along, compressed or not.
+    a, _ = isobench.json("export", "1", "--format", "json", "--samples")
+    b, _ = isobench.json("export", "1", "--format", "json", "--samples", "--db", str(other))
+    assert [r["samples"] for r in a["results"]] == [r["samples"] for r in b["results"]]
+    assert any(r["samples"] for r in a["results"])
+
+
+def test_zst_is_written_where_python_can_else_refused(isobench, tmp_path):
+    isobench("run", "switch", "-q", "-m", "direct")
+    out = tmp_path / "run.json.zst"
+    p = isobench("export", "1", "--format", "json", "-o", str(out))
+    if interchange.zstd_module() is None:
+        line = assert_one_error_line(p)
+        assert line == (f"isobench: error: {out.name}: cannot write zstd, {interchange.NO_ZSTD}; "
+                        "name the file .gz or .json")
+        assert not out.exists() and not list(tmp_path.glob("*.part"))
+        # A zstd file met on import is named for what it is.
+        out.write_bytes(interchange.ZSTD_MAGIC + b"\0" * 16)
+        line = assert_one_error_line(isobench("import", str(out), "--db",
+                                              str(tmp_path / "o.sqlite")))
+        assert "is zstd-compressed, and this Python has no zstd module" in line
+    else:
+        assert p.returncode == 0, p.stderr
+        assert out.read_bytes()[:4] == interchange.ZSTD_MAGIC
+        p = isobench("import", str(out), "--db", str(tmp_path / "o.sqlite"))
+        assert p.returncode == 0, p.stderr
+
+
+def test_a_damaged_gzip_export_is_one_line(isobench, tmp_path):
+    isobench("run", "switch", "-q", "-m", "direct")
+    out = tmp_path / "run.json.gz"
+    assert isobench("export", "1", "--format", "json", "-o", str(out)).returncode == 0
+    out.write_bytes(out.read_bytes()[:40])  # cut short
+    line = assert_one_error_line(isobench("import", str(out), "--db", str(tmp_path / "o.sqlite")))
+    assert f"cannot read {out}" in line
+
+
+def test_progress_is_reported_by_stage(isobench, tmp_path):
+    from isobench.store import Store, export
+
+    isobench("run", "switch", "-q", "-m", "direct", "-m", "thread")
+    out = tmp_path / "run.json.gz"
+    written = []
+    with Store.open(isobench.db, create=False) as store:
+        with interchange.open_for_writing(out) as f:
+            export.write(store, 1, "json", f, samples=True,
+                         progress=lambda done, total: written.append((done, total)))
+        n = len(store.results(1))
+    assert written == [(i, n) for i in range(1, n + 1)]
+    heard = []
+    with Store.open(tmp_path / "o.sqlite", create=True) as store:
+        interchange.import_into(store, out, progress=lambda *a: heard.append(a))
+    stages = list(dict.fromkeys(s for s, _, _ in heard))
+    assert stages == ["reading", "parsing", "checking", "storing"]
+    reading = [(d, t) for s, d, t in heard if s == "reading"]
+    assert reading[-1] == (out.stat().st_size, out.stat().st_size)
+    assert [(d, t) for s, d, t in heard if s == "storing"] == [(i, n) for i in range(1, n + 1)]
+
+
+def test_progress_bar_on_a_terminal_only(isobench, tmp_path):
+    import pty
+    import subprocess
+    import sys
+
+    isobench("run", "switch", "-q", "-m", "direct")
+    out = tmp_path / "run.json"
+    assert isobench("export", "1", "--format", "json", "--samples", "-o",
+                    str(out)).returncode == 0
+    # In a pipe: nothing on stderr but what went wrong (here: nothing).
+    p = isobench("import", str(out), "--db", str(tmp_path / "a.sqlite"))
+    assert p.returncode == 0 and p.stderr == ""
+    # On a terminal: a bar of rich, gone at the end.
+    master, slave = pty.openpty()
+    env = {**isobench.env, "COLUMNS": "100", "TERM": "xterm"}
+    proc = subprocess.run([sys.executable, "-m", "isobench", "import", str(out), "--db",
+                           str(tmp_path / "b.sqlite")], stdout=subprocess.PIPE, stderr=slave,
+                          env=env, timeout=120)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    assert proc.returncode == 0
+    assert b"import: " in shown and b"\x1b[" in shown, shown[:400]

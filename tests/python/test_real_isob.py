@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
 
 import pytest
 
@@ -198,3 +199,23 @@ def test_mpk_in_process_cell_names_what_it_covers():
     for name in ("mpk", "mpk-bridge"):
         cond = isolation_line(name)["attackers"]["in-process"]["condition"]
         assert "loads and stores" in cond and "not sigreturn frames" in cond, cond
+
+
+def test_switch_payloads_are_its_own_option(real):
+    """switch measures the payloads --payload names, and refuses --sizes;
+    a run with -m measures direct beside it, and every ratio is filled."""
+    doc, p = real.json("run", "switch", "-m", "uthread", "--payload", "0,256", "--quick",
+                       "--repeat", "2", "--json", *FAST)
+    assert p.returncode == 0, p.stderr
+    entry = [r for r in doc["results"] if r["params"].get("variant") == "entry"]
+    assert {r["mechanism"] for r in entry} == {"direct", "uthread"}
+    assert {r["params"]["payload"] for r in entry} == {0, 256}
+    ratios = [c["ratio"] for c in doc["summary"]["configs"]
+              if c["mechanism"] == "uthread" and c["params"].get("variant") == "entry"]
+    assert len(ratios) == 2 and all(r is not None and r["value"] > 0 for r in ratios)
+    # isob itself: --sizes is not switch's; a payload above 64 KiB is refused.
+    for args, says in ((("--sizes", "4K"), "switch: --sizes does not apply"),
+                       (("--payload", "70000"), "switch: --payload: '70000' is not")):
+        out = subprocess.run([str(ISOB), "switch", "-m", "direct", *args, "--check"],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2 and says in out.stderr, out.stderr

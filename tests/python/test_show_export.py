@@ -39,11 +39,46 @@ def test_export_csv(isobench, tmp_path):
     assert all(r["started"] and r["finished"] for r in rows)
     assert json.loads(rows[0]["params"]) == doc["results"][0]["params"]
     assert rows[-1]["status"] == "skipped" and rows[-1]["reason"] == "CPU has no PKU"
+    # What tells two machines' CSVs apart, the same in every row.
+    env = doc["environment"]
+    for r in rows:
+        assert (r["host"], r["cpu_model"], r["kernel"], r["run_started"]) == (
+            env["hostname"], env["cpu_model"] or "", env["kernel"], doc["started"])
+        assert r["commit"] == ((env.get("git") or {}).get("commit") or "")
+        assert r["commit_dirty"] in (("true", "false") if env.get("git") else ("",))
+        assert r["counter"] in ("tsc", "")
+
+
+def test_csv_booleans_are_true_or_false():
+    out = io.BytesIO()
+
+    class OneRun:
+        def run(self, run_id):
+            return {"started": "2026-01-01T00:00:00+00:00",
+                    "environment": {"hostname": "h", "git": {"commit": "abc", "dirty": True}}}
+
+        def results(self, run_id):
+            return [{"result_id": 1, "benchmark": "b", "mechanism": "m", "status": "ok",
+                     "params": {"quantized": False}}]
+
+    export.write_csv(OneRun(), 1, out)
+    row = next(csv.DictReader(io.StringIO(out.getvalue().decode())))
+    assert (row["host"], row["commit"], row["commit_dirty"]) == ("h", "abc", "true")
+    assert json.loads(row["params"]) == {"quantized": False}
+
+
+def test_counts_json_writes_what_json_reads():
+    import numpy as np
+    edge = [0, 9, 10, 99, 100, 12345, 2**32 - 1, 2**32, 10**18, 10**19 - 1, 10**19, 2**64 - 1]
+    for values in ([], [7], edge, list(range(0, 100000, 37)), [5, 10**12, 3]):
+        a = np.array(values, dtype=np.uint64)
+        assert json.loads(export.counts_json(a)) == values
+        assert json.loads(export.counts_json(memoryview(a.tobytes()).cast("Q"))) == values
 
 
 def test_export_json_has_raw_samples(isobench, fake):
     doc, _ = isobench.json("run", "switch", "--json", "-m", "direct")
-    out, p = isobench.json("export", "latest", "--format", "json")
+    out, p = isobench.json("export", "latest", "--format", "json", "--samples")
     assert p.returncode == 0
     assert out["schema_version"] == interchange.SCHEMA_VERSION
     assert list(out)[0] == "schema_version" and out["format"] == interchange.EXPORT_FORMAT
@@ -53,5 +88,11 @@ def test_export_json_has_raw_samples(isobench, fake):
     first = out["results"][0]
     assert first["samples"]["primary"] == fake.fake_samples(100, "same-cpu", 0, fake.DEFAULT_N)
     assert first["header"]["counter"] == "tsc"
-    lean, _ = isobench.json("export", "latest", "--format", "json", "--no-samples")
-    assert "samples" not in lean["results"][0]
+    # Without --samples (or with --no-samples, as before) the samples stay out.
+    for lean_args in ((), ("--no-samples",)):
+        lean, _ = isobench.json("export", "latest", "--format", "json", *lean_args)
+        assert "samples" not in lean["results"][0]
+        assert lean["results"] == [{k: v for k, v in r.items() if k != "samples"}
+                                   for r in out["results"]]
+    # The store by its file name only: an export leaves the machine.
+    assert out["db"] == isobench.db.name

@@ -92,11 +92,41 @@ QUICK_TIMEOUT = 180.0
 # 1000 MiB): this is their time-out unless --timeout or --quick is given.
 LONG_TIMEOUTS = {"cpuwork": 3600.0, "memops": 3600.0}
 
-# Benchmarks that take --sizes.
+# Which benchmarks read the options of `isobench run` that isob does not
+# list per benchmark (isob lists --payload, --depth, ...: validate.py).  An
+# option that no benchmark asked for reads is refused (validate.scoped), and
+# each reaches only the benchmarks that read it (isob_args).
+#
+# --sizes: kv's data sizes, memops' block sizes, delegate's region sizes.
 SIZED = ("kv", "memops", "delegate")
+# --placement: the benchmarks that place a second context or a server; sched
+# refuses it (where its workers run is its --cpus), and lwc-create, lwc-sign,
+# refmon and inspect have nothing to place.
+PLACED = ("switch", "pingpong", "kv", "oslat", "worksweep", "cpuwork", "memops", "pipeio",
+          "scale", "delegate", "lwc-switch")
+# --seconds: how long a client loads each server, in the benchmarks that
+# Python drives (kvserver.py, lwcserve.py).
+TIMED = (kvserver.BENCHMARK, *lwcserve.BENCHMARKS)
+# --n, --counter and --scope are isob's: every benchmark but those Python drives.
+ISOB_OPTIONS = ("--n", "--counter", "--scope")
+# -m: the benchmarks that need a mechanism (the catalog says which).
+MECHANISM_OPTION = "-m"
 
-# Benchmarks that refuse --placement: where sched's workers run is its --cpus.
-NO_PLACEMENT = ("sched",)
+
+def reads(bench, option: str) -> bool:
+    """Whether `bench` (a driver.Benchmark) reads `option` of `isobench run`:
+    one of the options above, where isob does not list it per benchmark."""
+    if option == "--sizes":
+        return bench.name in SIZED or bench.takes(option)
+    if option == "--placement":
+        return bench.name in PLACED
+    if option == "--seconds":
+        return bench.name in TIMED
+    if option in ISOB_OPTIONS:
+        return bench.name not in TIMED
+    if option == MECHANISM_OPTION:
+        return bench.needs_mechanism
+    raise ValueError(f"{option} is not an option runner.reads knows")
 
 
 @dataclass(frozen=True)
@@ -316,7 +346,7 @@ def isob_args(job: Job, opts: Options) -> list[str]:
         args.append("--quick")
     if opts.n is not None:
         args += ["--n", str(opts.n)]
-    if opts.placement and job.benchmark not in NO_PLACEMENT:
+    if opts.placement and job.benchmark in PLACED:
         args += ["--placement", ",".join(opts.placement)]
     if opts.counter:
         args += ["--counter", opts.counter]

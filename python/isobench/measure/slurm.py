@@ -138,7 +138,8 @@ measure() {{
     echo "isobench campaign $CAMPAIGN: $name: isobench run failed (exit status $rc)" >&2
     exit "$rc"
   fi
-  "$isobench" export latest --format json --db "$work/store.sqlite" -o "$EXPORTS/$name.json.part"
+  "$isobench" export latest --format json --samples --db "$work/store.sqlite" \\
+    -o "$EXPORTS/$name.json.part"
   mv -f "$EXPORTS/$name.json.part" "$EXPORTS/$name.json"
   echo "isobench campaign $CAMPAIGN: $name: exported to $EXPORTS/$name.json"
 }}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ..errors import UsageError
 
@@ -448,6 +448,31 @@ def confinements(asked: Sequence[str] | None, catalog) -> tuple[list[str], str]:
     return list(dict.fromkeys(items)), how
 
 
+def _refused(option: str, benchmarks: Sequence[str], who: Sequence[str], what: str = "it"
+             ) -> UsageError:
+    """The one line that refuses an option none of `benchmarks` reads, naming
+    those that do (`who`)."""
+    takers = (f"; {', '.join(who)} {'do' if len(who) > 1 else 'does'}" if who else
+              "; no benchmark does")
+    return UsageError(f"{option}: none of the benchmarks asked for ({', '.join(benchmarks)}) "
+                      f"takes {what}{takers}")
+
+
+def scoped(catalog, benchmarks: Sequence[str], given: Sequence[str],
+           reads: Callable[[object, str], bool]) -> None:
+    """UsageError unless each option in `given` ("--sizes", "-m", ...) is read
+    by at least one of `benchmarks`; reads(bench, option) says which do
+    (runner.reads).  An option that would be silently ignored is refused,
+    naming the benchmarks that take it."""
+    asked = [b for b in map(catalog.benchmark, benchmarks) if b is not None]
+    for option in given:
+        if any(reads(b, option) for b in asked):
+            continue
+        who = [b.name for b in catalog.benchmarks if reads(b, option)]
+        raise _refused(option, benchmarks, who,
+                       "a mechanism" if option.startswith("-m") else "it")
+
+
 def bench_options(catalog, benchmarks: Sequence[str],
                   given: Mapping[str, Sequence[str]]) -> dict[str, dict[str, tuple[str, ...]]]:
     """Per benchmark, the options of `given` ({"--depth": ("1", "4")}) that it
@@ -459,10 +484,8 @@ def bench_options(catalog, benchmarks: Sequence[str],
         takers = [catalog.benchmark(b) for b in benchmarks]
         takers = [b for b in takers if b is not None and b.takes(option)]
         if not takers:
-            who = [b.name for b in catalog.benchmarks if b.takes(option)]
-            raise UsageError(f"{option}: none of the benchmarks asked for ({', '.join(benchmarks)}) "
-                             f"takes it" + (f"; {', '.join(who)} do" if len(who) > 1 else
-                                            f"; {who[0]} does" if who else ""))
+            raise _refused(option, benchmarks,
+                           [b.name for b in catalog.benchmarks if b.takes(option)])
         for b in takers:
             if option != "--confine":
                 option_values(b, option, values, catalog.confinements)

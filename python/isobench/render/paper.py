@@ -28,7 +28,9 @@ benchmark and mechanism, one column per parameter, the headline in its
 counter unit and in ns, its 95% interval, the ratio to the baseline with
 its interval, how many repetitions, which rule chose the headline, and a
 row with status and reason for every configuration that was skipped or
-failed in every repetition.  CSV_COLUMNS lists the fixed columns; the
+failed in every repetition; then the counter and what tells two machines'
+CSVs apart (host, CPU model, kernel, commit, the run's start).  Booleans
+are written true or false.  CSV_COLUMNS lists the fixed columns; the
 parameter columns (PARAM_FIRST, then the others a run has, sorted) go
 after `mechanism`.
 
@@ -45,6 +47,7 @@ from typing import Mapping, Sequence
 
 from ..analysis.kv import STEPS_FEW
 from ..analysis.runs import BASELINE, OUTPUT_PARAMS
+from ..store.export import RUN_COLUMNS, run_columns
 from . import table
 
 # ---- LaTeX ----
@@ -438,7 +441,8 @@ PARAM_FIRST = ("placement", "payload", "variant", "data_bytes")
 CSV_COLUMNS = ("run_id", "benchmark", "mechanism", "unit", "headline", "headline_low",
                "headline_high", "headline_ns", "headline_ns_low", "headline_ns_high",
                "headline_source", "quantized", "batched_unreliable", "reps", "reps_asked",
-               "ratio_to", "ratio", "ratio_low", "ratio_high", "status", "reason")
+               "ratio_to", "ratio", "ratio_low", "ratio_high", "status", "reason", "counter",
+               *RUN_COLUMNS)
 
 
 def _param_columns(keys) -> list[str]:
@@ -447,6 +451,8 @@ def _param_columns(keys) -> list[str]:
 
 
 def _cell(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
     if isinstance(v, (dict, list)):
         return json.dumps(v, sort_keys=True)
     return "" if v is None else v
@@ -456,6 +462,7 @@ def csv_rows(doc: Mapping) -> tuple[list[str], list[dict]]:
     """(columns, rows) of results.csv."""
     run = doc["run"]
     asked = (run.get("options") or {}).get("repeat")
+    same = run_columns(run)
     rows = []
     measured = set()
     for c in doc["configs"]:
@@ -468,13 +475,14 @@ def csv_rows(doc: Mapping) -> tuple[list[str], list[dict]]:
                      "unit": c["unit"], "headline": h["value"], "headline_low": iv.get("low"),
                      "headline_high": iv.get("high"), "headline_ns": h.get("ns"),
                      "headline_ns_low": lo_ns, "headline_ns_high": hi_ns,
-                     "headline_source": h["source"], "quantized": int(bool(h.get("quantized"))),
-                     "batched_unreliable": int(bool(h.get("batched_unreliable"))),
+                     "headline_source": h["source"], "quantized": bool(h.get("quantized")),
+                     "batched_unreliable": bool(h.get("batched_unreliable")),
                      "reps": h["reps"], "reps_asked": asked,
                      "ratio_to": "direct" if r else ("baseline" if c["role"] == "baseline"
                                                      else None),
                      "ratio": r.get("value"), "ratio_low": riv.get("low"),
-                     "ratio_high": riv.get("high"), "status": "ok", "reason": None})
+                     "ratio_high": riv.get("high"), "status": "ok", "reason": None,
+                     "counter": c.get("counter"), **same})
     seen = set()
     for res in doc["results"]:
         if res["status"] == "ok":
@@ -486,7 +494,8 @@ def csv_rows(doc: Mapping) -> tuple[list[str], list[dict]]:
         seen.add(key)
         rows.append({"params": params, "run_id": run["run_id"], "benchmark": res["benchmark"],
                      "mechanism": res["mechanism"], "unit": res.get("unit"),
-                     "reps_asked": asked, "status": res["status"], "reason": res.get("reason")})
+                     "reps_asked": asked, "status": res["status"], "reason": res.get("reason"),
+                     "counter": res.get("counter"), **same})
     pcols = _param_columns({k for row in rows for k in row["params"]})
     columns = [*CSV_COLUMNS[:3], *pcols, *CSV_COLUMNS[3:]]
     out = []

@@ -35,14 +35,17 @@ run and leaves out, naming each, what cannot be read.
 
 from __future__ import annotations
 
+import array
+import gzip
 import json
 import re
 import shutil
 import sqlite3
 import stat
 import tempfile
+import zlib
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, BinaryIO, Callable, Mapping
 
 from ..errors import StoreError, UsageError
 from ..measure import validate
@@ -67,8 +70,9 @@ def stamp(doc: Mapping) -> dict:
 
 def export_document(store: Store, run_id: int, samples: bool = True) -> dict:
     """The whole run as `export --format json` writes it: the run, its jobs and
-    its results, with every raw sample unless samples is False."""
-    # The store's file name only: an export travels, the machine's paths stay.
+    its results, with every raw sample unless samples is False.  The store
+    is named by its file name only: an export leaves the machine, the path
+    of its store need not."""
     doc = stamp({"format": EXPORT_FORMAT, "db": store.path.name, **store.run(run_id)})
     doc["jobs"] = store.jobs(run_id)
     results = store.results(run_id)
@@ -77,17 +81,115 @@ def export_document(store: Store, run_id: int, samples: bool = True) -> dict:
         if r.get("job_id") not in jobs:
             r["job_id"] = None  # its job is damaged and left out: the result stays
     if samples:
-        kept = []
+        # Read in one query and decompressed on several threads; where that
+        # meets damage, result by result, leaving out only the damaged ones.
+        try:
+            every = store.run_samples(run_id)
+        except StoreError:
+            every, damaged = {}, set()
+            for r in results:
+                try:
+                    every[r["result_id"]] = store.samples(r["result_id"], as_array=True)
+                except StoreError as e:
+                    store.skip(str(e))  # a result whose samples are damaged is left out
+                    damaged.add(r["result_id"])
+            results = [r for r in results if r["result_id"] not in damaged]
         for r in results:
-            try:
-                r["samples"] = {k: list(v) for k, v in store.samples(r["result_id"]).items()}
-            except StoreError as e:
-                store.skip(str(e))  # a result whose samples are damaged is left out
-                continue
-            kept.append(r)
-        results = kept
+            r["samples"] = {k: v.tolist() for k, v in every.get(r["result_id"], {}).items()}
     doc["results"] = results
     return doc
+
+
+# ---- compressed files ----
+# An export is compressed when its file name ends in .gz (gzip) or .zst
+# (zstd, where this Python has a zstd module: compression.zstd from Python
+# 3.14, or the zstandard package); an import recognizes either by its first
+# bytes, whatever the name.
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+# gzip's level for exports: 1 is several times faster than 9 on sample
+# text, and its files are not much larger.
+GZIP_LEVEL = 1
+# How much of a file an import reads at a time (for its progress).
+CHUNK = 4 << 20
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+def zstd_module():
+    """This Python's zstd module, or None."""
+    try:
+        from compression import zstd  # type: ignore[import-not-found]  # Python 3.14
+        return zstd
+    except ImportError:
+        pass
+    try:
+        import zstandard  # type: ignore[import-not-found]
+        return zstandard
+    except ImportError:
+        return None
+
+
+NO_ZSTD = ("this Python has no zstd module (Python 3.14 has compression.zstd; or `pip install "
+           "zstandard`)")
+
+
+def compression_of(name: str) -> str | None:
+    """"gzip", "zstd" or None by a file name's ending; UsageError for .zst
+    where this Python cannot write zstd."""
+    if name.endswith(".gz"):
+        return "gzip"
+    if name.endswith(".zst"):
+        if zstd_module() is None:
+            raise UsageError(f"{name}: cannot write zstd, {NO_ZSTD}; name the file .gz or .json")
+        return "zstd"
+    return None
+
+
+def open_for_writing(path: Path, name: str | None = None) -> BinaryIO:
+    """A binary stream that writes path, compressed by the ending of name
+    (default: path's own name)."""
+    kind = compression_of(name or path.name)
+    if kind == "gzip":
+        return gzip.open(path, "wb", compresslevel=GZIP_LEVEL)
+    if kind == "zstd":
+        return zstd_module().open(path, "wb")
+    return open(path, "wb")
+
+
+def read_bytes(path: Path, progress: Progress | None = None) -> bytes:
+    """The bytes of an export, decompressed where it is gzip or zstd (by its
+    first bytes); UsageError when it cannot be read."""
+    zstd = zstd_module()
+    damaged = (OSError, EOFError, zlib.error, ValueError) + (
+        (zstd.ZstdError,) if zstd is not None and hasattr(zstd, "ZstdError") else ())
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as raw:
+            head = raw.read(4)
+            raw.seek(0)
+            if head.startswith(GZIP_MAGIC):
+                f = gzip.GzipFile(fileobj=raw, mode="rb")
+            elif head == ZSTD_MAGIC:
+                if zstd is None:
+                    raise UsageError(f"{path} is zstd-compressed, and {NO_ZSTD}")
+                f = zstd.open(raw, "rb")
+            else:
+                f = raw
+            parts = []
+            while True:
+                chunk = f.read(CHUNK)
+                if not chunk:
+                    break
+                parts.append(chunk)
+                if progress is not None:
+                    # How far into the file: the size decompressed is not
+                    # known in advance.
+                    progress("reading", min(raw.tell(), size), size)
+            return b"".join(parts)
+    except damaged as e:
+        raise UsageError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
 
 
 # ---- reading documents ----
@@ -108,6 +210,21 @@ def _is_int(v: Any) -> bool:
 def _is_num(v: Any) -> bool:
     return (_is_int(v) or isinstance(v, float)) and v == v and v not in (float("inf"),
                                                                       float("-inf"))
+
+
+def _counts(values: Any) -> array.array | None:
+    """values as unsigned 64-bit integers, or None unless it is a list of
+    integers from 0 to 2^64 - 1 (no bool, no float).  A run holds millions:
+    the array's own conversion checks the range (OverflowError) and refuses
+    what is not an integer (TypeError), and one pass over the types finds
+    a bool, which it would take as 0 or 1."""
+    if not isinstance(values, list):
+        return None
+    try:
+        out = array.array("Q", values)
+    except (OverflowError, TypeError):
+        return None
+    return out if not values or set(map(type, values)) == {int} else None
 
 
 def _opt(v: Any, kind) -> bool:
@@ -208,8 +325,9 @@ def _validate_result(r: Any, w: str, job_ids: set) -> None:
     for event, values in samples.items():
         why = validate.stored_name_problem("event", event)
         _need(why is None, w, f"sample {why}")
-        _need(isinstance(values, list) and all(_is_int(v) and 0 <= v < 2**64 for v in values),
-              w, f"samples of {event!r} are not a list of 64-bit counts")
+        counts = _counts(values)
+        _need(counts is not None, w, f"samples of {event!r} are not a list of 64-bit counts")
+        samples[event] = counts  # as checked, and as the store takes them
         lengths.add(len(values))
     _need(len(lengths) <= 1, w, "its events have different numbers of samples")
     if r.get("status", "ok") == "ok" and r.get("median") is None:
@@ -237,31 +355,36 @@ def _kind(path: Path) -> str:
     return "store" if head == SQLITE_MAGIC else "json"
 
 
-def read_json(path: Path) -> dict:
+def read_json(path: Path, progress: Progress | None = None) -> dict:
+    data = read_bytes(path, progress)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError(f"{path} is neither an isobench export (JSON) nor a store") from None
-    except OSError as e:
-        raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+    del data
+    if progress is not None:
+        progress("parsing", 0, 1)
     try:
         doc = json.loads(text)
     except ValueError as e:
         raise UsageError(f"{path} is not valid JSON ({e}): not an isobench export") from None
+    if progress is not None:
+        progress("checking", 0, 1)
     try:
         return validate_run(doc, str(path))
     except Invalid as e:
         raise UsageError(str(e)) from None
 
 
-def documents(path: Path, run_ids: list[int] | None = None) -> list[tuple[dict, dict]]:
+def documents(path: Path, run_ids: list[int] | None = None,
+              progress: Progress | None = None) -> list[tuple[dict, dict]]:
     """(document, origin) of each run in an export or a store, all validated
     before the first is imported."""
     path = Path(path)
     if _kind(path) == "json":
         if run_ids:
             raise UsageError("--run selects runs of a store; an export holds one run")
-        doc = read_json(path)
+        doc = read_json(path, progress)
         return [(doc, {"source": str(path.resolve()), "format": "export",
                        "run_id": doc.get("run_id"), "imported": now()})]
     with _readable_store(path) as src:
@@ -325,13 +448,14 @@ class _readable_store:
 
 
 def import_into(store: Store, path: Path, run_ids: list[int] | None = None,
-                tags: Mapping[str, Any] | None = None) -> list[dict]:
+                tags: Mapping[str, Any] | None = None,
+                progress: Progress | None = None) -> list[dict]:
     """Import every run of path (an export or a store) into store; one record
     per run: source_run_id, run_id, uid, and skipped when the same run (same
     uid) is already there.  tags (e.g. the host and campaign a run came
     from) are added to each imported run's origin."""
     out = []
-    for doc, origin in documents(path, run_ids):
+    for doc, origin in documents(path, run_ids, progress):
         origin = {**origin, **(tags or {})}
         uid = doc.get("uid")
         existing = store.run_by_uid(uid) if uid else None
@@ -339,7 +463,9 @@ def import_into(store: Store, path: Path, run_ids: list[int] | None = None,
             out.append({"source_run_id": origin.get("run_id"), "run_id": existing, "uid": uid,
                         "skipped": True})
             continue
-        run_id = store.import_run(doc, origin=origin)
+        run_id = store.import_run(
+            doc, origin=origin,
+            progress=(lambda done, total: progress("storing", done, total)) if progress else None)
         out.append({"source_run_id": origin.get("run_id"), "run_id": run_id,
                     "uid": store.run(run_id)["uid"], "skipped": False})
     return out
