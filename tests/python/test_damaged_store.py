@@ -22,7 +22,7 @@ from isobench import store as store_mod
 from conftest import assert_one_error_line
 
 READERS = [
-    ["show"], ["show", "--json"], ["check"], ["export", "latest", "--format", "json"],
+    ["show"], ["show", "--json"], ["check"], ["export", "latest", "--format", "json", "--samples"],
     ["export", "latest", "--format", "csv"], ["compare", "1", "1"], ["report", "-o", "OUT"],
 ]
 # `report` reads a run as `check` does, then draws plots (slow): it is run
@@ -42,7 +42,7 @@ def good(isobench, tmp_path):
 @pytest.fixture
 def two(isobench, tmp_path, good):
     """The good store with a second run: the first imported again (new uid)."""
-    doc, p = isobench.json("export", "1", "--format", "json")
+    doc, p = isobench.json("export", "1", "--format", "json", "--samples")
     del doc["uid"]
     export = tmp_path / "copy.json"
     export.write_text(json.dumps(doc))
@@ -126,7 +126,7 @@ def test_damaged_row_is_left_out(isobench, tmp_path, good, name):
             (args, p.stderr)
         assert warned[0].endswith(": left out"), warned[0]
     # The intact results are still out: everything but the damaged one.
-    doc, _ = isobench.json("export", "latest", "--format", "json")
+    doc, _ = isobench.json("export", "latest", "--format", "json", "--samples")
     conn = sqlite3.connect(good)
     stored = conn.execute("SELECT count(*) FROM results").fetchone()[0]
     conn.close()

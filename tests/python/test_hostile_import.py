@@ -42,7 +42,7 @@ def export(isobench, tmp_path):
     """A real run's export (direct, thread, and a skipped mpk)."""
     p = isobench("run", "switch", "-q", "-m", "direct", "-m", "thread", "-m", "mpk")
     assert p.returncode == 0, p.stderr
-    doc, _ = isobench.json("export", "latest", "--format", "json")
+    doc, _ = isobench.json("export", "latest", "--format", "json", "--samples")
     del doc["uid"]
     return doc
 

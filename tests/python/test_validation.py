@@ -197,3 +197,17 @@ def test_python_and_isob_agree(option, value):
                        timeout=60)
     limits = validate.Limits.from_line(json.loads(p.stdout))
     assert _python_accepts(option, value, limits) == _isob_accepts(option, value)
+
+
+def test_parameter_text_isob_prints_is_accepted_and_markup_is_not():
+    """A parameter's text value may be free text as isob prints it (kv's
+    pmu_reason), but nothing a table, a formula or markup would read."""
+    from isobench.measure import validate as v
+    reason = ("perf unavailable (perf_event_open(cycles): No such file or directory (no "
+              "hardware PMU, as in most VMs)); TSC: constant and nonstop, read with "
+              "lfence;rdtsc;lfence")
+    assert v.params_problem({"pmu_reason": reason, "path": "/usr/lib/libc.so.6+0x10",
+                             "note": "µs ≤ 5 'quoted'"}) is None
+    for bad in ("$x^{$", "thr<b>ead", "a|b", "\x1b]0;t\x07", "\\input{/etc/passwd}", "a\x00b",
+                "a\nb", "\u202eabc", "`x`", "x" * (v.MAX_PARAM_TEXT + 1)):
+        assert v.params_problem({"placement": bad}), repr(bad)

@@ -363,24 +363,12 @@ def load_run(store: Store, run_id: int, scan: bool = False) -> RunData:
     damaged is left out and reported (Store.skip).  With scan, damage names
     every damaged part of the store (Store.scan: what `isobench check` reports).
 
-    The samples are read in one query (Store.run_samples); only where that
-    meets damage are they read result by result, so that the damaged ones
-    alone are left out."""
+    The samples are read in one query (Store.run_samples_intact); only where
+    that meets damage are they read result by result, so that the damaged
+    ones alone are left out."""
     run = store.run(run_id)
-    stored = store.results(run_id)
-    try:
-        samples = store.run_samples(run_id, status="ok")
-        results = stored
-    except StoreError:
-        results, samples = [], {}
-        for r in stored:
-            if r["status"] == "ok":
-                try:
-                    samples[r["result_id"]] = store.samples(r["result_id"], as_array=True)
-                except StoreError as e:
-                    store.skip(str(e))
-                    continue
-            results.append(r)
+    samples, damaged = store.run_samples_intact(run_id, status="ok")
+    results = [r for r in store.results(run_id) if r["result_id"] not in damaged]
     jobs = store.jobs(run_id)
     damage = list(dict.fromkeys(store.skipped + (store.scan() if scan else [])))
     return RunData(run, str(store.path), results, group(results, samples), jobs, damage)

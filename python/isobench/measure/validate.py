@@ -200,7 +200,13 @@ def mechanisms(asked: Sequence[str]) -> list[str]:
 
 RESULT_NAME = re.compile(r"[a-z0-9][a-z0-9+._-]{0,63}(?::[A-Za-z0-9+._-]{1,64})?")
 PARAM_KEY = re.compile(r"[a-z_][a-z0-9_]{0,63}")
-PARAM_TEXT = re.compile(r"[A-Za-z0-9 +,._:/=@%#~()*\[\]-]{0,256}")
+# A parameter's text value: what isob prints there includes free text (a
+# reason such as kv's pmu_reason, with ';' and parentheses), so it may hold
+# any printable character but the few that a table, a formula or markup
+# would read (`$ < > | \ { }` and the backquote), none of the control or
+# format characters (str.isprintable), at most MAX_PARAM_TEXT of them.
+PARAM_TEXT_REFUSED = frozenset("$<>|\\{}`")
+MAX_PARAM_TEXT = 1024
 EVENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/=,-]{0,127}")
 UNIT_NAME = re.compile(r"[A-Za-z0-9%][A-Za-z0-9%/._ -]{0,31}")
 MAX_PARAM_DEPTH = 4
@@ -234,19 +240,23 @@ def params_problem(params: object, depth: int = 0) -> str | None:
         return None
     if isinstance(params, list):
         return next((w for w in (params_problem(v, depth + 1) for v in params) if w), None)
-    if isinstance(params, str) and not PARAM_TEXT.fullmatch(params):
-        return f"value {params!r} is not a parameter value isob gives ({_form(PARAM_TEXT)})"
+    if isinstance(params, str) and not _param_text(params):
+        return (f"value {params!r} is not a parameter value isob gives (printable text "
+                f"without $<>|\\{{}}` or control characters, at most {MAX_PARAM_TEXT})")
     if params is None or isinstance(params, (str, bool, int, float)):
         return None
     return f"value {params!r} is not a parameter value"
+
+
+def _param_text(text: str) -> bool:
+    return (len(text) <= MAX_PARAM_TEXT and text.isprintable()
+            and not PARAM_TEXT_REFUSED.intersection(text))
 
 
 def _form(pattern: re.Pattern) -> str:
     return {RESULT_NAME: "lower-case letters, digits, '-', '_', '.', '+', at most 64, "
                          "optionally ':VARIANT'",
             PARAM_KEY: "lower-case letters, digits and '_'",
-            PARAM_TEXT: "plain ASCII letters, digits, spaces and +,._:/=@%#~()*[]-, "
-                        "at most 256",
             EVENT_NAME: "ASCII letters, digits and _.:/=,-",
             UNIT_NAME: "ASCII letters, digits, spaces and %/._-, at most 32"}[pattern]
 

@@ -734,6 +734,29 @@ class Store:
         return _samples_dict(rows, result_id, self.path,
                              decode_sample_array if as_array else decode_samples)
 
+    def run_samples_intact(self, run_id: int, status: str | None = None
+                           ) -> tuple[dict[int, dict[str, memoryview | array.array]], set[int]]:
+        """run_samples, or where that meets damage, result by result: the
+        samples by result id, and the ids of the results whose samples are
+        damaged (each reported through skip), for the caller to leave out."""
+        try:
+            return self.run_samples(run_id, status), set()
+        except StoreError:
+            pass
+        ids = self._fetch("SELECT id FROM results WHERE run_id = ? AND (? IS NULL OR status = ?) "
+                          "ORDER BY id", (run_id, status, status))
+        out, damaged = {}, set()
+        for (rid,) in ids:
+            try:
+                events = self.samples(rid, as_array=True)
+            except StoreError as e:
+                self.skip(str(e))
+                damaged.add(rid)
+                continue
+            if events:
+                out[rid] = events
+        return out, damaged
+
     def run_samples(self, run_id: int,
                     status: str | None = None) -> dict[int, dict[str, memoryview | array.array]]:
         """The sample events of every result of a run (with status, of those

@@ -117,7 +117,8 @@ def write_json(store: Store, run_id: int, out: BinaryIO, samples: bool = False,
     the run's members indented, then its results one a line."""
     doc = export_document(store, run_id, samples=False)
     results = doc.pop("results")
-    every = store.run_samples(run_id) if samples else None
+    every, damaged = store.run_samples_intact(run_id) if samples else (None, set())
+    results = [r for r in results if r["result_id"] not in damaged]
     head = json.dumps(doc, indent=1)
     # head ends with "\n}": the results go before that brace.
     out.write((head[:-2] + ',\n "results": [').encode())

@@ -83,17 +83,8 @@ def export_document(store: Store, run_id: int, samples: bool = True) -> dict:
     if samples:
         # Read in one query and decompressed on several threads; where that
         # meets damage, result by result, leaving out only the damaged ones.
-        try:
-            every = store.run_samples(run_id)
-        except StoreError:
-            every, damaged = {}, set()
-            for r in results:
-                try:
-                    every[r["result_id"]] = store.samples(r["result_id"], as_array=True)
-                except StoreError as e:
-                    store.skip(str(e))  # a result whose samples are damaged is left out
-                    damaged.add(r["result_id"])
-            results = [r for r in results if r["result_id"] not in damaged]
+        every, damaged = store.run_samples_intact(run_id)
+        results = [r for r in results if r["result_id"] not in damaged]
         for r in results:
             r["samples"] = {k: v.tolist() for k, v in every.get(r["result_id"], {}).items()}
     doc["results"] = results
