@@ -25,7 +25,6 @@ import numpy as np
 
 from . import stats, units
 from ..measure.records import NO_MECHANISM, PRIMARY_EVENT
-from ..errors import StoreError
 from ..store import Store
 
 BASELINE = "direct"
