@@ -47,7 +47,7 @@ from typing import Mapping, Sequence
 
 from ..analysis.kv import STEPS_FEW
 from ..analysis.runs import BASELINE, OUTPUT_PARAMS
-from ..store.export import RUN_COLUMNS, run_columns
+from ..measure.sysinfo import RUN_COLUMNS, run_columns
 from . import table
 
 # ---- LaTeX ----

@@ -23,30 +23,9 @@ import numpy as np
 
 from .interchange import SCHEMA_VERSION, export_document
 from . import Store
+from ..measure.sysinfo import RUN_COLUMNS, run_columns
 
 FORMATS = ("csv", "json")
-
-# The run's own columns of a CSV row (here and in the report's results.csv),
-# each from the run's environment: a CSV read beside one from another
-# machine tells them apart.
-RUN_COLUMNS = ("host", "cpu_model", "kernel", "commit", "commit_dirty", "run_started")
-_FROM_ENVIRONMENT = {"host": ("hostname",), "cpu_model": ("cpu_model",), "kernel": ("kernel",),
-                     "commit": ("git", "commit"), "commit_dirty": ("git", "dirty")}
-
-
-def run_columns(run: dict) -> dict:
-    """Host, CPU model, kernel, commit (and whether the tree had changes) and
-    start time of a run (Store.run, or a summary document's "run")."""
-    env = run.get("environment") or {}
-    out = {}
-    for name, path in _FROM_ENVIRONMENT.items():
-        v = env
-        for k in path:
-            v = v.get(k) if isinstance(v, dict) else None
-        out[name] = v
-    out["run_started"] = run.get("started")
-    return out
-
 
 CSV_COLUMNS = ("schema_version", "run_id", "result_id", "benchmark", "mechanism", "placement",
                "payload", "variant", "params", "unit", "counter", "status", "reason", "n", "min",
