@@ -251,12 +251,12 @@ def test_searching_an_integer_array_is_bisect():
     arr = np.array(xs, dtype=np.int64)
     for v in (-6, -5, -4.5, 0, 0.0, 0.25, 2.999, 3, 3.0, 3.5, 6.99999, 7, 7.5, 2.0**40,
               2.0**40 + 0.5, 1e30, -1e30, math.inf, -math.inf, 2**70, -(2**70)):
-        assert stats._bisect_left(arr, v) == bisect.bisect_left(xs, v), v
-        assert stats._bisect_right(arr, v) == bisect.bisect_right(xs, v), v
+        assert stats._count_below(arr, v) == bisect.bisect_left(xs, v), v
+        assert stats._count_below(arr, v, inclusive=True) == bisect.bisect_right(xs, v), v
     fl = np.array([0.5, 1.0, 1.0, 2.5])
     for v in (0.0, 1.0, 1.5, 3.0):
-        assert stats._bisect_left(fl, v) == bisect.bisect_left(fl.tolist(), v)
-        assert stats._bisect_right(fl, v) == bisect.bisect_right(fl.tolist(), v)
+        assert stats._count_below(fl, v) == bisect.bisect_left(fl.tolist(), v)
+        assert stats._count_below(fl, v, inclusive=True) == bisect.bisect_right(fl.tolist(), v)
 
 
 def ref_t_quantile(p, df):

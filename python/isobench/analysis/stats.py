@@ -181,28 +181,20 @@ def _kth_deviation(xs: Sequence[float], med: float, pos: int, k: int) -> float:
     return float(max(cands))
 
 
-def _bisect_left(xs: Sequence[float], v: float) -> int:
-    """How many of sorted xs are < v (bisect.bisect_left)."""
+def _count_below(xs: Sequence[float], v: float, inclusive: bool = False) -> int:
+    """How many of sorted xs are < v (<= v when inclusive): bisect_left, or
+    bisect_right, of lists and numpy arrays alike."""
     if not isinstance(xs, np.ndarray):
-        return bisect.bisect_left(xs, v)
+        return (bisect.bisect_right if inclusive else bisect.bisect_left)(xs, v)
+    side = "right" if inclusive else "left"
     if xs.dtype.kind == "i" and math.isfinite(v):
-        # Integers below v are those below ceil(v): searched as an integer,
-        # so that numpy does not turn the whole array into floats first.
-        k = math.ceil(v)
+        # Integers below v (or up to it) are those below ceil(v) (up to
+        # floor(v)): searched as an integer, so that numpy does not turn the
+        # whole array into floats first.
+        k = math.floor(v) if inclusive else math.ceil(v)
         return 0 if k < -_INT64_MAX - 1 else (
-            xs.size if k > _INT64_MAX else int(np.searchsorted(xs, np.int64(k), side="left")))
-    return int(np.searchsorted(xs, v, side="left"))
-
-
-def _bisect_right(xs: Sequence[float], v: float) -> int:
-    """How many of sorted xs are <= v (bisect.bisect_right)."""
-    if not isinstance(xs, np.ndarray):
-        return bisect.bisect_right(xs, v)
-    if xs.dtype.kind == "i" and math.isfinite(v):
-        k = math.floor(v)
-        return 0 if k < -_INT64_MAX - 1 else (
-            xs.size if k > _INT64_MAX else int(np.searchsorted(xs, np.int64(k), side="right")))
-    return int(np.searchsorted(xs, v, side="right"))
+            xs.size if k > _INT64_MAX else int(np.searchsorted(xs, np.int64(k), side=side)))
+    return int(np.searchsorted(xs, v, side=side))
 
 
 def mad_sorted(xs: Sequence[float], med: float) -> float:
@@ -212,7 +204,7 @@ def mad_sorted(xs: Sequence[float], med: float) -> float:
     n = len(xs)
     if n == 0:
         raise ValueError("MAD of no samples")
-    pos = _bisect_left(xs, med)
+    pos = _count_below(xs, med)
     h = (n - 1) * 0.5
     lo = math.floor(h)
     a = _kth_deviation(xs, med, pos, lo)
@@ -351,8 +343,8 @@ def outliers_sorted(xs: Sequence[float], med: float, mad: float) -> Outliers:
     if scale == 0:
         return Outliers(0, 0, med, med, "all samples equal: no outliers")
     lo, hi = med - scale, med + scale
-    low = _bisect_left(xs, lo)
-    high = len(xs) - _bisect_right(xs, hi)
+    low = _count_below(xs, lo)
+    high = len(xs) - _count_below(xs, hi, inclusive=True)
     return Outliers(low, high, lo, hi, rule)
 
 
