@@ -474,6 +474,16 @@ static inline uint32_t kv_lookup(struct isob_trusted *t, struct kv_store *s, con
     return ref;
 }
 
+/* kv_lookup with the store found first: the live record of q's key, or 0
+ * when there is no store or no such record (every caller answers both as
+ * -KV_ENOENT). */
+static inline uint32_t kv_live(struct isob_trusted *t, const struct kv_req *q,
+                               struct kv_store **s, uint32_t *pos)
+{
+    *s = kv_store_of(t);
+    return *s ? kv_lookup(t, *s, q, pos) : 0;
+}
+
 /* Make room by the clock sweep described at the top: look at up to
  * KV_EVICT_SCAN slots from the hand, reclaim every expired record met, and
  * stop at the first record of `units` units (of any size when units is 0)
@@ -597,11 +607,9 @@ static inline long kv_get(struct isob_trusted *t, struct isob_msg *msg, size_t c
     uint32_t expiry = 0;
     if (kv_req_read(msg, cap, 0, &q) != 0 || (touch && kv_expiry_arg(msg, &expiry) != 0))
         return -KV_EINVAL;
-    struct kv_store *s = kv_store_of(t);
-    if (!s)
-        return -KV_ENOENT;
+    struct kv_store *s;
     uint32_t pos;
-    uint32_t ref = kv_lookup(t, s, &q, &pos);
+    uint32_t ref = kv_live(t, &q, &s, &pos);
     if (!ref)
         return -KV_ENOENT;
     unsigned char *r = kv_rec(t, s, ref);
@@ -624,11 +632,9 @@ static inline long kv_touch(struct isob_trusted *t, struct isob_msg *msg, size_t
     uint32_t expiry;
     if (kv_req_read(msg, cap, 0, &q) != 0 || kv_expiry_arg(msg, &expiry) != 0)
         return -KV_EINVAL;
-    struct kv_store *s = kv_store_of(t);
-    if (!s)
-        return -KV_ENOENT;
+    struct kv_store *s;
     uint32_t pos;
-    uint32_t ref = kv_lookup(t, s, &q, &pos);
+    uint32_t ref = kv_live(t, &q, &s, &pos);
     if (!ref)
         return -KV_ENOENT;
     *(uint32_t *)(void *)(kv_rec(t, s, ref) + KV_EXPIRY_AT) = expiry;
@@ -643,11 +649,9 @@ static inline long kv_delete(struct isob_trusted *t, struct isob_msg *msg, size_
     uint64_t want_cas = with_cas ? (uint64_t)ISOB_MSG_ONCE(msg->arg[3]) : 0;
     if (kv_req_read(msg, cap, 0, &q) != 0)
         return -KV_EINVAL;
-    struct kv_store *s = kv_store_of(t);
-    if (!s)
-        return -KV_ENOENT;
+    struct kv_store *s;
     uint32_t pos;
-    uint32_t ref = kv_lookup(t, s, &q, &pos);
+    uint32_t ref = kv_live(t, &q, &s, &pos);
     if (!ref)
         return -KV_ENOENT;
     if (with_cas && kv_cas(kv_rec(t, s, ref)) != want_cas)
@@ -791,11 +795,9 @@ static inline long kv_incr(struct isob_trusted *t, struct isob_msg *msg, size_t 
         return kv_stored(msg, -KV_EINVAL, 0);
     uint32_t prefix = (uint32_t)(how >> 1);
     int decr = (int)(how & 1);
-    struct kv_store *s = kv_store_of(t);
-    if (!s)
-        return kv_stored(msg, -KV_ENOENT, 0);
+    struct kv_store *s;
     uint32_t pos;
-    uint32_t ref = kv_lookup(t, s, &q, &pos);
+    uint32_t ref = kv_live(t, &q, &s, &pos);
     if (!ref)
         return kv_stored(msg, -KV_ENOENT, 0);
     unsigned char *r = kv_rec(t, s, ref);
@@ -836,11 +838,9 @@ static inline long kv_append(struct isob_trusted *t, struct isob_msg *msg, size_
         return kv_stored(msg, -KV_EINVAL, 0);
     uint32_t prefix = (uint32_t)(how >> 1);
     int prepend = (int)(how & 1);
-    struct kv_store *s = kv_store_of(t);
-    if (!s)
-        return kv_stored(msg, -KV_ENOENT, 0);
+    struct kv_store *s;
     uint32_t pos;
-    uint32_t ref = kv_lookup(t, s, &q, &pos);
+    uint32_t ref = kv_live(t, &q, &s, &pos);
     if (!ref)
         return kv_stored(msg, -KV_ENOENT, 0);
     uint32_t old = kv_vlen(kv_rec(t, s, ref));
