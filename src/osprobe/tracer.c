@@ -367,7 +367,14 @@ int isob_tracer_attach(struct isob_tracer *t, char *why, size_t len)
         snprintf(why, len, "%s", rep.why);
     }
     if (rc) {
-        isob_tracer_stop(t, NULL);
+        /* The tracer reported its failure and is ending, or never reported:
+         * it takes no command now, and writing CMD_QUIT to a tracer that has
+         * exited would meet a closed pipe (SIGPIPE kills the caller). */
+        kill(t->pid, SIGKILL);
+        while (waitpid(t->pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        t->pid = 0;
+        isob_tracer_stop(t, NULL);  /* closes the pipes */
         return rc;
     }
     t->stats = rep.stats;
