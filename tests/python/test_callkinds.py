@@ -94,3 +94,15 @@ def test_the_table_shows_differences_beside_the_published_ranges(tmp_path):
     md = report.render_md(doc, [])
     assert "## ERIM's call kinds: gate minus plain call (switch)" in md
     assert "| mpk | indirect-call |" in md
+
+
+def test_a_gate_kinds_ratio_is_to_directs_same_kind(tmp_path):
+    doc = summary_of(tmp_path, kind_results())
+    for c in doc["configs"]:
+        if c["mechanism"] != "mpk":
+            continue
+        r = c["ratio"]
+        if c["params"]["variant"] == "entry":
+            continue  # no direct entry in this run: no baseline
+        k = c["params"]["variant"]
+        assert r is not None and r["value"] == pytest.approx(GATE[k] / PLAIN[k], rel=0.01)
