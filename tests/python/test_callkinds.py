@@ -106,3 +106,28 @@ def test_a_gate_kinds_ratio_is_to_directs_same_kind(tmp_path):
             continue  # no direct entry in this run: no baseline
         k = c["params"]["variant"]
         assert r is not None and r["value"] == pytest.approx(GATE[k] / PLAIN[k], rel=0.01)
+
+
+def test_the_difference_takes_the_same_estimator_on_both_sides(tmp_path):
+    """A plain call too short for its median (batched headline) beside a gate
+    long enough for its median: the difference takes the gate's batched
+    estimate too, as its ratio does, so the reading cost that the median
+    holds is not counted as gate."""
+    out = []
+    for rep in (1, 2, 3):
+        f = rep_factor(rep)
+        params = {"placement": "same-cpu", "payload": 0, "variant": "direct-call"}
+        plain = result("switch", "direct", params, 5.0, rep)
+        plain.update(batched=3.0 * f, batched_reps=[3.0 * f] * 5)
+        gate = result("switch", "mpk", {**params, "gate": "inline"}, 100.0, rep)
+        gate.update(batched=96.0 * f, batched_reps=[96.0 * f] * 5)
+        out += [plain, gate]
+    doc = summary_of(tmp_path, out)
+    heads = {c["mechanism"]: c["headline"]["source"] for c in doc["configs"]}
+    assert heads == {"direct": "batched", "mpk": "median"}
+    (row,) = doc["sections"]["switch-call-kinds"]["rows"]
+    assert row["source"] == "batched"
+    assert row["difference"] == pytest.approx(93.0, rel=0.01)
+    assert row["gate"] - row["plain"] == pytest.approx(row["difference"])
+    assert row["interval"][0] < 93.0 < row["interval"][1]
+    assert row["note"] is None

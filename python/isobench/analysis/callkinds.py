@@ -35,9 +35,10 @@ PUBLISHED = (
 )
 
 NOTES = (
-    "gate minus plain: mean of the gate's repetition values minus mean of the plain call's; "
-    "[a..b]: Welch t interval over repetitions (fresh processes), each side's counter "
-    "resolution included; '-': one repetition a side (run with --repeat)",
+    "with the gate, plain call: the mean of each side's repetition values (fresh processes), "
+    "by the same estimator on both sides (from: median or batched, as the gate's ratio to the "
+    "plain call takes them); gate minus plain: their difference, [a..b] its Welch t interval "
+    "over repetitions with each side's counter resolution included",
     "the gate is reached as every mechanism's call is, through the ops table's pointer (one "
     "indirect call and its return), which ERIM's inlined gate does not pay: that call is part "
     "of every difference here",
@@ -50,34 +51,56 @@ def _key(c: Mapping) -> tuple:
     return c["params"].get("variant"), c["params"].get("placement")
 
 
+def _sides(gate: Mapping, plain: Mapping) -> tuple[str, list, float, list, float, bool]:
+    """(source, gate values, their resolution, plain values, theirs, mixed):
+    the same estimator on both sides wherever they have one, as the gate's
+    ratio to the plain call takes them (summary.ratio_of: a median holds the
+    reading cost, which a batched estimate cancels, so a median minus a
+    batched estimate would count the reading as gate); the headlines when
+    there is no such ratio."""
+    r = gate.get("ratio")
+    if r and r.get("to_key") == plain.get("key") and r.get("values") and r.get("base_values"):
+        return (r["source"], list(r["values"]), r.get("resolution_of_values") or 0.0,
+                list(r["base_values"]), r.get("base_resolution") or 0.0, bool(r.get("mixed")))
+    hg, hp = gate["headline"], plain["headline"]
+    return (hg["source"], list(hg["values"]), hg.get("resolution") or 0.0, list(hp["values"]),
+            hp.get("resolution") or 0.0, hg["source"] != hp["source"])
+
+
 def _row(gate: Mapping, plain: Mapping | None) -> dict:
     hg = gate["headline"]
     row = {"mechanism": gate["mechanism"], "kind": gate["params"]["variant"],
            "placement": gate["params"].get("placement"), "unit": gate["unit"],
-           "gate": hg["value"], "gate_reps": len(hg["values"]), "plain": None,
+           "source": hg["source"], "gate": None, "gate_reps": len(hg["values"]), "plain": None,
            "plain_reps": 0, "difference": None, "interval": None, "difference_ns": None,
            "interval_ns": None, "note": None}
     if plain is None:
         row["note"] = f"no {PLAIN} {row['kind']} in this run: run switch -m {PLAIN} too"
         return row
     hp = plain["headline"]
-    row.update(plain=hp["value"], plain_reps=len(hp["values"]))
+    row["plain_reps"] = len(hp["values"])
     if plain["unit"] != gate["unit"]:
         row["note"] = f"units differ ({gate['unit']}, {plain['unit']}): no difference"
         return row
-    if not hg["values"] or not hp["values"]:
+    source, gv, gres, pv, pres, mixed = _sides(gate, plain)
+    if not gv or not pv:
         row["note"] = "no repetition values"
         return row
-    row["difference"] = stats.difference(hg["values"], hp["values"])
+    row.update(source=source, gate=stats.mean(gv), plain=stats.mean(pv),
+               difference=stats.difference(gv, pv))
+    notes = []
+    if mixed:
+        notes.append("no estimator both sides have and trust: the gate's and the plain call's "
+                     "headlines differ in source, and a median holds the reading cost")
     if hg.get("modes") or hp.get("modes"):
-        row["note"] = "the repetitions fall into separate groups: no interval (see the modes)"
+        notes.append("the repetitions fall into separate groups: no interval (see the modes)")
     else:
-        iv = stats.difference_interval(hg["values"], hp["values"], hg.get("resolution") or 0.0,
-                                       hp.get("resolution") or 0.0)
+        iv = stats.difference_interval(gv, pv, gres, pres)
         if iv is not None:
             row["interval"] = [iv.low, iv.high]
         else:
-            row["note"] = "one repetition: no interval between processes (run with --repeat)"
+            notes.append("one repetition: no interval between processes (run with --repeat)")
+    row["note"] = "; ".join(notes) or None
     f = gate.get("to_ns")
     if f is not None and f == plain.get("to_ns"):
         row["difference_ns"] = units.scale([row["difference"]], f)[0]

@@ -10,7 +10,7 @@ from typing import Mapping
 
 from .workloads import PUBLISHED, Block, markdown_of, num, text_of
 
-HEADERS = ("gate", "kind", "with the gate", "plain call", "gate minus plain [95%]",
+HEADERS = ("gate", "kind", "from", "with the gate", "plain call", "gate minus plain [95%]",
            "ns [95%]", "reps")
 TITLE = "switch: what the gate adds to each of ERIM's call kinds (gate kind X minus direct kind X)"
 
@@ -24,7 +24,8 @@ def _with(v, iv) -> str:
 def blocks(s: Mapping) -> list[Block]:
     rows, notes = [], []
     for r in s["rows"]:
-        rows.append([r["mechanism"], r["kind"], f"{num(r['gate'])} {r['unit']}",
+        rows.append([r["mechanism"], r["kind"], r["source"],
+                     "-" if r["gate"] is None else f"{num(r['gate'])} {r['unit']}",
                      "-" if r["plain"] is None else f"{num(r['plain'])} {r['unit']}",
                      _with(r["difference"], r["interval"]) + (f" {r['unit']}" if r["difference"]
                                                              is not None else ""),
@@ -33,7 +34,7 @@ def blocks(s: Mapping) -> list[Block]:
         if r["note"]:
             notes.append(f"{r['mechanism']} {r['kind']}: {r['note']}")
     for p in s["published"]:
-        rows.append([f"{PUBLISHED} {p['who']}", "all three", "-", "-",
+        rows.append([f"{PUBLISHED} {p['who']}", "all three", "-", "-", "-",
                      f"{num(p['low'])} to {num(p['high'])}", "-", "-"])
         notes.append(f"{PUBLISHED} {p['who']}: {p['unit']}; {p['where']}")
     notes += s["notes"]
