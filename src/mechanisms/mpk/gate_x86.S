@@ -26,8 +26,10 @@
  *     caller's stack pointer and the slot's address there, clear the
  *     direction flag (the trusted code's string instructions assume it
  *     clear, and the caller chose it), and call the trusted code with the
- *     trusted state, the shared buffer and its size from the slot.  The
- *     trusted code called is the window copy (src/trusted/window.c): no
+ *     trusted state, the shared buffer and its size from the slot (the
+ *     gates of ERIM's call kinds run one of their bodies instead: BODY_*
+ *     below).  The trusted code called is the window copy
+ *     (src/trusted/window.c): no
  *     instruction outside this file and that copy runs until step 5 has
  *     closed the key (tests/callgraph checks the built binary), unless
  *     the kernel moves the thread elsewhere (rseq, signals: not defended,
