@@ -12,8 +12,9 @@
  * every slot: KVM reads guest memory through it, and so can the host.
  *
  * The guest code (src/kvm/guest_x86.S) runs loops that leave to user
- * space with an OUT to ISOB_KVM_PORT; KVM_RUN then returns KVM_EXIT_IO and
- * the next KVM_RUN resumes after the OUT.  It reads its orders from a
+ * space with an OUT to ISOB_KVM_PORT (KVM_RUN returns KVM_EXIT_IO) or a
+ * store to a doorbell page that has no memory behind it (KVM_EXIT_MMIO);
+ * the next KVM_RUN resumes after that instruction.  It reads its orders from a
  * control block (struct isob_kvm_ctrl) that the host writes between runs,
  * so that a round trip costs one KVM_RUN and no other ioctl.
  *
@@ -44,6 +45,7 @@ struct isob_kvm_ctrl {
     uint64_t bad;     /* 56: in-guest exits whose result was not the expected one */
     uint64_t last;    /* 64: the last in-guest exit's rax */
     uint64_t runs;    /* 72: loops completed */
+    uint64_t door;    /* 80: the doorbell page (isob_kvm_map_doorbell) */
 };
 
 /* The guest loops (guest_x86.S), entered with r12 = the control block and
@@ -52,7 +54,8 @@ enum isob_kvm_guest {
     ISOB_KVM_GUEST_IO,        /* OUT, again: every run is one exit to user space */
     ISOB_KVM_GUEST_HYPERCALL, /* count VMCALLs (VMMCALL on AMD), then OUT */
     ISOB_KVM_GUEST_CPUID,     /* count CPUIDs (leaf 0x40000000, marked), then OUT */
-    ISOB_KVM_GUEST_CALL,      /* ret = fn(arg[0..3]) on the guest stack, then OUT */
+    ISOB_KVM_GUEST_CALL,      /* ret = fn(arg[0..3]) on the guest stack, then a doorbell store */
+    ISOB_KVM_GUEST_MMIO,      /* a store to the doorbell, again: one KVM_EXIT_MMIO per run */
 };
 
 struct kvm_run;
@@ -71,6 +74,7 @@ struct isob_kvm_vm {
     size_t mapped_bytes;      /* bytes of host memory the guest sees */
     unsigned regions;
     int amd;                  /* the guest runs VMMCALL, not VMCALL */
+    int ring;                 /* the guest's privilege level: 0 (default) or 3; set before start */
 };
 
 /* 0 when this machine can run the guests: the device opens, API version
@@ -85,6 +89,11 @@ int isob_kvm_open(struct isob_kvm_vm *v, char *why, size_t len);
 /* Map host memory [p, p + n) into the guest at the same virtual address
  * (page-aligned; writable or read-only to the guest). */
 int isob_kvm_map(struct isob_kvm_vm *v, const void *p, size_t n, int writable, char *why, size_t len);
+/* Map the page at p (reserved address space, e.g. PROT_NONE) to a
+ * guest-physical page with no memory slot: a guest store there ends
+ * KVM_RUN with KVM_EXIT_MMIO, the exit to user space that ring 3 can make. */
+#define ISOB_KVM_DOORBELL_GPA 0xf0000000ull
+int isob_kvm_map_doorbell(struct isob_kvm_vm *v, const void *p, char *why, size_t len);
 /* Map the running executable's file mappings (its code, constants and
  * data), so that its functions run in the guest. */
 int isob_kvm_map_self(struct isob_kvm_vm *v, char *why, size_t len);
@@ -100,12 +109,16 @@ int isob_kvm_start(struct isob_kvm_vm *v, uint64_t rip, uint64_t stack_top, stru
                    char *why, size_t len);
 void isob_kvm_close(struct isob_kvm_vm *v);
 
-/* One KVM_RUN: 0 when it ended at the guest's OUT to ISOB_KVM_PORT, else
- * -errno of the ioctl or -EFAULT (the exit in isob_kvm_exit_why). */
+/* One KVM_RUN: 0 when it ended at the guest's OUT to ISOB_KVM_PORT or its
+ * store to the doorbell, else -errno of the ioctl or -EFAULT (the exit in
+ * isob_kvm_exit_why). */
 int isob_kvm_enter(struct isob_kvm_vm *v);
 /* One KVM_RUN with immediate_exit set: the ioctl returns EINTR before the
  * guest runs.  0 when it did. */
 int isob_kvm_enter_none(struct isob_kvm_vm *v);
+/* 1 when the last run ended with KVM_EXIT_INTERNAL_ERROR (KVM could not
+ * emulate an instruction). */
+int isob_kvm_internal_error(const struct isob_kvm_vm *v);
 /* The last exit in words ("KVM_EXIT_SHUTDOWN (triple fault) at rip 0x...") */
 void isob_kvm_exit_why(struct isob_kvm_vm *v, char *why, size_t len);
 

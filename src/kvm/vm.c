@@ -1,6 +1,7 @@
 /* A minimal KVM guest through the KVM API (include/isobench/kvm.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +19,24 @@
 #define PT_POOL_PAGES 1024      /* page-table pages: up to about 2 GiB mapped in 4 KiB pages */
 #define PT_P 0x1ull
 #define PT_RW 0x2ull
+#define PT_US 0x4ull              /* every page is the guest's user mode's too: ring 3 runs there */
 #define GPA_FIRST (PT_POOL_PAGES * PAGE)
+
+/* The control block's layout is guest_x86.S's too. */
+_Static_assert(offsetof(struct isob_kvm_ctrl, fn) == 8, "ctrl.fn");
+_Static_assert(offsetof(struct isob_kvm_ctrl, arg) == 16, "ctrl.arg");
+_Static_assert(offsetof(struct isob_kvm_ctrl, ret) == 48, "ctrl.ret");
+_Static_assert(offsetof(struct isob_kvm_ctrl, bad) == 56, "ctrl.bad");
+_Static_assert(offsetof(struct isob_kvm_ctrl, last) == 64, "ctrl.last");
+_Static_assert(offsetof(struct isob_kvm_ctrl, runs) == 72, "ctrl.runs");
+_Static_assert(offsetof(struct isob_kvm_ctrl, door) == 80, "ctrl.door");
 
 extern const unsigned char isob_kvm_guest_io[], isob_kvm_guest_io_end[];
 extern const unsigned char isob_kvm_guest_hc[], isob_kvm_guest_hc_end[];
 extern const unsigned char isob_kvm_guest_hc_amd[], isob_kvm_guest_hc_amd_end[];
 extern const unsigned char isob_kvm_guest_cpuid[], isob_kvm_guest_cpuid_end[];
 extern const unsigned char isob_kvm_guest_call[], isob_kvm_guest_call_end[];
+extern const unsigned char isob_kvm_guest_mmio[], isob_kvm_guest_mmio_end[];
 
 static const char *device(void)
 {
@@ -197,7 +209,7 @@ static int64_t pt_next(struct isob_kvm_vm *v, uint64_t tgpa, unsigned idx)
     if (!(t[idx] & PT_P)) {
         if (v->pt_used >= v->pt_pages)
             return -ENOSPC;
-        t[idx] = (uint64_t)(v->pt_used++) * PAGE | PT_P | PT_RW;
+        t[idx] = (uint64_t)(v->pt_used++) * PAGE | PT_P | PT_RW | PT_US;
     }
     return (int64_t)(t[idx] & 0x000ffffffffff000ull);
 }
@@ -211,7 +223,7 @@ static int map_page(struct isob_kvm_vm *v, uint64_t gva, uint64_t gpa, int writa
             return (int)t;
     }
     uint64_t *pte = (uint64_t *)(v->pt + t) + ((gva >> 12) & 511);
-    *pte = gpa | PT_P | (writable ? PT_RW : 0);
+    *pte = gpa | PT_P | PT_US | (writable ? PT_RW : 0);
     return 0;
 }
 
@@ -236,6 +248,16 @@ int isob_kvm_map(struct isob_kvm_vm *v, const void *p, size_t n, int writable, c
     v->next_gpa += (n + (2ull << 20) - 1) & ~((2ull << 20) - 1);
     v->mapped_bytes += n;
     v->regions++;
+    return 0;
+}
+
+int isob_kvm_map_doorbell(struct isob_kvm_vm *v, const void *p, char *why, size_t len)
+{
+    uint64_t a = (uint64_t)(uintptr_t)p;
+    if (a % PAGE || map_page(v, a, ISOB_KVM_DOORBELL_GPA, 1) != 0) {
+        snprintf(why, len, "guest doorbell page at %p: not mapped", p);
+        return -EINVAL;
+    }
     return 0;
 }
 
@@ -297,6 +319,10 @@ static void guest_range(const struct isob_kvm_vm *v, enum isob_kvm_guest g, cons
     case ISOB_KVM_GUEST_CALL:
         *a = isob_kvm_guest_call;
         *b = isob_kvm_guest_call_end;
+        return;
+    case ISOB_KVM_GUEST_MMIO:
+        *a = isob_kvm_guest_mmio;
+        *b = isob_kvm_guest_mmio_end;
         return;
     case ISOB_KVM_GUEST_IO:
     default:
@@ -386,6 +412,11 @@ int isob_kvm_start(struct isob_kvm_vm *v, uint64_t rip, uint64_t stack_top, stru
                                .dpl = 0, .db = 0, .s = 1, .l = 1, .g = 1};
     struct kvm_segment data = {.base = 0, .limit = 0xffffffff, .selector = 16, .type = 3, .present = 1,
                                .dpl = 0, .db = 1, .s = 1, .l = 0, .g = 1};
+    if (v->ring == 3) {
+        code.dpl = data.dpl = 3;
+        code.selector = 0x2b;
+        data.selector = 0x23;
+    }
     s.cs = code;
     s.ds = s.es = s.fs = s.gs = s.ss = data;
     s.cr3 = 0;                                   /* the PML4: the pool's first page */
@@ -399,7 +430,7 @@ int isob_kvm_start(struct isob_kvm_vm *v, uint64_t rip, uint64_t stack_top, stru
     }
     struct kvm_regs r;
     memset(&r, 0, sizeof r);
-    r.rflags = 0x2;
+    r.rflags = 0x2 | (v->ring == 3 ? 0x3000 : 0); /* IOPL 3: ring 3's OUT reaches the port */
     r.rip = rip;
     r.rsp = stack_top;
     r.r12 = (uint64_t)(uintptr_t)ctrl;
@@ -420,7 +451,11 @@ int isob_kvm_enter(struct isob_kvm_vm *v)
     while (r != 0 && errno == EINTR);
     if (r != 0)
         return -errno;
-    return v->run->exit_reason == KVM_EXIT_IO && v->run->io.port == ISOB_KVM_PORT ? 0 : -EFAULT;
+    const struct kvm_run *k = v->run;
+    if (k->exit_reason == KVM_EXIT_IO)
+        return k->io.port == ISOB_KVM_PORT ? 0 : -EFAULT;
+    return k->exit_reason == KVM_EXIT_MMIO && k->mmio.is_write &&
+                   (k->mmio.phys_addr & ~(PAGE - 1)) == ISOB_KVM_DOORBELL_GPA ? 0 : -EFAULT;
 }
 
 int isob_kvm_enter_none(struct isob_kvm_vm *v)
@@ -430,6 +465,11 @@ int isob_kvm_enter_none(struct isob_kvm_vm *v)
     int err = errno;
     v->run->immediate_exit = 0;
     return r == -1 && err == EINTR ? 0 : -EPROTO;
+}
+
+int isob_kvm_internal_error(const struct isob_kvm_vm *v)
+{
+    return v->run && v->run->exit_reason == KVM_EXIT_INTERNAL_ERROR;
 }
 
 void isob_kvm_exit_why(struct isob_kvm_vm *v, char *why, size_t len)
@@ -532,6 +572,12 @@ int isob_kvm_map_self(struct isob_kvm_vm *v, char *why, size_t len)
     return isob_kvm_probe(why, len);
 }
 
+int isob_kvm_map_doorbell(struct isob_kvm_vm *v, const void *p, char *why, size_t len)
+{
+    (void)v, (void)p;
+    return isob_kvm_probe(why, len);
+}
+
 int isob_kvm_map_guest_code(struct isob_kvm_vm *v, enum isob_kvm_guest g, uint64_t *entry, char *why,
                             size_t len)
 {
@@ -574,6 +620,12 @@ void isob_kvm_exit_why(struct isob_kvm_vm *v, char *why, size_t len)
 {
     (void)v;
     snprintf(why, len, "not x86-64");
+}
+
+int isob_kvm_internal_error(const struct isob_kvm_vm *v)
+{
+    (void)v;
+    return 0;
 }
 
 int isob_kvm_nested(char *vendor, size_t len)
