@@ -214,8 +214,8 @@ static struct isob_msg *kvm_shared(struct isob_comp *c)
 
 const struct isob_mechanism isob_mech_kvm = {
     .name = "kvm",
-    .summary = "trusted code in a KVM guest (ring 0, own page tables), one KVM_RUN per call; the host still "
-               "maps the guest's memory",
+    .summary = "trusted code in a KVM guest (own page tables; ring 0, else ring 3), one KVM_RUN per call; "
+               "the host still maps the guest's memory",
     .props = 0,
     .result_params = kvm_params,
     .probe = kvm_probe,
