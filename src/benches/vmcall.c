@@ -146,12 +146,14 @@ static void emit(struct vmcall_env *e, enum vm_exit x, int ring, const struct is
 {
     char params[1024];
     int n = snprintf(params, sizeof params,
-                     "{\"exit\":\"%s\",\"ring\":%d,\"handled_in\":\"%s\",\"guest\":\"x86-64 long mode, own 4-level "
+                     "{\"exit\":\"%s\",\"handled_in\":\"%s\",\"guest\":\"x86-64 long mode, own 4-level "
                      "page tables, 3 pages and a doorbell\",\"kvm\":\"%s\",\"nested\":%s,\"hypervisor\":\"%s\","
                      "\"kvm_nested_param\":\"%s\",\"caveat\":\"%s\"",
-                     exit_names[x], ring, handled_in[x], e->module, e->nested ? "true" : "false",
+                     exit_names[x], handled_in[x], e->module, e->nested ? "true" : "false",
                      e->nested ? e->hypervisor : "none", e->nested_param,
                      e->nested ? ISOB_KVM_CAVEAT : "bare metal: no nested virtualization");
+    if (ring >= 0 && n > 0 && (size_t)n < sizeof params)
+        n += snprintf(params + n, sizeof params - (size_t)n, ",\"ring\":%d", ring);
     if (per_run && n > 0 && (size_t)n < sizeof params)
         n += snprintf(params + n, sizeof params - (size_t)n, ",\"exits_per_run\":%u", per_run);
     if (ctrl && n > 0 && (size_t)n < sizeof params)
@@ -207,6 +209,11 @@ static void measure_guest(struct vmcall_env *e, enum vm_exit x, int ring)
         /* An in-kernel exit this KVM does not handle (the guest shuts
          * down on it) is a property of this KVM, not a failure. */
         int in_kernel = x == X_HYPERCALL || x == X_CPUID;
+        /* Without the address, which differs from process to process, so
+         * that every repetition gives the same reason. */
+        char *at = strstr(exit_why, " at rip ");
+        if (at)
+            *at = 0;
         if (in_kernel)
             snprintf(why, sizeof why, "%s does not handle the guest's %s at ring %d in the kernel: %s",
                      e->module, x == X_HYPERCALL ? (g.vm.amd ? "VMMCALL" : "VMCALL") : "CPUID", ring, exit_why);
