@@ -52,10 +52,25 @@ static int is_amd(void)
     return b == 0x68747541; /* "Auth"enticAMD */
 }
 
+/* The device, once opened and checked, stays open in this process (closed
+ * on exec), and every later open is a duplicate of it: a child that drops
+ * its privileges after a fork (the isolation matrix's unprivileged caller)
+ * then makes its guests through the descriptor it inherited, as a process
+ * handed an open /dev/kvm does.  Opened again when the path changes. */
+static int dev_fd = -1;
+static char dev_path[256];
+
 /* Open the device and check what every guest needs: 0, or -errno with why. */
 static int open_checked(int *fd_out, char *why, size_t len)
 {
     const char *dev = device();
+    if (dev_fd >= 0 && strcmp(dev, dev_path) == 0) {
+        int fd = fcntl(dev_fd, F_DUPFD_CLOEXEC, 0);
+        if (fd >= 0) {
+            *fd_out = fd;
+            return 0;
+        }
+    }
     int fd = open(dev, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
         int err = errno;
@@ -77,6 +92,15 @@ static int open_checked(int *fd_out, char *why, size_t len)
             snprintf(why, len, "%s lacks %s", dev, caps[i].name);
             close(fd);
             return -ENOTSUP;
+        }
+    }
+    if (strlen(dev) < sizeof dev_path) {
+        int keep = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        if (keep >= 0) {
+            if (dev_fd >= 0)
+                close(dev_fd);
+            dev_fd = keep;
+            snprintf(dev_path, sizeof dev_path, "%s", dev);
         }
     }
     *fd_out = fd;
@@ -235,6 +259,10 @@ int isob_kvm_map(struct isob_kvm_vm *v, const void *p, size_t n, int writable, c
         return -EINVAL;
     }
     uint64_t gpa = v->next_gpa;
+    /* No slot may cover the doorbell: a store there must find no memory. */
+    if (gpa <= ISOB_KVM_DOORBELL_GPA && gpa + n > ISOB_KVM_DOORBELL_GPA)
+        gpa = ISOB_KVM_DOORBELL_GPA + (2ull << 20);
+    v->next_gpa = gpa;
     int rc = add_slot(v, gpa, p, n, writable, why, len);
     if (rc)
         return rc;
