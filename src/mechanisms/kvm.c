@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "isobench/kvm.h"
 #include "isobench/mechanism.h"
@@ -43,6 +44,7 @@ struct kvm_comp {
     struct isob_kvm_ctrl *ctrl;   /* first page of the control mapping; the stack follows */
     size_t ctrl_size;
     void *door;                   /* the doorbell page (reserved, PROT_NONE here) */
+    pid_t pid;                    /* the process that made the guest, the only one that can run it */
     struct isob_msg *msg;
     void *heap;
     size_t shared_size, heap_size;
@@ -105,10 +107,17 @@ static void kvm_destroy(struct isob_comp *c)
  * with the exit in c->why. */
 static int kvm_run_call(struct kvm_comp *k)
 {
-    if (isob_kvm_enter(&k->vm) == 0)
+    int rc = isob_kvm_enter(&k->vm);
+    if (rc == 0)
         return 0;
     char why[ISOB_COMP_WHY_LEN - 16];
-    isob_kvm_exit_why(&k->vm, why, sizeof why);
+    if (rc == -EFAULT)
+        isob_kvm_exit_why(&k->vm, why, sizeof why);
+    else if (rc == -EIO && k->pid != getpid())
+        snprintf(why, sizeof why, "KVM_RUN: %s (a forked child cannot run its parent's guest)",
+                 isob_strerror(rc));
+    else
+        snprintf(why, sizeof why, "KVM_RUN: %s", isob_strerror(rc));
     snprintf(k->base.why, sizeof k->base.why, "guest stopped: %s", why);
     return -EOWNERDEAD;
 }
@@ -154,6 +163,7 @@ static int kvm_create(const struct isob_comp_spec *spec, struct isob_comp **out)
     if (!k)
         return -ENOMEM;
     k->vm.sys = k->vm.vm = k->vm.vcpu = -1;
+    k->pid = getpid();
     k->shared_size = PAGE_ROUND(spec->shared_size);
     k->heap_size = PAGE_ROUND(spec->heap_size);
     k->ctrl_size = 4096 + KVM_STACK;

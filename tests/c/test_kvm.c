@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "isobench/kvm.h"
 #include "isobench/mechanism.h"
@@ -238,6 +240,35 @@ static void t_host_reads_the_guests_secret(void)
     isob_comp_destroy(c);
 }
 
+/* A guest belongs to the process that made it: a forked child's call
+ * fails at once with the reason (the compartment is dead there), and the
+ * parent's guest still answers. */
+static void t_forked_child_cannot_run_the_guest(void)
+{
+    need_kvm();
+    struct isob_comp_spec spec;
+    isob_spec_defaults(&spec);
+    struct isob_comp *c;
+    CHECK_EQ_LONG(isob_comp_create(&isob_mech_kvm, &spec, &c), 0);
+    struct isob_msg *m = c->mech->shared(c);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        int ok = isob_call(c, ISOB_ENTRY_EMPTY) == -EOWNERDEAD && isob_comp_why(c) &&
+                 strstr(isob_comp_why(c), "forked child") != NULL &&
+                 isob_call(c, ISOB_ENTRY_EMPTY) == -EOWNERDEAD;
+        _exit(ok ? 0 : 1);
+    }
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    m->arg[0] = 1;
+    m->arg[1] = 2;
+    CHECK_EQ_LONG(isob_call(c, ISOB_ENTRY_ADD), 3);
+    CHECK(isob_comp_why(c) == NULL);
+    isob_comp_destroy(c);
+}
+
 int main(void)
 {
     TAP_CASE(t_probe_refuses_missing_or_wrong_device);
@@ -246,5 +277,6 @@ int main(void)
     TAP_CASE(t_cpuid_answers_come_from_this_kvm);
     TAP_CASE(t_kvm_mechanism_calls);
     TAP_CASE(t_host_reads_the_guests_secret);
+    TAP_CASE(t_forked_child_cannot_run_the_guest);
     return tap_done();
 }
