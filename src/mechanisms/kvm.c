@@ -18,8 +18,9 @@
  * every slot, as KVM reads guest memory through it, so the untrusted side
  * reads and writes the trusted heap by address.  The mechanism claims no
  * memory isolation, and its isolation matrix measures that (the in-process
- * cell reads the secret).  SEIMI closes that side with SMAP inside its own
- * guest kernel; a KVM user space cannot.
+ * cell reads the secret).  SEIMI puts both sides in one guest, where SMAP
+ * separates them; here the untrusted side is the host process, from which
+ * a slot of ordinary host memory cannot be hidden.
  *
  * Entries that make host calls (isobench/work.h: pipeio's I/O, memops'
  * discards, the fault count) would need system calls from the guest, which
