@@ -2,7 +2,7 @@
  * library): the vmcall benchmark's guests and the kvm mechanism's.
  *
  * The guest is one vCPU in 64-bit long mode at ring 0 (VMX/SVM non-root,
- * as SEIMI's protected code; Wang et al., IEEE S&P 2020, Section IV),
+ * where SEIMI runs the process it protects; Wang et al., IEEE S&P 2020),
  * with its own four-level page tables.  Every region the guest sees is
  * mapped at the same virtual address as in the host process (guest
  * virtual == host virtual), backed by a memory slot of that host memory at

@@ -1,11 +1,12 @@
 /* vmcall: what a trap out of a KVM guest costs beside a null system call,
  * as SEIMI's Table I compares them (Wang et al., IEEE S&P 2020: SEIMI runs
- * its protected code in VMX non-root ring 0, so its traps are VM exits).
+ * the process it protects in VMX non-root ring 0, where its exceptions
+ * trigger VM exits).
  *
  * Each guest is the minimal one of include/isobench/kvm.h: one vCPU in
- * 64-bit long mode at ring 0 with its own four-level page tables, three
- * pages (code, control block, stack) and a doorbell page without memory.  One result per
- * exit kind:
+ * 64-bit long mode with its own four-level page tables, three pages (code,
+ * control block, stack) and a doorbell page without memory.  One result
+ * per exit kind:
  *
  *   none       KVM_RUN with kvm_run.immediate_exit set: the ioctl returns
  *              EINTR before entering the guest.  The system-call part of

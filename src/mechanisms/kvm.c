@@ -1,6 +1,6 @@
 /* kvm: the trusted code runs inside a KVM guest, in VMX non-root ring 0
  * (on this machine's KVM: whatever its vendor module makes of ring 0), as
- * SEIMI runs its protected code (Wang et al., IEEE S&P 2020, Section IV).
+ * SEIMI runs the process it protects (Wang et al., IEEE S&P 2020).
  *
  * One vCPU in 64-bit long mode with its own page tables
  * (include/isobench/kvm.h) sees four things, each at the address the host
