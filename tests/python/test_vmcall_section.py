@@ -78,3 +78,13 @@ def test_seimi_table_one_rows_stand_beside_when_the_reference_data_has_them(monk
 def test_no_vmcall_and_no_kvm_switch_no_section():
     doc = doc_of(config("switch", "direct", {"payload": 0}, [10.0] * 3))
     assert vmcall.build(None, doc) is None
+
+
+def test_seimi_fault_tests_stand_beside_with_their_difference():
+    refs = {r.id: r for r in reference.load()}
+    s = vmcall.build(None, doc_of(config("vmcall", "-", base_params("io"), [900.0] * 3)))
+    want = [ids for ids in vmcall.SEIMI_FAULTS if ids[1] in refs and ids[2] in refs]
+    assert [f["test"] for f in s["seimi_faults"]] == [label for label, *_ in want]
+    for f, (label, native, seimi) in zip(s["seimi_faults"], want):
+        assert f["added"] == refs[seimi].value - refs[native].value
+        assert f"native {refs[native].text()}" in render.text(s, {})

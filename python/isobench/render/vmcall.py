@@ -28,6 +28,12 @@ def blocks(s: Mapping) -> list[Block]:
                      f"({p['source']}, {p['where']}; {p['hardware']})")
     if s.get("published_note"):
         notes.append(s["published_note"])
+    for f in s.get("seimi_faults") or ():
+        n, v = f["native"], f["seimi"]
+        notes.append(f"{PUBLISHED}: LMbench {f['test']}, native {n['text']} {f['unit']} vs SEIMI "
+                     f"{v['text']} {f['unit']}: {f['added']:.4g} {f['unit']} more per fault, which "
+                     f"SEIMI puts down to the VM exit the fault triggers (derived: the difference "
+                     f"of the two; {v['source']}, {v['where']}; {v['hardware']})")
     notes.append("x syscall: the row's time over the null system call's, measured in the same "
                  "run (SEIMI's Table I compares its VM exits with a system call the same way)")
     notes.append(INTERVAL_NOTE)
