@@ -47,6 +47,7 @@ def test_each_exit_over_the_null_system_call_of_the_same_run():
     assert abs(by["io"]["over_syscall"]["value"] - 10.0) < 0.01
     assert abs(by["kvm mechanism"]["over_syscall"]["value"] - 20.0) < 0.01
     assert by["syscall"]["over_syscall"] is None
+    assert by["kvm mechanism"]["ring"] == 0 and by["io"]["ring"] == 0
     assert s["caveats"] == [CAVEAT] and s["nested"] == [True]
     text = render.text(s, doc)
     assert CAVEAT in text and "x syscall" in text

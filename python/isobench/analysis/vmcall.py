@@ -13,6 +13,7 @@ may be nested, and the section carries the caveat the results carry."""
 
 from __future__ import annotations
 
+import re
 from typing import Mapping
 
 from . import reference
@@ -64,8 +65,9 @@ def build(data: RunData, doc: Mapping) -> dict | None:
                      "estimator": e["headline"].get("estimator")})
     for e in kvm_switch:
         p = e["params"]
+        m = re.search(r"ring (\d)", str(p.get("guest") or ""))
         rows.append({"what": "kvm mechanism", "exit": "switch -m kvm, payload 0",
-                     "ring": None, "handled_in": f"a call into the guest and back ({p.get('guest')})",
+                     "ring": int(m.group(1)) if m else None, "handled_in": f"a call into the guest and back ({p.get('guest')})",
                      "time": time_of(e, "us"), "over_syscall": ratio_of(e, syscall),
                      "estimator": e["headline"].get("estimator")})
     params = [e["params"] for e in (*es, *kvm_switch)]
