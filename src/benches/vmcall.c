@@ -22,14 +22,14 @@
  *   hypercall  VMCALL (VMMCALL on AMD) with a number KVM does not know:
  *              KVM handles it in the kernel and returns -KVM_ENOSYS in rax,
  *              which the guest checks.
- *
- * Where an in-kernel exit does not reach KVM's handler (the guest, which
- * has no interrupt table, shuts down on the fault instead: kvm_pvm raises
- * #UD for VMCALL, and a fault for CPUID in ring 3), a skipped result says
- * so.  Every guest exit is measured from ring 0, SEIMI's ring; mmio and
- * cpuid also from ring 3, where the kvm mechanism's guest may run.
  *   syscall    the null system call (getppid through syscall(2)) in the
  *              same process, measured the same way.
+ *
+ * Every guest exit is measured from ring 0, SEIMI's ring; mmio and cpuid
+ * also from ring 3, where the kvm mechanism's guest may run.  Where an
+ * in-kernel exit does not reach KVM's handler (the guest, which has no
+ * interrupt table, shuts down on the fault instead: kvm_pvm raises #UD for
+ * VMCALL, and a fault for CPUID in ring 3), a skipped result says so.
  *
  * The in-kernel exits (cpuid, hypercall) never come back to user space one
  * by one: the guest runs a loop of `count` of them between two exits to
@@ -244,7 +244,8 @@ static void measure_guest(struct vmcall_env *e, enum vm_exit x, int ring)
     if (x == X_NONE) {
         for (size_t w = 0; w < ctx->opts.warmup && !failed; w++)
             failed = isob_kvm_enter_none(&g.vm) != 0;
-        ISOB_MEASURE_EACH(ctx->ctr, &s, if (isob_kvm_enter_none(&g.vm) != 0) { failed = 1; break; });
+        if (!failed)
+            ISOB_MEASURE_EACH(ctx->ctr, &s, if (isob_kvm_enter_none(&g.vm) != 0) { failed = 1; break; });
         if (have_b && !failed)
             ISOB_MEASURE_BATCHED(ctx->ctr, ctx->opts.batch_k, &b,
                                  if (isob_kvm_enter_none(&g.vm) != 0) { failed = 1; break; });
