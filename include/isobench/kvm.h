@@ -2,8 +2,9 @@
  * library): the vmcall benchmark's guests and the kvm mechanism's.
  *
  * The guest is one vCPU in 64-bit long mode at ring 0 (VMX/SVM non-root,
- * where SEIMI runs the process it protects; Wang et al., IEEE S&P 2020),
- * with its own four-level page tables.  Every region the guest sees is
+ * where SEIMI runs the process it protects; Wang et al., IEEE S&P 2020) or
+ * ring 3 (struct isob_kvm_vm's ring), with its own four-level page tables
+ * (every page user-accessible, so that either ring runs there).  Every region the guest sees is
  * mapped at the same virtual address as in the host process (guest
  * virtual == host virtual), backed by a memory slot of that host memory at
  * a guest-physical address of its own: the host code and the guest code
