@@ -121,6 +121,10 @@ struct isob_mechanism {
      * negative errno.  NULL: the caller reads and writes the secret by
      * address. */
     int (*escape)(struct isob_comp *c, uint64_t trusted_addr, struct isob_cell *cell);
+    /* Optional: why the last create failed, where it failed at a limit the
+     * mechanism knows of (a table of its own, the descriptor limit): what
+     * limit, where, how to raise it.  NULL: the errno says all it knows. */
+    const char *(*limit_why)(void);
 };
 
 /* The registry. */
