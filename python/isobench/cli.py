@@ -290,7 +290,7 @@ def _add_run(sub) -> None:
 # list --json says which): (flag, argparse type, metavar, help).
 BENCH_OPTIONS = (
     ("--primitive", validate.name_list, "LIST",
-     "oslat: primitives or families (ctx, fs, ipc, proc); pingpong: futex, pipe, socket, "
+     "oslat: primitives or families (ctx, fs, ipc, proc, bw); pingpong: futex, pipe, socket, "
      "socket-fd, eventfd, spin (default: all)"),
     ("--confine", validate.name_list, "LIST",
      "oslat: confinements C or C:VARIANT, one job each per repetition in a shuffled order, "

@@ -565,7 +565,7 @@ static int oslat_run(struct isob_bench_ctx *ctx)
 
 const struct isob_bench isob_bench_oslat = {
     .name = "oslat",
-    .summary = "OS latencies (LMbench's primitives, SEIMI Tables III-VI) under a confinement",
+    .summary = "OS latencies (LMbench's primitives, SEIMI Tables III-VI) and bandwidths under a confinement",
     .needs_mechanism = 0,
     .takes_confine = 1,
     .run = oslat_run,
