@@ -222,8 +222,10 @@ static int fs_file(struct oslat *o, const struct oslat_prim *p)
                 oslat_fail(&cc, "open %s: %s", pdir, isob_strerror(-errno));
                 break;
             }
-            if (passes == 0)
+            if (passes == 0) {
                 oslat_fs_where(&cc, dfd);
+                oslat_fs_where(&cd, dfd);
+            }
             size_t n0c = cc.s.n, n0d = cd.s.n;
             ISOB_DISPATCH(o->ctx->ctr, be_, fs_pass_as(be_, o, &cc, &cd, dfd, names, files, buf, size, &bad));
             if (warm) {
