@@ -312,6 +312,10 @@ def test_bandwidth_rows_in_mb_per_s_with_intervals(tmp_path):
     assert none["mb_s"] == pytest.approx((4 << 20) / 1e-3 / 1e6 / geo, rel=1e-3)
     lo, hi = none["interval_mb_s"]
     assert lo <= none["mb_s"] <= hi and lo < hi
+    # The time's interval turned over: its longer end is the lower bandwidth.
+    t_lo, t_hi = none["interval_us"]
+    assert lo == pytest.approx((4 << 20) / (t_hi * 1e-6) / 1e6, rel=1e-9)
+    assert hi == pytest.approx((4 << 20) / (t_lo * 1e-6) / 1e6, rel=1e-9)
     # Five times the time is a fifth of the bandwidth; the slowdown is a ratio of times.
     pt = pipe["cells"]["ptrace"]
     assert pt["mb_s"] == pytest.approx(none["mb_s"] / 5.0, rel=1e-3)
