@@ -21,6 +21,16 @@ enum serve_session {
                             after start-up and discarded when the connection ends */
 };
 
+/* --monitor: which reference monitor checks a GET's file system calls
+ * (monitor.c); MONITOR_OFF: no --monitor, the document comes from the store. */
+enum serve_monitor {
+    MONITOR_OFF = 0,
+    MONITOR_NONE,     /* from a file, unchecked */
+    MONITOR_INLINE,   /* checked in this process before each call */
+    MONITOR_PROCSEP,  /* made by a broker process */
+    MONITOR_LWC,      /* trapped from a light-weight context to this process */
+};
+
 struct conn {
     int fd;
     unsigned events;          /* epoll interest wanted (registered, in the loop's process) */
@@ -42,6 +52,7 @@ struct serve_opts {
     enum serve_session session;
     int per_connection;       /* --per-connection: one context per connection (rollback) */
     int http;                 /* --http: HTTP/1.x GET instead of memcached's protocol */
+    enum serve_monitor monitor;  /* --monitor */
     struct isob_serve_startup startup;
 };
 
@@ -97,6 +108,21 @@ int session_fork(struct server *sv, int fd);
 void session_fork_reap(struct server *sv);
 /* Fork, in the listener: end every session process, and wait for them. */
 void session_fork_end_all(struct server *sv);
+
+/* --- monitor.c: --monitor ------------------------------------------------ */
+
+const char *serve_monitor_name(enum serve_monitor m);
+/* 0 with *m, or -1 for a name that is no monitor. */
+int serve_monitor_parse(const char *s, enum serve_monitor *m);
+/* After start-up: the document's directory and file, the monitor (the
+ * broker of procsep) and sv->s.doc_read.  0, or the exit status after a
+ * line on stderr. */
+int serve_monitor_init(struct server *sv);
+/* fn (the epoll loop) under the monitor: lwc runs it in a LWC_SYSTRAP
+ * context this process supervises; the others call it.  fn's status. */
+int serve_monitor_run(struct server *sv, int (*fn)(struct server *));
+/* Print what the monitor checked; stop it; remove the document. */
+void serve_monitor_fini(struct server *sv);
 
 /* What --session and --max-conns need of the machine: one process per
  * connection, and in rollback the root's descriptors.  0, or -errno with
