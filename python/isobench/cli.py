@@ -309,6 +309,13 @@ BENCH_OPTIONS = (
     ("--slice", validate.number_list, "LIST", "sched: slice lengths in us (default 10,100)"),
     ("--mode", validate.name_list, "LIST", "sched: yield, preempt (default: both)"),
     ("--cpus", validate.name_list, "LIST", "sched: one, all (default: both)"),
+    ("--monitor", validate.name_list, "LIST",
+     "lwc-serve: reference monitors none, inline, procsep, lwc (lwC's Apache): HTTP, one "
+     "shared server, each GET's openat and pread64 checked by the monitor; only these points "
+     "run (docs/serve.md)"),
+    ("--doc-bytes", validate.number_list, "LIST",
+     "lwc-serve: HTTP document sizes, 45 and 900 (lwC's nginx); only the HTTP case runs, with "
+     "--monitor each monitor at each size (default 45)"),
     ("--pid", validate.number_list, "PID",
      "inspect: the process whose executable mappings are scanned (default: an isob process)"),
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from . import inspect, kv, lwc, lwcserve, microkernel, oslat, workloads
+from . import inspect, kv, lwc, lwcmonitor, lwcserve, microkernel, oslat, workloads
 from .runs import RunData
 
 Builder = Callable[[RunData, Mapping], "dict | None"]
@@ -38,6 +38,8 @@ SECTIONS: tuple[tuple[str, Builder], ...] = (
     ("microkernel-delegate", microkernel.build_delegate),
     ("microkernel-sched", microkernel.build_sched),
     ("lwc-serve", lwcserve.build),
+    # lwc-serve --monitor: lwC's reference monitors in the server.
+    ("lwc-monitor", lwcmonitor.build),
     # ERIM's binary inspection (docs/inspect.md).
     ("inspect", inspect.build),
 )
