@@ -73,7 +73,8 @@ def text(section: Mapping, doc: Mapping) -> str:
     lines = []
     for title, rows in _tables(section):
         lines += ["", table.wrap(title), table.fold(list(HEAD), rows, set(HEAD))]
-    lines += ["", *(table.wrap(n) for n in _notes(section)), *_claim_lines(section),
+    lines += ["", *(table.wrap(n) for n in _notes(section)),
+              *(table.wrap(n) for n in _claim_lines(section)),
               table.wrap("threat model: " + section["threat_model"]), *_failed_lines(section)]
     return "\n".join(lines).lstrip("\n")
 
