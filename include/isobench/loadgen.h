@@ -65,4 +65,9 @@ int isob_lg_check_http(const char *buf, size_t len, const char *body, size_t bod
  * (usage). */
 int isob_loadgen_main(int argc, char **argv);
 
+/* `isob tlsload` (src/loadgen/tls.c): full TLS handshakes against isob
+ * serve --http --tls, one after another; argv[0] is "tlsload".  Exit 0,
+ * 1 (a reply or handshake failed), 2 (usage), 4 (built without libssl). */
+int isob_tlsload_main(int argc, char **argv);
+
 #endif
