@@ -27,6 +27,7 @@
 #define TL_DEFAULT_HANDSHAKES 1000
 #define TL_MAX_HANDSHAKES 10000000
 #define TL_TIMEOUT_S 10
+#define TL_SAMPLES 20000
 
 static void usage(FILE *f)
 {
@@ -43,9 +44,11 @@ static void usage(FILE *f)
         "                    --doc-bytes) [45]\n"
         "\n"
         "Prints one line {\"type\":\"tlsload\", handshakes, verified, errors,\n"
-        "error_first, seconds, handshake_us {p50,p90,p99,mean,max}, connection_us\n"
-        "{...}, cpu {user_s, sys_s}}.  Exit 0 when every reply was right, 1 when one\n"
-        "was not or a handshake failed, 2 for bad usage, 4 where built without libssl.\n",
+        "error_first, seconds, samples_ns (each handshake's ns in measuring order,\n"
+        "every samples_every-th), handshake_us {p50,p90,p99,mean,max},\n"
+        "connection_us {...}, cpu {user_s, sys_s}}.  Exit 0 when every reply was\n"
+        "right, 1 when one was not or a handshake failed, 2 for bad usage, 4 where\n"
+        "built without libssl.\n",
         TL_DEFAULT_HANDSHAKES);
 }
 
@@ -255,6 +258,11 @@ int isob_tlsload_main(int argc, char **argv)
     isob_jw_str(&w, "error_first", errors ? first : NULL);
     isob_jw_int(&w, "doc_bytes", docn);
     isob_jw_double(&w, "seconds", seconds);
+    /* Every handshake's time in measuring order (every k-th beyond
+     * TL_SAMPLES), before the quantiles sort them. */
+    size_t every = ok > TL_SAMPLES ? (ok + TL_SAMPLES - 1) / TL_SAMPLES : 1;
+    isob_jw_int(&w, "samples_every", (long long)every);
+    isob_jw_u64_column(&w, "samples_ns", hs, ok ? (ok - 1) / every + 1 : 0, (unsigned)every, 0);
     quantiles(&w, "handshake_us", hs, ok);
     quantiles(&w, "connection_us", all, ok);
     isob_jw_obj(&w, "cpu");
