@@ -152,6 +152,7 @@ def test_failed_monitor_point_is_shown(tmp_path):
     (("run", "lwc-serve", "--monitor", "seccomp"), "seccomp"),
     (("run", "lwc-serve", "--doc-bytes", "100"), "100"),
     (("run", "switch", "--monitor", "lwc"), "--monitor"),
+    (("run", "switch", "--tls"), "--tls"),
 ])
 def test_bad_options_refused(isobench, args, says):
     from conftest import assert_one_error_line
@@ -169,3 +170,57 @@ def test_cli_run_with_monitor(isobench):
     assert {r["monitor"] for r in rows} == {"lwc"}
     assert {r["session"] for r in rows} == set(lwcserve.QUICK_LENGTHS)
     assert all(r["checked_per_request"] >= 2 for r in rows)
+
+
+@NEEDS_ISOB
+def test_tls_real_run(monkeypatch, tmp_path):
+    monkeypatch.setattr(lwcmonitor, "QUICK_HANDSHAKES", 20)
+    before = set(proc.descendants())
+    out = _run({"--tls": ("on",)})
+    assert set(proc.descendants()) <= before, "a server or tlsload outlived its point"
+    assert [r.params["tls_key"] for r in out] == list(lwcmonitor.TLS_KEYS)
+    for r in out:
+        assert r.status == "ok", r.reason
+        p = r.params
+        assert p["proto"] == "https" and p["handshakes"] == p["handshakes_done"] == 20
+        assert len(r.samples) == 20 and r.counter == "tlsload"
+        assert p["handshake_seconds"] > 0 and p["server_cpu_s"] is not None
+    doc = _store(tmp_path, out)
+    assert "lwc-serve" not in doc["sections"] and "lwc-monitor" not in doc["sections"]
+    sec = doc["sections"]["lwc-tls"]
+    rows = sec["tables"][0]["rows"]
+    assert [r["tls_key"] for r in rows] == ["process", "lwc"]
+    by = {r.params["tls_key"]: r.params for r in out}
+    for row in rows:
+        assert row["seconds"] == pytest.approx(by[row["tls_key"]]["handshake_seconds"])
+        assert row["per_10000_s"] == pytest.approx(row["seconds"] * 10_000 / 20)
+        assert row["published_s"] == {"process": 99.7, "lwc": 100.4}[row["tls_key"]]
+    [claim] = sec["lwc_over_process"]
+    assert claim["published"] == pytest.approx(100.4 / 99.7)
+    assert claim["ratio"] == pytest.approx(by["lwc"]["handshake_seconds"]
+                                           / by["process"]["handshake_seconds"])
+    text = table.run_report(doc)
+    assert max(map(len, text.splitlines()[:-1])) <= table.WIDTH
+    assert "claim: lwC: 10,000 SSL handshakes took 99.7 s" in " ".join(text.split())
+    assert "## lwC's isolated OpenSSL key" in report.render_md(doc, [])
+    assert [p.name for p in plots.draw(doc) if p.name == "lwc-tls"] == ["lwc-tls"]
+
+
+def test_tls_failure_is_shown(tmp_path):
+    r = Result.failure("lwc-serve", NO_MECHANISM, "isob tlsload saw 1 error(s), the first: x",
+                       params={"server": "shared", "proto": "https", "tls_key": "lwc",
+                               "doc_bytes": 45, "handshakes": 10})
+    doc = _store(tmp_path, [r])
+    assert "lwc-serve" not in doc["sections"]
+    sec = doc["sections"]["lwc-tls"]
+    assert "FAILED: tls_key=lwc doc_bytes=45: isob tlsload saw 1 error" in render.tls_text(sec, doc)
+
+
+@NEEDS_ISOB
+def test_cli_run_with_tls(isobench):
+    p = isobench("run", "lwc-serve", "--quick", "--tls", "--json", ISOBENCH_ISOB=str(ISOB))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    rows = doc["summary"]["sections"]["lwc-tls"]["tables"][0]["rows"]
+    assert [(r["tls_key"], r["handshakes"]) for r in rows] == [
+        ("process", lwcmonitor.QUICK_HANDSHAKES), ("lwc", lwcmonitor.QUICK_HANDSHAKES)]

@@ -114,17 +114,19 @@ def _failed(data: RunData, bench: str, key: str) -> list[dict]:
             p = r.get("params") or {}
             out.append({"server": p.get("server"), key: p.get(key), "proto": p.get("proto"),
                         "startup_mb": p.get("startup_mb"), "doc_bytes": p.get("doc_bytes"),
-                        "monitor": p.get("monitor"), "status": r["status"],
+                        "monitor": p.get("monitor"), "tls_key": p.get("tls_key"),
+                        "status": r["status"],
                         "reason": r.get("reason")})
     return out
 
 
 def build(data: RunData, doc: Mapping) -> dict | None:
     # Points under a reference monitor have their own section (lwcmonitor.py).
-    serve = [c for c in data.configs if c.benchmark == SERVE and not c.params.get("monitor")]
+    serve = [c for c in data.configs if c.benchmark == SERVE and not c.params.get("monitor")
+             and not c.params.get("tls_key")]
     conns = [c for c in data.configs if c.benchmark == CONNS]
     failed_serve, failed_conns = _failed(data, SERVE, "session"), _failed(data, CONNS, "conns")
-    failed_serve = [f for f in failed_serve if not f.get("monitor")]
+    failed_serve = [f for f in failed_serve if not f.get("monitor") and not f.get("tls_key")]
     if not (serve or conns or failed_serve or failed_conns):
         return None
     def failed_of(c) -> int:

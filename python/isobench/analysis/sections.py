@@ -40,6 +40,8 @@ SECTIONS: tuple[tuple[str, Builder], ...] = (
     ("lwc-serve", lwcserve.build),
     # lwc-serve --monitor: lwC's reference monitors in the server.
     ("lwc-monitor", lwcmonitor.build),
+    # lwc-serve --tls: lwC's isolated OpenSSL key.
+    ("lwc-tls", lwcmonitor.build_tls),
     # ERIM's binary inspection (docs/inspect.md).
     ("inspect", inspect.build),
 )

@@ -18,19 +18,32 @@ its creator), and nginx with 45-byte and 900-byte documents.  Here:
   With --monitor, every monitor at every size; without, lwc-serve's HTTP
   case (every session mode, the document from the store) at every size.
 
-Either option makes lwc-serve measure only these points: its memcached and
-start-up variants run when neither is given.  Every result is an lwc-serve
-result (lwcserve.py's params, plus ``monitor`` and ``doc_bytes``)."""
+- ``--tls``: lwC's isolated OpenSSL key (10,000 handshakes, 99.7 s with the
+  key in nginx, 100.4 s with it in an lwC): ``isob serve -m direct --http
+  --tls K`` for K in process (the key in the server) and lwc (the key only
+  in a light-weight context that signs), each loaded by ``isob tlsload``:
+  10,000 full handshakes one after another (--quick: 1,000), each a new
+  connection with one GET checked byte for byte.  The result's samples are
+  the handshakes' times (connect to handshake done, ns); params hold the
+  total seconds (``handshake_seconds``), the handshakes per second, and the
+  server's CPU seconds (its process and every process below it, the key's
+  context included) per handshake.
+
+Any of these options makes lwc-serve measure only these points: its
+memcached and start-up variants run when none is given.  Every result is an
+lwc-serve result (lwcserve.py's params, plus ``monitor``, ``doc_bytes``,
+``tls_key``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
 from typing import Callable, Iterator, Mapping, Sequence
 
-from . import lwcserve
+from . import lwcserve, proc
 from .kvserver import StartError
 from .lwcserve import (CONNECTIONS, FD_SLACK, MODES, QUICK_LENGTHS, LENGTHS, SERVE,
                        SERVE_MECHANISM, run_loadgen, result_from, start_isob)
@@ -40,7 +53,12 @@ from ..store import now_ms
 MONITORS = ("none", "inline", "procsep", "lwc")
 DOC_BYTES = (45, 900)
 DEFAULT_DOC = 45
-OPTIONS = ("--monitor", "--doc-bytes")
+OPTIONS = ("--monitor", "--doc-bytes", "--tls")
+TLS_KEYS = ("process", "lwc")
+HANDSHAKES = 10_000
+QUICK_HANDSHAKES = 1_000
+# Per handshake at most, only so that nothing can hang a run.
+HANDSHAKE_SLACK_S = 0.1
 STOP_WAIT = 10.0
 
 _CHECKED = re.compile(r"isob serve: monitor ([\w-]+): (\d+) system calls checked, (\d+) refused")
@@ -115,10 +133,115 @@ def _measure(params: dict, extra: list[str], isob: str, doc: int, length: int,
     return result_from(SERVE, params, line)
 
 
+def tree_cpu(pid: int) -> float | None:
+    """CPU seconds (user + system) of pid and every live process below it,
+    from /proc; None where pid is gone."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for p in [pid, *proc.descendants(pid)]:
+        try:
+            with open(f"/proc/{p}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            if p == pid:
+                return None
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def _tlsload(isob: str, port: int, handshakes: int, doc: int) -> tuple[dict | None, str]:
+    argv = [isob, "tlsload", "--port", str(port), "--handshakes", str(handshakes),
+            "--doc-bytes", str(doc)]
+    found: list[dict] = []
+
+    def on_line(text: str) -> None:
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError:
+            return
+        if isinstance(obj, dict) and obj.get("type") == "tlsload":
+            found.append(obj)
+
+    limit = lwcserve.CLIENT_SLACK + handshakes * HANDSHAKE_SLACK_S
+    try:
+        ex = proc.run_lines(argv, timeout=limit, on_line=on_line)
+    except OSError as e:
+        return None, f"cannot run {isob} tlsload: {e.strerror or e}"
+    line = found[0] if found else None
+    if ex.timed_out:
+        return line, f"isob tlsload timed out after {limit:g} s"
+    if ex.returncode == 4:
+        return None, f"SKIP: {ex.stderr_tail()}"
+    if line is None:
+        return None, (f"isob tlsload exited with status {ex.returncode} and printed no result: "
+                      f"{ex.stderr_tail() or 'no message'}")
+    if ex.returncode != 0 or line.get("errors") or line.get("verified") != handshakes:
+        return line, (f"isob tlsload saw {line.get('errors')} error(s), the first: "
+                      f"{line.get('error_first') or ex.stderr_tail() or 'none given'}")
+    return line, ""
+
+
+def _measure_tls(params: dict, isob: str, doc: int, handshakes: int, pinned) -> Result:
+    server_cpu = pinned[0] if pinned else None
+    extra = ["--session", "shared", "--http", "--doc-bytes", str(doc), "--tls",
+             params["tls_key"], "--max-conns", str(CONNECTIONS + FD_SLACK)]
+    try:
+        server, port = start_isob(isob, extra, server_cpu)
+    except StartError as e:
+        return Result.failure(SERVE, NO_MECHANISM, str(e), params=params,
+                              status="skipped" if e.skipped else "failed")
+    except OSError as e:
+        return Result.failure(SERVE, NO_MECHANISM, f"cannot start the server: {e.strerror or e}",
+                              params=params)
+    try:
+        before = tree_cpu(server.proc.pid)
+        line, error = _tlsload(isob, port, handshakes, doc)
+        after = tree_cpu(server.proc.pid)
+        if not error and server.proc.poll() is not None:
+            error = f"the server exited during the run: {server.tail()}"
+    finally:
+        server.stop()
+    if error.startswith("SKIP: "):
+        return Result.failure(SERVE, NO_MECHANISM, error[6:], params=params, status="skipped")
+    if error:
+        return Result.failure(SERVE, NO_MECHANISM, error, params=params)
+    lat = line.get("handshake_us") or {}
+    cpu = line.get("cpu") or {}
+    secs = float(line["seconds"])
+    srv = None if before is None or after is None else after - before
+    p = {**params, "handshakes_done": line.get("verified"),
+         "handshake_seconds": round(secs, 6),
+         "handshakes_per_s": round(handshakes / secs, 3) if secs > 0 else None,
+         "server_cpu_s": None if srv is None else round(srv, 4),
+         "server_cpu_per_handshake_us": None if srv is None else round(srv / handshakes * 1e6, 3),
+         "client_cpu_s": round((cpu.get("user_s") or 0) + (cpu.get("sys_s") or 0), 4),
+         "samples_every": line.get("samples_every"),
+         "samples": "per-handshake time, connect to handshake done, every samples_every-th, ns"}
+    for q in ("p50", "p90", "p99", "mean", "max"):
+        p[f"handshake_{q}_us"] = lat.get(q)
+    return Result(benchmark=SERVE, mechanism=NO_MECHANISM, params=p, status="ok", unit="ns",
+                  counter="tlsload", samples=[int(v) for v in line["samples_ns"]])
+
+
 def measure(isob: str, quick: bool, seconds: float, options: Mapping[str, Sequence[str]],
             emit: Callable[[Result], None]) -> None:
-    monitors = list(options.get("--monitor") or ())
     docs = [int(d) for d in options.get("--doc-bytes") or ()] or [DEFAULT_DOC]
+    if options.get("--tls"):
+        pinned = lwcserve._pinning()
+        handshakes = QUICK_HANDSHAKES if quick else HANDSHAKES
+        for doc in docs:
+            for key in TLS_KEYS:
+                params = {"client": "isob tlsload", "server": "shared", "proto": "https",
+                          "tls_key": key, "handshakes": handshakes, "doc_bytes": doc,
+                          "serve_mechanism": SERVE_MECHANISM,
+                          "server_cpu": pinned[0] if pinned else None}
+                emit(_measure_tls(params, isob, doc, handshakes, pinned))
+        # With --tls, --doc-bytes is the handshakes' document; the HTTP
+        # points run only with --monitor.
+        if not options.get("--monitor"):
+            return
+    monitors = list(options.get("--monitor") or ())
     pinned = lwcserve._pinning()
     for server, mon, doc, length in points(quick, monitors, docs):
         params = {**lwcserve._base(pinned, seconds), "server": server, "proto": "http",

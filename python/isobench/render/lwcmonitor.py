@@ -122,3 +122,95 @@ def plots(section: Mapping, doc: Mapping) -> list:
     return [Plot("lwc-monitor", title, fig, "",
                  "isob serve --http --session shared --monitor M under isob loadgen; each GET "
                  "opens and reads the document through the monitor.")]
+
+
+# ---- lwc-tls: lwC's isolated OpenSSL key (analysis/lwcmonitor.build_tls) ----
+
+TLS_HEAD = ("key in", "handshakes", "seconds", "95% interval", "per 10,000 [s]", "lwC [s]",
+            "p50 handshake [us]", "server CPU/hs [us]", "client CPU/hs [us]", "reps")
+
+
+def _tls_cells(r: Mapping) -> list[str]:
+    iv = "-" if r.get("seconds_lo") is None else f"{r['seconds_lo']:.3f}..{r['seconds_hi']:.3f}"
+    per = "-" if r.get("per_10000_s") is None else (
+        f"{r['per_10000_s']:.2f}" + (f" [{r['per_10000_lo']:.2f}..{r['per_10000_hi']:.2f}]"
+                                     if r.get("per_10000_lo") is not None else ""))
+    return [str(r.get("tls_key")), _num(r.get("handshakes")), _num(r.get("seconds"), 3), iv, per,
+            _num(r.get("published_s"), 1), _num(r.get("handshake_p50_us"), 1),
+            _num(r.get("server_cpu_per_handshake_us"), 1),
+            _num(r.get("client_cpu_per_handshake_us"), 1), str(r.get("reps"))]
+
+
+def _tls_tables(section: Mapping):
+    for t in section.get("tables") or []:
+        yield (f"lwc-serve --tls: isob serve --http --tls K, full TLS 1.3 handshakes (ECDSA "
+               f"P-256) one after another by isob tlsload, each with one GET of the "
+               f"{t['doc_bytes']}-byte document", [_tls_cells(r) for r in t["rows"]])
+
+
+def _tls_lines(section: Mapping) -> list[str]:
+    out = ["per 10,000: the run's seconds scaled to lwC's 10,000 handshakes (--quick runs "
+           "fewer); lwC [s]: the published figure (FreeBSD, nginx, OpenSSL 1.0.2, another "
+           "machine: not this one's); server CPU/hs: CPU of the server and every process below "
+           "it (the key's context) per handshake",
+           "claim: " + section["claim"] + "; here, lwc's seconds over process's (Welch 95% "
+           "interval of the log ratio over repetitions):"]
+    for c in section.get("lwc_over_process") or []:
+        out.append(f"  {c['doc_bytes']} B: {_ratio(c['ratio'], c['lo'], c['hi'])} against "
+                   f"lwC's {c['published']:.4f}: {c['verdict']}")
+    if not section.get("lwc_over_process"):
+        out.append("  (no document size has both key locations)")
+    return out
+
+
+def _tls_failed(section: Mapping) -> list[str]:
+    return [f"{f['status'].upper()}: tls_key={f['tls_key']} doc_bytes={f['doc_bytes']}: "
+            f"{f.get('reason')}" for f in section.get("failed") or []]
+
+
+def tls_text(section: Mapping, doc: Mapping) -> str:
+    lines = []
+    for title, rows in _tls_tables(section):
+        lines += ["", table.wrap(title), table.fold(list(TLS_HEAD), rows, set(TLS_HEAD))]
+    lines += ["", *(table.wrap(n) for n in _tls_lines(section)),
+              table.wrap("threat model: " + section["threat_model"]), *_tls_failed(section)]
+    return "\n".join(lines).lstrip("\n")
+
+
+def tls_markdown(section: Mapping, doc: Mapping) -> str:
+    out = ["## lwC's isolated OpenSSL key (lwc-serve --tls)", ""]
+    for title, rows in _tls_tables(section):
+        out += [f"**{title}**", "", table.md_table(list(TLS_HEAD), rows), ""]
+    lines = _tls_lines(section)
+    out += [f"- {lines[0]}", "", lines[1], "", *(f"- {x.strip()}" for x in lines[2:]), "",
+            "Threat model: " + section["threat_model"], ""]
+    out += [f"- {line}" for line in _tls_failed(section)]
+    return "\n".join(out)
+
+
+def tls_plots(section: Mapping, doc: Mapping) -> list:
+    from .plots import Plot, _pyplot
+    rows = [(t["doc_bytes"], r) for t in section.get("tables") or [] for r in t["rows"]
+            if r.get("per_10000_s") is not None]
+    if not rows:
+        return []
+    title = "lwc-serve --tls: seconds per 10,000 full handshakes, key in the server or in an lwc"
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    labels = [f"{r['tls_key']}\n{d} B" for d, r in rows]
+    ys = [r["per_10000_s"] for _, r in rows]
+    err = [[y - (r["per_10000_lo"] if r.get("per_10000_lo") is not None else y) for (_, r), y
+            in zip(rows, ys)],
+           [(r["per_10000_hi"] if r.get("per_10000_hi") is not None else y) - y for (_, r), y
+            in zip(rows, ys)]]
+    ax.bar(range(len(rows)), ys, yerr=err, capsize=4,
+           color=[COLOURS["lwc"] if r["tls_key"] == "lwc" else COLOURS["none"] for _, r in rows])
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels(labels)
+    ax.set_ylabel("seconds per 10,000 handshakes (here)")
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.suptitle(f"{title} (run {doc['run']['run_id']})", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.92))
+    return [Plot("lwc-tls", title, fig, "",
+                 "lwC published 99.7 s (native) and 100.4 s (key in an lwC) on its machine; "
+                 "the bars are this machine's, with the 95% interval over repetitions.")]

@@ -66,6 +66,8 @@ RENDERERS: dict[str, Renderer] = {
     "lwc-serve": Renderer(text=lwcserve.text, markdown=lwcserve.markdown, plots=lwcserve.plots),
     "lwc-monitor": Renderer(text=lwcmonitor.text, markdown=lwcmonitor.markdown,
                             plots=lwcmonitor.plots),
+    "lwc-tls": Renderer(text=lwcmonitor.tls_text, markdown=lwcmonitor.tls_markdown,
+                        plots=lwcmonitor.tls_plots),
     "inspect": Renderer(text=inspect.text, markdown=inspect.markdown, benchmarks=("inspect",)),
 }
 
