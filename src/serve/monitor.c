@@ -23,6 +23,12 @@
  *             trapped openat is checked and performed by the monitor (the
  *             descriptor injected), a trapped pread64 checked and let run
  *
+ * Under lwc the monitor sees every openat and pread64 of the serving
+ * context, not only a GET's: the server's spare descriptor, reopened on
+ * /dev/null after the descriptors ran out (server.c), is refused and
+ * counted, so such a server then refuses new connections less gracefully
+ * (its spare stays closed).  inline and procsep see the GET's calls only.
+ *
  * At exit the server prints what the monitor checked:
  * "isob serve: monitor KIND: N system calls checked, D refused". */
 #include <errno.h>

@@ -518,6 +518,8 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
         return usage_error("--tls serves HTTPS: it needs --http%s", "");
     if (o->tls && o->session != SESSION_SHARED)
         return usage_error("--tls serves from one process: it needs --session shared%s", "");
+    if (o->tls && o->monitor)
+        return usage_error("--tls and --monitor are measured apart: give one of them%s", "");
     if (o->tls_key && !o->tls)
         return usage_error("--tls-key is the key of --tls: it needs --tls%s", "");
     if (o->memory_limit_mb && o->session != SESSION_FORK)

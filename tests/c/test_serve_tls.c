@@ -255,9 +255,10 @@ static void t_bad_options_refused(void)
         {"-m", "direct", "--http", "--tls", "enclave", NULL},
         {"-m", "direct", "--http", "--tls", "lwc", "--session", "fork", NULL},
         {"-m", "direct", "--http", "--tls-key", "/nonexistent", NULL},
+        {"-m", "direct", "--http", "--tls", "lwc", "--monitor", "lwc", NULL},
     };
     static const char *const says[] = {"needs --http", "neither process nor lwc",
-                                       "--session shared", "needs --tls"};
+                                       "--session shared", "needs --tls", "measured apart"};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pid_t pid;
         int pfd[2];
