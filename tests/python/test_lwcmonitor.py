@@ -224,3 +224,18 @@ def test_cli_run_with_tls(isobench):
     rows = doc["summary"]["sections"]["lwc-tls"]["tables"][0]["rows"]
     assert [(r["tls_key"], r["handshakes"]) for r in rows] == [
         ("process", lwcmonitor.QUICK_HANDSHAKES), ("lwc", lwcmonitor.QUICK_HANDSHAKES)]
+
+
+def test_claim_verdicts():
+    from isobench.analysis.stats import Interval
+    iv = lambda lo, hi: Interval(lo, hi, 0.95, "t", 3)
+    assert section._verdict(None).startswith("no interval")
+    assert section._verdict(iv(1.1, 1.5)) == (
+        "above 1: lwc faster here; below lwC's 2x: not reproduced here")
+    assert section._verdict(iv(0.8, 2.5)) == "1 inside: no difference shown; lwC's 2x inside"
+    assert section._verdict(iv(2.2, 2.5)) == "above 1: lwc faster here; above lwC's 2x"
+    assert section._verdict(iv(0.5, 0.9)).startswith("below 1: lwc slower here")
+    t = section._tls_verdict
+    assert t(iv(0.99, 1.02), 1.007).endswith("not distinguished from it")
+    assert t(iv(1.02, 1.1), 1.007).startswith("above lwC's 1.0070")
+    assert t(iv(0.9, 1.0), 1.007).startswith("below lwC's 1.0070")
