@@ -116,9 +116,9 @@ def plots(section: Mapping, doc: Mapping) -> list:
         ax.set_title(f"{t['doc_bytes']}-byte document")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
-    fig.suptitle(f"{title} (run {doc['run']['run_id']}), geometric mean over repetitions with "
-                 f"its 95% interval", fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.92))
+    fig.suptitle(f"{title} (run {doc['run']['run_id']})\ngeometric mean over repetitions with "
+                 f"its 95% interval", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.88))
     return [Plot("lwc-monitor", title, fig, "",
                  "isob serve --http --session shared --monitor M under isob loadgen; each GET "
                  "opens and reads the document through the monitor.")]
