@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,14 @@ static void usage(FILE *f)
         "                    GET checked byte for byte and a close [%d]\n"
         "  --doc-bytes N     the document the GET must return (isob serve\n"
         "                    --doc-bytes) [45]\n"
+        "  --duration S      instead of --handshakes: for S seconds, --conns threads\n"
+        "                    each running sessions of --session requests (HTTP/1.1\n"
+        "                    keep-alive, the last one closing) over one TLS connection\n"
+        "                    each, a full handshake per session; the line then has\n"
+        "                    requests, sessions, throughput_rps and latency_us (each\n"
+        "                    request, sent to reply checked, its handshake not in it)\n"
+        "  --conns C         threads with --duration [1]\n"
+        "  --session L       requests per session with --duration [1]\n"
         "\n"
         "Prints one line {\"type\":\"tlsload\", handshakes, verified, errors,\n"
         "error_first, seconds, samples_ns (each handshake's ns in measuring order,\n"
@@ -175,15 +184,176 @@ out:
     return rc;
 }
 
+/* --duration: C threads, each running sessions of L requests over one TLS
+ * connection (a full handshake per session) until the time is up. */
+struct sess_thread {
+    pthread_t t;
+    SSL_CTX *ctx;
+    const struct sockaddr_in *a;
+    const char *doc;
+    size_t doc_len;
+    long session;
+    uint64_t end_ns;
+    uint64_t *lat;          /* each request's ns, up to cap */
+    size_t n, cap;
+    uint64_t requests, sessions, errors;
+    char first[256];
+};
+
+/* One request on s and its reply checked: 0 or -1 with why. */
+static int sess_request(SSL *s, const char *doc, size_t doc_len, int last, char *why, size_t len)
+{
+    static const char keep[] = "GET / HTTP/1.1\r\nHost: isob\r\n\r\n";
+    static const char close_[] = "GET / HTTP/1.1\r\nHost: isob\r\nConnection: close\r\n\r\n";
+    const char *req = last ? close_ : keep;
+    int rl = (int)strlen(req);
+    if (SSL_write(s, req, rl) != rl) {
+        snprintf(why, len, "sending a request failed");
+        return -1;
+    }
+    char buf[ISOB_HTTP_DOC_MAX + 1024];
+    size_t n = 0;
+    for (;;) {
+        size_t used = 0;
+        int ka = 0;
+        char w2[160];
+        int c = n ? isob_lg_check_http(buf, n, doc, doc_len, &used, &ka, w2, sizeof w2)
+                  : ISOB_LG_INCOMPLETE;
+        if (c == ISOB_LG_OK)
+            return 0;
+        if (c == ISOB_LG_BAD) {
+            snprintf(why, len, "the reply: %s", w2);
+            return -1;
+        }
+        int r = n < sizeof buf ? SSL_read(s, buf + n, (int)(sizeof buf - n)) : 0;
+        if (r <= 0) {
+            snprintf(why, len, "the reply ended after %zu bytes", n);
+            return -1;
+        }
+        n += (size_t)r;
+    }
+}
+
+static void *sess_main(void *arg)
+{
+    struct sess_thread *t = arg;
+    while (now_ns() < t->end_ns) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct timeval tv = {TL_TIMEOUT_S, 0};
+        char why[256] = "connect failed";
+        SSL *s = NULL;
+        int ok = fd >= 0;
+        if (ok) {
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+            int one_ = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one_, sizeof one_);
+            ok = connect(fd, (const struct sockaddr *)t->a, sizeof *t->a) == 0;
+        }
+        if (ok) {
+            s = SSL_new(t->ctx);
+            ok = s && SSL_set_fd(s, fd) == 1 && SSL_connect(s) == 1;
+            if (!ok)
+                snprintf(why, sizeof why, "handshake failed");
+        }
+        for (long i = 0; ok && i < t->session && now_ns() < t->end_ns; i++) {
+            uint64_t t0 = now_ns();
+            ok = sess_request(s, t->doc, t->doc_len, i == t->session - 1, why, sizeof why) == 0;
+            if (ok) {
+                t->requests++;
+                if (t->n < t->cap)
+                    t->lat[t->n++] = now_ns() - t0;
+                if (i == t->session - 1)
+                    t->sessions++;
+            }
+        }
+        if (!ok && t->errors++ == 0)
+            snprintf(t->first, sizeof t->first, "%s", why);
+        if (s) {
+            SSL_shutdown(s);
+            SSL_free(s);
+        }
+        if (fd >= 0)
+            close(fd);
+        if (!ok)
+            break;  /* a failed connection ends this thread's load */
+    }
+    return NULL;
+}
+
+static int run_sessions(SSL_CTX *ctx, const struct sockaddr_in *a, const char *doc, long docn,
+                        long conns, long session, double duration)
+{
+    struct sess_thread *th = calloc((size_t)conns, sizeof *th);
+    if (!th)
+        return 1;
+    uint64_t t0 = now_ns(), end = t0 + (uint64_t)(duration * 1e9);
+    long started = 0;
+    for (long i = 0; i < conns; i++) {
+        th[i] = (struct sess_thread){.ctx = ctx, .a = a, .doc = doc, .doc_len = (size_t)docn,
+                                     .session = session, .end_ns = end, .cap = 1u << 20};
+        th[i].lat = malloc(th[i].cap * sizeof *th[i].lat);
+        if (!th[i].lat || pthread_create(&th[i].t, NULL, sess_main, &th[i]) != 0)
+            break;
+        started++;
+    }
+    uint64_t requests = 0, sessions = 0, errors = 0, nlat = 0;
+    const char *first = NULL;
+    for (long i = 0; i < started; i++) {
+        pthread_join(th[i].t, NULL);
+        requests += th[i].requests;
+        sessions += th[i].sessions;
+        errors += th[i].errors;
+        nlat += th[i].n;
+        if (th[i].errors && !first)
+            first = th[i].first;
+    }
+    double secs = (double)(now_ns() - t0) / 1e9;
+    uint64_t *all = malloc((nlat ? nlat : 1) * sizeof *all);
+    size_t k = 0;
+    for (long i = 0; all && i < started; i++)
+        for (size_t j = 0; j < th[i].n; j++)
+            all[k++] = th[i].lat[j];
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    struct isob_jw w;
+    isob_jw_begin(&w, stdout, "tlsload");
+    isob_jw_int(&w, "conns", conns);
+    isob_jw_int(&w, "session", session);
+    isob_jw_int(&w, "requests", (long long)requests);
+    isob_jw_int(&w, "sessions", (long long)sessions);
+    isob_jw_int(&w, "errors", (long long)(errors + (uint64_t)(conns - started)));
+    isob_jw_str(&w, "error_first", first ? first : started < conns ? "a thread did not start" : NULL);
+    isob_jw_int(&w, "doc_bytes", docn);
+    isob_jw_double(&w, "seconds", secs);
+    isob_jw_double(&w, "throughput_rps", secs > 0 ? (double)requests / secs : 0);
+    if (all)
+        quantiles(&w, "latency_us", all, k);
+    isob_jw_obj(&w, "cpu");
+    isob_jw_double(&w, "user_s", (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6);
+    isob_jw_double(&w, "sys_s", (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
+    isob_jw_close(&w, '}');
+    isob_jw_end(&w);
+    for (long i = 0; i < conns; i++)
+        free(th[i].lat);
+    free(th);
+    free(all);
+    return errors || started < conns || !requests ? 1 : 0;
+}
+
 int isob_tlsload_main(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"host", required_argument, 0, 'H'}, {"port", required_argument, 0, 'p'},
         {"handshakes", required_argument, 0, 'n'}, {"doc-bytes", required_argument, 0, 'd'},
+        {"conns", required_argument, 0, 'c'}, {"session", required_argument, 0, 'L'},
+        {"duration", required_argument, 0, 'D'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     const char *host = "127.0.0.1";
-    long port = -1, count = TL_DEFAULT_HANDSHAKES, docn = ISOB_HTTP_DOC_BYTES;
+    long port = -1, count = TL_DEFAULT_HANDSHAKES, docn = ISOB_HTTP_DOC_BYTES, conns = 1,
+         session = 1;
+    double duration = 0;
     static char doc[ISOB_HTTP_DOC_MAX + 1];
     int opt;
     opterr = 0;
@@ -206,6 +376,22 @@ int isob_tlsload_main(int argc, char **argv)
             docn = strtol(optarg, &end, 10);
             if (*end || end == optarg || docn < ISOB_HTTP_DOC_BYTES || docn > ISOB_HTTP_DOC_MAX)
                 return usage_error("--doc-bytes: '%s' is not from 45 to 65536", optarg);
+            break;
+        case 'c':
+            conns = strtol(optarg, &end, 10);
+            if (*end || end == optarg || conns < 1 || conns > 1024)
+                return usage_error("--conns: '%s' is not from 1 to 1024", optarg);
+            break;
+        case 'L':
+            session = strtol(optarg, &end, 10);
+            if (*end || end == optarg || session < 1 || session > 1000000000)
+                return usage_error("--session: '%s' is not from 1 to 1000000000", optarg);
+            break;
+        case 'D':
+            duration = strtod(optarg, &end);
+            if (*end || end == optarg || !(duration > 0 && duration <= 3600))
+                return usage_error("--duration: '%s' is not a number of seconds up to 3600",
+                                   optarg);
             break;
         case 'h': usage(stdout); return 0;
         case ':': return usage_error("option %s needs a value", argv[optind - 1]);
@@ -231,6 +417,11 @@ int isob_tlsload_main(int argc, char **argv)
     SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
     SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+    if (duration > 0) {
+        int rc = run_sessions(ctx, &a, doc, docn, conns, session, duration);
+        SSL_CTX_free(ctx);
+        return rc;
+    }
     uint64_t *hs = malloc((size_t)count * sizeof *hs), *all = malloc((size_t)count * sizeof *all);
     if (!hs || !all) {
         fprintf(stderr, "isob tlsload: error: %s\n", strerror(ENOMEM));

@@ -175,19 +175,32 @@ def test_cli_run_with_monitor(isobench):
 @NEEDS_ISOB
 def test_tls_real_run(monkeypatch, tmp_path):
     monkeypatch.setattr(lwcmonitor, "QUICK_HANDSHAKES", 20)
+    monkeypatch.setattr(lwcmonitor, "QUICK_LENGTHS", (4,))
     before = set(proc.descendants())
     out = _run({"--tls": ("on",)})
     assert set(proc.descendants()) <= before, "a server or tlsload outlived its point"
+    out, swept = out[:2], out[2:]
     assert [r.params["tls_key"] for r in out] == list(lwcmonitor.TLS_KEYS)
+    # The HTTPS session-length points: every request verified, sessions of 4.
+    assert [(r.params["tls_key"], r.params["session"]) for r in swept] == [
+        ("process", 4), ("lwc", 4)]
+    for r in swept:
+        assert r.status == "ok", r.reason
+        p = r.params
+        assert p["requests"] > 0 and p["throughput_rps"] > 0 and p["conns"] == 16
+        assert p["sessions_done"] * 4 <= p["requests"]
     for r in out:
         assert r.status == "ok", r.reason
         p = r.params
         assert p["proto"] == "https" and p["handshakes"] == p["handshakes_done"] == 20
         assert len(r.samples) == 20 and r.counter == "tlsload"
         assert p["handshake_seconds"] > 0 and p["server_cpu_s"] is not None
-    doc = _store(tmp_path, out)
+    doc = _store(tmp_path, out + swept)
     assert "lwc-serve" not in doc["sections"] and "lwc-monitor" not in doc["sections"]
     sec = doc["sections"]["lwc-tls"]
+    assert [(r["tls_key"], r["session"]) for r in sec["sweep"]] == [("process", 4), ("lwc", 4)]
+    assert sec["sweep"][1]["vs_process"] == pytest.approx(
+        swept[1].params["throughput_rps"] / swept[0].params["throughput_rps"])
     rows = sec["tables"][0]["rows"]
     assert [r["tls_key"] for r in rows] == ["process", "lwc"]
     by = {r.params["tls_key"]: r.params for r in out}
@@ -218,12 +231,15 @@ def test_tls_failure_is_shown(tmp_path):
 
 @NEEDS_ISOB
 def test_cli_run_with_tls(isobench):
-    p = isobench("run", "lwc-serve", "--quick", "--tls", "--json", ISOBENCH_ISOB=str(ISOB))
+    p = isobench("run", "lwc-serve", "--quick", "--tls", "--seconds", "0.2", "--json",
+                 ISOBENCH_ISOB=str(ISOB))
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     rows = doc["summary"]["sections"]["lwc-tls"]["tables"][0]["rows"]
     assert [(r["tls_key"], r["handshakes"]) for r in rows] == [
         ("process", lwcmonitor.QUICK_HANDSHAKES), ("lwc", lwcmonitor.QUICK_HANDSHAKES)]
+    sweep = doc["summary"]["sections"]["lwc-tls"]["sweep"]
+    assert {r["session"] for r in sweep} == set(lwcserve.QUICK_LENGTHS)
 
 
 def test_claim_verdicts():

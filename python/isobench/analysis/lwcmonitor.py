@@ -136,13 +136,15 @@ def build_tls(data: RunData, doc: Mapping) -> dict | None:
     its interval) and that scaled to lwC's 10,000, the handshake's median,
     the server's and the client's CPU per handshake; lwc's seconds over
     process's with the Welch interval beside lwC's 100.4 / 99.7."""
-    configs = [c for c in data.configs if c.benchmark == SERVE and c.params.get("tls_key")]
+    every = [c for c in data.configs if c.benchmark == SERVE and c.params.get("tls_key")]
+    configs = [c for c in every if c.params.get("session") is None]
     failed = [{"tls_key": (r.get("params") or {}).get("tls_key"),
                "doc_bytes": (r.get("params") or {}).get("doc_bytes"),
+               "session": (r.get("params") or {}).get("session"),
                "status": r["status"], "reason": r.get("reason")}
               for r in data.results if r["benchmark"] == SERVE and r["status"] != "ok"
               and (r.get("params") or {}).get("tls_key")]
-    if not configs and not failed:
+    if not every and not failed:
         return None
     tables: dict[int, dict[str, dict]] = {}
     secs_of: dict[tuple, list[float]] = {}
@@ -181,4 +183,42 @@ def build_tls(data: RunData, doc: Mapping) -> dict | None:
                            "lo": iv.low if iv else None, "hi": iv.high if iv else None,
                            "published": pub, "verdict": _tls_verdict(iv, pub)})
     return {"claim": TLS_CLAIM, "threat_model": TLS_THREAT, "tables": out_tables,
-            "lwc_over_process": claims, "failed": failed}
+            "lwc_over_process": claims, "failed": failed,
+            "sweep": _tls_sweep([c for c in every if c.params.get("session") is not None])}
+
+
+def _tls_sweep(configs) -> list[dict]:
+    """HTTPS throughput per (document, L, key): the geometric mean over
+    repetitions with its interval, tlsload's latency quantiles (median over
+    repetitions), the server's CPU per request, and lwc's throughput over
+    process's at the same L with the Welch interval."""
+    tput_of: dict[tuple, list[float]] = {}
+    rows = []
+    for c in configs:
+        ps = [r["params"] for r in c.results]
+        tput = [p["throughput_rps"] for p in ps if p.get("throughput_rps")]
+        iv = stats.geomean_interval(tput) if tput else None
+        cpu = [p["server_cpu_s"] / p["requests"] * 1e6 for p in ps
+               if p.get("server_cpu_s") is not None and p.get("requests")]
+        key = (c.params.get("doc_bytes"), c.params.get("session"))
+        tput_of[(*key, c.params["tls_key"])] = tput
+        row = {"doc_bytes": key[0], "session": key[1], "tls_key": c.params["tls_key"],
+               "reps": len(ps), "throughput_rps": stats.geomean(tput) if tput else None,
+               "throughput_lo": iv.low if iv else None, "throughput_hi": iv.high if iv else None,
+               "server_cpu_per_request_us": stats.mean(cpu) if cpu else None}
+        for q in ("p50", "p99"):
+            xs = [p[f"latency_{q}_us"] for p in ps if p.get(f"latency_{q}_us") is not None]
+            row[f"latency_{q}_us"] = stats.median(xs) if xs else None
+        rows.append(row)
+    for row in rows:
+        if row["tls_key"] == "lwc":
+            a = tput_of.get((row["doc_bytes"], row["session"], "lwc"))
+            b = tput_of.get((row["doc_bytes"], row["session"], "process"))
+            if a and b:
+                iv = stats.ratio_interval(a, b)
+                row["vs_process"] = stats.geomean(a) / stats.geomean(b)
+                row["vs_process_lo"], row["vs_process_hi"] = (iv.low, iv.high) if iv else (None,
+                                                                                          None)
+    order = lambda r: (r["doc_bytes"] or 0, r["session"] or 0,
+                       TLS_ORDER.index(r["tls_key"]) if r["tls_key"] in TLS_ORDER else 9)
+    return sorted(rows, key=order)

@@ -27,7 +27,10 @@ its creator), and nginx with 45-byte and 900-byte documents.  Here:
   the handshakes' times (connect to handshake done, ns); params hold the
   total seconds (``handshake_seconds``), the handshakes per second, and the
   server's CPU seconds (its process and every process below it, the key's
-  context included) per handshake.
+  context included) per handshake.  Then, per key and session length L (as
+  lwc-serve's), HTTPS throughput: ``isob tlsload`` with 16 threads, each
+  running sessions of L keep-alive requests over one TLS connection (a
+  full handshake per session) for the point's seconds.
 
 Any of these options makes lwc-serve measure only these points: its
 memcached and start-up variants run when none is given.  Every result is an
@@ -150,9 +153,14 @@ def tree_cpu(pid: int) -> float | None:
     return total
 
 
-def _tlsload(isob: str, port: int, handshakes: int, doc: int) -> tuple[dict | None, str]:
-    argv = [isob, "tlsload", "--port", str(port), "--handshakes", str(handshakes),
-            "--doc-bytes", str(doc)]
+def _tlsload(isob: str, port: int, handshakes: int, doc: int,
+             sweep: tuple[int, float] | None = None) -> tuple[dict | None, str]:
+    """isob tlsload: handshakes one after another, or with sweep = (L,
+    seconds) CONNECTIONS threads running sessions of L requests."""
+    argv = [isob, "tlsload", "--port", str(port), "--doc-bytes", str(doc)]
+    argv += (["--handshakes", str(handshakes)] if sweep is None else
+             ["--conns", str(CONNECTIONS), "--session", str(sweep[0]),
+              "--duration", f"{sweep[1]:g}"])
     found: list[dict] = []
 
     def on_line(text: str) -> None:
@@ -163,7 +171,8 @@ def _tlsload(isob: str, port: int, handshakes: int, doc: int) -> tuple[dict | No
         if isinstance(obj, dict) and obj.get("type") == "tlsload":
             found.append(obj)
 
-    limit = lwcserve.CLIENT_SLACK + handshakes * HANDSHAKE_SLACK_S
+    limit = lwcserve.CLIENT_SLACK + (handshakes * HANDSHAKE_SLACK_S if sweep is None
+                                     else sweep[1])
     try:
         ex = proc.run_lines(argv, timeout=limit, on_line=on_line)
     except OSError as e:
@@ -176,13 +185,21 @@ def _tlsload(isob: str, port: int, handshakes: int, doc: int) -> tuple[dict | No
     if line is None:
         return None, (f"isob tlsload exited with status {ex.returncode} and printed no result: "
                       f"{ex.stderr_tail() or 'no message'}")
-    if ex.returncode != 0 or line.get("errors") or line.get("verified") != handshakes:
+    if sweep is not None and (ex.returncode != 0 or line.get("errors")
+                              or not line.get("requests")):
+        return line, (f"isob tlsload saw {line.get('errors')} error(s), the first: "
+                      f"{line.get('error_first') or ex.stderr_tail() or 'none given'}")
+    if sweep is None and (ex.returncode != 0 or line.get("errors")
+                          or line.get("verified") != handshakes):
         return line, (f"isob tlsload saw {line.get('errors')} error(s), the first: "
                       f"{line.get('error_first') or ex.stderr_tail() or 'none given'}")
     return line, ""
 
 
-def _measure_tls(params: dict, isob: str, doc: int, handshakes: int, pinned) -> Result:
+def _measure_tls(params: dict, isob: str, doc: int, handshakes: int, pinned,
+                 sweep: tuple[int, float] | None = None) -> Result:
+    """One --tls point: handshakes one after another, or (sweep) sessions
+    of L requests from CONNECTIONS threads for some seconds."""
     server_cpu = pinned[0] if pinned else None
     extra = ["--session", "shared", "--http", "--doc-bytes", str(doc), "--tls",
              params["tls_key"], "--max-conns", str(CONNECTIONS + FD_SLACK)]
@@ -196,7 +213,7 @@ def _measure_tls(params: dict, isob: str, doc: int, handshakes: int, pinned) -> 
                               params=params)
     try:
         before = tree_cpu(server.proc.pid)
-        line, error = _tlsload(isob, port, handshakes, doc)
+        line, error = _tlsload(isob, port, handshakes, doc, sweep)
         after = tree_cpu(server.proc.pid)
         if not error and server.proc.poll() is not None:
             error = f"the server exited during the run: {server.tail()}"
@@ -206,6 +223,8 @@ def _measure_tls(params: dict, isob: str, doc: int, handshakes: int, pinned) -> 
         return Result.failure(SERVE, NO_MECHANISM, error[6:], params=params, status="skipped")
     if error:
         return Result.failure(SERVE, NO_MECHANISM, error, params=params)
+    if sweep is not None:
+        return _sweep_result(params, line, before, after)
     lat = line.get("handshake_us") or {}
     cpu = line.get("cpu") or {}
     secs = float(line["seconds"])
@@ -224,6 +243,27 @@ def _measure_tls(params: dict, isob: str, doc: int, handshakes: int, pinned) -> 
                   counter="tlsload", samples=[int(v) for v in line["samples_ns"]])
 
 
+def _sweep_result(params: dict, line: dict, before, after) -> Result:
+    """An HTTPS session-length point: throughput and the latency quantiles
+    tlsload gives (it keeps no per-request samples: the one sample is the
+    run's mean time per request, in ns)."""
+    lat = line.get("latency_us") or {}
+    cpu = line.get("cpu") or {}
+    requests = line.get("requests") or 0
+    srv = None if before is None or after is None else after - before
+    secs = float(line["seconds"])
+    p = {**params, "throughput_rps": round(float(line["throughput_rps"]), 3),
+         "requests": requests, "sessions_done": line.get("sessions"),
+         "duration_s": round(secs, 6),
+         "server_cpu_s": None if srv is None else round(srv, 4),
+         "client_cpu_s": round((cpu.get("user_s") or 0) + (cpu.get("sys_s") or 0), 4),
+         "samples": "the run's wall-clock time per request (duration / requests), ns"}
+    for q in ("p50", "p90", "p99", "mean", "max"):
+        p[f"latency_{q}_us"] = lat.get(q)
+    return Result(benchmark=SERVE, mechanism=NO_MECHANISM, params=p, status="ok", unit="ns",
+                  counter="tlsload", samples=[int(secs / requests * 1e9)])
+
+
 def measure(isob: str, quick: bool, seconds: float, options: Mapping[str, Sequence[str]],
             emit: Callable[[Result], None]) -> None:
     docs = [int(d) for d in options.get("--doc-bytes") or ()] or [DEFAULT_DOC]
@@ -237,6 +277,16 @@ def measure(isob: str, quick: bool, seconds: float, options: Mapping[str, Sequen
                           "serve_mechanism": SERVE_MECHANISM,
                           "server_cpu": pinned[0] if pinned else None}
                 emit(_measure_tls(params, isob, doc, handshakes, pinned))
+            # HTTPS throughput per session length (lwC's Apache and nginx
+            # over HTTPS): a full handshake per session.
+            for key in TLS_KEYS:
+                for length in (QUICK_LENGTHS if quick else LENGTHS):
+                    params = {"client": "isob tlsload", "server": "shared", "proto": "https",
+                              "tls_key": key, "session": length, "conns": CONNECTIONS,
+                              "seconds": seconds, "doc_bytes": doc,
+                              "serve_mechanism": SERVE_MECHANISM,
+                              "server_cpu": pinned[0] if pinned else None}
+                    emit(_measure_tls(params, isob, doc, 0, pinned, (length, seconds)))
         # With --tls, --doc-bytes is the handshakes' document; the HTTP
         # points run only with --monitor.
         if not options.get("--monitor"):

@@ -164,14 +164,39 @@ def _tls_lines(section: Mapping) -> list[str]:
 
 
 def _tls_failed(section: Mapping) -> list[str]:
-    return [f"{f['status'].upper()}: tls_key={f['tls_key']} doc_bytes={f['doc_bytes']}: "
-            f"{f.get('reason')}" for f in section.get("failed") or []]
+    return [f"{f['status'].upper()}: tls_key={f['tls_key']} doc_bytes={f['doc_bytes']}"
+            + (f" session={f['session']}" if f.get("session") is not None else "")
+            + f": {f.get('reason')}" for f in section.get("failed") or []]
+
+
+SWEEP_HEAD = ("key in", "doc [B]", "L", "throughput [req/s]", "95% interval", "lwc / process",
+              "p50 [us]", "p99 [us]", "server CPU/req [us]", "reps")
+
+
+def _sweep_cells(r: Mapping) -> list[str]:
+    iv = ("-" if r.get("throughput_lo") is None
+          else f"{_num(r['throughput_lo'])}..{_num(r['throughput_hi'])}")
+    return [str(r["tls_key"]), str(r["doc_bytes"]), str(r["session"]),
+            _num(r.get("throughput_rps")), iv,
+            _ratio(r.get("vs_process"), r.get("vs_process_lo"), r.get("vs_process_hi")),
+            _num(r.get("latency_p50_us"), 1), _num(r.get("latency_p99_us"), 1),
+            _num(r.get("server_cpu_per_request_us"), 1), str(r.get("reps"))]
+
+
+SWEEP_TITLE = ("lwc-serve --tls: HTTPS throughput, isob tlsload with 16 threads each running "
+               "sessions of L keep-alive requests over one TLS connection (a full handshake per "
+               "session); latency: each request, its handshake not in it (tlsload's quantile, "
+               "median over repetitions)")
 
 
 def tls_text(section: Mapping, doc: Mapping) -> str:
     lines = []
     for title, rows in _tls_tables(section):
         lines += ["", table.wrap(title), table.fold(list(TLS_HEAD), rows, set(TLS_HEAD))]
+    if section.get("sweep"):
+        rows = [_sweep_cells(r) for r in section["sweep"]]
+        lines += ["", table.wrap(SWEEP_TITLE), table.fold(list(SWEEP_HEAD), rows,
+                                                          set(SWEEP_HEAD))]
     lines += ["", *(table.wrap(n) for n in _tls_lines(section)),
               table.wrap("threat model: " + section["threat_model"]), *_tls_failed(section)]
     return "\n".join(lines).lstrip("\n")
@@ -181,6 +206,9 @@ def tls_markdown(section: Mapping, doc: Mapping) -> str:
     out = ["## lwC's isolated OpenSSL key (lwc-serve --tls)", ""]
     for title, rows in _tls_tables(section):
         out += [f"**{title}**", "", table.md_table(list(TLS_HEAD), rows), ""]
+    if section.get("sweep"):
+        out += [f"**{SWEEP_TITLE}**", "",
+                table.md_table(list(SWEEP_HEAD), [_sweep_cells(r) for r in section["sweep"]]), ""]
     lines = _tls_lines(section)
     out += [f"- {lines[0]}", "", lines[1], "", *(f"- {x.strip()}" for x in lines[2:]), "",
             "Threat model: " + section["threat_model"], ""]
