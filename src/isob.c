@@ -32,6 +32,7 @@ static void usage(FILE *f)
         "                                         T: plain, pipe-writer, pipe-reader or a mechanism)\n"
         "       isob serve -m MECH [options]      memcached text-protocol server over MECH\n"
         "       isob loadgen --port P [options]   load a memcached or HTTP server (JSON)\n"
+        "       isob tlsload --port P [options]   full TLS handshakes against serve --tls (JSON)\n"
         "       isob --version [--json]           version, compiler and flags\n"
         "       isob --limits --json              the bounds of every numeric option\n"
         "\n"
@@ -412,6 +413,8 @@ int main(int argc, char **argv)
         return isob_serve_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "loadgen") == 0)
         return isob_loadgen_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "tlsload") == 0)
+        return isob_tlsload_main(argc - 1, argv + 1);
     static const struct option longopts[] = {
         {"mechanism", required_argument, 0, 'm'}, {"n", required_argument, 0, OPT_N},
         {"warmup", required_argument, 0, OPT_WARMUP}, {"batch-k", required_argument, 0, OPT_BATCH_K},

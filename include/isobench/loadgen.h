@@ -21,6 +21,15 @@
  * unless told another). */
 #define ISOB_HTTP_DOC "<html><body>isobench: 45 bytes</body></html>\n"
 #define ISOB_HTTP_DOC_BYTES 45
+/* The largest document --doc-bytes makes. */
+#define ISOB_HTTP_DOC_MAX 65536
+
+/* The document of n bytes (ISOB_HTTP_DOC_BYTES to ISOB_HTTP_DOC_MAX) into
+ * buf (n + 1 bytes, NUL-terminated): ISOB_HTTP_DOC for 45, else the same
+ * head and tail ("<html><body>isobench: 900 bytes" ... "</body></html>\n")
+ * around letters a-z repeated (lwC's nginx served 45- and 900-byte
+ * documents: Litton et al., OSDI 2016, the nginx experiments).  0, or -1 for an n out of range. */
+int isob_http_doc(size_t n, char *buf);
 
 /* memcache: the name of key k ("key_%08zu") in buf; its length, as
  * snprintf's. */
@@ -55,5 +64,10 @@ int isob_lg_check_http(const char *buf, size_t len, const char *body, size_t bod
  * verified), 1 (a reply failed its check, or a connection failed), 2
  * (usage). */
 int isob_loadgen_main(int argc, char **argv);
+
+/* `isob tlsload` (src/loadgen/tls.c): full TLS handshakes against isob
+ * serve --http --tls, one after another; argv[0] is "tlsload".  Exit 0,
+ * 1 (a reply or handshake failed), 2 (usage), 4 (built without libssl). */
+int isob_tlsload_main(int argc, char **argv);
 
 #endif

@@ -147,6 +147,14 @@ struct isob_serve {
     uint64_t startup_items;         /* start-up state stored (isob_serve_startup) */
     uint64_t preloaded;             /* loadgen's keys stored at start-up */
     uint64_t startup_ns;            /* how long isob_serve_startup took */
+    /* --http --monitor (src/serve/monitor.c): a GET reads its document from
+     * a file through this, as a web server does, instead of from the store:
+     * the document's bytes into buf (at most cap), or -errno (-ENOENT: no
+     * such document; -EPERM: the monitor refused). */
+    long (*doc_read)(void *ctx, const char *path, size_t path_len, unsigned char *buf, size_t cap);
+    void *doc_ctx;
+    unsigned char *doc_buf;         /* its buffer, doc_cap bytes */
+    size_t doc_cap;
 };
 
 /* --- start-up (src/serve/startup.c) ---------------------------------------
@@ -174,6 +182,7 @@ struct isob_serve_startup {
     size_t preload_keys;   /* loadgen's keys (isob_lg_key) to store, with its values */
     size_t preload_value;  /* bytes of each (loadgen --value-size) */
     size_t startup_mb;     /* MiB of start-up items */
+    size_t doc_bytes;      /* --http: bytes of the document at / (isob_http_doc); 0: 45 */
 };
 
 /* Heap the store needs for what su stores, beyond --heap-mb. */
@@ -183,7 +192,8 @@ size_t isob_serve_startup_heap(const struct isob_serve_startup *su);
  * recompute, to check that the item is as start-up made it. */
 void isob_serve_startup_value(size_t i, unsigned char *v, size_t n);
 
-/* Store what su says, and for --http (s->http) ISOB_HTTP_DOC under "/".
+/* Store what su says, and for --http (s->http) the document of
+ * su->doc_bytes (isob_http_doc; ISOB_HTTP_DOC by default) under "/".
  * 0 or a negative errno (-ENOSPC: the store had no room). */
 int isob_serve_startup(struct isob_serve *s, const struct isob_serve_startup *su);
 

@@ -311,6 +311,17 @@ BENCH_OPTIONS = (
     ("--slice", validate.number_list, "LIST", "sched: slice lengths in us (default 10,100)"),
     ("--mode", validate.name_list, "LIST", "sched: yield, preempt (default: both)"),
     ("--cpus", validate.name_list, "LIST", "sched: one, all (default: both)"),
+    ("--monitor", validate.name_list, "LIST",
+     "lwc-serve: reference monitors none, inline, procsep, lwc (lwC's Apache): HTTP, one "
+     "shared server, each GET's openat and pread64 checked by the monitor; only these points "
+     "run (docs/serve.md)"),
+    ("--doc-bytes", validate.number_list, "LIST",
+     "lwc-serve: HTTP document sizes, 45 and 900 (lwC's nginx); only the HTTP case runs, with "
+     "--monitor each monitor at each size (default 45)"),
+    ("--tls", None, None,
+     "lwc-serve: lwC's isolated OpenSSL key: 10,000 full TLS handshakes (--quick: 1,000) "
+     "against isob serve --tls with the key in the server and only in an lwc context that "
+     "signs, beside lwC's 99.7 s and 100.4 s (docs/serve.md)"),
     ("--pid", validate.number_list, "PID",
      "inspect: the process whose executable mappings are scanned (default: an isob process)"),
     ("--reading", validate.name_list, "LIST",
@@ -326,6 +337,10 @@ def _add_bench_options(p: argparse.ArgumentParser) -> None:
         "Checked against what `isob list --json` lists for each benchmark asked for, and by "
         "`isob BENCH --check`,\nbefore anything runs; an option none of them takes is refused.")
     for flag, kind, metavar, text in BENCH_OPTIONS:
+        if kind is None:  # a flag: the benchmark gets it as the value "on"
+            g.add_argument(flag, action="store_const", const=("on",), help=text,
+                           dest="bench_" + flag[2:].replace("-", "_"))
+            continue
         g.add_argument(flag, type=kind, metavar=metavar, help=text,
                        dest="bench_" + flag[2:].replace("-", "_"))
 

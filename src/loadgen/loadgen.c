@@ -854,6 +854,8 @@ static void usage(FILE *f)
         "  --path P           http: the path asked for [/]\n"
         "  --expect-body S    http: the body every reply must carry [the 45-byte\n"
         "                     document of include/isobench/loadgen.h]\n"
+        "  --doc-bytes N      http: expect the N-byte document of isob serve\n"
+        "                     --doc-bytes N (45 to 65536) instead\n"
         "  --cpu C            pin the generator to CPU C [unpinned]\n"
         "  --server-pid PID   also report the CPU time of that process and of the\n"
         "                     processes below it (compartments) over the run\n"
@@ -899,7 +901,8 @@ static int parse_seconds(const char *s, double lo, double hi, double *out)
 }
 
 enum { OPT_HOST = 256, OPT_PORT, OPT_PROTO, OPT_CONNS, OPT_SESSION, OPT_DURATION, OPT_TIMEOUT, OPT_KEYS,
-       OPT_VALUE, OPT_SETPCT, OPT_PATH, OPT_BODY, OPT_CPU, OPT_SRVPID, OPT_SEED, OPT_SAMPLES };
+       OPT_VALUE, OPT_SETPCT, OPT_PATH, OPT_BODY, OPT_CPU, OPT_SRVPID, OPT_SEED, OPT_SAMPLES,
+       OPT_DOC_BYTES };
 
 int isob_loadgen_main(int argc, char **argv)
 {
@@ -912,8 +915,10 @@ int isob_loadgen_main(int argc, char **argv)
         {"path", required_argument, 0, OPT_PATH}, {"expect-body", required_argument, 0, OPT_BODY},
         {"cpu", required_argument, 0, OPT_CPU}, {"server-pid", required_argument, 0, OPT_SRVPID},
         {"seed", required_argument, 0, OPT_SEED}, {"samples", required_argument, 0, OPT_SAMPLES},
+        {"doc-bytes", required_argument, 0, OPT_DOC_BYTES},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
+    static char doc[ISOB_HTTP_DOC_MAX + 1];
     struct lg g;
     memset(&g, 0, sizeof g);
     struct lg_opts *o = &g.o;
@@ -989,6 +994,12 @@ int isob_loadgen_main(int argc, char **argv)
         case OPT_BODY:
             o->body = optarg;
             o->body_len = strlen(optarg);
+            break;
+        case OPT_DOC_BYTES:
+            if (parse_size(optarg, ISOB_HTTP_DOC_BYTES, ISOB_HTTP_DOC_MAX, &v) || isob_http_doc(v, doc))
+                return usage_error("--doc-bytes: '%s' is not from 45 to 65536", optarg);
+            o->body = doc;
+            o->body_len = v;
             break;
         case OPT_CPU:
             if (parse_size(optarg, 0, CPU_SETSIZE - 1, &v) || !isob_cpu_allowed((int)v))

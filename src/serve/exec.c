@@ -514,8 +514,12 @@ static int exec_get(struct isob_serve *s, const struct isob_proto_cmd *cmd, stru
  * path as its key (isob_serve_startup stores ISOB_HTTP_DOC under "/").
  * One store call per request, as a memcached get; the reply is HTTP/1.0,
  * kept open when the request asked for it. */
+static int exec_http_file(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out);
+
 static int exec_http_get(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out)
 {
+    if (s->doc_read)
+        return exec_http_file(s, cmd, out);
     const char *conn = cmd->keep_alive ? "keep-alive" : "close";
     char head[160];
     put_key(s, cmd->key, cmd->key_len);
@@ -556,6 +560,48 @@ static int exec_http_get(struct isob_serve *s, const struct isob_proto_cmd *cmd,
     s->st.get_hits++;
     memcpy(out->p + out->len, head, (size_t)n);
     memcpy(out->p + out->len + (size_t)n, s->msg->data + ISOB_SERVE_FLAGS_BYTES, body);
+    out->len += (size_t)n + body;
+    return cmd->keep_alive ? ISOB_SERVE_CONTINUE : ISOB_SERVE_CLOSE;
+}
+
+/* --http --monitor: the document read from a file through s->doc_read
+ * (src/serve/monitor.c), whose system calls the monitor checks; the store
+ * is not asked.  A refusal is 403, a missing file 404. */
+static int exec_http_file(struct isob_serve *s, const struct isob_proto_cmd *cmd, struct isob_buf *out)
+{
+    const char *conn = cmd->keep_alive ? "keep-alive" : "close";
+    char head[200];
+    s->st.cmd_get++;
+    long r = s->doc_read(s->doc_ctx, (const char *)cmd->key, cmd->key_len, s->doc_buf, s->doc_cap);
+    if (r < 0) {
+        int status = r == -ENOENT ? 404 : r == -EPERM || r == -EACCES ? 403 : 500;
+        const char *text = status == 404 ? "Not Found" : status == 403 ? "Forbidden"
+                                                                        : "Internal Server Error";
+        char why[96];
+        int wn = snprintf(why, sizeof why, "%s\n", isob_strerror((int)r));
+        if (status == 404)
+            s->st.get_misses++;
+        int n = snprintf(head, sizeof head, "HTTP/1.0 %d %s\r\nContent-Type: text/plain\r\n"
+                         "Content-Length: %d\r\nConnection: %s\r\n\r\n%s", status, text, wn,
+                         status == 404 ? conn : "close", why);
+        if (put(out, head, (size_t)n) != 0)
+            return -ENOMEM;
+        return status == 404 && cmd->keep_alive ? ISOB_SERVE_CONTINUE : ISOB_SERVE_CLOSE;
+    }
+    size_t body = (size_t)r;
+    int n = snprintf(head, sizeof head, "HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n"
+                     "Content-Length: %zu\r\nConnection: %s\r\n\r\n", body, conn);
+    if (isob_buf_reserve(out, (size_t)n + body) != 0) {
+        if (out->len)
+            return ISOB_SERVE_DRAIN;
+        s->mem.refusals++;
+        static const char busy[] = "HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                                   "Connection: close\r\n\r\n";
+        return PUT_LIT(out, busy) ? -ENOMEM : ISOB_SERVE_CLOSE;
+    }
+    s->st.get_hits++;
+    memcpy(out->p + out->len, head, (size_t)n);
+    memcpy(out->p + out->len + (size_t)n, s->doc_buf, body);
     out->len += (size_t)n + body;
     return cmd->keep_alive ? ISOB_SERVE_CONTINUE : ISOB_SERVE_CLOSE;
 }

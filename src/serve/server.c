@@ -77,6 +77,8 @@ static void conn_close(struct server *sv, struct conn *c)
         session_context_destroy(c);
     else
         isob_conn_fini(&c->c);
+    if (c->tls)
+        serve_tls_conn_free(c);
     free(c);
     sv->s.st.curr_connections--;
 }
@@ -139,10 +141,18 @@ static void conn_open(struct server *sv, int fd)
     } else {
         isob_conn_init(&c->c, &sv->s);
     }
+    if (sv->o->tls && serve_tls_conn_new(c) != 0) {
+        isob_conn_fini(&c->c);
+        free(c);
+        refuse(sv, fd);
+        return;
+    }
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
     if (epoll_ctl(sv->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
         if (sv->o->session == SESSION_ROLLBACK)
             session_context_destroy(c);
+        if (c->tls)
+            serve_tls_conn_free(c);
         free(c);
         close(fd);
         return;
@@ -264,6 +274,25 @@ static void usage(FILE *f)
         "  --preload-keys K    store isob loadgen's keys key_00000000... at start-up,\n"
         "                      so that sessions that keep nothing still find them [0]\n"
         "  --preload-value B   bytes of each (loadgen --value-size) [%d]\n"
+        "  --doc-bytes N       --http: the document at / is N bytes, %d to %d (isob\n"
+        "                      loadgen --doc-bytes N checks it) [%d]\n"
+        "  --monitor K         --http, --session shared: each GET reads the document\n"
+        "                      from a file (openat, pread64, close) whose openat and\n"
+        "                      pread64 a reference monitor checks (lwC's Apache):\n"
+        "                        none     the file, unchecked (the baseline)\n"
+        "                        inline   checked in this process (no isolation)\n"
+        "                        procsep  made by a broker process\n"
+        "                        lwc      the server runs in a light-weight context\n"
+        "                                 whose system calls trap to this process\n"
+        "                      (docs/serve.md \"Reference monitors\")\n"
+        "  --tls K             --http, --session shared: HTTPS (TLS 1.3, ECDSA P-256,\n"
+        "                      a self-signed certificate, every connection a full\n"
+        "                      handshake), the private key held by K:\n"
+        "                        process  this process, as OpenSSL keeps it\n"
+        "                        lwc      a light-weight context that only signs;\n"
+        "                                 this process never has the key\n"
+        "  --tls-key FILE      the key, a PEM EC P-256 private key, read by whoever\n"
+        "                      holds it [a fresh key]\n"
         "\n"
         "Prints \"isob serve: listening on ADDR:PORT (mechanism M), session S, PROTO\"\n"
         "on stderr when ready (a compartment, or start-up, that fails is an error before\n"
@@ -275,7 +304,7 @@ static void usage(FILE *f)
         isob_serve_value_max(), ISOB_SERVE_DEFAULT_HEAP_MB,
         buffer_min_mb(isob_serve_value_limit()), ISOB_SERVE_DEFAULT_MAX_CONNS,
         ISOB_HTTP_DOC_BYTES, ISOB_SERVE_STARTUP_VALUE, ISOB_SERVE_STARTUP_MAX_MB,
-        PRELOAD_VALUE_DEFAULT);
+        PRELOAD_VALUE_DEFAULT, ISOB_HTTP_DOC_BYTES, ISOB_HTTP_DOC_MAX, ISOB_HTTP_DOC_BYTES);
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -301,7 +330,8 @@ static int parse_num(const char *s, unsigned long long lo, unsigned long long hi
 
 enum { OPT_PORT = 256, OPT_BIND, OPT_MAX_VALUE, OPT_HEAP_MB, OPT_CPU, OPT_COMP_CPU,
        OPT_MAX_CONNS, OPT_BUFFER_MB, OPT_SESSION, OPT_PER_CONN, OPT_HTTP, OPT_STARTUP_MB,
-       OPT_PRELOAD_KEYS, OPT_PRELOAD_VALUE, OPT_MEMORY_LIMIT_MB };
+       OPT_PRELOAD_KEYS, OPT_PRELOAD_VALUE, OPT_MEMORY_LIMIT_MB, OPT_DOC_BYTES, OPT_MONITOR,
+       OPT_TLS, OPT_TLS_KEY };
 
 /* 0, or the exit status to return (-1: help was printed, exit 0). */
 static int parse_opts(int argc, char **argv, struct serve_opts *o)
@@ -320,6 +350,9 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
         {"startup-mb", required_argument, 0, OPT_STARTUP_MB},
         {"preload-keys", required_argument, 0, OPT_PRELOAD_KEYS},
         {"preload-value", required_argument, 0, OPT_PRELOAD_VALUE},
+        {"doc-bytes", required_argument, 0, OPT_DOC_BYTES},
+        {"monitor", required_argument, 0, OPT_MONITOR},
+        {"tls", required_argument, 0, OPT_TLS}, {"tls-key", required_argument, 0, OPT_TLS_KEY},
         {"no-evict", no_argument, 0, 'M'}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -430,6 +463,24 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
                 return usage_error("--preload-value: '%s' is not from 1 to 1048576", optarg);
             o->startup.preload_value = (size_t)v;
             break;
+        case OPT_DOC_BYTES:
+            if (parse_num(optarg, ISOB_HTTP_DOC_BYTES, ISOB_HTTP_DOC_MAX, &v))
+                return usage_error("--doc-bytes: '%s' is not from 45 to 65536", optarg);
+            o->startup.doc_bytes = (size_t)v;
+            break;
+        case OPT_MONITOR:
+            if (serve_monitor_parse(optarg, &o->monitor) != 0)
+                return usage_error("--monitor: '%s' is not none, inline, procsep or lwc", optarg);
+            break;
+        case OPT_TLS:
+            if (strcmp(optarg, "process") == 0)
+                o->tls = TLS_KEY_PROCESS;
+            else if (strcmp(optarg, "lwc") == 0)
+                o->tls = TLS_KEY_LWC;
+            else
+                return usage_error("--tls: '%s' is neither process nor lwc", optarg);
+            break;
+        case OPT_TLS_KEY: o->tls_key = optarg; break;
         case 'h': usage(stdout); return -1;
         case ':': return usage_error("option %s needs a value", argv[optind - 1]);
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
@@ -456,6 +507,21 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
         return usage_error("--preload-value: larger than --max-value%s", "");
     if (o->http && o->startup.preload_keys)
         return usage_error("--preload-keys stores memcached keys: it does not go with --http%s", "");
+    if (o->startup.doc_bytes && !o->http)
+        return usage_error("--doc-bytes is the HTTP document's size: it needs --http%s", "");
+    if (o->monitor && !o->http)
+        return usage_error("--monitor checks the system calls of an HTTP GET: it needs --http%s", "");
+    if (o->monitor && o->session != SESSION_SHARED)
+        return usage_error("--monitor runs one server process under the monitor: it needs "
+                           "--session shared%s", "");
+    if (o->tls && !o->http)
+        return usage_error("--tls serves HTTPS: it needs --http%s", "");
+    if (o->tls && o->session != SESSION_SHARED)
+        return usage_error("--tls serves from one process: it needs --session shared%s", "");
+    if (o->tls && o->monitor)
+        return usage_error("--tls and --monitor are measured apart: give one of them%s", "");
+    if (o->tls_key && !o->tls)
+        return usage_error("--tls-key is the key of --tls: it needs --tls%s", "");
     if (o->memory_limit_mb && o->session != SESSION_FORK)
         return usage_error("--memory-limit-mb bounds fork sessions: it needs --session fork%s", "");
     if (o->comp_cpu == -2)
@@ -631,7 +697,12 @@ static int run(struct server *sv)
         for (int i = 0; i < n; i++) {
             void *tag = evs[i].data.ptr;
             if (tag == &sv->signal_tag) {
-                fprintf(stderr, "isob serve: %s, stopping\n", strsignal((int)stop_signo));
+                /* Under --monitor lwc this loop runs in a context the
+                 * signal may not have reached: its monitor wrote the pipe. */
+                if (stop_signo)
+                    fprintf(stderr, "isob serve: %s, stopping\n", strsignal((int)stop_signo));
+                else
+                    fprintf(stderr, "isob serve: stopping (the monitor was signalled)\n");
                 return 0;
             }
             if (tag == &sv->listen_tag) {
@@ -712,6 +783,10 @@ int isob_serve_main(int argc, char **argv)
         fprintf(stderr, "isob serve: mechanism %s cannot run here: %s\n", m->name, why);
         return EXIT_SKIP;
     }
+    if (o.tls && serve_tls_probe(why, sizeof why) != 0) {
+        fprintf(stderr, "isob serve: --tls cannot run here: %s\n", why);
+        return EXIT_SKIP;
+    }
     if (o.cpu >= 0) {
         int prc = isob_pin_self(o.cpu);
         if (prc) {
@@ -771,9 +846,15 @@ int isob_serve_main(int argc, char **argv)
         fprintf(stderr, "isob serve: error: setting up epoll: %s\n", strerror(errno));
         goto out;
     }
-    fprintf(stderr, "isob serve: listening on %s:%u (mechanism %s), session %s, %s\n", o.bind, port,
-            m->name, session_name(o.session), o.http ? "http" : "memcache");
-    status = run(&sv);
+    if (o.monitor && serve_monitor_init(&sv) != 0)
+        goto out;
+    if (o.tls && serve_tls_init(&o) != 0)
+        goto out;
+    fprintf(stderr, "isob serve: listening on %s:%u (mechanism %s), session %s, %s%s%s%s\n", o.bind,
+            port, m->name, session_name(o.session), o.http ? "http" : "memcache",
+            o.monitor ? ", monitor " : "", o.monitor ? serve_monitor_name(o.monitor) : "",
+            o.tls == TLS_KEY_LWC ? ", tls key in lwc" : o.tls ? ", tls key in process" : "");
+    status = o.monitor ? serve_monitor_run(&sv, run) : run(&sv);
 out:
     while (sv.conns)
         conn_close(&sv, sv.conns);
@@ -790,6 +871,9 @@ out:
         close(sv.ep);
     if (sv.spare_fd >= 0)
         close(sv.spare_fd);
+    serve_monitor_fini(&sv);
+    if (o.tls)
+        serve_tls_fini();
     isob_serve_fini(&sv.s);
     return status;
 }

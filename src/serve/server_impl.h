@@ -21,8 +21,27 @@ enum serve_session {
                             after start-up and discarded when the connection ends */
 };
 
+/* --monitor: which reference monitor checks a GET's file system calls
+ * (monitor.c); MONITOR_OFF: no --monitor, the document comes from the store. */
+enum serve_monitor {
+    MONITOR_OFF = 0,
+    MONITOR_NONE,     /* from a file, unchecked */
+    MONITOR_INLINE,   /* checked in this process before each call */
+    MONITOR_PROCSEP,  /* made by a broker process */
+    MONITOR_LWC,      /* trapped from a light-weight context to this process */
+};
+
+/* --tls: where the private key is (tls.c); TLS_OFF: plain HTTP. */
+enum serve_tls {
+    TLS_OFF = 0,
+    TLS_KEY_PROCESS,  /* in the server's memory */
+    TLS_KEY_LWC,      /* only in a light-weight context that signs */
+};
+
 struct conn {
     int fd;
+    void *tls;                /* --tls: the connection's SSL, else NULL */
+    int tls_ready;            /* its handshake is done */
     unsigned events;          /* epoll interest wanted (registered, in the loop's process) */
     int peer_done;            /* the client has closed its side */
     int draining;             /* all sent and our side shut: wait for the client's close */
@@ -42,6 +61,9 @@ struct serve_opts {
     enum serve_session session;
     int per_connection;       /* --per-connection: one context per connection (rollback) */
     int http;                 /* --http: HTTP/1.x GET instead of memcached's protocol */
+    enum serve_monitor monitor;  /* --monitor */
+    enum serve_tls tls;       /* --tls */
+    const char *tls_key;      /* --tls-key: a PEM EC P-256 key file; NULL: a fresh key */
     struct isob_serve_startup startup;
 };
 
@@ -97,6 +119,43 @@ int session_fork(struct server *sv, int fd);
 void session_fork_reap(struct server *sv);
 /* Fork, in the listener: end every session process, and wait for them. */
 void session_fork_end_all(struct server *sv);
+
+/* --- monitor.c: --monitor ------------------------------------------------ */
+
+const char *serve_monitor_name(enum serve_monitor m);
+/* 0 with *m, or -1 for a name that is no monitor. */
+int serve_monitor_parse(const char *s, enum serve_monitor *m);
+/* After start-up: the document's directory and file, the monitor (the
+ * broker of procsep) and sv->s.doc_read.  0, or the exit status after a
+ * line on stderr. */
+int serve_monitor_init(struct server *sv);
+/* fn (the epoll loop) under the monitor: lwc runs it in a LWC_SYSTRAP
+ * context this process supervises; the others call it.  fn's status. */
+int serve_monitor_run(struct server *sv, int (*fn)(struct server *));
+/* Print what the monitor checked; stop it; remove the document. */
+void serve_monitor_fini(struct server *sv);
+
+/* --- tls.c: --tls ---------------------------------------------------------- */
+
+/* 0 where this build has libssl, else -ENOTSUP with why. */
+int serve_tls_probe(char *why, size_t len);
+/* The key (in this process or in its context), the certificate and the
+ * SSL context.  0, or the exit status after a line on stderr. */
+int serve_tls_init(const struct serve_opts *o);
+void serve_tls_fini(void);
+/* c->tls for c->fd, in the accepting state: 0 or -errno. */
+int serve_tls_conn_new(struct conn *c);
+void serve_tls_conn_free(struct conn *c);
+/* One step of c's handshake: 1 done, 0 waiting (c->events says for what),
+ * -1 failed. */
+int serve_tls_handshake(struct conn *c);
+/* read and send on c's socket, through TLS where c->tls: as read(2) and
+ * send(2) (-1 with errno EAGAIN when they would block, c->events then
+ * saying for what under TLS). */
+ssize_t serve_io_read(struct conn *c, void *buf, size_t n);
+ssize_t serve_io_send(struct conn *c, const void *p, size_t n);
+/* Under TLS, the close_notify before our side shuts. */
+void serve_tls_close_notify(struct conn *c);
 
 /* What --session and --max-conns need of the machine: one process per
  * connection, and in rollback the root's descriptors.  0, or -errno with

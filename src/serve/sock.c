@@ -28,15 +28,19 @@ static int conn_flush(struct conn *c)
         const unsigned char *p = isob_conn_output(&c->c, &len);
         if (!p)
             break;
-        ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
+        ssize_t n = serve_io_send(c, p, len);
         if (n > 0) {
             isob_conn_sent(&c->c, (size_t)n);
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            /* TLS may wait to read before it can write (tls.c set it). */
+            if (c->tls && c->events == EPOLLIN)
+                return 0;
             break;
+        }
         return conn_over(c);
     }
     unsigned wants = isob_conn_wants(&c->c);
@@ -48,6 +52,7 @@ static int conn_flush(struct conn *c)
          * message) before the client reads it.  So shut our side, which
          * the client sees as the end, and close once the client has closed
          * too. */
+        serve_tls_close_notify(c);
         shutdown(c->fd, SHUT_WR);
         c->draining = 1;
         c->events = EPOLLIN;
@@ -61,11 +66,13 @@ static int conn_flush(struct conn *c)
 static int conn_drain(struct server *sv, struct conn *c)
 {
     for (;;) {
-        ssize_t n = read(c->fd, sv->scratch, sizeof sv->scratch);
+        ssize_t n = serve_io_read(c, sv->scratch, sizeof sv->scratch);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            c->events = EPOLLIN;
             return 0;
+        }
         if (n > 0 && (c->drained += (size_t)n) <= LINGER_MAX)
             continue;
         return conn_over(c);
@@ -86,7 +93,7 @@ static int conn_readable(struct server *sv, struct conn *c)
             if (room > sizeof sv->scratch)
                 room = sizeof sv->scratch;
         }
-        ssize_t n = read(c->fd, buf, room);
+        ssize_t n = serve_io_read(c, buf, room);
         if (n == 0) {
             /* The client is done sending: a half-received command is
              * dropped, replies already made still go out. */
@@ -103,8 +110,9 @@ static int conn_readable(struct server *sv, struct conn *c)
         }
         isob_conn_input(&c->c, buf, (size_t)n);
         /* A short read drained the socket: another read would only
-         * return EAGAIN, which costs a system call per request. */
-        if ((size_t)n < room)
+         * return EAGAIN, which costs a system call per request.  (Not
+         * under TLS: a record's bytes may wait in the SSL's buffer.) */
+        if ((size_t)n < room && !c->tls)
             break;
     }
     return conn_flush(c);
@@ -112,6 +120,12 @@ static int conn_readable(struct server *sv, struct conn *c)
 
 int serve_conn_step(struct server *sv, struct conn *c, unsigned events)
 {
+    if (c->tls && !c->tls_ready) {
+        int r = serve_tls_handshake(c);
+        if (r <= 0)
+            return r < 0 ? conn_over(c) : 0;
+        events |= EPOLLIN;  /* the request may have come with the handshake's end */
+    }
     if ((events & EPOLLOUT) && !c->draining && conn_flush(c) != 0)
         return -1;
     if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))

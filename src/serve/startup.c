@@ -70,14 +70,16 @@ int isob_serve_startup(struct isob_serve *s, const struct isob_serve_startup *su
     struct isob_buf out = {0};
     size_t room = ISOB_SERVE_STARTUP_VALUE > su->preload_value ? ISOB_SERVE_STARTUP_VALUE
                                                                : su->preload_value;
-    if (room < ISOB_HTTP_DOC_BYTES)
-        room = ISOB_HTTP_DOC_BYTES;
+    size_t doc = su->doc_bytes ? su->doc_bytes : ISOB_HTTP_DOC_BYTES;
+    if (room < doc + 1)
+        room = doc + 1;
     unsigned char *value = malloc(room);
     int rc = value ? 0 : -ENOMEM;
     char key[KEY_ROOM];
     if (rc == 0 && s->http) {
-        memcpy(value, ISOB_HTTP_DOC, ISOB_HTTP_DOC_BYTES);
-        rc = store(s, &out, "/", 1, value, ISOB_HTTP_DOC_BYTES);
+        rc = isob_http_doc(doc, (char *)value) == 0 ? 0 : -EINVAL;
+        if (rc == 0)
+            rc = store(s, &out, "/", 1, value, doc);
     }
     for (size_t k = 0; rc == 0 && k < su->preload_keys; k++) {
         int kl = isob_lg_key(k, key, sizeof key);

@@ -113,15 +113,20 @@ def _failed(data: RunData, bench: str, key: str) -> list[dict]:
         if r["benchmark"] == bench and r["status"] != "ok":
             p = r.get("params") or {}
             out.append({"server": p.get("server"), key: p.get(key), "proto": p.get("proto"),
-                        "startup_mb": p.get("startup_mb"), "status": r["status"],
+                        "startup_mb": p.get("startup_mb"), "doc_bytes": p.get("doc_bytes"),
+                        "monitor": p.get("monitor"), "tls_key": p.get("tls_key"),
+                        "status": r["status"],
                         "reason": r.get("reason")})
     return out
 
 
 def build(data: RunData, doc: Mapping) -> dict | None:
-    serve = [c for c in data.configs if c.benchmark == SERVE]
+    # Points under a reference monitor have their own section (lwcmonitor.py).
+    serve = [c for c in data.configs if c.benchmark == SERVE and not c.params.get("monitor")
+             and not c.params.get("tls_key")]
     conns = [c for c in data.configs if c.benchmark == CONNS]
     failed_serve, failed_conns = _failed(data, SERVE, "session"), _failed(data, CONNS, "conns")
+    failed_serve = [f for f in failed_serve if not f.get("monitor") and not f.get("tls_key")]
     if not (serve or conns or failed_serve or failed_conns):
         return None
     def failed_of(c) -> int:
@@ -131,13 +136,17 @@ def build(data: RunData, doc: Mapping) -> dict | None:
 
     variants: dict[tuple, list[dict]] = {}
     for c in serve:
-        variants.setdefault((c.params.get("proto"), c.params.get("startup_mb") or 0), []).append(
-            _row(c, "session", failed_of(c)))
+        # doc_bytes: lwc-serve --doc-bytes (lwcmonitor.py); None where the
+        # document is the default 45 bytes.
+        variants.setdefault((c.params.get("proto"), c.params.get("startup_mb") or 0,
+                             c.params.get("doc_bytes")), []).append(_row(c, "session", failed_of(c)))
     order = lambda r: (SERVE_ORDER.index(r["server"]) if r["server"] in SERVE_ORDER else 9,
                        r["session"] or 0)
-    serve_out = [{"proto": proto, "startup_mb": mb, "rows": sorted(rows, key=order)}
-                 for (proto, mb), rows in sorted(variants.items(),
-                                                 key=lambda kv: (kv[0][1], kv[0][0] != "memcache"))]
+    serve_out = [{"proto": proto, "startup_mb": mb, "doc_bytes": docb,
+                  "rows": sorted(rows, key=order)}
+                 for (proto, mb, docb), rows in sorted(
+                     variants.items(),
+                     key=lambda kv: (kv[0][1], kv[0][0] != "memcache", kv[0][2] or 0))]
     conn_rows = sorted((_row(c, "conns", failed_of(c)) for c in conns),
                        key=lambda r: (r["conns"] or 0,
                                       CONNS_ORDER.index(r["server"])

@@ -100,6 +100,10 @@ OUTPUT_PARAMS = frozenset({
     "client_busy", "client_cpu_s", "server_busy", "server_cpu_s", "server_processes",
     "latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p999_us",
     "latency_mean_us", "latency_max_us",
+    # lwc-serve --tls (lwcmonitor.py): what isob tlsload reported.
+    "handshakes_done", "handshake_seconds", "handshakes_per_s", "server_cpu_per_handshake_us",
+    "handshake_p50_us", "handshake_p90_us", "handshake_p99_us", "handshake_mean_us",
+    "handshake_max_us",
     # inspect (docs/inspect.md): what the scan found and covered; what it
     # scanned (target, patterns) stays the identity.
     "target_exe", "patterns", "passes", "bytes_scanned", "mappings", "mappings_unscanned",

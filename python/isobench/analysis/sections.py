@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from . import callkinds, inspect, kv, lwc, lwcserve, microkernel, oslat, vmcall, workloads
+from . import callkinds, inspect, kv, lwc, lwcmonitor, lwcserve, microkernel, oslat, vmcall, workloads
 from .runs import RunData
 
 Builder = Callable[[RunData, Mapping], "dict | None"]
@@ -38,6 +38,10 @@ SECTIONS: tuple[tuple[str, Builder], ...] = (
     ("microkernel-delegate", microkernel.build_delegate),
     ("microkernel-sched", microkernel.build_sched),
     ("lwc-serve", lwcserve.build),
+    # lwc-serve --monitor: lwC's reference monitors in the server.
+    ("lwc-monitor", lwcmonitor.build),
+    # lwc-serve --tls: lwC's isolated OpenSSL key.
+    ("lwc-tls", lwcmonitor.build_tls),
     # ERIM's binary inspection (docs/inspect.md).
     ("inspect", inspect.build),
     # ERIM's call kinds: what the gate adds to each (switch; docs/mechanisms.md).

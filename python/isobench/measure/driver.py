@@ -325,7 +325,15 @@ KV_SERVER = Benchmark("kv-server", "isob serve over each mechanism beside memcac
 # no mechanism (the server's session mode is in each result's params).
 LWC_SERVE = Benchmark("lwc-serve", "isob serve --session shared|fork|rollback under isob "
                       "loadgen, per session length (throughput, latency, CPU; Python-driven)",
-                      False)
+                      False,
+                      options=(BenchOption("--monitor", "none,inline,procsep,lwc", "",
+                                           "HTTP, --session shared, each GET's file calls "
+                                           "checked by each reference monitor"),
+                               BenchOption("--doc-bytes", "45,900", "45",
+                                           "HTTP document sizes"),
+                               BenchOption("--tls", "on", "",
+                                           "HTTPS handshakes, the key in the server or in "
+                                           "an lwc context")))
 LWC_CONNS = Benchmark("lwc-conns", "isob serve --per-connection beside -m direct and memcached "
                       "at 16..4096 connections (Python-driven)", False)
 PYTHON_BENCHMARKS = (KV_SERVER, LWC_SERVE, LWC_CONNS)

@@ -48,7 +48,7 @@ from __future__ import annotations
 import json
 import resource
 import shutil
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 from . import kvserver, proc
 from .kvserver import Server, StartError, _cpus, start_serve
@@ -151,11 +151,13 @@ def start_memcached(cpu: int | None, conns: int) -> tuple[Server, int]:
 
 
 def run_loadgen(isob: str, port: int, server_pid: int, *, proto: str, conns: int,
-                session: int, seconds: float, cpu: int | None) -> tuple[dict | None, str]:
-    """isob loadgen against 127.0.0.1:port: (its JSON line, error or '')."""
+                session: int, seconds: float, cpu: int | None,
+                extra: Sequence[str] = ()) -> tuple[dict | None, str]:
+    """isob loadgen against 127.0.0.1:port: (its JSON line, error or '').
+    extra: more of loadgen's arguments (lwcmonitor.py: --doc-bytes)."""
     argv = [isob, "loadgen", "--port", str(port), "--proto", proto, "--conns", str(conns),
             "--session", str(session), "--duration", f"{seconds:g}",
-            "--server-pid", str(server_pid), "--samples", str(SAMPLES)]
+            "--server-pid", str(server_pid), "--samples", str(SAMPLES), *extra]
     if proto == "memcache":
         argv += ["--keys", str(KEYS), "--value-size", str(VALUE_BYTES)]
     if cpu is not None:

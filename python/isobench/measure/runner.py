@@ -49,7 +49,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Mapping, Sequence, TextIO
 
-from . import kvserver, lwcserve, proc
+from . import kvserver, lwcmonitor, lwcserve, proc
 from . import progress as progress_
 from .driver import EXIT_FAILED, EXIT_OK, EXIT_SKIP, EXIT_USAGE, Catalog, Driver, describe_exit
 from .records import NO_MECHANISM, Header, ProtocolError, Result, parse_line
@@ -475,8 +475,12 @@ def run_lwcserve_job(driver: Driver, job: Job, opts: Options,
     """One repetition of lwc-serve or lwc-conns: every point of its sweep."""
     out = JobOutcome(job)
     t0 = time.monotonic()
-    out.results = lwcserve.run(job.benchmark, str(driver.path), opts.quick, opts.seconds,
-                               on_result)
+    own = lwcmonitor.parse(opts.bench_args.get(job.benchmark, ()))
+    if job.benchmark == lwcserve.SERVE and lwcmonitor.wanted(own):
+        out.results = lwcmonitor.run(str(driver.path), opts.quick, opts.seconds, own, on_result)
+    else:
+        out.results = lwcserve.run(job.benchmark, str(driver.path), opts.quick, opts.seconds,
+                                   on_result)
     out.elapsed = time.monotonic() - t0
     return out
 

@@ -76,7 +76,8 @@ def _tables(section: Mapping) -> list[tuple[str, str, list[list[str]]]]:
     for v in section.get("serve") or []:
         title = (f"lwc-serve: isob serve --session MODE, {v['proto']}, 16 connections, "
                  f"sessions of L requests"
-                 + (f", {v['startup_mb']} MiB start-up state" if v.get("startup_mb") else ""))
+                 + (f", {v['startup_mb']} MiB start-up state" if v.get("startup_mb") else "")
+                + (f", {v['doc_bytes']}-byte document" if v.get("doc_bytes") else ""))
         out.append((title, "L", [_cells(r, "session") for r in v["rows"]]))
     if section.get("conns"):
         out.append(("lwc-conns: one context per connection (per-connection) beside one "
@@ -98,8 +99,8 @@ def _saturation_line(section: Mapping) -> str:
 def _failed_lines(section: Mapping) -> list[str]:
     out = []
     for f in section.get("failed") or []:
-        what = " ".join(f"{k}={f[k]}" for k in ("server", "proto", "startup_mb", "session",
-                                                  "conns") if f.get(k) is not None)
+        what = " ".join(f"{k}={f[k]}" for k in ("server", "proto", "startup_mb", "doc_bytes",
+                                                  "session", "conns") if f.get(k) is not None)
         out.append(f"{f['status'].upper()}: {what}: {f.get('reason')}")
     return out
 
@@ -153,7 +154,8 @@ def plots(section: Mapping, doc: Mapping) -> list:
         ax.set_xlabel("session length L [requests per connection]")
         ax.set_ylabel("throughput [requests/s]")
         ax.set_title(f"{v['proto']}" + (f", {v['startup_mb']} MiB start-up"
-                                         if v.get("startup_mb") else ""))
+                                         if v.get("startup_mb") else "")
+                     + (f", {v['doc_bytes']} B document" if v.get("doc_bytes") else ""))
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
     fig.suptitle(f"{title} (run {doc['run']['run_id']}), geometric mean over repetitions "

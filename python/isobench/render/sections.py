@@ -32,7 +32,7 @@ class Renderer:
     benchmarks: tuple[str, ...] = ()
 
 
-from . import callkinds, inspect, lwc, lwcserve, microkernel, oslat, vmcall, workloads  # noqa: E402  (the families' renderers, in modules of their own)
+from . import callkinds, inspect, lwc, lwcmonitor, lwcserve, microkernel, oslat, vmcall, workloads  # noqa: E402  (the families' renderers, in modules of their own)
 
 # Section name -> its renderer.
 RENDERERS: dict[str, Renderer] = {
@@ -64,6 +64,10 @@ RENDERERS: dict[str, Renderer] = {
                                   markdown=microkernel.sched_markdown,
                                   plots=microkernel.sched_plots, benchmarks=("sched",)),
     "lwc-serve": Renderer(text=lwcserve.text, markdown=lwcserve.markdown, plots=lwcserve.plots),
+    "lwc-monitor": Renderer(text=lwcmonitor.text, markdown=lwcmonitor.markdown,
+                            plots=lwcmonitor.plots),
+    "lwc-tls": Renderer(text=lwcmonitor.tls_text, markdown=lwcmonitor.tls_markdown,
+                        plots=lwcmonitor.tls_plots),
     "inspect": Renderer(text=inspect.text, markdown=inspect.markdown, benchmarks=("inspect",)),
     "switch-call-kinds": Renderer(text=callkinds.text, markdown=callkinds.markdown),
     "vmcall": Renderer(text=vmcall.text, markdown=vmcall.markdown, benchmarks=("vmcall",)),

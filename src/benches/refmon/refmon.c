@@ -30,7 +30,7 @@
 #include "isobench/bench.h"
 #include "isobench/lwc.h"
 #include "../xclock.h"
-#include "monitors.h"
+#include "../../monitor/monitors.h"
 
 /* Calls per sample, as the published figure. */
 #define RM_CALLS 10000

@@ -1,5 +1,6 @@
-/* Reference monitors for the refmon benchmark, each behind a few small
- * functions so that other benchmarks can run a workload under them.
+/* Reference monitors for the refmon benchmark and `isob serve --monitor`,
+ * each behind a few small functions so that other workloads can run
+ * under them.
  *
  * The policy is the same for all (rm_policy_*): openat only of paths
  * under one directory (no ".." component); pread64 and pwrite64 only on
@@ -85,5 +86,7 @@ int rm_broker_open_kept(struct rm_broker *b, const char *path, int flags);
  * bytes or -errno. */
 long rm_broker_pread(struct rm_broker *b, int handle, size_t len, off_t off);
 long rm_broker_pwrite(struct rm_broker *b, int handle, size_t len, off_t off);
+/* close a kept handle in the broker: 0 or -errno. */
+int rm_broker_close(struct rm_broker *b, int handle);
 
 #endif

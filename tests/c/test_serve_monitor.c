@@ -1,0 +1,228 @@
+/* `isob serve --http --monitor`: under every monitor a GET gets the
+ * document (of --doc-bytes) read from its file; a path that climbs out of
+ * the document directory ("/../../etc/passwd") is refused (403) by inline,
+ * procsep and lwc, while without a check (none) it really reads
+ * /etc/passwd, which is the attack the monitors stop; the monitor's count
+ * at exit is two checked calls (openat, pread64) per GET plus the refused
+ * open; bad combinations are refused.
+ *
+ * Each case runs the server (isob_serve_main) in a child process on a
+ * loopback port it picks, and talks to it over real sockets.  Nothing is
+ * timed: the socket time-outs only keep a broken server from hanging. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "isobench/loadgen.h"
+#include "isobench/serve.h"
+#include "tap.h"
+#include "children.h"
+
+#define IO_TIMEOUT_S 20
+/* GETs each monitor case sends before the refused one. */
+#define GETS 20
+#define DOC 900
+
+struct srv {
+    pid_t pid;
+    unsigned port;
+    int err;
+};
+
+static struct srv run_serve(const char *const *args, int ready)
+{
+    int pfd[2];
+    CHECK(pipe(pfd) == 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (tap_skip_fd >= 0)
+            close(tap_skip_fd);
+        close(pfd[0]);
+        dup2(pfd[1], 2);
+        char *argv[32];
+        int argc = 0;
+        argv[argc++] = "serve";
+        for (; args[argc - 1] && argc < 31; argc++)
+            argv[argc] = (char *)args[argc - 1];
+        argv[argc] = NULL;
+        _exit(isob_serve_main(argc, argv));
+    }
+    close(pfd[1]);
+    struct srv s = {pid, 0, pfd[0]};
+    if (!ready)
+        return s;
+    char line[1024];
+    size_t n = 0;
+    ssize_t r = 1;
+    while (n < sizeof line - 1 && (r = read(s.err, line + n, 1)) > 0 && line[n++] != '\n')
+        ;
+    line[n] = 0;
+    const char *at = strstr(line, "listening on 127.0.0.1:");
+    if (!at)
+        fprintf(stderr, "# the server said: %s\n", line);
+    CHECK(at != NULL);
+    s.port = (unsigned)atoi(at + strlen("listening on 127.0.0.1:"));
+    CHECK(s.port > 0);
+    return s;
+}
+
+/* SIGTERM; the server's exit status, and what it said after its ready line. */
+static int stop_serve(struct srv *s, char *said, size_t len)
+{
+    kill(s->pid, SIGTERM);
+    int st = 0;
+    CHECK(waitpid(s->pid, &st, 0) == s->pid);
+    size_t n = 0;
+    ssize_t r;
+    while (n < len - 1 && (r = read(s->err, said + n, len - 1 - n)) > 0)
+        n += (size_t)r;
+    said[n] = 0;
+    close(s->err);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* One HTTP/1.0 GET of path on a connection of its own: the whole reply
+ * (the server closes), in a static buffer. */
+static char *get(unsigned port, const char *path)
+{
+    static char buf[1u << 16];
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(fd >= 0);
+    struct timeval tv = {IO_TIMEOUT_S, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    char req[512];
+    int rn = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\n\r\n", path);
+    CHECK(send(fd, req, (size_t)rn, MSG_NOSIGNAL) == rn);
+    size_t n = 0;
+    ssize_t r;
+    while (n < sizeof buf - 1 && (r = recv(fd, buf + n, sizeof buf - 1 - n, 0)) > 0)
+        n += (size_t)r;
+    buf[n] = 0;
+    close(fd);
+    return buf;
+}
+
+static void check_monitor(const char *mon, int refuses)
+{
+    const char *args[] = {"-m", "direct", "--port", "0", "--heap-mb", "4", "--http",
+                          "--doc-bytes", "900", "--monitor", mon, NULL};
+    struct srv s = run_serve(args, 1);
+    static char doc[DOC + 1];
+    CHECK(isob_http_doc(DOC, doc) == 0);
+    for (int i = 0; i < GETS; i++) {
+        char *r = get(s.port, "/");
+        if (strncmp(r, "HTTP/1.0 200 ", 13) != 0)
+            fprintf(stderr, "# %s: %.200s\n", mon, r);
+        CHECK(strncmp(r, "HTTP/1.0 200 ", 13) == 0);
+        CHECK(strstr(r, "Content-Length: 900\r\n") != NULL);
+        char *body = strstr(r, "\r\n\r\n");
+        CHECK(body && strcmp(body + 4, doc) == 0);
+    }
+    /* Out of the document directory, whatever it is (mkdtemp's, a few
+     * levels below /). */
+    char *r = get(s.port, "/../../../../../../../../etc/passwd");
+    if (refuses) {
+        CHECK(strncmp(r, "HTTP/1.0 403 ", 13) == 0);
+        CHECK(strstr(r, "root:") == NULL);
+    } else {
+        CHECK(strncmp(r, "HTTP/1.0 200 ", 13) == 0);
+        CHECK(strstr(r, "root:") != NULL);
+    }
+    char said[2048];
+    CHECK_EQ_LONG(stop_serve(&s, said, sizeof said), 0);
+    char want[160];
+    snprintf(want, sizeof want, "monitor %s: %d system calls checked, %d refused\n", mon,
+             refuses ? 2 * GETS + 1 : 0, refuses ? 1 : 0);
+    if (!strstr(said, want))
+        fprintf(stderr, "# wanted \"%s\", the server said: %s", want, said);
+    CHECK(strstr(said, want) != NULL);
+}
+
+static void t_none_serves_what_the_path_names(void) { check_monitor("none", 0); }
+static void t_inline_refuses_outside(void) { check_monitor("inline", 1); }
+static void t_procsep_refuses_outside(void) { check_monitor("procsep", 1); }
+static void t_lwc_refuses_outside(void) { check_monitor("lwc", 1); }
+
+/* Without --monitor, --doc-bytes sizes the document the store holds. */
+static void t_doc_bytes_from_the_store(void)
+{
+    const char *args[] = {"-m", "direct", "--port", "0", "--heap-mb", "4", "--http",
+                          "--doc-bytes", "900", NULL};
+    struct srv s = run_serve(args, 1);
+    static char doc[DOC + 1];
+    CHECK(isob_http_doc(DOC, doc) == 0);
+    char *r = get(s.port, "/");
+    char *body = strstr(r, "\r\n\r\n");
+    CHECK(strncmp(r, "HTTP/1.0 200 ", 13) == 0 && body && strcmp(body + 4, doc) == 0);
+    char said[1024];
+    CHECK_EQ_LONG(stop_serve(&s, said, sizeof said), 0);
+    CHECK(strstr(said, "monitor") == NULL);
+}
+
+/* The document of 45 bytes is the one every client already checks. */
+static void t_doc_45_is_the_document(void)
+{
+    char doc[ISOB_HTTP_DOC_MAX + 1];
+    CHECK(isob_http_doc(45, doc) == 0);
+    CHECK(strcmp(doc, ISOB_HTTP_DOC) == 0);
+    CHECK(isob_http_doc(65536, doc) == 0);
+    CHECK_EQ_LONG((long)strlen(doc), 65536);
+    CHECK(isob_http_doc(44, doc) != 0);
+    CHECK(isob_http_doc(65537, doc) != 0);
+}
+
+static void t_bad_options_refused(void)
+{
+    static const char *const cases[][12] = {
+        {"-m", "direct", "--monitor", "inline", NULL},
+        {"-m", "direct", "--http", "--monitor", "seccomp", NULL},
+        {"-m", "direct", "--http", "--monitor", "lwc", "--session", "fork", NULL},
+        {"-m", "direct", "--doc-bytes", "900", NULL},
+        {"-m", "direct", "--http", "--doc-bytes", "44", NULL},
+    };
+    static const char *const says[] = {"needs --http", "none, inline, procsep or lwc",
+                                       "--session shared", "needs --http", "45 to 65536"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct srv s = run_serve(cases[i], 0);
+        char err[1024];
+        size_t n = 0;
+        ssize_t r;
+        while (n < sizeof err - 1 && (r = read(s.err, err + n, sizeof err - 1 - n)) > 0)
+            n += (size_t)r;
+        err[n] = 0;
+        int st = 0;
+        CHECK(waitpid(s.pid, &st, 0) == s.pid);
+        close(s.err);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 2 || !strstr(err, says[i]))
+            fprintf(stderr, "# case %zu: status %d, said: %s", i, st, err);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+        CHECK(strstr(err, says[i]) != NULL);
+        CHECK(n > 0 && err[n - 1] == '\n' && memchr(err, '\n', n - 1) == NULL);
+    }
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    TAP_CASE(t_doc_45_is_the_document);
+    TAP_CASE(t_doc_bytes_from_the_store);
+    TAP_CASE(t_none_serves_what_the_path_names);
+    TAP_CASE(t_inline_refuses_outside);
+    TAP_CASE(t_procsep_refuses_outside);
+    TAP_CASE(t_lwc_refuses_outside);
+    TAP_CASE(t_bad_options_refused);
+    return tap_done();
+}

@@ -1,0 +1,257 @@
+"""lwc-serve --monitor and --doc-bytes (measure/lwcmonitor.py,
+analysis/lwcmonitor.py): the points, real servers under each reference
+monitor with the monitor's count of checked calls, the document sizes in
+lwc-serve's own tables, the lwc-monitor section and its plot, and the
+options refused where they do not belong.
+
+Nothing here asserts a speed or a ratio: only that every reply was
+verified, that the monitor checked two calls per request it served (none:
+none), and that the sections show what the results hold.  The real runs
+use one or two session lengths of a fraction of a second each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from isobench.analysis import lwcmonitor as section, runs, sections, summary
+from isobench.measure import lwcmonitor, lwcserve, proc
+from isobench.measure.driver import _catalog_from
+from isobench.measure.records import NO_MECHANISM, Result
+from isobench.render import lwcmonitor as render, plots, report, table
+from isobench.store import Store
+
+HERE = Path(__file__).resolve().parent
+ISOB = HERE.parents[1] / "build" / "isob"
+
+NEEDS_ISOB = pytest.mark.skipif(not ISOB.is_file(), reason="needs build/isob (make build)")
+
+
+def test_points_and_options():
+    pts = list(lwcmonitor.points(True, ["none", "lwc"], [45, 900]))
+    assert {(s, m) for s, m, _, _ in pts} == {("shared", "none"), ("shared", "lwc")}
+    assert {d for _, _, d, _ in pts} == {45, 900}
+    assert {length for *_, length in pts} == set(lwcserve.QUICK_LENGTHS)
+    # Without --monitor: lwc-serve's session modes, the document from the store.
+    pts = list(lwcmonitor.points(False, [], [900]))
+    assert {m for _, m, _, _ in pts} == {None}
+    assert {s for s, *_ in pts} == set(lwcserve.MODES)
+    assert {length for *_, length in pts} == set(lwcserve.LENGTHS)
+    own = lwcmonitor.parse(("--monitor", "none,procsep", "--doc-bytes", "900"))
+    assert own == {"--monitor": ("none", "procsep"), "--doc-bytes": ("900",)}
+    assert lwcmonitor.wanted(own) and not lwcmonitor.wanted({})
+    b = _catalog_from({"mechanisms": [], "benchmarks": []}).benchmark("lwc-serve")
+    assert b.option("--monitor").choices() == lwcmonitor.MONITORS
+    assert b.option("--doc-bytes").choices() == tuple(map(str, lwcmonitor.DOC_BYTES))
+
+
+def test_monitor_counts_parsed():
+    out = ("isob serve: listening on 127.0.0.1:1 (mechanism direct), session shared, http, "
+           "monitor lwc\nisob serve: monitor lwc: 42 system calls checked, 1 refused\n")
+    assert lwcmonitor.monitor_counts(out) == (42, 1)
+    assert lwcmonitor.monitor_counts("isob serve: Terminated, stopping\n") is None
+
+
+def _store(tmp_path: Path, results: list[Result]) -> dict:
+    with Store.open(tmp_path / "r.sqlite", create=True) as s:
+        run_id = s.begin_run(["isobench", "run", "lwc-serve"], {})
+        for r in results:
+            s.add_result(run_id, r)
+        s.finish_run(run_id, "ok")
+        return summary.build(runs.load_run(s, run_id))
+
+
+def _run(options: dict) -> list[Result]:
+    seen = []
+    out = lwcmonitor.run(str(ISOB), True, 0.3, options, lambda r, a, b: seen.append(r))
+    assert seen == out
+    return out
+
+
+@NEEDS_ISOB
+def test_every_monitor_real_run(monkeypatch, tmp_path):
+    monkeypatch.setattr(lwcmonitor, "QUICK_LENGTHS", (4,))
+    before = set(proc.descendants())
+    out = _run({"--monitor": lwcmonitor.MONITORS, "--doc-bytes": ("900",)})
+    assert set(proc.descendants()) <= before, "a server or loadgen outlived its point"
+    assert [r.params["monitor"] for r in out] == list(lwcmonitor.MONITORS)
+    for r in out:
+        assert r.status == "ok", r.reason
+        p = r.params
+        assert p["server"] == "shared" and p["proto"] == "http" and p["doc_bytes"] == 900
+        assert p["verified"] == p["requests"] > 0
+        assert p["denied"] == 0
+        if p["monitor"] == "none":
+            assert p["monitored_calls"] == 0
+        else:
+            # openat and pread64 of every GET served: loadgen's count, and
+            # at most one request per connection in flight when it stopped.
+            assert 2 * p["requests"] <= p["monitored_calls"] <= 2 * (p["requests"] + p["conns"])
+        # lwc serves in a context, a second process; procsep has its broker.
+        assert p["server_processes"] == (1 if p["monitor"] in ("none", "inline") else 2)
+
+    doc = _store(tmp_path, out)
+    assert "lwc-serve" not in doc["sections"]
+    sec = doc["sections"]["lwc-monitor"]
+    assert [t["doc_bytes"] for t in sec["tables"]] == [900]
+    rows = sec["tables"][0]["rows"]
+    assert [r["monitor"] for r in rows] == list(lwcmonitor.MONITORS)
+    by = {r.params["monitor"]: r.params for r in out}
+    for row in rows:
+        assert row["throughput_rps"] == pytest.approx(by[row["monitor"]]["throughput_rps"])
+        want = by[row["monitor"]]["monitored_calls"] / by[row["monitor"]]["requests"]
+        assert row["checked_per_request"] == pytest.approx(want)
+        if row["monitor"] != "none":
+            assert row["vs_none"] == pytest.approx(
+                by[row["monitor"]]["throughput_rps"] / by["none"]["throughput_rps"])
+    [claim] = sec["lwc_over_procsep"]
+    assert claim["ratio"] == pytest.approx(by["lwc"]["throughput_rps"]
+                                           / by["procsep"]["throughput_rps"])
+    assert claim["verdict"].startswith("no interval")  # one repetition
+    text = table.run_report(doc)
+    assert max(map(len, text.splitlines()[:-1])) <= table.WIDTH
+    assert "900-byte document read per GET" in text and "claim: lwC" in text
+    assert "## lwC's reference monitors in a server" in report.render_md(doc, [])
+    drawn = [p for p in plots.draw(doc) if p.name == "lwc-monitor"]
+    assert len(drawn) == 1 and drawn[0].figure is not None
+
+
+@NEEDS_ISOB
+def test_doc_bytes_without_monitor_real_run(monkeypatch, tmp_path):
+    monkeypatch.setattr(lwcmonitor, "QUICK_LENGTHS", (4,))
+    monkeypatch.setattr(lwcmonitor, "MODES", ("shared", "rollback"))
+    out = _run({"--doc-bytes": ("45", "900")})
+    assert [(r.params["doc_bytes"], r.params["server"]) for r in out] == [
+        (45, "shared"), (45, "rollback"), (900, "shared"), (900, "rollback")]
+    for r in out:
+        assert r.status == "ok", r.reason
+        assert "monitor" not in r.params and r.params["verified"] == r.params["requests"] > 0
+    doc = _store(tmp_path, out)
+    assert "lwc-monitor" not in doc["sections"]
+    serve = doc["sections"]["lwc-serve"]["serve"]
+    assert [v["doc_bytes"] for v in serve] == [45, 900]
+    assert "http, 16 connections, sessions of L requests, 900-byte document" in " ".join(
+        table.run_report(doc).split())
+
+
+def test_failed_monitor_point_is_shown(tmp_path):
+    r = Result.failure("lwc-serve", NO_MECHANISM, "the server did not say what its monitor "
+                       "checked: x", params={"server": "shared", "proto": "http",
+                                             "monitor": "lwc", "doc_bytes": 45, "session": 4})
+    doc = _store(tmp_path, [r])
+    assert "lwc-serve" not in doc["sections"]
+    sec = doc["sections"]["lwc-monitor"]
+    assert ("FAILED: monitor=lwc doc_bytes=45 session=4: the server did not say"
+            in render.text(sec, doc))
+    assert ("lwc-monitor", section.build) in sections.SECTIONS
+
+
+@pytest.mark.parametrize("args, says", [
+    (("run", "lwc-serve", "--monitor", "seccomp"), "seccomp"),
+    (("run", "lwc-serve", "--doc-bytes", "100"), "100"),
+    (("run", "switch", "--monitor", "lwc"), "--monitor"),
+    (("run", "switch", "--tls"), "--tls"),
+])
+def test_bad_options_refused(isobench, args, says):
+    from conftest import assert_one_error_line
+    assert says in assert_one_error_line(isobench(*args))
+
+
+@NEEDS_ISOB
+def test_cli_run_with_monitor(isobench):
+    """The command the docs give, against the real driver, one length."""
+    p = isobench("run", "lwc-serve", "--quick", "--monitor", "lwc", "--doc-bytes", "900",
+                 "--seconds", "0.2", "--json", ISOBENCH_ISOB=str(ISOB))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    rows = doc["summary"]["sections"]["lwc-monitor"]["tables"][0]["rows"]
+    assert {r["monitor"] for r in rows} == {"lwc"}
+    assert {r["session"] for r in rows} == set(lwcserve.QUICK_LENGTHS)
+    assert all(r["checked_per_request"] >= 2 for r in rows)
+
+
+@NEEDS_ISOB
+def test_tls_real_run(monkeypatch, tmp_path):
+    monkeypatch.setattr(lwcmonitor, "QUICK_HANDSHAKES", 20)
+    monkeypatch.setattr(lwcmonitor, "QUICK_LENGTHS", (4,))
+    before = set(proc.descendants())
+    out = _run({"--tls": ("on",)})
+    assert set(proc.descendants()) <= before, "a server or tlsload outlived its point"
+    out, swept = out[:2], out[2:]
+    assert [r.params["tls_key"] for r in out] == list(lwcmonitor.TLS_KEYS)
+    # The HTTPS session-length points: every request verified, sessions of 4.
+    assert [(r.params["tls_key"], r.params["session"]) for r in swept] == [
+        ("process", 4), ("lwc", 4)]
+    for r in swept:
+        assert r.status == "ok", r.reason
+        p = r.params
+        assert p["requests"] > 0 and p["throughput_rps"] > 0 and p["conns"] == 16
+        assert p["sessions_done"] * 4 <= p["requests"]
+    for r in out:
+        assert r.status == "ok", r.reason
+        p = r.params
+        assert p["proto"] == "https" and p["handshakes"] == p["handshakes_done"] == 20
+        assert len(r.samples) == 20 and r.counter == "tlsload"
+        assert p["handshake_seconds"] > 0 and p["server_cpu_s"] is not None
+    doc = _store(tmp_path, out + swept)
+    assert "lwc-serve" not in doc["sections"] and "lwc-monitor" not in doc["sections"]
+    sec = doc["sections"]["lwc-tls"]
+    assert [(r["tls_key"], r["session"]) for r in sec["sweep"]] == [("process", 4), ("lwc", 4)]
+    assert sec["sweep"][1]["vs_process"] == pytest.approx(
+        swept[1].params["throughput_rps"] / swept[0].params["throughput_rps"])
+    rows = sec["tables"][0]["rows"]
+    assert [r["tls_key"] for r in rows] == ["process", "lwc"]
+    by = {r.params["tls_key"]: r.params for r in out}
+    for row in rows:
+        assert row["seconds"] == pytest.approx(by[row["tls_key"]]["handshake_seconds"])
+        assert row["per_10000_s"] == pytest.approx(row["seconds"] * 10_000 / 20)
+        assert row["published_s"] == {"process": 99.7, "lwc": 100.4}[row["tls_key"]]
+    [claim] = sec["lwc_over_process"]
+    assert claim["published"] == pytest.approx(100.4 / 99.7)
+    assert claim["ratio"] == pytest.approx(by["lwc"]["handshake_seconds"]
+                                           / by["process"]["handshake_seconds"])
+    text = table.run_report(doc)
+    assert max(map(len, text.splitlines()[:-1])) <= table.WIDTH
+    assert "claim: lwC: 10,000 SSL handshakes took 99.7 s" in " ".join(text.split())
+    assert "## lwC's isolated OpenSSL key" in report.render_md(doc, [])
+    assert [p.name for p in plots.draw(doc) if p.name == "lwc-tls"] == ["lwc-tls"]
+
+
+def test_tls_failure_is_shown(tmp_path):
+    r = Result.failure("lwc-serve", NO_MECHANISM, "isob tlsload saw 1 error(s), the first: x",
+                       params={"server": "shared", "proto": "https", "tls_key": "lwc",
+                               "doc_bytes": 45, "handshakes": 10})
+    doc = _store(tmp_path, [r])
+    assert "lwc-serve" not in doc["sections"]
+    sec = doc["sections"]["lwc-tls"]
+    assert "FAILED: tls_key=lwc doc_bytes=45: isob tlsload saw 1 error" in render.tls_text(sec, doc)
+
+
+@NEEDS_ISOB
+def test_cli_run_with_tls(isobench):
+    p = isobench("run", "lwc-serve", "--quick", "--tls", "--seconds", "0.2", "--json",
+                 ISOBENCH_ISOB=str(ISOB))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    rows = doc["summary"]["sections"]["lwc-tls"]["tables"][0]["rows"]
+    assert [(r["tls_key"], r["handshakes"]) for r in rows] == [
+        ("process", lwcmonitor.QUICK_HANDSHAKES), ("lwc", lwcmonitor.QUICK_HANDSHAKES)]
+    sweep = doc["summary"]["sections"]["lwc-tls"]["sweep"]
+    assert {r["session"] for r in sweep} == set(lwcserve.QUICK_LENGTHS)
+
+
+def test_claim_verdicts():
+    from isobench.analysis.stats import Interval
+    iv = lambda lo, hi: Interval(lo, hi, 0.95, "t", 3)
+    assert section._verdict(None).startswith("no interval")
+    assert section._verdict(iv(1.1, 1.5)) == (
+        "above 1: lwc faster here; below lwC's 2x: not reproduced here")
+    assert section._verdict(iv(0.8, 2.5)) == "1 inside: no difference shown; lwC's 2x inside"
+    assert section._verdict(iv(2.2, 2.5)) == "above 1: lwc faster here; above lwC's 2x"
+    assert section._verdict(iv(0.5, 0.9)).startswith("below 1: lwc slower here")
+    t = section._tls_verdict
+    assert t(iv(0.99, 1.02), 1.007).endswith("not distinguished from it")
+    assert t(iv(1.02, 1.1), 1.007).startswith("above lwC's 1.0070")
+    assert t(iv(0.9, 1.0), 1.007).startswith("below lwC's 1.0070")
