@@ -11,6 +11,22 @@ from typing import Mapping, Sequence
 from . import table
 
 PUBLISHED_HEADERS = ("pub. native us", "pub. SEIMI us", "pub. x")
+# LMbench's context-switch time of a ctx row under none (switch_us: the raw
+# hop less the overhead cell's), the figure SEIMI's Table IV prints: the
+# published columns stand beside it, not beside the raw hop.
+SWITCH_HEADER = "none ctx-switch us"
+SWITCH_NOTE = ("ctx-switch: LMbench's context-switch time, the raw hop less the pipe and "
+               "working-set overhead (the ctx ... overhead row), which is what SEIMI's "
+               "Table IV prints; the raw hop is the us column")
+
+
+def _has_switch(t: Mapping) -> bool:
+    return any((r["cells"].get("none") or {}).get("switch_us") is not None for r in t["rows"])
+
+
+def _switch_text(r: Mapping) -> str:
+    v = (r["cells"].get("none") or {}).get("switch_us")
+    return "-" if v is None else _us(v)
 METHOD_NOTE = ("x none: slowdown, the cell's headline over none's in the same row and run "
                "(1 = no cost); averages over SEIMI's columns (marked *) that every "
                "confinement of the table has (rows: how many of the averaged rows): {ours}, with its 95% "
@@ -39,6 +55,8 @@ def headers(t: Mapping, cols: Sequence[str] | None = None, published: bool = Tru
         out.append(f"{col} us")
         if col != "none":
             out.append("x none")
+    if _has_switch(t):
+        out.append(SWITCH_HEADER)
     if published and t["has_published"]:
         out += PUBLISHED_HEADERS
     return out
@@ -54,6 +72,8 @@ def rows(t: Mapping, with_interval: bool = False, cols: Sequence[str] | None = N
             line.append(_cell_text(cell))
             if col != "none":
                 line.append(table.fmt_ratio_record((cell or {}).get("slowdown"), with_interval))
+        if _has_switch(t):
+            line.append(_switch_text(r))
         if published and t["has_published"]:
             p = r["published"] or {}
             line += [_us(p.get("native")), _us(p.get("seimi")), table.fmt_ratio_record(
@@ -102,6 +122,10 @@ def average_rows(t: Mapping, cols: Sequence[str] | None = None,
         theirs.append("-" if s is None else ("undefined" if s["value_pct"] is None
                                              else f"{s['value_pct']:.1f}%"))
     pub = t.get("published_average")
+    if _has_switch(t):
+        ours.append("")
+        own.append("")
+        theirs.append("")
     if published and t["has_published"]:
         ours += ["", "", table.fmt_ratio(pub["geomean_ratio"]["value"]) if pub else "-"]
         text = "-"
@@ -178,8 +202,11 @@ def compact(t: Mapping, width: int = table.WIDTH) -> str:
     cols = [c for c in t["columns"] if c != "none"]
     has_none = "none" in t["columns"]
     pub = t["has_published"]
-    heads = ["row"] + (["us"] if has_none else []) + [_split(c)[1] for c in cols]
-    names = [""] + (["none"] if has_none else []) + [_split(c)[0] for c in cols]
+    sw = has_none and _has_switch(t)
+    heads = (["row"] + (["us"] if has_none else []) + (["ctx-switch"] if sw else [])
+             + [_split(c)[1] for c in cols])
+    names = ([""] + (["none"] if has_none else []) + (["none"] if sw else [])
+             + [_split(c)[0] for c in cols])
     if pub:
         heads.append("x")
         names.append(PUBLISHED_GROUP)
@@ -188,6 +215,8 @@ def compact(t: Mapping, width: int = table.WIDTH) -> str:
         line = [("* " if r["averaged"] else "  ") + r["label"]]
         if has_none:
             line.append(_cell_text(r["cells"].get("none")))
+        if sw:
+            line.append(_switch_text(r))
         for c in cols:
             cell = r["cells"].get(c)
             line.append(table.fmt_ratio_record(cell.get("slowdown"), False)
@@ -198,7 +227,7 @@ def compact(t: Mapping, width: int = table.WIDTH) -> str:
         body.append(line)
     averages = [t["averages"].get(c) or {} for c in cols]
     pa = t.get("published_average")
-    lead = [""] if has_none else []
+    lead = ([""] if has_none else []) + ([""] if sw else [])
     body.append([f"average, {_shared_text(t)}"] + lead
                 + [table.fmt_ratio_record((a.get("geomean_ratio") or None), False)
                    for a in averages]
@@ -214,7 +243,7 @@ def compact(t: Mapping, width: int = table.WIDTH) -> str:
         body.append(["SEIMI's method"] + lead + [_seimi_cell(a) for a in averages]
                     + ([f"{pa['seimi_method_pct']:.1f}%" if pa and pa["seimi_method_pct"]
                         is not None else "-"] if pub else []))
-    return table.fold(heads, body, width=width, keep=2 if has_none else 1, groups=names,
+    return table.fold(heads, body, width=width, keep=1 + len(lead), groups=names,
                       right_all=True)
 
 
@@ -263,6 +292,8 @@ def text(section: Mapping, doc: Mapping) -> str:
         note = _interval_note(t)
         if note:
             out.append(table.wrap(note))
+        if _has_switch(t):
+            out.append(table.wrap(SWITCH_NOTE + "."))
         out.append("")
     out.append(table.wrap(TEXT_NOTE.format(theirs=section["seimi_method"], pub=PUBLISHED_GROUP,
                                            note=section["published_note"]), indent=""))
@@ -285,6 +316,8 @@ def markdown(section: Mapping, doc: Mapping) -> str:
     for t in section["tables"]:
         out += [f"### {_title(t)}", "",
                 table.md_table(headers(t), rows(t, with_interval=True) + average_rows(t)), ""]
+        if _has_switch(t):
+            out += [f"_{SWITCH_NOTE}; pub.: beside {SWITCH_HEADER}._", ""]
     extra = _undefined(section) + _notes(section)
     if extra:
         out += [f"- {line}" for line in extra] + [""]
