@@ -140,7 +140,7 @@ def _slides(doc: Mapping) -> list[dict]:
         derived = ref["metric"].startswith("derived") or ref["note"].startswith("derived")
         local = [{"label": l["label"], "value": l["value"], "unit": l["unit"],
                   "us": _us(l["ns"])} for l in ref.get("local") or ()]
-        out.append({"id": ref["id"], "value": ref["value"], "unit": ref["unit"],
+        out.append({"id": ref["id"], "value": ref["value"], "text": ref["text"], "unit": ref["unit"],
                     "subject": ref["subject"], "metric": ref["metric"], "derived": derived,
                     "source": ref["source"], "hardware": ref["hardware"], "local": local})
     return out

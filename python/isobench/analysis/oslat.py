@@ -168,6 +168,7 @@ def _published() -> dict[tuple[str, str], dict]:
         p = out.setdefault(key, {"source": ref.source, "hardware": ref.hardware,
                                  "where": ref.where, "ids": []})
         p[side] = ref.value
+        p[f"{side}_text"] = ref.text()
         p["ids"].append(ref.id)
     for p in out.values():
         if p.get("native") and p.get("seimi"):

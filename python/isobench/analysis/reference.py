@@ -10,7 +10,8 @@ data/reference.csv is the one reviewed file; one row per figure:
     id              stable name of the figure
     value, unit     the figure as published (cycles, tsc_ticks, us, ...),
                     its digits kept as the source prints them (3.80, not
-                    3.8): Reference.text() prints them back unchanged
+                    3.8; 46,759 and 12'000 with their thousands separators):
+                    Reference.text() prints them back unchanged
     spread          the standard deviation the source gives, if any (also
                     kept as printed: 0.00)
     subject         what was measured, in a few words
@@ -110,8 +111,14 @@ def _params(text: str) -> dict:
 
 
 def _number(rid: str, name: str, text: str) -> float:
+    """A number as a source prints it: 11041.67, 46,759 or 12'000 (the
+    thousands separators only group digits)."""
+    grouped = text.replace(",", "").replace("'", "")
+    if grouped != text and not all(len(g) == 3 for g in
+                                   text.split(".")[0].replace("'", ",").split(",")[1:]):
+        raise ValueError(f"reference {rid!r}: {name} {text!r} is not a number")
     try:
-        return float(text)
+        return float(grouped)
     except ValueError:
         raise ValueError(f"reference {rid!r}: {name} {text!r} is not a number") from None
 

@@ -76,7 +76,7 @@ def rows(t: Mapping, with_interval: bool = False, cols: Sequence[str] | None = N
             line.append(_switch_text(r))
         if published and t["has_published"]:
             p = r["published"] or {}
-            line += [_us(p.get("native")), _us(p.get("seimi")), table.fmt_ratio_record(
+            line += [p.get("native_text") or "-", p.get("seimi_text") or "-", table.fmt_ratio_record(
                 {"value": p["slowdown"]} if p.get("slowdown") else None)]
         out.append(line)
     return out
