@@ -295,3 +295,21 @@ def test_plots_say_why_without_a_confinement(tmp_path):
     drawn = {p.name: p for p in plots.draw(doc)}
     assert drawn["oslat-heatmap"].figure is None
     assert "No confinement beside none" in drawn["oslat-table-iv"].note
+
+
+def test_report_sets_seimi_table_iv_beside_switch_per_hop_once(tmp_path):
+    doc = _doc(tmp_path)
+    pub = {p["id"]: p for p in doc["published"]}
+    native = pub["seimi-ctx-2p0k-native"]
+    # One local row (none's), and its LMbench context-switch time, not the
+    # raw hop: 4000 ns less the overhead cell's 1000 ns.
+    (local,) = native["local"]
+    assert local["params"]["confine"] == "none"
+    assert local["ns"] == pytest.approx(3000.0) and local["quantity"] == "work.switch_per_hop"
+    # SEIMI's own column stands beside no local confinement.
+    assert pub["seimi-ctx-2p0k-seimi"]["local"] == []
+    assert all(len(p["local"]) <= 1 for p in doc["published"])
+    rows = {r[2]: r for r in report.published_rows(doc, all_published=False)}
+    assert "2.05 us, one-way" in rows
+    assert "median of work.switch_per_hop" in rows["2.05 us, one-way"][5]
+    assert not any(k.startswith("2.46 ") for k in rows)  # SEIMI's: no local row

@@ -181,7 +181,8 @@ def create_plots(s: Mapping, doc: Mapping) -> list:
         a, b = pub["lwc-create"]["value"], pub["lwc-create-per-dirty-page"]["value"]
         xs = sorted({p["dirty_pages"] for f in series for p in f["points"]} | {0})
         ax.plot(xs, [a + b * x for x in xs], ":", color="purple", lw=1.2,
-                label=f"{PUBLISHED}, other hardware: lwC {num(a)} us + {num(b)} us/page")
+                label=f"{PUBLISHED}, other hardware: lwC {pub['lwc-create']['text']} us + "
+                      f"{pub['lwc-create-per-dirty-page']['text']} us/page")
     ax.set_xscale("symlog", linthresh=1)
     ax.set_yscale("log")
     ax.grid(True, which="both", alpha=0.3)
