@@ -186,8 +186,9 @@ def render(refs: Sequence[Reference]) -> str:
         # Under each figure, indented: what was measured, how, and where.
         for line, r in zip(lines[2:], group):
             out.append(line)
-            out.append(table.wrap(f"    {r.subject}: {metric_cell(r)} ({r.where or 'no table'})",
-                                  indent="      "))
+            note = f"; {r.note}" if r.note else ""
+            out.append(table.wrap(f"    {r.subject}: {metric_cell(r)} ({r.where or 'no table'})"
+                                  f"{note}", indent="      "))
     return "\n".join(out)
 
 
