@@ -154,7 +154,12 @@ def test_lwc_create_renders_its_tables_and_plot(tmp_path):
     assert ("lwc-create: create + switch + destroy: the fixed cost and the cost per dirty page "
             "by segment") in text
     assert "us/page 16..256 [95%]" in text and "VERDICT: within" in text
-    assert "PUBLISHED lwC" in text and "87.7" in text and "3.40" in text
+    # lwC's figures in its digits (3.4, not 3.40), beside the heap they are set by.
+    assert "PUBLISHED lwC" in text and "87.7" in text and "3.4 (one line)" in text
+    pub_line = next(line for line in text.splitlines() if "PUBLISHED lwC" in line
+                    and "87.7" in line)
+    assert pub_line.split()[:2] == ["1", "MiB"]
+    assert "beside the 1 MiB heap" in " ".join(text.split())
     assert "lwc-create: the baselines" in text and "vfork" in text
     assert "SKIPPED dirty_pages=0 variant=soft-dirty: the kernel lacks" in text
     drawn = [p for p in plots.draw(doc) if p.name == "lwc-create"]

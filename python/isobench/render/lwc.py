@@ -48,8 +48,9 @@ def create_blocks(s: Mapping) -> list[Block]:
     pub = {p["id"]: p for p in s["published"]}
     if "lwc-create" in pub:
         a, b = pub["lwc-create"], pub.get("lwc-create-per-dirty-page")
-        rows.append(["-", f"{PUBLISHED} lwC", num(a["value"]),
-                     *((num(b["value"]) + " (one line)" if b else "-") for _ in segs), "-", "-"])
+        heap = a["local_params"].get("heap_mib")
+        rows.append([f"{heap} MiB" if heap else "-", f"{PUBLISHED} lwC", a["text"],
+                     *((b["text"] + " (one line)" if b else "-") for _ in segs), "-", "-"])
     ds = sorted({p["dirty_pages"] for f in s["fits"] for p in f["points"]})
     lin_methods = sorted({(f.get("linearity") or {}).get("method") for f in s["fits"]} - {None})
     notes = ["create, first switch, the context writes D pages (4 KiB, MADV_NOHUGEPAGE), "
@@ -66,8 +67,10 @@ def create_blocks(s: Mapping) -> list[Block]:
              f"THP: {', '.join(s['thp']) or '-'} (advice: {', '.join(s['thp_advice']) or '-'})",
              INTERVAL_NOTE]
     if "lwc-create" in pub:
+        heap = pub["lwc-create"]["local_params"].get("heap_mib")
         notes.append(f"{PUBLISHED}: {_pub_ref(pub['lwc-create'])}; other hardware, other OS "
-                     "(the in-kernel lwC), heap not stated; one line over every D")
+                     "(the in-kernel lwC); its process's size is not stated: beside the "
+                     f"{heap} MiB heap, the smallest measured; one line over every D")
     blocks = [Block("lwc-create: create + switch + destroy: the fixed cost and the cost per "
                     "dirty page by segment", heads, rows, set(heads[2:-2]), notes)]
 
