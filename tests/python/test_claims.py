@@ -58,6 +58,8 @@ def test_the_verdict_is_never_printed_without_its_interval():
     assert "1.00 [0.70..1.40]" in text and "does not reproduce" in text
     assert "1.00 (no interval)" in text and "inconclusive (no interval)" in text
     assert "a factor of two" in text and "Fig. 1" in text
+    vs.append(claims.judge("lwc-refmon-2x", None, "write", claims.LWC_HERE))
+    assert "isobench's emulation on stock Linux" in " ".join(render_claims.text(vs).split())
     md = render_claims.markdown(vs)
     assert "1.00 [0.70..1.40]" in md and "does not reproduce: 95% interval outside" in md
 

@@ -123,6 +123,14 @@ def _interval(iv) -> dict | None:
     return {"low": iv[0], "high": iv[1]}
 
 
-def judge(claim_id: str, measured: Mapping | None, what: str = "") -> dict:
-    """verdict() of CLAIMS[claim_id], with `what` naming the local row."""
-    return {**verdict(CLAIMS[claim_id], measured), "what": what}
+def judge(claim_id: str, measured: Mapping | None, what: str = "", here: str = "") -> dict:
+    """verdict() of CLAIMS[claim_id], with `what` naming the local row and
+    `here` what stands for the source's system on this machine (an
+    emulation is not the original: the verdict is about what ran here)."""
+    return {**verdict(CLAIMS[claim_id], measured), "what": what, "here": here}
+
+
+# What stands for lwC here, said beside every verdict on an lwC claim.
+LWC_HERE = ("here, lwC is isobench's emulation on stock Linux (a context is a forked process, "
+            "a switch a futex handoff, docs/lwc.md), not lwC's in-kernel context: the verdict "
+            "is about the emulation")

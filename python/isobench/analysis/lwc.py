@@ -361,7 +361,7 @@ def lwc_switch(data: RunData, doc: Mapping) -> dict | None:
     # lwC's claim: its switch takes less than half the time of a process or
     # kernel thread switch (one way, same CPU).
     verdicts = [claims.judge("lwc-switch-half", r["over_lwc"],
-                             f"{r['variant']} / lwc, one way, {r['placement']}")
+                             f"{r['variant']} / lwc, one way, {r['placement']}", claims.LWC_HERE)
                 for r in tables["one-way"] if r["variant"] in ("process", "thread")
                 and r["placement"] == "same-cpu"]
     targets = []
@@ -417,7 +417,7 @@ def refmon(data: RunData, doc: Mapping) -> dict | None:
         isolation.setdefault(cfg, e["params"].get("isolation"))
     # lwC's claim (about 2x) beside each call's broker / lwc-mon, with its verdict.
     verdicts = [claims.judge("lwc-refmon-2x", r["broker_over_lwc_mon"], f"{r['call']}: "
-                             "broker / lwc-mon") for r in rows
+                             "broker / lwc-mon", claims.LWC_HERE) for r in rows
                 if {"broker", "lwc-mon"} <= set(r["cells"])]
     return {"unit": "s per 10,000 calls", "calls": calls, "configs": configs, "rows": rows,
             "isolation": isolation,

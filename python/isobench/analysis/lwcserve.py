@@ -165,7 +165,7 @@ def build(data: RunData, doc: Mapping) -> dict | None:
                     "lwc-rollback-comparable",
                     ratio_of_values(r["throughput_values"], base["throughput_values"]),
                     f"{v['proto']}{_startup(v['startup_mb'])}, L={r['session']}: "
-                    "rollback / shared"))
+                    "rollback / shared", claims.LWC_HERE))
     verdicts = {}
     for r in every:
         verdicts[r["saturated"]] = verdicts.get(r["saturated"], 0) + 1

@@ -38,6 +38,8 @@ def text(verdicts: Sequence[Mapping]) -> str:
         out.append(table.wrap(f"Claim: {claim['text']} ({claim['citation']}). Ratio: "
                               f"{claim['ratio']}; read as {claim['range']} "
                               f"({claim['reading']}).", indent="  "))
+        here = sorted({v.get("here") for v in group if v.get("here")})
+        out += [table.wrap(f"  {h}.", indent="    ") for h in here]
         out.append(table.render_fit(HEADERS, _rows(group), flex=0))
         why = sorted({v["why"] for v in group if v["verdict"] != "reproduces"})
         if why:
@@ -50,7 +52,9 @@ def markdown(verdicts: Sequence[Mapping]) -> str:
     for claim, group in _groups(verdicts):
         out += [f"**Claim** ({table.md_text(claim['citation'])}): "
                 f"{table.md_text(claim['text'])}. Ratio: {table.md_text(claim['ratio'])}; "
-                f"read as {claim['range']} ({table.md_text(claim['reading'])}).", "",
+                f"read as {claim['range']} ({table.md_text(claim['reading'])})."
+                + "".join(f" {table.md_text(h)}." for h in sorted(
+                    {v.get("here") for v in group if v.get("here")})), "",
                 table.md_table(HEADERS, [r[:3] + [f"{r[3]}: {v['why']}"]
                                          for r, v in zip(_rows(group), group)]), ""]
     return "\n".join(out)
