@@ -84,6 +84,11 @@ struct isob_place {
     uintptr_t addr;   /* its address in that process */
 };
 
+/* ERIM's call kinds (Vahldiek-Oberwagner et al., USENIX Security 2019,
+ * section 6; Konrad 2023, Table 5.1): how the code behind a gate is called.
+ * The switch benchmark's variants inline, direct-call and indirect-call. */
+enum isob_call_kind { ISOB_KIND_INLINE, ISOB_KIND_DIRECT_CALL, ISOB_KIND_INDIRECT_CALL, ISOB_CALL_KINDS };
+
 struct isob_mechanism {
     const char *name;
     const char *summary;  /* one line for `isobench list` */
@@ -121,6 +126,14 @@ struct isob_mechanism {
      * negative errno.  NULL: the caller reads and writes the secret by
      * address. */
     int (*escape)(struct isob_comp *c, uint64_t trusted_addr, struct isob_cell *cell);
+    /* Optional: ERIM's call kinds through this mechanism's gate, indexed by
+     * enum isob_call_kind: the gate around an empty function that counts
+     * its calls in trusted memory, inlined into the gate, called directly,
+     * or called through a pointer the untrusted side cannot write.  Each
+     * returns 0, or a negative errno for a refused call.  NULL where the
+     * mechanism has no such form (the switch benchmark then skips the
+     * variant and says so). */
+    long (*call_kind[ISOB_CALL_KINDS])(struct isob_comp *c);
 };
 
 /* The registry. */

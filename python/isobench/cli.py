@@ -303,8 +303,10 @@ BENCH_OPTIONS = (
      "pingpong, switch: payloads in bytes, 0 to 65536 (default 0,64,4096)"),
     ("--depth", validate.number_list, "LIST", "delegate: chain depths (default 1,2,4,8,16,32)"),
     ("--variant", validate.name_list, "LIST",
-     "delegate: threads, processes, copies; sched: threads, processes, seccomp, userns "
-     "(default: all)"),
+     "delegate: threads, processes, copies; sched: threads, processes, seccomp, userns; "
+     "switch: entry, inline, direct-call, indirect-call (ERIM's call kinds, an empty function "
+     "inlined, called directly or through a pointer: outside any compartment on direct, behind "
+     "the gate on mpk) (default: all)"),
     ("--workers", validate.number_list, "LIST", "sched: worker counts (default 1,2,4,16,64,256)"),
     ("--slice", validate.number_list, "LIST", "sched: slice lengths in us (default 10,100)"),
     ("--mode", validate.name_list, "LIST", "sched: yield, preempt (default: both)"),

@@ -6,8 +6,15 @@
  * (outside the timestamps, by counting mismatches inside the loop); a
  * single wrong result fails the whole result.
  *
- * For `direct` the three call kinds ERIM measured are added, on an empty
- * function outside any compartment: inlined, direct call, indirect call. */
+ * Variants (--variant, params "variant"): `entry`, the round trip above,
+ * and ERIM's three call kinds (Vahldiek-Oberwagner et al., USENIX Security
+ * 2019, section 6; Konrad 2023, Table 5.1): an empty function that counts
+ * its calls, inlined, called directly, or called through a pointer.  For
+ * `direct` the function is called outside any compartment (the plain
+ * call); a mechanism with a gate of its own (mechanism.h, call_kind: `mpk`)
+ * runs the same kinds behind its gate, so that "mpk X minus direct X" is
+ * what the gate adds to a call of kind X.  Payload 0 only.  A kind asked
+ * for a mechanism without it gives a skipped result that says so. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +47,13 @@ __attribute__((noinline)) static long erim_empty_call(uint64_t *calls)
 }
 
 static long (*volatile erim_empty_ptr)(uint64_t *) = erim_empty_call;
+
+/* The variants, in --variant's order; bit i of a mask is names[i]. */
+static const char *const switch_variant_names[] = {"entry", "inline", "direct-call",
+                                                   "indirect-call", NULL};
+#define SWITCH_V_ENTRY 0u
+/* Bit of call kind k (enum isob_call_kind) in a variant mask. */
+#define SWITCH_V_KIND(k) (1u << (1 + (k)))
 
 struct switch_run {
     struct isob_bench_ctx *ctx;
@@ -94,18 +108,61 @@ static void params_json(char *buf, size_t len, const struct switch_run *r)
         isob_samples_free(&s_);                                                        \
     } while (0)
 
-static void measure_erim_kinds(struct switch_run *r)
+static void measure_erim_kinds(struct switch_run *r, unsigned variants)
 {
     uint64_t calls = 0;
     long bad = 0;
     r->payload = 0;
-    r->variant = "inline";
-    SWITCH_MEASURE(r, bad += erim_empty_inline(&calls) != 0, NULL);
-    r->variant = "direct-call";
-    SWITCH_MEASURE(r, bad += erim_empty_call(&calls) != 0, NULL);
-    r->variant = "indirect-call";
-    SWITCH_MEASURE(r, bad += erim_empty_ptr(&calls) != 0, NULL);
+    if (variants & SWITCH_V_KIND(ISOB_KIND_INLINE)) {
+        r->variant = "inline";
+        SWITCH_MEASURE(r, bad += erim_empty_inline(&calls) != 0, NULL);
+    }
+    if (variants & SWITCH_V_KIND(ISOB_KIND_DIRECT_CALL)) {
+        r->variant = "direct-call";
+        SWITCH_MEASURE(r, bad += erim_empty_call(&calls) != 0, NULL);
+    }
+    if (variants & SWITCH_V_KIND(ISOB_KIND_INDIRECT_CALL)) {
+        r->variant = "indirect-call";
+        SWITCH_MEASURE(r, bad += erim_empty_ptr(&calls) != 0, NULL);
+    }
     isob_keep(calls);
+}
+
+/* ERIM's call kinds behind the mechanism's gate (call_kind), payload 0.
+ * Each call must return 0; a kind the mechanism lacks is skipped with the
+ * reason when it was asked for by name. */
+static void measure_gate_kinds(struct switch_run *r, struct isob_comp *c, unsigned variants,
+                               int asked)
+{
+    const struct isob_mechanism *m = c->mech;
+    r->payload = 0;
+    for (unsigned k = 0; k < ISOB_CALL_KINDS; k++) {
+        if (!(variants & SWITCH_V_KIND(k)))
+            continue;
+        r->variant = switch_variant_names[1 + k];
+        long (*kind)(struct isob_comp *) = m->call_kind[k];
+        if (!kind) {
+            if (asked) {
+                char params[256], reason[160];
+                params_json(params, sizeof params, r);
+                snprintf(reason, sizeof reason,
+                         "%s has no gate to call the %s kind through (direct and mpk have the call kinds)",
+                         m->name, r->variant);
+                isob_emit_result(r->ctx, "switch", params, NULL, NULL, "skipped", reason, NULL);
+            }
+            continue;
+        }
+        long bad = 0;
+        SWITCH_MEASURE(r, {
+            if (kind(c) != 0) {
+                bad++;
+                if (isob_comp_why(c))
+                    break;
+            }
+        }, isob_comp_why(c));
+        if (isob_comp_why(c))
+            return;
+    }
 }
 
 /* One call whose result must be WANT, counted in `bad` when it is not.
@@ -146,13 +203,29 @@ static int switch_payloads(const struct isob_bench_opts *o, uint64_t *out, char 
     return n;
 }
 
+/* The variants of --variant as a mask (every one when not given); 0 or
+ * -EINVAL with the reason in why. */
+static int switch_variants(const struct isob_bench_opts *o, unsigned *mask, char *why, size_t len)
+{
+    if (!o->variants) {
+        *mask = (1u << (1 + ISOB_CALL_KINDS)) - 1;
+        return 0;
+    }
+    return uk_list_names("switch: --variant", o->variants, switch_variant_names, mask, why, len)
+               ? -EINVAL
+               : 0;
+}
+
 static int switch_check(const struct isob_bench_opts *o, char *why, size_t len)
 {
     uint64_t payloads[SWITCH_MAX_PAYLOADS];
+    unsigned variants;
     if (o->nsizes) {
         snprintf(why, len, "switch: --sizes does not apply (message sizes are --payload)");
         return -EINVAL;
     }
+    if (switch_variants(o, &variants, why, len) != 0)
+        return -EINVAL;
     return switch_payloads(o, payloads, why, len) < 0 ? -EINVAL : 0;
 }
 
@@ -225,8 +298,13 @@ static int switch_run_placement(struct isob_bench_ctx *ctx, enum isob_placement 
         return 0;
     }
 
-    if (strcmp(m->name, "direct") == 0)
-        measure_erim_kinds(&r);
+    unsigned variants;
+    char why[160];
+    if (switch_variants(&ctx->opts, &variants, why, sizeof why) != 0)
+        variants = 0;  /* switch_check refused it before anything ran */
+    int direct = strcmp(m->name, "direct") == 0;
+    if (direct)
+        measure_erim_kinds(&r, variants);
 
     struct isob_comp *c;
     int rc = isob_comp_create(m, &spec, &c);
@@ -238,7 +316,10 @@ static int switch_run_placement(struct isob_bench_ctx *ctx, enum isob_placement 
         isob_emit_result(ctx, "switch", params, NULL, NULL, "failed", reason, NULL);
         return 0;
     }
-    measure_entry(&r, c);
+    if (!direct)
+        measure_gate_kinds(&r, c, variants, ctx->opts.variants != NULL);
+    if ((variants & (1u << SWITCH_V_ENTRY)) && !isob_comp_why(c))
+        measure_entry(&r, c);
     isob_comp_destroy(c);
     return 0;
 }
@@ -267,6 +348,10 @@ static int switch_run(struct isob_bench_ctx *ctx)
 static const struct isob_bench_option switch_options[] = {
     {"--payload", "bytes, 0 to 65536", "0,64,4096",
      "bytes the compartment reads from the shared buffer on each entry"},
+    {"--variant", "entry,inline,direct-call,indirect-call", "all the mechanism has",
+     "entry: the round trip; inline, direct-call, indirect-call: ERIM's call kinds, an empty "
+     "function inlined, called directly or through a pointer, outside any compartment (direct) "
+     "or behind the gate (mpk); payload 0"},
     {NULL, NULL, NULL, NULL},
 };
 

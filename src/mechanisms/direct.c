@@ -56,7 +56,8 @@ static void direct_destroy(struct isob_comp *c)
 
 const struct isob_mechanism isob_mech_direct = {
     .name = "direct",
-    .summary = "plain call through the entry table (baseline; no isolation)",
+    .summary = "plain call through the entry table (baseline; no isolation); switch variants: entry, "
+               "and ERIM's call kinds inline, direct-call, indirect-call (the plain calls)",
     .props = 0,
     .probe = isob_probe_always,
     .create = direct_create,

@@ -44,6 +44,9 @@
 #include "isobench/trusted.h"
 long isob_window_trusted_call(struct isob_trusted *t, unsigned entry, struct isob_msg *msg,
                               size_t cap);
+/* ERIM's call kinds behind the gate: the empty function the direct-call and
+ * indirect-call kinds call (window.c). */
+long isob_window_kind_empty(uint64_t *calls);
 extern const unsigned char isob_window_text[], isob_window_text_end[];
 
 #endif

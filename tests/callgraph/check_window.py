@@ -17,7 +17,16 @@ fails on
 
   - a call or jump whose target lies outside the trusted text (a PLT stub,
     a C library function, any other code of the program),
-  - an indirect call or jump (its target cannot be checked here),
+  - an indirect call or jump (its target cannot be checked here), but
+    one: the call of ERIM's indirect-call kind in the gate's text,
+    `call *MPK_SLOT_FN(%reg)` (gate.h), which reads its target from the
+    compartment's key-tagged slot page.  mpk.c writes that pointer once,
+    with isob_window_kind_empty, before the key is closed, and only code
+    inside the window can write it afterwards (tests/vm/mpk_kinds.c shows
+    the untrusted side's store fault, and a gate that reads the pointer
+    from ordinary memory lose): the walk follows it to that function,
+    and an indirect call of any other form, or outside the gate, stays a
+    finding,
   - any other control transfer but `ret` and `syscall` (int, sysenter, far
     calls and returns, xbegin, whose abort resumes at its operand),
   - a target that is not the start of an instruction, or code that runs
@@ -57,7 +66,13 @@ import sys
 
 RANGES = (("gate", "isob_mpk_gate_text", "isob_mpk_gate_text_end"),
           ("window", "isob_window_text", "isob_window_text_end"))
-ENTRIES = ("isob_mpk_op_inline", "isob_mpk_gate", "isob_mpk_close")
+ENTRIES = ("isob_mpk_op_inline", "isob_mpk_gate", "isob_mpk_close", "isob_mpk_kind_inline",
+           "isob_mpk_kind_direct", "isob_mpk_kind_indirect")
+# The indirect-call kind's call through the slot page: MPK_SLOT_FN of gate.h
+# (0x30) from the register that holds the slot's address, and the one
+# function mpk.c stores there.
+SLOT_FN_RE = re.compile(r"^\*0x30\(%r(?:[a-d]x|[sd]i|bp|8|9|1[0-5])\)$")
+SLOT_FN_TARGET = "isob_window_kind_empty"
 # Prefixes objdump prints before a mnemonic.
 PREFIXES = {"notrack", "bnd", "rep", "repz", "repe", "repnz", "repne", "lock", "data16",
             "addr32", "cs", "ds", "es", "ss", "fs", "gs"}
@@ -122,8 +137,10 @@ def split(insn):
     return SUFFIXED.get(words[0], words[0]), " ".join(words[1:])
 
 
-def walk(insns, ranges, entries):
-    """Visit everything reachable from entries; (findings, stats)."""
+def walk(insns, ranges, entries, slot_fn=None):
+    """Visit everything reachable from entries; (findings, stats).  slot_fn,
+    (gate_lo, gate_hi, target): the indirect-call kind's `call *0x30(%reg)`
+    inside [gate_lo, gate_hi) is a call to target (SLOT_FN_RE)."""
     order = sorted(insns)
     after = {a: order[i + 1] if i + 1 < len(order) else None for i, a in enumerate(order)}
 
@@ -143,6 +160,9 @@ def walk(insns, ranges, entries):
         where = f"{addr:#x} <{label}>: {insn}"
 
         def go(target_text, kind):
+            if (slot_fn and kind == "call" and slot_fn[0] <= addr < slot_fn[1]
+                    and SLOT_FN_RE.match(target_text)):
+                target_text = f"{slot_fn[2]:x} <{SLOT_FN_TARGET}>"
             if target_text.startswith("*"):
                 findings.append(f"{where}: an indirect {kind}, whose target cannot be checked")
                 return
@@ -294,7 +314,10 @@ def main():
         for e, addr in zip(ENTRIES, entries):
             if addr not in insns:
                 raise Unusable(f"{e} at {addr:#x} lies outside the trusted text")
-        findings, stats = walk(insns, ranges, entries)
+        if SLOT_FN_TARGET not in syms:
+            raise Unusable(f"{a.binary} has no {SLOT_FN_TARGET}")
+        gate = next(r for r in ranges if r[0] == "gate")
+        findings, stats = walk(insns, ranges, entries, (gate[1], gate[2], syms[SLOT_FN_TARGET]))
         for name, lo, hi in ranges:
             if name == "window":
                 findings += stray_pkru_writes(a.binary, lo, hi)

@@ -84,3 +84,39 @@ def test_path_inside_is_clean():
 def test_window_range_is_exactly_the_units_code(code, clean):
     found = check_window.unit_findings(0x1000, 0x1100, code, "window.o")
     assert (found == []) == clean, found
+
+
+# The indirect-call kind's one allowed indirect call: `call *0x30(%reg)`
+# (MPK_SLOT_FN) in the gate's text, followed to the slot's one function.
+SLOT_FN = (0x1000, 0x1100, 0x1080)
+
+
+def slot_listing(insn):
+    insns = listing("nop", insn)
+    insns[0x1080] = ("ret", "isob_window_kind_empty")
+    return insns
+
+
+def test_slot_pointer_call_in_the_gate_is_followed():
+    found, stats = check_window.walk(slot_listing("call   *0x30(%rcx)"), RANGES, [0x1000],
+                                     SLOT_FN)
+    assert found == []
+    assert "isob_window_kind_empty" in stats["functions"]
+
+
+@pytest.mark.parametrize("insn", [
+    "call   *0x28(%rcx)",          # another field of the slot
+    "call   *0x30(%rcx,%rax,8)",   # indexed: not the slot's field
+    "call   *%rcx",
+    "jmp    *0x30(%rcx)",          # a jump: not the gate's call
+    "call   *0x30(%rip)",          # ordinary memory the untrusted side may write
+])
+def test_other_indirect_calls_stay_findings(insn):
+    found, _ = check_window.walk(slot_listing(insn), RANGES, [0x1000], SLOT_FN)
+    assert any("indirect" in f for f in found), found
+
+
+def test_slot_pointer_call_outside_the_gate_is_a_finding():
+    found, _ = check_window.walk(slot_listing("call   *0x30(%rcx)"), RANGES, [0x1000],
+                                 (0x3000, 0x3100, 0x1080))
+    assert any("indirect" in f for f in found), found

@@ -219,3 +219,34 @@ def test_switch_payloads_are_its_own_option(real):
         out = subprocess.run([str(ISOB), "switch", "-m", "direct", *args, "--check"],
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 2 and says in out.stderr, out.stderr
+
+
+def test_switch_variants_are_its_own_option(real):
+    """--variant picks switch's variants: direct measures only the call kinds
+    named; mpk runs them behind its gate, or skips with the probe's reason
+    where the CPU has no PKU; a mechanism without a gate skips a kind named
+    for it and says why; an unknown variant is refused by isob."""
+    doc, p = real.json("run", "switch", "-m", "mpk", "--variant", "direct-call,indirect-call",
+                       "--quick", "--json", *FAST)
+    assert p.returncode == 0, p.stderr
+    direct = [r for r in doc["results"] if r["mechanism"] == "direct"]
+    assert sorted(r["params"]["variant"] for r in direct) == ["direct-call", "indirect-call"]
+    assert all(r["status"] == "ok" for r in direct)
+    mpk = [r for r in doc["results"] if r["mechanism"] == "mpk"]
+    assert mpk
+    if mpk[0]["status"] == "skipped":
+        assert len(mpk) == 1 and "PKU" in mpk[0]["reason"], mpk
+    else:
+        assert sorted(r["params"]["variant"] for r in mpk) == ["direct-call", "indirect-call"]
+        assert all(r["status"] == "ok" for r in mpk), mpk
+    out = subprocess.run([str(ISOB), "switch", "-m", "uthread", "--variant", "inline,entry",
+                          "--payload", "0", "--quick", "--n", "100"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    res = [json.loads(line) for line in out.stdout.splitlines() if '"type":"result"' in line]
+    assert [(r["params"]["variant"], r["status"]) for r in res] == [("inline", "skipped"),
+                                                                    ("entry", "ok")]
+    assert "uthread has no gate to call the inline kind through" in res[0]["reason"]
+    out = subprocess.run([str(ISOB), "switch", "-m", "direct", "--variant", "outline", "--check"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "switch: --variant: unknown value 'outline'" in out.stderr

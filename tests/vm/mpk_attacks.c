@@ -348,6 +348,7 @@ static void jump_once(const struct ctx *x, const struct isob_mpk_site *site,
 struct jump_attack {
     const struct isob_mechanism *mech;
     const struct jump_variant *jv;
+    uint32_t kind_gate;  /* 0: the gate of the view; else one of ERIM's call kinds' gates */
 };
 
 /* Every recorded instruction of the compartment's gate (and of the closing
@@ -359,9 +360,10 @@ static void a_jump_all(void *arg)
     struct ctx x;
     setup(&x, ja->mech);
     int n = 0, faulted = 0, returned = 0, bad = 0;
+    uint32_t gate = ja->kind_gate ? ja->kind_gate : x.v.gate;
     for (size_t i = 0; i < x.v.n_sites; i++) {
         const struct isob_mpk_site *s = &x.v.sites[i];
-        if (s->gate != x.v.gate && s->gate != MPK_GATE_CLOSE)
+        if (s->gate != gate && s->gate != MPK_GATE_CLOSE)
             continue;
         if (x.v.gate == MPK_GATE_BRIDGE && s->gate == MPK_GATE_CLOSE)
             continue;
@@ -665,7 +667,7 @@ void vm_attacks(const struct isob_mechanism *m, int legacy)
     vm_check("attack: a second thread rewrites the caller's stack during a call",
              a_stack_hijack, (void *)m, legacy ? VM_BREACH : VM_HELD);
     if (legacy) {
-        struct jump_attack close_jump = {m, &jump_variants[0]};
+        struct jump_attack close_jump = {m, &jump_variants[0], 0};
         vm_check("attack: jump to the closing WRPKRU (EAX and other registers = open PKRU)",
                  a_jump_close, &close_jump, VM_BREACH);
         return;
@@ -706,7 +708,24 @@ void vm_attacks(const struct isob_mechanism *m, int legacy)
         char name[200], vn[100];
         variant_name(&jump_variants[i], vn, sizeof vn);
         snprintf(name, sizeof name, "attack: jump to every gate instruction (%s)", vn);
-        struct jump_attack ja = {m, &jump_variants[i]};
+        struct jump_attack ja = {m, &jump_variants[i], 0};
         vm_check(name, a_jump_all, &ja, VM_HELD);
     }
+    /* The gates of ERIM's call kinds (mpk's call_kind): the same jumps. */
+    static const struct {
+        uint32_t gate;
+        const char *what;
+    } kinds[] = {{MPK_GATE_KIND_INLINE, "inline"},
+                 {MPK_GATE_KIND_DIRECT, "direct-call"},
+                 {MPK_GATE_KIND_INDIRECT, "indirect-call"}};
+    for (size_t k = 0; m->call_kind[0] && k < sizeof kinds / sizeof kinds[0]; k++)
+        for (size_t i = 0; i < N_JUMP_VARIANTS; i++) {
+            char name[240], vn[100];
+            variant_name(&jump_variants[i], vn, sizeof vn);
+            snprintf(name, sizeof name,
+                     "attack: jump to every instruction of the %s call kind's gate (%s)",
+                     kinds[k].what, vn);
+            struct jump_attack ja = {m, &jump_variants[i], kinds[k].gate};
+            vm_check(name, a_jump_all, &ja, VM_HELD);
+        }
 }

@@ -11,6 +11,9 @@
  *  - the GOT/PLT attack on the window (mpk_window.c) on both, which must be
  *    stopped, and on both again in mpk_init_leaky (this program linked
  *    with the leaky window build), where it must win;
+ *  - ERIM's call kinds behind mpk's gate (mpk_kinds.c): each runs once and
+ *    returns the right value; the indirect-call kind's pointer attacked,
+ *    held on mpk and lost by a test-only copy whose pointer is writable;
  *  - the ways back into the window through the kernel (mpk_kernel.c):
  *    rseq, signals and rt_sigreturn, not defended, each with a control;
  *  - `isob switch` on both, from a static isob copied into the guest as
@@ -362,7 +365,8 @@ static void json_str(const char *line, const char *key, char *buf, size_t len)
 
 /* Run /isob switch on one mechanism; each result line becomes one comment
  * line with its median, labelled as evidence of function.  Passes when
- * isob exited 0 with an ok result for each of the three payloads. */
+ * isob exited 0 with an ok `entry` result for each of the three payloads,
+ * and, for mpk, an ok result for each of ERIM's three call kinds. */
 static void c_isob_switch(void *arg)
 {
     const char *mech = arg;
@@ -387,7 +391,7 @@ static void c_isob_switch(void *arg)
     EXPECT(f != NULL);
     char *line = NULL;
     size_t cap = 0;
-    int ok_payloads = 0;
+    int ok_payloads = 0, ok_kinds = 0;
     while (getline(&line, &cap, f) > 0) {
         if (!strstr(line, "\"type\":\"result\""))
             continue;
@@ -411,6 +415,10 @@ static void c_isob_switch(void *arg)
         if (strcmp(status, "ok") == 0 && strcmp(variant, "entry") == 0 && n > 0 &&
             (payload == 0 || payload == 64 || payload == 4096))
             ok_payloads++;
+        if (strcmp(status, "ok") == 0 && n > 0 && payload == 0 &&
+            (strcmp(variant, "inline") == 0 || strcmp(variant, "direct-call") == 0 ||
+             strcmp(variant, "indirect-call") == 0))
+            ok_kinds++;
     }
     free(line);
     fclose(f);
@@ -420,6 +428,8 @@ static void c_isob_switch(void *arg)
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         vm_fail(__LINE__, "isob switch -m %s ended with status %#x", mech, st);
     EXPECT_EQ(ok_payloads, 3);
+    /* ERIM's call kinds: mpk has its gate's three, mpk-bridge none. */
+    EXPECT_EQ(ok_kinds, strcmp(mech, "mpk") == 0 ? 3 : 0);
 }
 
 /* ---- isob scrape ------------------------------------------------------ */
@@ -555,6 +565,8 @@ int main(int argc, char **argv)
 
     run_mechanism("mpk");
     run_mechanism("mpk-bridge");
+    prefix = "mpk";
+    vm_kind_checks();
 
     /* The gate as it was must lose every one of these attacks: that is
      * what shows each attack can fail. */

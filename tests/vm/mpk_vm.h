@@ -71,6 +71,11 @@ void vm_window_attack(const struct isob_mechanism *m, int target);
  * signals, rt_sigreturn, against compartments of m. */
 void vm_kernel_attacks(const struct isob_mechanism *m);
 
+/* ERIM's call kinds behind mpk's gate (mpk_kinds.c): each runs once and
+ * returns the right value; the indirect-call kind's pointer attacked, and
+ * a copy of that gate with the pointer in ordinary memory losing. */
+void vm_kind_checks(void);
+
 /* mpk_attack_x86.S.  The register state a jump into gate code starts with:
  * every general register but rsp from here, rsp on a fake stack whose
  * every word is the address of vm_jump_land. */

@@ -114,6 +114,11 @@ OUTPUT_PARAMS = frozenset({
 # mechanism has (wasm's "checks") are not looked at.
 BASELINE_IGNORED = frozenset({"placement"})
 BASELINE_FIXED: dict[str, dict[str, Any]] = {"switch": {"variant": "entry"}}
+# ...except ERIM's call kinds of switch (a gate around an empty function
+# inlined, called directly or through a pointer: mpk's): their baseline is
+# direct's same kind, the plain call (analysis/callkinds.py subtracts it).
+BASELINE_OWN_VARIANT: dict[str, frozenset[str]] = {
+    "switch": frozenset({"inline", "direct-call", "indirect-call"})}
 
 # The params that make two numbers different populations: a number is
 # averaged or compared only with numbers that agree in all of them (and in
@@ -314,7 +319,8 @@ def find_baseline(cfg: Config, configs: Sequence[Config]) -> Config | None:
     if not needs_baseline(cfg):
         return None
     want = {k: v for k, v in cfg.params.items() if k not in BASELINE_IGNORED}
-    want.update(BASELINE_FIXED.get(cfg.benchmark, {}))
+    if cfg.params.get("variant") not in BASELINE_OWN_VARIANT.get(cfg.benchmark, ()):
+        want.update(BASELINE_FIXED.get(cfg.benchmark, {}))
     found = [c for c in configs
              if c.benchmark == cfg.benchmark and c.mechanism == BASELINE and c.unit == cfg.unit
              and all(want.get(k, _MISSING) == v for k, v in c.params.items()

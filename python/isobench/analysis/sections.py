@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from . import inspect, kv, lwc, lwcserve, microkernel, oslat, workloads
+from . import callkinds, inspect, kv, lwc, lwcserve, microkernel, oslat, workloads
 from .runs import RunData
 
 Builder = Callable[[RunData, Mapping], "dict | None"]
@@ -40,6 +40,8 @@ SECTIONS: tuple[tuple[str, Builder], ...] = (
     ("lwc-serve", lwcserve.build),
     # ERIM's binary inspection (docs/inspect.md).
     ("inspect", inspect.build),
+    # ERIM's call kinds: what the gate adds to each (switch; docs/mechanisms.md).
+    ("switch-call-kinds", callkinds.build),
 )
 
 

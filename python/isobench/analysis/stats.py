@@ -744,6 +744,50 @@ def ratio_interval(values: Sequence[float], base: Sequence[float], resolution: f
                         "Welch t interval of the log ratio over repetitions")
 
 
+def difference_interval(values: Sequence[float], base: Sequence[float], resolution: float = 0.0,
+                        base_resolution: float = 0.0,
+                        level: float = CI_LEVEL) -> Interval | None:
+    """Welch t interval of mean(values) - mean(base), two independent sets of
+    repetition values (one per process), on the linear scale: what one
+    configuration adds to another (a gate around a call minus the plain
+    call).  The statistical part is Welch's t on the sample variances over
+    n (Welch-Satterthwaite degrees of freedom); each side's resolution (the
+    step its values were read in) adds a systematic variance
+    resolution^2 / 12 that no number of repetitions divides, combined as
+    log_interval combines it (systematic_half_width).  None below
+    MIN_REPS_FOR_INTERVAL values a side.  The difference itself is
+    difference(values, base); tests/python/test_difference.py shows the
+    coverage by simulation."""
+    if len(values) < MIN_REPS_FOR_INTERVAL or len(base) < MIN_REPS_FOR_INTERVAL:
+        return None
+    centre = difference(values, base)
+    parts, dfs = [], []
+    for xs in (values, base):
+        m = math.fsum(xs) / len(xs)
+        var = math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+        parts.append(var / len(xs))
+        dfs.append(len(xs) - 1)
+    var = math.fsum(parts)
+    df = math.inf
+    if var > 0.0:
+        df = var ** 2 / math.fsum(p ** 2 / d for p, d in zip(parts, dfs) if p > 0)
+    stat = t_quantile(1.0 - (1.0 - level) / 2.0, df) * math.sqrt(var) if var > 0 else 0.0
+    sys_half = systematic_half_width([r * r / 12.0 for r in (resolution, base_resolution)],
+                                     level)
+    half = math.hypot(stat, sys_half)
+    return Interval(centre - half, centre + half, level,
+                    "Welch t interval of the difference of means over repetitions",
+                    len(values) + len(base))
+
+
+def difference(values: Sequence[float], base: Sequence[float]) -> float:
+    """mean(values) - mean(base): the central value difference_interval is
+    built around (the arithmetic mean, as a difference of durations adds)."""
+    if not values or not base:
+        raise ValueError("difference of nothing")
+    return math.fsum(values) / len(values) - math.fsum(base) / len(base)
+
+
 # ---- ratios and overheads: ONE rule, in units.py; averages of them here ----
 
 def geomean(values: Sequence[float]) -> float:

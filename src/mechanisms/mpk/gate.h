@@ -29,6 +29,8 @@
 #define MPK_SLOT_MSG 16       /* struct isob_msg *: the shared buffer */
 #define MPK_SLOT_CAP 24       /* uint64: bytes of msg->data */
 #define MPK_SLOT_STACK 32     /* the trusted stack's top, 16-byte aligned */
+#define MPK_SLOT_CALLS 40     /* uint64: calls of ERIM's call kinds (the gate's KIND bodies) */
+#define MPK_SLOT_FN 48        /* long (*)(uint64_t *): what the indirect-call kind calls */
 
 /* Offset of the slot index in the compartment descriptor (struct mpk_comp):
  * right after struct isob_comp, which holds two 8-byte members and the
@@ -44,6 +46,10 @@
 #define MPK_GATE_INLINE 0
 #define MPK_GATE_BRIDGE 1
 #define MPK_GATE_CLOSE 2   /* isob_mpk_close: the closing sequence alone */
+#define MPK_GATE_KIND_INLINE 3    /* isob_mpk_kind_inline: ERIM's call kinds */
+#define MPK_GATE_KIND_DIRECT 4    /* isob_mpk_kind_direct */
+#define MPK_GATE_KIND_INDIRECT 5  /* isob_mpk_kind_indirect */
+#define MPK_GATE_COUNT 6
 #define MPK_ROLE_INSN 0
 #define MPK_ROLE_OPEN 1    /* the opening WRPKRU */
 #define MPK_ROLE_CLOSE 2   /* a closing WRPKRU */

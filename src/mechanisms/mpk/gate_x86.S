@@ -26,8 +26,10 @@
  *     caller's stack pointer and the slot's address there, clear the
  *     direction flag (the trusted code's string instructions assume it
  *     clear, and the caller chose it), and call the trusted code with the
- *     trusted state, the shared buffer and its size from the slot.  The
- *     trusted code called is the window copy (src/trusted/window.c): no
+ *     trusted state, the shared buffer and its size from the slot (the
+ *     gates of ERIM's call kinds run one of their bodies instead: BODY_*
+ *     below).  The trusted code called is the window copy
+ *     (src/trusted/window.c): no
  *     instruction outside this file and that copy runs until step 5 has
  *     closed the key (tests/callgraph checks the built binary), unless
  *     the kernel moves the thread elsewhere (rseq, signals: not defended,
@@ -65,9 +67,44 @@
     SITE    \g, MPK_ROLE_INSN, jne 4b
     .endm
 
+/* What runs behind the gate, on the trusted stack with the slot's address
+ * in rcx: BODY_ENTRY calls the trusted entry r11d with the trusted state,
+ * the buffer and its size from the slot; the other three are ERIM's call
+ * kinds (Vahldiek-Oberwagner et al. 2019, section 6; Konrad 2023, Table
+ * 5.1), an empty function that counts its calls in the slot: inlined into
+ * the gate, called directly, or called through the pointer in the slot's
+ * MPK_SLOT_FN.  That pointer lives in the key-tagged slot page, which the
+ * untrusted side can neither read nor write: a pointer in memory it can
+ * write would let it choose code that runs with the key open
+ * (tests/vm/mpk_kinds.c shows a gate that reads it from ordinary memory
+ * lose).  Each leaves its result in rax. */
+    .macro  BODY_ENTRY g
+    SITE    \g, MPK_ROLE_INSN, movq MPK_SLOT_TABLE(%rcx), %rdi
+    SITE    \g, MPK_ROLE_INSN, movl %r11d, %esi
+    SITE    \g, MPK_ROLE_INSN, movq MPK_SLOT_MSG(%rcx), %rdx
+    SITE    \g, MPK_ROLE_INSN, movq MPK_SLOT_CAP(%rcx), %rcx
+    SITE    \g, MPK_ROLE_INSN, call isob_window_trusted_call
+    .endm
+
+    .macro  BODY_INLINE g
+    SITE    \g, MPK_ROLE_INSN, incq MPK_SLOT_CALLS(%rcx)
+    SITE    \g, MPK_ROLE_INSN, xorl %eax, %eax
+    .endm
+
+    .macro  BODY_DIRECT g
+    SITE    \g, MPK_ROLE_INSN, leaq MPK_SLOT_CALLS(%rcx), %rdi
+    SITE    \g, MPK_ROLE_INSN, call isob_window_kind_empty
+    .endm
+
+    .macro  BODY_INDIRECT g
+    SITE    \g, MPK_ROLE_INSN, leaq MPK_SLOT_CALLS(%rcx), %rdi
+    SITE    \g, MPK_ROLE_INSN, call *MPK_SLOT_FN(%rcx)
+    .endm
+
 /* The whole gate: slot index in r10d, entry number in r11d (both untrusted);
- * the entry's result in rax.  Clobbers only caller-saved registers. */
-    .macro  GATE g
+ * the result of `body` (one of the BODY_ macros above) in rax.  Clobbers
+ * only caller-saved registers. */
+    .macro  GATE g, body=BODY_ENTRY
 1:
     SITE    \g, MPK_ROLE_INSN, andl $(MPK_SLOTS - 1), %r10d
     SITE    \g, MPK_ROLE_INSN, leal (%r10,%r10), %ecx
@@ -94,11 +131,7 @@
     SITE    \g, MPK_ROLE_INSN, pushq %rcx
     SITE    \g, MPK_ROLE_INSN, pushq %rax
     SITE    \g, MPK_ROLE_INSN, cld
-    SITE    \g, MPK_ROLE_INSN, movq MPK_SLOT_TABLE(%rcx), %rdi
-    SITE    \g, MPK_ROLE_INSN, movl %r11d, %esi
-    SITE    \g, MPK_ROLE_INSN, movq MPK_SLOT_MSG(%rcx), %rdx
-    SITE    \g, MPK_ROLE_INSN, movq MPK_SLOT_CAP(%rcx), %rcx
-    SITE    \g, MPK_ROLE_INSN, call isob_window_trusted_call
+    \body   \g
     SITE    \g, MPK_ROLE_INSN, popq %rdx
     SITE    \g, MPK_ROLE_INSN, popq %rcx
     SITE    \g, MPK_ROLE_INSN, movl $0, MPK_SLOT_BUSY(%rcx)
@@ -118,6 +151,7 @@
      * target is the window copy of the trusted code (src/trusted/window.c),
      * which calls nothing outside itself and the kernel. */
     .hidden isob_window_trusted_call
+    .hidden isob_window_kind_empty
 
 /* The gate states: MPK_SLOTS pages, one per key (gate.h).  They sit in a
  * section of their own that is not writable in the file: a leak checker
@@ -168,6 +202,29 @@ isob_mpk_gate:
     ret
     .cfi_endproc
     .size   isob_mpk_gate, .-isob_mpk_gate
+
+/* long isob_mpk_kind_inline(struct isob_comp *c) and its two siblings: the
+ * same gate as isob_mpk_op_inline, around ERIM's call kinds instead of an
+ * entry (the switch benchmark's variants inline, direct-call and
+ * indirect-call of `mpk`). */
+    .macro  KIND name, g, body
+    .p2align 4
+    .globl  \name
+    .hidden \name
+    .type   \name, @function
+\name:
+    .cfi_startproc
+    movl    MPK_COMP_SLOT(%rdi), %r10d
+    xorl    %r11d, %r11d
+    GATE    \g, \body
+    ret
+    .cfi_endproc
+    .size   \name, .-\name
+    .endm
+
+    KIND    isob_mpk_kind_inline, MPK_GATE_KIND_INLINE, BODY_INLINE
+    KIND    isob_mpk_kind_direct, MPK_GATE_KIND_DIRECT, BODY_DIRECT
+    KIND    isob_mpk_kind_indirect, MPK_GATE_KIND_INDIRECT, BODY_INDIRECT
 
 /* void isob_mpk_close(void): the closing sequence alone, for set-up code
  * that ends with a key open (pkey_alloc opens a new key in its thread). */

@@ -15,6 +15,11 @@
  * `mpk` is the gate in the call op's own body; `mpk-bridge`'s call op calls
  * the gate as a separate function, as ERIM's call through a function does.
  * Both are reached, like every mechanism, through the ops table's pointer.
+ * `mpk` also has ERIM's call kinds (call_kind: the same gate around an
+ * empty function inlined, called directly, or called through a pointer in
+ * the slot page); `mpk-bridge` has not, as the kinds differ only behind
+ * the gate, which both share: one set of them maps each of ERIM's rows to
+ * one local configuration.
  *
  * The trusted code the gate runs is the window copy (src/trusted/window.c):
  * it calls nothing outside itself and the kernel, so that no instruction
@@ -85,6 +90,8 @@ struct mpk_slot {
     struct isob_msg *msg;
     uint64_t cap;              /* bytes of msg->data */
     void *stack_top;
+    uint64_t calls;            /* calls of ERIM's call kinds */
+    long (*fn)(uint64_t *);    /* what the indirect-call kind calls */
 };
 _Static_assert(offsetof(struct mpk_slot, pkru_open) == MPK_SLOT_PKRU_OPEN, "gate.h");
 _Static_assert(offsetof(struct mpk_slot, busy) == MPK_SLOT_BUSY, "gate.h");
@@ -92,6 +99,8 @@ _Static_assert(offsetof(struct mpk_slot, t) == MPK_SLOT_TABLE, "gate.h");
 _Static_assert(offsetof(struct mpk_slot, msg) == MPK_SLOT_MSG, "gate.h");
 _Static_assert(offsetof(struct mpk_slot, cap) == MPK_SLOT_CAP, "gate.h");
 _Static_assert(offsetof(struct mpk_slot, stack_top) == MPK_SLOT_STACK, "gate.h");
+_Static_assert(offsetof(struct mpk_slot, calls) == MPK_SLOT_CALLS, "gate.h");
+_Static_assert(offsetof(struct mpk_slot, fn) == MPK_SLOT_FN, "gate.h");
 
 /* The compartment descriptor, in ordinary memory: the gate reads only
  * `slot` from it; the rest serves shared() and destroy(). */
@@ -122,7 +131,13 @@ __attribute__((constructor)) static void mpk_slots_seal(void)
 /* gate_x86.S. */
 long isob_mpk_op_inline(struct isob_comp *c, unsigned entry);
 long isob_mpk_gate(unsigned slot, unsigned entry);
+long isob_mpk_kind_inline(struct isob_comp *c);
+long isob_mpk_kind_direct(struct isob_comp *c);
+long isob_mpk_kind_indirect(struct isob_comp *c);
 void isob_mpk_close(void);
+/* The window copy's empty function (src/trusted/window.c), the only value
+ * the slot's indirect-call pointer ever holds. */
+__attribute__((visibility("hidden"))) long isob_window_kind_empty(uint64_t *calls);
 extern const unsigned char isob_mpk_gate_text[], isob_mpk_gate_text_end[];
 extern const struct isob_mpk_site __start_isob_mpk_sites[], __stop_isob_mpk_sites[];
 
@@ -228,6 +243,8 @@ static int mpk_create(const struct isob_comp_spec *spec, struct isob_comp **out)
         slot->msg = m->msg;
         slot->cap = m->base.data_cap;
         slot->stack_top = heap;
+        slot->calls = 0;
+        slot->fn = isob_window_kind_empty;
         slot->busy = 0;
         /* Last: until this value is in place the gate's check fails and
          * loops back to a read that cannot pass either. */
@@ -295,12 +312,15 @@ int isob_mpk_test_view(struct isob_comp *c, struct isob_mpk_view *v)
     v->descriptor = m;
     v->descriptor_len = sizeof *m;
     v->gate = c->mech->call == isob_mpk_op_inline ? MPK_GATE_INLINE : MPK_GATE_BRIDGE;
+    v->kind_calls = (uint64_t *)(void *)((unsigned char *)v->gate_state + MPK_SLOT_CALLS);
+    v->kind_fn = (void **)(void *)((unsigned char *)v->gate_state + MPK_SLOT_FN);
     v->sites = __start_isob_mpk_sites;
     v->n_sites = (size_t)(__stop_isob_mpk_sites - __start_isob_mpk_sites);
     return 0;
 }
 
 #define MPK_CALL isob_mpk_op_inline
+#define MPK_KINDS {isob_mpk_kind_inline, isob_mpk_kind_direct, isob_mpk_kind_indirect}
 
 #else /* !__x86_64__ */
 
@@ -328,6 +348,8 @@ static long mpk_call(struct isob_comp *c, unsigned entry)
 
 #define MPK_CALL mpk_call
 #define mpk_bridge_call mpk_call
+/* No gate, no call kinds: switch skips them with the probe's reason. */
+#define MPK_KINDS {NULL, NULL, NULL}
 
 static struct isob_msg *mpk_shared(struct isob_comp *c)
 {
@@ -375,7 +397,8 @@ int isob_mpk_test_view(struct isob_comp *c, struct isob_mpk_view *v)
 
 const struct isob_mechanism isob_mech_mpk = {
     .name = "mpk",
-    .summary = "Intel MPK: trusted heap and stack under their own pkey; ERIM's checked WRPKRU gate in the call op",
+    .summary = "Intel MPK: trusted heap and stack under their own pkey; ERIM's checked WRPKRU gate in the call op "
+               "(switch variants: entry, and ERIM's call kinds inline, direct-call, indirect-call behind the gate)",
     .props = ISOB_ISOLATES_MEMORY,
     .result_params = "\"gate\":\"inline\"",
     .fault_code = SEGV_PKUERR,
@@ -384,6 +407,7 @@ const struct isob_mechanism isob_mech_mpk = {
     .call = MPK_CALL,
     .shared = mpk_shared,
     .destroy = mpk_destroy,
+    .call_kind = MPK_KINDS,
 };
 
 const struct isob_mechanism isob_mech_mpk_bridge = {

@@ -45,6 +45,10 @@ struct isob_mpk_view {
                                     * side runs on the caller's stack */
     const void *descriptor;
     size_t descriptor_len;
+    /* ERIM's call kinds (mpk only; NULL elsewhere): the slot's call count
+     * and the pointer the indirect-call kind calls through. */
+    uint64_t *kind_calls;
+    void **kind_fn;
     /* The gate's instructions (every one, or only its WRPKRUs). */
     uint32_t gate;                 /* which gate of the sites c uses */
     const struct isob_mpk_site *sites;
