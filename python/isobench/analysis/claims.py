@@ -131,6 +131,6 @@ def judge(claim_id: str, measured: Mapping | None, what: str = "", here: str = "
 
 
 # What stands for lwC here, said beside every verdict on an lwC claim.
-LWC_HERE = ("here, lwC is isobench's emulation on stock Linux (a context is a forked process, "
+LWC_HERE = ("Here, lwC is isobench's emulation on stock Linux (a context is a forked process, "
             "a switch a futex handoff, docs/lwc.md), not lwC's in-kernel context: the verdict "
             "is about the emulation")
