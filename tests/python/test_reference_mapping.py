@@ -122,7 +122,10 @@ def test_a_figure_that_repeats_another_has_no_local_row_of_its_own():
             if r.id.startswith(("erim-gate-", "konrad-erim-gate-", "konrad-erim-tsc-gate-"))}
     assert gate["erim-gate-direct"] == ("mpk", "direct-call")
     assert gate["erim-gate-indirect"] == ("mpk", "indirect-call")
-    assert gate["konrad-erim-gate-inlined"] == ("mpk", "entry")
+    # ERIM's WRPKRU INLINED: the gate with the inlined body (mpk's `inline`
+    # kind), not the gate around the trusted entry (`entry`).
+    assert gate["konrad-erim-gate-inlined"] == ("mpk", "inline")
+    assert gate["erim-gate-inlined"] == ("mpk", "inline")
 
 
 def test_erim_figures_are_tsc_ticks_and_say_so():
