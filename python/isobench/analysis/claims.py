@@ -54,8 +54,8 @@ class Claim:
 
     def range_text(self) -> str:
         if math.isinf(self.high):
-            return f">= {self.low:g}"
-        return f"{self.low:g}..{self.high:g}"
+            return f">= {self.low:.3g}"
+        return f"{self.low:.3g}..{self.high:.3g}"
 
     def as_dict(self) -> dict:
         d = asdict(self)
