@@ -63,7 +63,8 @@ def test_license_and_citation_are_there():
     assert "cff-version: 1.2.0" in cff and "license: MIT" in cff
 
 
-SEEDS = (REPO / "docs" / "seeds.md").read_text()
+SEEDS_ALL = (REPO / "docs" / "seeds.md").read_text()
+SEEDS = SEEDS_ALL.split("## Claims judged here")[0]  # the experiments' tables
 STATUSES = ("runs", "partly", "not", "reference only", "in progress")
 
 
@@ -76,6 +77,10 @@ def test_the_sources_table_gives_every_experiment_a_status_and_is_linked():
         assert len(cells) == 3, line  # a | inside a cell would split it
         assert cells[1].startswith(STATUSES), line
     assert "docs/seeds.md" in README
+    # The claims judged are listed too, each with its section.
+    claims_part = SEEDS_ALL.split("## Claims judged here")[1]
+    for section in ("refmon", "lwc-serve", "lwc-switch"):
+        assert f"| {section} |" in claims_part
 
 
 # Notes outside the repository a user does not have; cite the papers (section,
