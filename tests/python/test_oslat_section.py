@@ -313,3 +313,12 @@ def test_report_sets_seimi_table_iv_beside_switch_per_hop_once(tmp_path):
     assert "2.05 us, one-way" in rows
     assert "median of work.switch_per_hop" in rows["2.05 us, one-way"][5]
     assert not any(k.startswith("2.46 ") for k in rows)  # SEIMI's: no local row
+
+
+def test_seimi_figures_in_seimis_digits(tmp_path):
+    s = _doc(tmp_path)["sections"]["oslat"]
+    t = _table(s, "V")
+    line = next(r for r in render_oslat.rows(t) if r[0].strip() == "* file 0K create")
+    heads = render_oslat.headers(t)
+    i = heads.index("pub. native us")
+    assert line[i:i + 2] == ["5.4717", "6.9623"]  # not 5.47 and 6.96
