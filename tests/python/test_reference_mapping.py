@@ -179,6 +179,12 @@ def test_reference_command_prints_the_source_digits(isobench):
     assert p.returncode == 0
     assert "11041.67" in p.stdout and "11,041.7" not in p.stdout
     assert "3.80 (sd 0.00)" in p.stdout and "sd 0)" not in p.stdout
+    doc, p = isobench.json("reference", "--json")
+    by = {r["id"]: r for r in doc["references"]}
+    assert by["konrad-lwc-switch-us"]["value_text"] == "3.80"
+    assert by["konrad-lwc-switch-us"]["spread_text"] == "0.00"
+    assert by["konrad-cmp-erim"]["per"] == "round trip"
+    assert by["konrad-gate-overhead-low"]["derived"].startswith("Table 5.1 (v)")
 
 
 def test_a_value_that_is_not_a_number_is_one_clear_error(tmp_path):
