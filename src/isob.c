@@ -78,6 +78,10 @@ static void usage(FILE *f)
         "  --check             check the benchmark's options as a run would, measure\n"
         "                      nothing: exit 0, or 2 with the reason\n"
         "  --limit N           scale only: most compartments to create [1000]\n"
+        "  --reading LIST      kv: per-request (two counter readings around every get),\n"
+        "                      per-pass (two around a whole pass of gets, divided by\n"
+        "                      their count: Konrad's protocol, the reading's cost\n"
+        "                      shared out); both: one get phase each [per-request]\n"
         "  --iterations N      kv: measured passes per size [enough for --n gets, at least 3];\n"
         "                      cpuwork: iterations per trial [1e8, Morello's; --quick: 1e6]\n"
         "  --seed S            kv only: seed of keys, values and read orders [%d]\n"
@@ -400,7 +404,7 @@ enum { OPT_N = 256, OPT_WARMUP, OPT_BATCH_K, OPT_BATCH_REPS, OPT_EMPTY_N, OPT_QU
        OPT_PLACEMENT, OPT_CPU, OPT_COUNTER, OPT_SCOPE, OPT_PRIMITIVE, OPT_JSON, OPT_VERSION,
        OPT_SIZES, OPT_ITERATIONS, OPT_SEED, OPT_CONFINE, OPT_LIMITS, OPT_TARGET, OPT_MAX_BYTES,
        OPT_PTRACE_PAGES, OPT_LIMIT, OPT_PROTECT, OPT_PAYLOAD, OPT_DEPTH, OPT_VARIANT, OPT_WORKERS,
-       OPT_SLICE, OPT_MODE, OPT_CPUS, OPT_CHECK, OPT_PID };
+       OPT_SLICE, OPT_MODE, OPT_CPUS, OPT_CHECK, OPT_PID, OPT_READING };
 
 int main(int argc, char **argv)
 {
@@ -428,6 +432,7 @@ int main(int argc, char **argv)
         {"workers", required_argument, 0, OPT_WORKERS}, {"slice", required_argument, 0, OPT_SLICE},
         {"mode", required_argument, 0, OPT_MODE}, {"cpus", required_argument, 0, OPT_CPUS},
         {"check", no_argument, 0, OPT_CHECK}, {"pid", required_argument, 0, OPT_PID},
+        {"reading", required_argument, 0, OPT_READING},
         {0, 0, 0, 0},
     };
     struct isob_bench_opts o = {
@@ -492,6 +497,7 @@ int main(int argc, char **argv)
         case OPT_MODE: o.modes = optarg; break;
         case OPT_CPUS: o.cpus = optarg; break;
         case OPT_PID: o.pid = optarg; break;
+        case OPT_READING: o.reading = optarg; break;
         case OPT_SIZES: o.nsizes = parse_sizes(optarg, o.sizes); break;
         case OPT_ITERATIONS: o.iterations = parse_count("--iterations", optarg); break;
         case OPT_LIMIT: o.limit = parse_count("--limit", optarg); break;
@@ -570,6 +576,7 @@ int main(int argc, char **argv)
         {"--protect", o.protect}, {"--payload", o.payloads}, {"--depth", o.depths},
         {"--variant", o.variants}, {"--workers", o.workers}, {"--slice", o.slices},
         {"--mode", o.modes}, {"--cpus", o.cpus}, {"--pid", o.pid},
+        {"--reading", o.reading},
     };
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
         if (own[i].value && !isob_bench_takes(b, own[i].name)) {

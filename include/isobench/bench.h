@@ -41,6 +41,7 @@ struct isob_bench_opts {
     const char *modes;         /* --mode: sched's yield or preempt */
     const char *cpus;          /* --cpus: sched's one CPU or all CPUs */
     const char *pid;           /* --pid: inspect's target process, or NULL for isob itself */
+    const char *reading;       /* --reading: kv's counter readings, per-request and/or per-pass */
 };
 
 /* An option only some benchmarks take: isob refuses it for the others,

@@ -55,8 +55,12 @@
 #define LWC_MAX_HANDLES 65536
 /* Spec entries one lwc_create takes. */
 #define LWC_MAX_SPEC 64
-/* Regions lwc_alloc_shared keeps track of per process. */
-#define LWC_MAX_SHARED 64
+/* Regions lwc_alloc_shared keeps track of per process: a table of
+ * LWC_SHARED_FIRST slots that doubles as it fills, up to LWC_MAX_SHARED
+ * (then lwc_alloc_shared fails with ENOSPC and lwc_limit_why says so).
+ * Each region holds a descriptor, so RLIMIT_NOFILE usually binds first. */
+#define LWC_SHARED_FIRST 64
+#define LWC_MAX_SHARED 65536
 /* Words of the arguments a switch carries. */
 #define LWC_MSG_WORDS 8
 /* Bytes of lwc_why's text. */
@@ -142,6 +146,14 @@ pid_t lwc_pid(int lwc);
 
 /* How a context ended ("died: signal 9 (Killed)"), or NULL while it lives. */
 const char *lwc_why(int lwc);
+/* Why the last lwc_alloc_shared failed, where the cause was a limit (the
+ * library's table, or the process's or system's descriptor limit): what
+ * limit, where, how to raise it.  NULL after a success or another failure. */
+const char *lwc_limit_why(void);
+/* The most regions the table may grow to, LWC_SHARED_FIRST to
+ * LWC_MAX_SHARED (the default); a table already larger keeps its slots.
+ * 0 or -EINVAL. */
+int lwc_shared_limit(size_t max);
 
 /* The signal that ended a context, 0 if none did (or it lives). */
 int lwc_termsig(int lwc);

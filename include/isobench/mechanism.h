@@ -134,6 +134,10 @@ struct isob_mechanism {
      * mechanism has no such form (the switch benchmark then skips the
      * variant and says so). */
     long (*call_kind[ISOB_CALL_KINDS])(struct isob_comp *c);
+    /* Optional: why the last create failed, where it failed at a limit the
+     * mechanism knows of (a table of its own, the descriptor limit): what
+     * limit, where, how to raise it.  NULL: the errno says all it knows. */
+    const char *(*limit_why)(void);
 };
 
 /* The registry. */

@@ -290,7 +290,7 @@ def _add_run(sub) -> None:
 # list --json says which): (flag, argparse type, metavar, help).
 BENCH_OPTIONS = (
     ("--primitive", validate.name_list, "LIST",
-     "oslat: primitives or families (ctx, fs, ipc, proc); pingpong: futex, pipe, socket, "
+     "oslat: primitives or families (ctx, fs, ipc, proc, bw); pingpong: futex, pipe, socket, "
      "socket-fd, eventfd, spin (default: all)"),
     ("--confine", validate.name_list, "LIST",
      "oslat: confinements C or C:VARIANT, one job each per repetition in a shuffled order, "
@@ -313,6 +313,10 @@ BENCH_OPTIONS = (
     ("--cpus", validate.name_list, "LIST", "sched: one, all (default: both)"),
     ("--pid", validate.number_list, "PID",
      "inspect: the process whose executable mappings are scanned (default: an isob process)"),
+    ("--reading", validate.name_list, "LIST",
+     "kv: per-request (two counter readings around every get; the default) and/or per-pass "
+     "(two around a whole pass of gets, divided by its gets: Konrad 2023 section 3.3, so the "
+     "reading's own cost is shared out as in his figures); both: a get phase each"),
 )
 
 

@@ -15,7 +15,15 @@
  * Every request is timed on its own (one reading before the call, one
  * after) and every reply is verified, length and content, outside the
  * readings.  A wrong reply fails the result and is never averaged in.
- * Each phase (set, warmup, get) is one result line; see docs/kv.md. */
+ * Each phase (set, warmup, get) is one result line; see docs/kv.md.
+ *
+ * --reading per-pass times the get passes as Konrad does (2023, §3.3:
+ * counters read once per iteration, an iteration reading every entry):
+ * one reading before a whole pass and one after it, divided by the gets
+ * of the pass, so that the reading's own cost is shared out among them
+ * instead of standing beside each.  Such a pass includes the front end's
+ * work for each request (making the key, checking the reply), as Konrad's
+ * iteration does.  Results carry params "reading". */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -50,10 +58,15 @@ struct kv_tally {
     char why[200];                   /* the first wrong reply */
 };
 
+/* How the get passes are timed (--reading): a bit each. */
+enum kv_reading { KV_PER_REQUEST = 1, KV_PER_PASS = 2 };
+static const char *const kv_reading_names[] = {"per-request", "per-pass"};
+
 /* One data size on one compartment. */
 struct kv_run {
     struct isob_bench_ctx *ctx;
     const char *placement;
+    const char *reading;             /* the phase's reading, as the params say it */
     size_t data_bytes, entries;
     int64_t store_bytes, heap_bytes; /* from ISOB_ENTRY_KV_STATS; -1 before */
     size_t passes_asked, passes;     /* measured passes: asked for and run */
@@ -130,6 +143,98 @@ static void kv_pass(struct isob_counter *ctr, struct isob_comp *c, int set, cons
     ISOB_DISPATCH(ctr, be_, kv_pass_as(be_, ctr, c, set, order, n, seed, s, stride, t));
 }
 
+/* One pass of gets between two readings (--reading per-pass): the sample
+ * is the pass's count divided by its gets, rounded to the nearest unit.
+ * A pass with a wrong reply or a dead compartment keeps no sample (the
+ * phase fails on t->bad or the death); one whose readings the counter
+ * rejects drops all its gets. */
+__attribute__((always_inline)) static inline void
+kv_pass_whole_as(enum isob_backend be, struct isob_counter *ctr, struct isob_comp *c,
+                 const uint32_t *order, size_t n, uint64_t seed, struct isob_samples *s,
+                 uint64_t stride, struct kv_tally *t)
+{
+    struct isob_msg *msg = c->mech->shared(c);
+    const uint64_t bad0 = t->bad;
+    size_t done = 0;
+    struct isob_snap a, b;
+    isob_read_as(be, ctr, &a);
+    isob_clobber();
+    for (size_t k = 0; k < n; k++) {
+        uint64_t i = order[k];
+        kvw_key(seed, i, msg->data);
+        msg->arg[0] = KVW_KEY_BYTES;
+        msg->len = KVW_KEY_BYTES;
+        long r = isob_call(c, ISOB_ENTRY_KV_GET);
+        t->requests++;
+        if (r == -EOWNERDEAD && isob_comp_why(c))
+            break;
+        if (kvw_verify(seed, i, r, msg->data, t->bad ? NULL : t->why, t->bad ? 0 : sizeof t->why)) {
+            t->bad++;
+            continue;
+        }
+        t->verified++;
+        done++;
+    }
+    isob_clobber();
+    isob_read_as(be, ctr, &b);
+    if (t->bad != bad0 || done != n || n == 0)
+        return;
+    if (!isob_sample_valid_as(be, &a, &b)) {
+        t->dropped += n;
+        s->dropped++;
+        return;
+    }
+    t->valid += n;
+    int keep = t->seen++ % stride == 0 && s->n < s->cap;
+    for (unsigned e = 0; e < s->nev; e++) {
+        uint64_t d = b.v[e] - a.v[e];
+        t->sum[e] += d;
+        if (keep)
+            s->v[s->n * s->nev + e] = (d + n / 2) / n;
+    }
+    s->n += (size_t)keep;
+}
+
+static void kv_pass_whole(struct isob_counter *ctr, struct isob_comp *c, const uint32_t *order,
+                          size_t n, uint64_t seed, struct isob_samples *s, uint64_t stride,
+                          struct kv_tally *t)
+{
+    ISOB_DISPATCH(ctr, be_, kv_pass_whole_as(be_, ctr, c, order, n, seed, s, stride, t));
+}
+
+/* --reading: 0 with the bits, or -EINVAL with the reason. */
+static int kv_readings(const char *list, unsigned *mask, char *why, size_t len)
+{
+    *mask = KV_PER_REQUEST;
+    if (!list)
+        return 0;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", list);
+    *mask = 0;
+    for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        unsigned bit = 0;
+        for (unsigned k = 0; k < 2; k++)
+            if (strcmp(tok, kv_reading_names[k]) == 0)
+                bit = 1u << k;
+        if (!bit) {
+            snprintf(why, len, "kv: unknown --reading '%s' (per-request, per-pass)", tok);
+            return -EINVAL;
+        }
+        *mask |= bit;
+    }
+    if (!*mask) {
+        snprintf(why, len, "kv: --reading needs per-request, per-pass or both");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int kv_check(const struct isob_bench_opts *opts, char *why, size_t len)
+{
+    unsigned mask;
+    return kv_readings(opts->reading, &mask, why, len);
+}
+
 /* Samples for `planned` requests: at most KV_SAMPLE_CAP, every stride-th. */
 static int kv_samples(struct isob_samples *s, uint64_t *stride, uint64_t planned, unsigned nev)
 {
@@ -154,6 +259,16 @@ static char *kv_params(const struct kv_run *r, const char *variant, const struct
     fputc('{', f);
     isob_jw_str(&w, "placement", r->placement);
     isob_jw_str(&w, "variant", variant);
+    /* set and warmup are always timed per request; get as --reading says
+     * (a get skipped or failed before it was timed: the first asked). */
+    const char *reading = r->reading;
+    if (!reading) {
+        unsigned mask = KV_PER_REQUEST;
+        char why[120];
+        kv_readings(strcmp(variant, "get") == 0 ? ctx->opts.reading : NULL, &mask, why, sizeof why);
+        reading = kv_reading_names[(mask & KV_PER_REQUEST) ? 0 : 1];
+    }
+    isob_jw_str(&w, "reading", reading);
     /* A placement skipped as a whole has no data size to speak of. */
     if (r->data_bytes) {
         isob_jw_int(&w, "data_bytes", (long long)r->data_bytes);
@@ -318,24 +433,42 @@ static uint64_t kv_size(struct isob_bench_ctx *ctx, const char *placement, int s
     if (failed)
         goto out;
 
-    /* get: the measured passes, each in its own order.  Unless --iterations
+    /* get: the measured passes, each in its own order, once per reading
+     * asked for (the same store, the same orders).  Unless --iterations
      * asked for a count, they stop after the pass that crosses the budget,
      * so that a slow mechanism still finishes the sweep. */
     phase = "get";
-    memset(&t, 0, sizeof t);
-    if (kv_samples(&s, &stride, (uint64_t)r.entries * r.passes_asked, nev) != 0)
-        goto oom;
-    uint64_t t0 = isob_clock_ns();
-    for (size_t p = 0; p < r.passes_asked && !t.bad && !isob_comp_why(c); p++) {
-        kvw_shuffle(order, r.entries, ctx->opts.seed, KV_WARMUP_PASSES + p);
-        kv_pass(ctx->ctr, c, 0, order, r.entries, ctx->opts.seed, &s, stride, &t);
-        r.passes++;
-        if (!ctx->opts.iterations && isob_clock_ns() - t0 >= KV_BUDGET_NS)
+    unsigned readings = KV_PER_REQUEST;
+    char rwhy[120];
+    kv_readings(ctx->opts.reading, &readings, rwhy, sizeof rwhy);
+    for (unsigned k = 0; k < 2; k++) {
+        if (!(readings & (1u << k)))
+            continue;
+        const int whole = (1u << k) == KV_PER_PASS;
+        r.reading = kv_reading_names[k];
+        r.passes = 0;
+        memset(&t, 0, sizeof t);
+        if (kv_samples(&s, &stride, whole ? r.passes_asked : (uint64_t)r.entries * r.passes_asked,
+                       nev) != 0)
+            goto oom;
+        uint64_t t0 = isob_clock_ns();
+        for (size_t p = 0; p < r.passes_asked && !t.bad && !isob_comp_why(c); p++) {
+            kvw_shuffle(order, r.entries, ctx->opts.seed, KV_WARMUP_PASSES + p);
+            if (whole)
+                kv_pass_whole(ctx->ctr, c, order, r.entries, ctx->opts.seed, &s, stride, &t);
+            else
+                kv_pass(ctx->ctr, c, 0, order, r.entries, ctx->opts.seed, &s, stride, &t);
+            r.passes++;
+            if (!ctx->opts.iterations && isob_clock_ns() - t0 >= KV_BUDGET_NS)
+                break;
+        }
+        made += t.requests;
+        int bad = kv_emit_phase(&r, c, "get", &t, &s, stride, r.warm_gets);
+        isob_samples_free(&s);
+        if (bad)
             break;
     }
-    made += t.requests;
-    kv_emit_phase(&r, c, "get", &t, &s, stride, r.warm_gets);
-    isob_samples_free(&s);
+    r.reading = NULL;
     goto out;
 
 oom:
@@ -444,9 +577,17 @@ static int kv_run(struct isob_bench_ctx *ctx)
     return 0;
 }
 
+static const struct isob_bench_option kv_options[] = {
+    {"--reading", "per-request,per-pass", "per-request",
+     "counter readings around every get, or around a whole pass of gets (Konrad's)"},
+    {NULL, NULL, NULL, NULL},
+};
+
 const struct isob_bench isob_bench_kv = {
     .name = "kv",
     .summary = "memcached-like store in the compartment: set, then seeded random gets, 4 KiB to 256 MiB",
     .needs_mechanism = 1,
     .run = kv_run,
+    .check = kv_check,
+    .options = kv_options,
 };

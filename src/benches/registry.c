@@ -19,6 +19,7 @@ extern const struct isob_bench isob_bench_lwc_create;
 extern const struct isob_bench isob_bench_refmon;
 extern const struct isob_bench isob_bench_lwc_sign;
 extern const struct isob_bench isob_bench_inspect;
+extern const struct isob_bench isob_bench_vmcall;
 
 const struct isob_bench *const isob_benches[] = {
     &isob_bench_switch,
@@ -37,6 +38,7 @@ const struct isob_bench *const isob_benches[] = {
     &isob_bench_refmon,
     &isob_bench_lwc_sign,
     &isob_bench_inspect,
+    &isob_bench_vmcall,
     NULL,
 };
 

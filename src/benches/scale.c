@@ -53,6 +53,43 @@ static void sc_cap_lower(struct sc_cap *c, size_t n, const char *why)
     }
 }
 
+/* Descriptors this process holds open, or -1. */
+static long sc_open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    long n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1;  /* the directory's own descriptor */
+}
+
+/* The cause of a create that failed: the errno, and the limit behind it
+ * where one is known: the mechanism's own word (its table, say), else for
+ * EMFILE the descriptor limit with the descriptors open, so that a reader
+ * learns what limit, where, and how to raise it. */
+static void sc_create_cause(const struct isob_mechanism *m, size_t number, int rc, char *out,
+                            size_t len)
+{
+    const char *why = m->limit_why ? m->limit_why() : NULL;
+    if (why) {
+        snprintf(out, len, "create number %zu failed: %s: %s", number, isob_strerror(rc), why);
+    } else if (rc == -EMFILE || rc == -ENFILE) {
+        struct rlimit rl = {0, 0};
+        getrlimit(RLIMIT_NOFILE, &rl);
+        snprintf(out, len,
+                 "create number %zu failed: %s: %ld descriptors open, RLIMIT_NOFILE soft %llu, "
+                 "hard %llu%s (raise it with `ulimit -n`)",
+                 number, isob_strerror(rc), sc_open_fds(), (unsigned long long)rl.rlim_cur,
+                 (unsigned long long)rl.rlim_max, rc == -ENFILE ? ", and the system's fs.file-max" : "");
+    } else {
+        snprintf(out, len, "create number %zu failed: %s", number, isob_strerror(rc));
+    }
+}
+
 /* One number from a file, or -1 ("max" counts as none). */
 static long long sc_read_num(const char *path)
 {
@@ -372,7 +409,7 @@ static void sc_placement(struct wl *w, const char *placement, int server_cpu, vo
     isob_spec_defaults(&spec);
     spec.server_cpu = server_cpu;
     uint64_t rng = SC_SEED;
-    char cause[256];
+    char cause[640];
     snprintf(cause, sizeof cause, "%s", cap.cause);
     int err = 0;
     while (r.n < cap.n) {
@@ -394,7 +431,7 @@ static void sc_placement(struct wl *w, const char *placement, int server_cpu, vo
         uint64_t b = wl_read(w);
         if (rc) {
             err = -rc;
-            snprintf(cause, sizeof cause, "create number %zu failed: %s", r.n + 1, isob_strerror(rc));
+            sc_create_cause(m, r.n + 1, rc, cause, sizeof cause);
             break;
         }
         cs.v[cs.n++ * cs.nev] = b - a;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -75,6 +76,10 @@ static int lwc_nchunks;
  * chunk when this context was made, not part of any chunk here. */
 static struct lwc_link *lwc_up_link;
 
+/* Why the last lwc_alloc_shared failed at one of the library's own
+ * limits (lwc_limit_why), empty otherwise. */
+static char lwc_limit[512];
+
 /* The regions of lwc_alloc_shared in this process.  The table sits at the
  * same address in every context (they are forks of one program), which is
  * how lwc_overlay finds a target's region: it reads the target's copy. */
@@ -83,7 +88,50 @@ struct lwc_region {
     size_t len;
     int fd;  /* the memfd; -1 for a free slot */
 };
-static struct lwc_region lwc_regions[LWC_MAX_SHARED] = {[0 ... LWC_MAX_SHARED - 1] = {NULL, 0, -1}};
+/* The table: LWC_SHARED_FIRST slots here, then a private anonymous
+ * mapping twice as large each time it fills, up to LWC_MAX_SHARED.  Its
+ * descriptor (where the slots are, how many) is what lwc_overlay reads
+ * first in a target. */
+static struct lwc_region lwc_regions_first[LWC_SHARED_FIRST] = {
+    [0 ... LWC_SHARED_FIRST - 1] = {NULL, 0, -1}};
+static struct lwc_rtab {
+    struct lwc_region *slots;
+    size_t cap;
+} lwc_rtab = {lwc_regions_first, LWC_SHARED_FIRST};
+#define lwc_regions (lwc_rtab.slots)
+#define lwc_nregions ((int)lwc_rtab.cap)
+
+/* The most slots the table may grow to (lwc_shared_limit). */
+static size_t lwc_shared_max = LWC_MAX_SHARED;
+
+/* Twice the slots, the new ones free.  0, -ENOSPC at lwc_shared_max (the
+ * library's own limit: lwc_limit_why says so), or -ENOMEM. */
+static int regions_grow(void)
+{
+    size_t cap = lwc_rtab.cap * 2;
+    if (lwc_rtab.cap >= lwc_shared_max) {
+        snprintf(lwc_limit, sizeof lwc_limit,
+                 "the lwC emulation's table of shared regions is full (%zu regions, one per "
+                 "compartment's message buffer; at most LWC_MAX_SHARED = %d, "
+                 "include/isobench/lwc.h, lowered by lwc_shared_limit): raise the limit",
+                 lwc_rtab.cap, LWC_MAX_SHARED);
+        return -ENOSPC;
+    }
+    if (cap > lwc_shared_max)
+        cap = lwc_shared_max;
+    struct lwc_region *t = mmap(NULL, cap * sizeof *t, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (t == MAP_FAILED)
+        return -ENOMEM;
+    memcpy(t, lwc_rtab.slots, lwc_rtab.cap * sizeof *t);
+    for (size_t i = lwc_rtab.cap; i < cap; i++)
+        t[i] = (struct lwc_region){NULL, 0, -1};
+    if (lwc_rtab.slots != lwc_regions_first)
+        munmap(lwc_rtab.slots, lwc_rtab.cap * sizeof *t);
+    lwc_rtab.slots = t;
+    lwc_rtab.cap = cap;
+    return 0;
+}
 
 /* The signal mask a new context gets back at its first switch; it runs
  * with every signal blocked until then, as lwC delivers a signal to a
@@ -241,7 +289,7 @@ static void close_fds_but(int lo, int hi, int *keep, size_t n)
 
 static struct lwc_region *region_at(void *addr)
 {
-    for (int i = 0; i < LWC_MAX_SHARED; i++)
+    for (int i = 0; i < lwc_nregions; i++)
         if (lwc_regions[i].fd >= 0 && lwc_regions[i].addr == addr)
             return &lwc_regions[i];
     return NULL;
@@ -254,17 +302,36 @@ void *lwc_alloc_shared(size_t len)
         return NULL;
     }
     len = (len + page_size() - 1) & ~(page_size() - 1);
+    lwc_limit[0] = 0;
     struct lwc_region *r = NULL;
-    for (int i = 0; i < LWC_MAX_SHARED && !r; i++)
+    for (int i = 0; i < lwc_nregions && !r; i++)
         if (lwc_regions[i].fd < 0)
             r = &lwc_regions[i];
     if (!r) {
-        errno = EMFILE;
-        return NULL;
+        int first = lwc_nregions, rc = regions_grow();
+        if (rc) {
+            errno = -rc;
+            return NULL;
+        }
+        r = &lwc_regions[first];
     }
     int fd = memfd_create("lwc-shared", MFD_CLOEXEC);
-    if (fd < 0)
+    if (fd < 0) {
+        int err = errno;
+        if (err == EMFILE || err == ENFILE) {
+            struct rlimit rl = {0, 0};
+            getrlimit(RLIMIT_NOFILE, &rl);
+            snprintf(lwc_limit, sizeof lwc_limit,
+                     "memfd_create for a shared region: %s: every region holds a descriptor, "
+                     "and %s (RLIMIT_NOFILE soft %llu, hard %llu; raise it with `ulimit -n`)",
+                     strerrorname_np(err),
+                     err == EMFILE ? "this process reached its descriptor limit"
+                                   : "the system reached its file limit (fs.file-max)",
+                     (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
+        }
+        errno = err;
         return NULL;
+    }
     void *p = MAP_FAILED;
     if (ftruncate(fd, (off_t)len) == 0)
         p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
@@ -276,6 +343,19 @@ void *lwc_alloc_shared(size_t len)
     }
     *r = (struct lwc_region){p, len, fd};
     return p;
+}
+
+int lwc_shared_limit(size_t max)
+{
+    if (max < LWC_SHARED_FIRST || max > LWC_MAX_SHARED)
+        return -EINVAL;
+    lwc_shared_max = max;
+    return 0;
+}
+
+const char *lwc_limit_why(void)
+{
+    return lwc_limit[0] ? lwc_limit : NULL;
 }
 
 int lwc_free_shared(void *addr)
@@ -393,7 +473,7 @@ static int covers(const struct lwc_spec *s, const struct lwc_region *r)
  * would see the creator's later writes, which a snapshot must not). */
 static int child_regions(const struct lwc_spec *spec, size_t n)
 {
-    for (int i = 0; i < LWC_MAX_SHARED; i++) {
+    for (int i = 0; i < lwc_nregions; i++) {
         struct lwc_region *r = &lwc_regions[i];
         if (r->fd < 0)
             continue;
@@ -443,15 +523,19 @@ static int child_apply(const struct lwc_spec *spec, size_t n, unsigned flags, in
         }
     /* The library's own descriptors stay whatever a range says: the
      * report pipe until set-up ends, the memfds of shared regions. */
-    int keep[LWC_MAX_SHARED + 1];
+    size_t live = 0;
+    for (int i = 0; i < lwc_nregions; i++)
+        live += lwc_regions[i].fd >= 0;
+    /* On the stack: this runs in the new context, right after its fork. */
+    int keep[live + 1];
     size_t nkeep = 0;
     keep[nkeep++] = report_fd;
-    for (int i = 0; i < LWC_MAX_SHARED; i++)
+    for (int i = 0; i < lwc_nregions; i++)
         if (lwc_regions[i].fd >= 0)
             keep[nkeep++] = lwc_regions[i].fd;
     for (size_t i = 0; i < n; i++)
         if (spec[i].res == LWC_RES_FD && spec[i].how == LWC_UNMAP) {
-            int k2[LWC_MAX_SHARED + 1];
+            int k2[live + 1];
             memcpy(k2, keep, nkeep * sizeof *keep);
             close_fds_but(spec[i].fd.lo, spec[i].fd.hi, k2, nkeep);
         }
@@ -755,29 +839,48 @@ static int copy_range(pid_t pid, void *addr, size_t len, int out)
 /* Map target's shared region at addr here, at the same address. */
 static int share_range(struct lwc_ent *e, void *addr, size_t len)
 {
-    struct lwc_region theirs[LWC_MAX_SHARED];
-    struct iovec local = {theirs, sizeof theirs}, remote = {lwc_regions, sizeof lwc_regions};
-    if (process_vm_readv(e->pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof theirs)
+    /* The target's table: where its slots are and how many (its copy of
+     * lwc_rtab, at the same address), then the slots. */
+    struct lwc_rtab rt;
+    struct iovec local = {&rt, sizeof rt}, remote = {&lwc_rtab, sizeof lwc_rtab};
+    if (process_vm_readv(e->pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof rt)
         return errno ? -errno : -EFAULT;
-    const struct lwc_region *r = NULL;
-    for (int i = 0; i < LWC_MAX_SHARED && !r; i++)
+    if (rt.cap == 0 || rt.cap > LWC_MAX_SHARED)
+        return -EFAULT;
+    struct lwc_region *theirs = malloc(rt.cap * sizeof *theirs);
+    if (!theirs)
+        return -ENOMEM;
+    local = (struct iovec){theirs, rt.cap * sizeof *theirs};
+    remote = (struct iovec){rt.slots, rt.cap * sizeof *theirs};
+    if (process_vm_readv(e->pid, &local, 1, &remote, 1, 0) != (ssize_t)(rt.cap * sizeof *theirs)) {
+        int err = errno ? -errno : -EFAULT;
+        free(theirs);
+        return err;
+    }
+    int their_fd = -1;
+    for (size_t i = 0; i < rt.cap && their_fd < 0; i++)
         if (theirs[i].fd >= 0 && theirs[i].addr == addr && theirs[i].len == len)
-            r = &theirs[i];
-    if (!r)
+            their_fd = theirs[i].fd;
+    free(theirs);
+    if (their_fd < 0)
         return -EINVAL;
     int pfd = lwc_pidfd(e);
     if (pfd < 0)
         return pfd;
-    int fd = (int)syscall(SYS_pidfd_getfd, pfd, r->fd, 0);
+    int fd = (int)syscall(SYS_pidfd_getfd, pfd, their_fd, 0);
     if (fd < 0)
         return -errno;
     struct lwc_region *slot = region_at(addr);
-    for (int i = 0; i < LWC_MAX_SHARED && !slot; i++)
+    for (int i = 0; i < lwc_nregions && !slot; i++)
         if (lwc_regions[i].fd < 0)
             slot = &lwc_regions[i];
     if (!slot) {
-        close(fd);
-        return -EMFILE;
+        int first = lwc_nregions, rc = regions_grow();
+        if (rc) {
+            close(fd);
+            return rc;
+        }
+        slot = &lwc_regions[first];
     }
     void *p = mmap(addr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
     if (p == MAP_FAILED) {

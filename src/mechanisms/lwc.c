@@ -141,6 +141,10 @@ static int lwcm_locate(struct isob_comp *c, uint64_t trusted_addr, struct isob_p
     return 0;
 }
 
+/* The lwC emulation's word on a create that failed at a limit (its table
+ * of shared regions, the descriptor limit its memfds count against). */
+static const char *lwcm_limit_why(void) { return lwc_limit_why(); }
+
 const struct isob_mechanism isob_mech_lwc = {
     .name = "lwc",
     .summary = "light-weight context: fork snapshot, lwc_switch on a robust futex (lwc.h)",
@@ -151,4 +155,5 @@ const struct isob_mechanism isob_mech_lwc = {
     .shared = lwcm_shared,
     .destroy = lwcm_destroy,
     .locate = lwcm_locate,
+    .limit_why = lwcm_limit_why,
 };

@@ -866,6 +866,8 @@ static void t_verifier_detects_corruption(void)
 extern const struct isob_mechanism isob_mech_direct;
 static struct isob_fake_clock fake;
 static long gets_seen, corrupt_get = -1;
+/* --reading for run_kv (NULL: the default). */
+static const char *kv_reading;
 
 /* A fake perf group read through read(2), for the PMU branch: every
  * reading advances the events by PF_READ, every call by PF_CALL, and every
@@ -969,7 +971,7 @@ static char *run_kv(size_t data, size_t n, int *failed, int perf)
     struct isob_bench_ctx ctx = {
         .ctr = &ctr, .mech = &fake_mech, .out = f,
         .opts = {.n = n, .placements = 1u << ISOB_PLACE_SAME_CPU, .client_cpu = -1, .nsizes = 1,
-                 .sizes = {data}, .seed = 11},
+                 .sizes = {data}, .seed = 11, .reading = kv_reading},
     };
     CHECK_EQ_LONG(b->run(&ctx), 0);
     fclose(f);
@@ -1030,6 +1032,51 @@ static void t_bench_fails_on_a_corrupted_value(void)
     CHECK(strstr(get, "1 of 64 requests wrong") && strstr(get, "wrong value: byte 17"));
     /* Nothing of a failed result is offered as a measurement. */
     CHECK(strstr(get, "\"n\":0,") && !strstr(get, "\"samples\""));
+    free(out);
+}
+
+/* --reading per-pass: one sample per pass, the pass's count over its 64
+ * gets, so the reading's cost is shared out: (64 * CALL_COST + READ_COST)
+ * / 64 rounds to CALL_COST, where per-request counts CALL_COST + READ_COST.
+ * Both readings on one store: a get phase each, the other phases once. */
+static void t_bench_reads_per_pass(void)
+{
+    int failed = 1;
+    corrupt_get = -1;
+    kv_reading = "per-pass";
+    char *out = run_kv(4096, 200, &failed, 0);
+    CHECK_EQ_LONG(failed, 0);
+    char *set = line_of(out, "set");
+    CHECK(strstr(set, "\"reading\":\"per-request\""));
+    char *get = line_of(set + strlen(set) + 1, "get");
+    CHECK(strstr(get, "\"status\":\"ok\"") && strstr(get, "\"reading\":\"per-pass\""));
+    CHECK(strstr(get, "\"iterations\":4,") && strstr(get, "\"requests\":256,"));
+    CHECK(strstr(get, "\"n\":4,") && strstr(get, "\"samples\":[100,100,100,100]"));
+    /* The exact mean: 4 passes of 64 gets and one reading each, over 256 gets. */
+    CHECK(strstr(get, "\"mean\":100.109375,"));
+    free(out);
+
+    kv_reading = "per-request,per-pass";
+    out = run_kv(4096, 200, &failed, 0);
+    CHECK_EQ_LONG(failed, 0);
+    char *each = line_of(out, "get");
+    char *whole = line_of(each + strlen(each) + 1, "get");
+    CHECK(strstr(each, "\"reading\":\"per-request\"") && strstr(each, "\"mean\":107,"));
+    CHECK(strstr(whole, "\"reading\":\"per-pass\"") && strstr(whole, "\"n\":4,"));
+    /* set and warmup ran once: before line_of cut the lines, out held one each. */
+    CHECK(strstr(whole + strlen(whole) + 1, "\"variant\":\"get\"") == NULL);
+    free(out);
+
+    /* A wrong reply in a per-pass pass fails the phase, no sample offered. */
+    kv_reading = "per-pass";
+    corrupt_get = 64 + 10;
+    out = run_kv(4096, 200, &failed, 0);
+    CHECK_EQ_LONG(failed, 1);
+    get = line_of(out, "get");
+    CHECK(strstr(get, "\"status\":\"failed\"") && strstr(get, "1 of 64 requests wrong"));
+    CHECK(strstr(get, "\"n\":0,") && !strstr(get, "\"samples\""));
+    corrupt_get = -1;
+    kv_reading = NULL;
     free(out);
 }
 
@@ -1102,6 +1149,7 @@ int main(void)
     TAP_CASE(t_bench_measures_and_verifies);
     TAP_CASE(t_bench_fails_on_a_corrupted_value);
     TAP_CASE(t_bench_samples_are_bounded);
+    TAP_CASE(t_bench_reads_per_pass);
     TAP_CASE(t_bench_reports_pmu_events);
     return tap_done();
 }

@@ -307,6 +307,78 @@ static void t_shared_visible_both_ways(void)
     CHECK_EQ_LONG(lwc_free_shared((void *)sh), 0);
 }
 
+/* The table of shared regions grows past its first LWC_SHARED_FIRST slots:
+ * a region far beyond them is shared with a new context like the first
+ * one, and a context's own grown table is read by lwc_overlay.  At the
+ * limit (lowered here to 100) lwc_alloc_shared fails with ENOSPC and
+ * lwc_limit_why names the table and its limit; a success clears it. */
+static void t_shared_table_grows_and_names_its_limit(void)
+{
+    alarm(CASE_ALARM_S);
+    enum { LIMIT = 100, THEIRS = 3 * LWC_SHARED_FIRST / 2 };
+    CHECK_EQ_LONG(lwc_shared_limit(LWC_SHARED_FIRST - 1), -EINVAL);
+    CHECK_EQ_LONG(lwc_shared_limit(LIMIT), 0);
+    static volatile uint64_t *got[LIMIT + 1];
+    int n = 0;
+    while (n <= LIMIT && (got[n] = lwc_alloc_shared(page())) != NULL) {
+        got[n][0] = (uint64_t)n;
+        n++;
+    }
+    /* Other cases free their regions: the table is ours alone here. */
+    CHECK_EQ_LONG(n, LIMIT);
+    CHECK_EQ_LONG(errno, ENOSPC);
+    const char *why = lwc_limit_why();
+    CHECK(why != NULL && strstr(why, "table of shared regions is full (100 regions") &&
+          strstr(why, "LWC_MAX_SHARED") && strstr(why, "raise the limit"));
+    for (int i = 0; i < n; i++)
+        CHECK_EQ_LONG(got[i][0], (uint64_t)i);
+
+    /* The last region, far past the first slots, shared with a context
+     * that makes THEIRS regions of its own and hands one back. */
+    volatile uint64_t *last = got[n - 1];
+    /* A slot given back is taken again, and the limit's word is gone. */
+    CHECK_EQ_LONG(lwc_free_shared((void *)got[0]), 0);
+    got[0] = lwc_alloc_shared(page());
+    CHECK(got[0] != NULL);
+    CHECK(lwc_limit_why() == NULL);
+    struct lwc_spec sp = {.res = LWC_RES_VM, .how = LWC_SHARED, .vm = {(void *)last, page()}};
+    int caller;
+    struct lwc_msg in;
+    CHECK_EQ_LONG(lwc_shared_limit(LWC_MAX_SHARED), 0);
+    int h = lwc_create(&sp, 1, 0, &caller, &in);
+    if (h == LWC_SWITCHED) {
+        volatile uint64_t *mine = NULL;
+        for (int i = 0; i < THEIRS; i++)
+            mine = lwc_alloc_shared(page());
+        if (mine)
+            mine[0] = 0xfeed;
+        last[0] = 0xbeef;
+        struct lwc_msg out = msg1((uint64_t)(uintptr_t)mine);
+        lwc_switch(caller, &out, &caller, &in);
+        out = msg1(mine ? mine[0] : 0);
+        lwc_switch(caller, &out, &caller, &in);
+        _exit(0);
+    }
+    CHECK(h > 0);
+    struct lwc_msg back;
+    CHECK_EQ_LONG(lwc_switch(h, NULL, NULL, &back), 0);
+    CHECK_EQ_LONG(last[0], 0xbeef);  /* the context's write, seen here */
+    void *theirs = (void *)(uintptr_t)back.w[0];
+    CHECK(theirs != NULL);
+    struct lwc_overlay share = {theirs, page(), LWC_OVERLAY_SHARE};
+    CHECK_EQ_LONG(lwc_overlay(h, &share, 1), 0);
+    volatile uint64_t *s = theirs;
+    CHECK_EQ_LONG(s[0], 0xfeed);
+    s[0] = 0xcafe;
+    CHECK_EQ_LONG(lwc_switch(h, NULL, NULL, &back), 0);
+    CHECK_EQ_LONG(back.w[0], 0xcafe);
+    lwc_destroy(h);
+    CHECK_EQ_LONG(lwc_free_shared(theirs), 0);
+    /* Every region of ours back. */
+    for (int i = 0; i < n; i++)
+        CHECK_EQ_LONG(lwc_free_shared((void *)got[i]), 0);
+}
+
 /* A shared region the spec does not name is a snapshot like the rest:
  * neither side sees the other's writes. */
 static void t_unnamed_shared_region_is_cow(void)
@@ -995,6 +1067,7 @@ int main(void)
     TAP_CASE(t_cow_snapshot_isolation);
     TAP_CASE(t_shared_visible_both_ways);
     TAP_CASE(t_unnamed_shared_region_is_cow);
+    TAP_CASE(t_shared_table_grows_and_names_its_limit);
     TAP_CASE(t_unmap_really_unmapped);
     TAP_CASE(t_crash_is_failed_switch);
     TAP_CASE(t_killed_idle_is_failed_switch);

@@ -67,8 +67,8 @@ static void fx_close(struct fixture *f)
 
 static const struct oslat_prim *find_prim(const char *name)
 {
-    const struct oslat_prim *fams[] = {oslat_ctx, oslat_fs, oslat_ipc, oslat_proc};
-    for (size_t i = 0; i < 4; i++)
+    const struct oslat_prim *fams[] = {oslat_ctx, oslat_fs, oslat_ipc, oslat_proc, oslat_bw};
+    for (size_t i = 0; i < 5; i++)
         for (const struct oslat_prim *p = fams[i]; p->name; p++)
             if (strcmp(p->name, name) == 0)
                 return p;
@@ -128,6 +128,8 @@ static const char *const ipc_prims[] = {"pipe", "unix", "udp", "tcp", "rpc-udp",
 static const char *const proc_prims[] = {"null-syscall", "null-io", "stat", "open-close",
                                          "sig-install", "sig-catch", "fork-exit", "fork-exec",
                                          "fork-sh", "vdso-clock", NULL};
+static const char *const bw_prims[] = {"bw-pipe", "bw-unix", "bw-tcp", "bw-mem", "bw-file-rd",
+                                       "bw-mmap-rd", NULL};
 
 static void t_ctx_verified(void) { run_all(ctx_prims, 0); }
 static void t_ctx_broken_fails(void) { run_all(ctx_prims, 1); }
@@ -137,15 +139,42 @@ static void t_ipc_verified(void) { run_all(ipc_prims, 0); }
 static void t_ipc_broken_fails(void) { run_all(ipc_prims, 1); }
 static void t_proc_verified(void) { run_all(proc_prims, 0); }
 static void t_proc_broken_fails(void) { run_all(proc_prims, 1); }
+static void t_bw_verified(void) { run_all(bw_prims, 0); }
+static void t_bw_broken_fails(void) { run_all(bw_prims, 1); }
+
+/* The file rows and the file bandwidths name the filesystem they ran on
+ * and the directory (its path as given, JSON-escaped). */
+static void t_file_rows_name_their_filesystem(void)
+{
+    static const char *const names[] = {"file", "bw-file-rd"};
+    static const int cells[] = {4, 1};  /* 0K and 10K, create and delete; one */
+    for (size_t i = 0; i < 2; i++) {
+        struct fixture f;
+        fx_open(&f, 0);
+        const struct oslat_prim *p = find_prim(names[i]);
+        CHECK(p != NULL);
+        CHECK_EQ_LONG(p->run(&f.o, p), 0);
+        fflush(f.ctx.out);
+        char want[4200];
+        snprintf(want, sizeof want, "\"fs_dir\":\"%s\"", f.dir);
+        CHECK(strstr(f.out, "\"fs_type\":\"") != NULL);
+        CHECK(strstr(f.out, "\"fs_magic\":\"0x") != NULL);
+        int seen = 0;
+        for (const char *at = f.out; (at = strstr(at, want)) != NULL; at++)
+            seen++;
+        CHECK_EQ_LONG(seen, cells[i]);
+        fx_close(&f);
+    }
+}
 
 /* Every primitive is in a family list above, and has a table and calls
  * that make sense for what it claims to trap. */
 static void t_every_primitive_is_tested(void)
 {
-    const struct oslat_prim *fams[] = {oslat_ctx, oslat_fs, oslat_ipc, oslat_proc};
-    const char *const *lists[] = {ctx_prims, fs_prims, ipc_prims, proc_prims};
+    const struct oslat_prim *fams[] = {oslat_ctx, oslat_fs, oslat_ipc, oslat_proc, oslat_bw};
+    const char *const *lists[] = {ctx_prims, fs_prims, ipc_prims, proc_prims, bw_prims};
     int n = 0;
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < 5; i++) {
         int k = 0;
         for (const struct oslat_prim *p = fams[i]; p->name; p++, k++, n++) {
             CHECK(lists[i][k] != NULL && strcmp(lists[i][k], p->name) == 0);
@@ -154,7 +183,7 @@ static void t_every_primitive_is_tested(void)
         }
         CHECK(lists[i][k] == NULL);
     }
-    CHECK_EQ_LONG(n, 24);
+    CHECK_EQ_LONG(n, 30);
 }
 
 /* Under a supervisor that traps getppid the null call is seen once per
@@ -290,6 +319,9 @@ int main(void)
     TAP_CASE(t_ipc_broken_fails);
     TAP_CASE(t_proc_verified);
     TAP_CASE(t_proc_broken_fails);
+    TAP_CASE(t_bw_verified);
+    TAP_CASE(t_bw_broken_fails);
+    TAP_CASE(t_file_rows_name_their_filesystem);
     TAP_CASE(t_trapped_calls_are_counted);
     TAP_CASE(t_confinement_not_in_the_way_fails);
     TAP_CASE(t_driver_measures);

@@ -642,10 +642,16 @@ static int dying_create(const struct isob_comp_spec *s, struct isob_comp **o)
 static long dying_call(struct isob_comp *c, unsigned e) { return isob_mech_process_futex.call(c, e); }
 static struct isob_msg *dying_shared(struct isob_comp *c) { return isob_mech_process_futex.shared(c); }
 static void dying_destroy(struct isob_comp *c) { isob_mech_process_futex.destroy(c); }
+/* The mechanism's word on the limit, once creating ran out of keys. */
+static const char *dying_limit_why(void)
+{
+    return creates == enospc_after ? "the test's key table is full (4 keys, in test_workloads.c)" : NULL;
+}
 static const struct isob_mechanism dying_mech = {
     .name = "test-dying", .summary = "process-futex whose third server dies",
     .props = ISOB_TEST_ONLY | ISOB_SEPARATE_AS | ISOB_TWO_CONTEXTS, .probe = isob_probe_always,
     .create = dying_create, .call = dying_call, .shared = dying_shared, .destroy = dying_destroy,
+    .limit_why = dying_limit_why,
 };
 
 static void t_scale_counts_and_cleans_up(void)
@@ -702,6 +708,8 @@ static void t_scale_reports_the_errno(void)
     CHECK_EQ_LONG(failed, 0);
     char *l = line_with(out, "\"variant\":\"create\"", NULL, NULL);
     CHECK(strstr(l, "\"created\":4,") && strstr(l, "\"errno\":28,") && strstr(l, "\"errno_name\":\"ENOSPC\""));
+    /* The cause names the limit in the mechanism's words. */
+    CHECK(strstr(l, "create number 5 failed: ") && strstr(l, "the test's key table is full (4 keys"));
     free(l);
     free(out);
 }

@@ -13,7 +13,7 @@ import pytest
 from conftest import REPO, Isobench
 
 ISOB = REPO / "build" / "isob"
-FAMILIES = {"ctx": "IV", "fs": "V", "ipc": "VI", "proc": "III"}
+FAMILIES = {"ctx": "IV", "fs": "V", "ipc": "VI", "proc": "III", "bw": "BW"}
 CONFINEMENTS = ("none", "seccomp-allow", "seccomp-notify", "ptrace", "landlock", "userns")
 
 
@@ -30,11 +30,12 @@ def test_list_names_oslat_its_primitives_and_the_confinements():
     oslat = next(b for b in doc["benchmarks"] if b["name"] == "oslat")
     assert oslat["needs_mechanism"] is False and oslat["takes_confine"] is True
     prims = oslat["primitives"]
-    assert len(prims) == len({p["name"] for p in prims}) == 24
+    assert len(prims) == len({p["name"] for p in prims}) == 30
     for prim in prims:
         assert FAMILIES[prim["family"]] == prim["table"]
         assert prim["summary"] and isinstance(prim["two_contexts"], bool)
-    assert {"null-syscall", "pipe", "rpc-tcp", "page-fault", "ctx"} <= {p["name"] for p in prims}
+    assert {"null-syscall", "pipe", "rpc-tcp", "page-fault", "ctx", "bw-pipe", "bw-mem"} <= {
+        p["name"] for p in prims}
     confs = doc["confinements"]
     assert tuple(c["name"] for c in confs) == CONFINEMENTS
     for c in confs:
@@ -91,5 +92,5 @@ def test_run_oslat_stores_every_primitive(tmp_path):
     assert all(r["status"] in ("ok", "skipped") for r in results), \
         [(r["params"].get("primitive"), r["reason"]) for r in results if r["status"] == "failed"]
     prims = {r["params"]["primitive"] for r in results}
-    assert len(prims) == 24
+    assert len(prims) == 30
     assert {r["params"]["confine"] for r in results} == {"none"}

@@ -57,3 +57,28 @@ def test_the_driver_refuses_before_a_store_is_opened(real, args, says):
     p = real("run", *args, "--quick")
     assert says in assert_one_error_line(p)
     assert not real.db.exists()
+
+
+def test_bandwidths_under_two_confinements(real):
+    doc, p = real.json("run", "oslat", "--quick", "--primitive", "bw-pipe,bw-mem,bw-file-rd",
+                       "--confine", "none,seccomp-allow:1", "--repeat", "2", "--json")
+    assert p.returncode == 0, p.stderr
+    results = doc["results"]
+    # pipe, mem rd/wr/cp and file under none and seccomp-allow:1, twice each.
+    assert len(results) == 2 * 2 * 5
+    assert all(r["status"] == "ok" for r in results), [r["reason"] for r in results]
+    for r in results:
+        w = r["params"]["work"]
+        assert r["params"]["table"] == "BW" and w["bytes"] > 0 and w["passes"] > 0
+        assert w.get("wrong_chunks", 0) == 0 and w.get("wrong_passes", 0) == 0
+        if r["params"]["primitive"] == "bw-file-rd":
+            assert w["fs_type"] and w["fs_dir"].startswith("/")
+    bw = next(t for t in doc["summary"]["sections"]["oslat"]["tables"] if t["table"] == "BW")
+    assert [r["label"] for r in bw["rows"]] == ["bw-pipe 64K chunks", "bw-mem rd", "bw-mem wr",
+                                               "bw-mem cp", "bw-file-rd 64K chunks"]
+    for row in bw["rows"]:
+        for col in ("none", "seccomp-allow:1"):
+            assert row["cells"][col]["mb_s"] > 0
+        assert row["cells"]["seccomp-allow:1"]["slowdown"]["value"] > 0
+    out = real("show").stdout
+    assert "oslat: LMbench bandwidths" in out and "filesystem: " in out

@@ -322,3 +322,79 @@ def test_seimi_figures_in_seimis_digits(tmp_path):
     heads = render_oslat.headers(t)
     i = heads.index("pub. native us")
     assert line[i:i + 2] == ["5.4717", "6.9623"]  # not 5.47 and 6.96
+
+
+# ---- LMbench's bandwidths and the filesystem of the file rows ----
+
+BW_CELLS = OSLAT_CELLS + (
+    ("BW", "bw", "bw-pipe", "64K chunks", 1e6),
+    ("BW", "bw", "bw-mem", "rd", 5e5),
+)
+BW_BYTES = {"bw-pipe": 4 << 20, "bw-mem": 16 << 20}
+
+
+def _bw_run():
+    run = oslat_run(FACTORS, cells=BW_CELLS)
+    for r in run["results"]:
+        p = r["params"]
+        if p["primitive"] in BW_BYTES:
+            p["work"]["bytes"] = BW_BYTES[p["primitive"]]
+        if p["primitive"] == "file":
+            p["work"].update({"fs_type": "tmpfs", "fs_magic": "0x1021994",
+                              "fs_dir": f"/tmp/job{r['repetition']}/isob-oslat-x"})
+    return run
+
+
+def test_bandwidth_rows_in_mb_per_s_with_intervals(tmp_path):
+    s = _doc(tmp_path, _bw_run())["sections"]["oslat"]
+    assert [t["table"] for t in s["tables"]] == ["IV", "V", "VI", "III", "BW"]
+    bw = _table(s, "BW")
+    assert bw["bandwidth"] and not bw["has_published"]
+    geo = stats.geomean([0.99, 1.0, 1.01])
+    pipe = _row(bw, "bw-pipe", "64K chunks")
+    none = pipe["cells"]["none"]
+    # 4 MiB in 1 ms (times the repetitions' factor): MB = 10^6 bytes.
+    assert none["mb_s"] == pytest.approx((4 << 20) / 1e-3 / 1e6 / geo, rel=1e-3)
+    lo, hi = none["interval_mb_s"]
+    assert lo <= none["mb_s"] <= hi and lo < hi
+    # The time's interval turned over: its longer end is the lower bandwidth.
+    t_lo, t_hi = none["interval_us"]
+    assert lo == pytest.approx((4 << 20) / (t_hi * 1e-6) / 1e6, rel=1e-9)
+    assert hi == pytest.approx((4 << 20) / (t_lo * 1e-6) / 1e6, rel=1e-9)
+    # Five times the time is a fifth of the bandwidth; the slowdown is a ratio of times.
+    pt = pipe["cells"]["ptrace"]
+    assert pt["mb_s"] == pytest.approx(none["mb_s"] / 5.0, rel=1e-3)
+    assert pt["slowdown"]["value"] == pytest.approx(5.0, rel=1e-3)
+    mem = _row(bw, "bw-mem", "rd")["cells"]["none"]
+    assert mem["mb_s"] == pytest.approx((16 << 20) / 5e-4 / 1e6 / geo, rel=1e-3)
+
+
+def test_bandwidth_without_bytes_has_no_mb_per_s(tmp_path):
+    run = _bw_run()
+    for r in run["results"]:
+        if r["params"]["primitive"] == "bw-pipe" and r["repetition"] == 2:
+            r["params"]["work"]["bytes"] = 1 << 20  # repetitions disagree on what moved
+    s = _doc(tmp_path, run)["sections"]["oslat"]
+    row = _row(_table(s, "BW"), "bw-pipe", "64K chunks")
+    assert row["cells"]["none"]["mb_s"] is None
+    assert _row(_table(s, "BW"), "bw-mem", "rd")["cells"]["none"]["mb_s"] is not None
+
+
+def test_bandwidths_and_filesystem_rendered(tmp_path):
+    doc = _doc(tmp_path, _bw_run())
+    s = doc["sections"]["oslat"]
+    [fs] = s["filesystems"]
+    assert fs["fs_type"] == "tmpfs" and fs["rows"] == ["file 0K create"]
+    assert fs["dirs"][0] == "/tmp/job1/isob-oslat-x" and len(fs["dirs"]) == 3
+    assert _row(_table(s, "V"), "file", "0K create")["cells"]["none"]["fs_type"] == "tmpfs"
+    out = table.run_report(doc)
+    assert "oslat: LMbench bandwidths (bw_pipe" in out and "[MB/s]" in out and "MB/s (MB = 10^6 bytes)" in out
+    assert "filesystem: tmpfs in /tmp/job1/isob-oslat-x and 2 more test directories" in out
+    # The bandwidth table shows none's MB/s, no SEIMI average under it.
+    block = out[out.index("LMbench bandwidths"):]
+    block = block[:block.index("\n\n")]
+    assert "MB/s" in block and "average" not in block
+    assert "4,194" in block or "4,236" in block or "4,215" in block
+    md = report.render_md(doc, [])
+    assert "| none MB/s |" in md
+    assert "- filesystem: tmpfs" in md

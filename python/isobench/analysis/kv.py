@@ -18,6 +18,13 @@ Each ratio carries what a reader needs not to misread it:
 
 The averages are summary.aggregates' (geometric means of the ratios over
 the sizes every mechanism of the placement shares, with their intervals).
+
+Every row says how its gets were timed (params "reading", `isob kv
+--reading`): per-request, two counter readings around every get, or
+per-pass, two around a whole pass of gets divided by its gets (Konrad
+2023, section 3.3: counters read once per iteration), so that the reading's
+own cost is shared out among the gets as in his figures.  A run stored
+before the option existed timed per request.
 """
 
 from __future__ import annotations
@@ -37,6 +44,23 @@ BENCHMARK = "kv"
 STEPS_FEW = 20
 
 SLOWER, FASTER, SAME, NONE = "slower", "faster", "no difference shown", "no interval"
+
+# How the gets were timed (isob kv --reading), in the words the section uses.
+PER_REQUEST, PER_PASS = "per-request", "per-pass"
+READINGS = {
+    PER_REQUEST: "two counter readings around every get; the time per get includes one "
+                 "reading's cost (the empty region)",
+    PER_PASS: "two counter readings around a whole pass of gets, divided by the gets of the "
+              "pass (Konrad 2023, section 3.3), so one reading's cost is shared out among "
+              "them; the pass includes the front end's own work per get (the key, the check "
+              "of the reply)",
+}
+
+
+def reading_of(params: Mapping) -> str:
+    """A kv result's reading; per-request where it has none (stored before
+    --reading existed, when every get was timed on its own)."""
+    return str(params.get("reading") or PER_REQUEST)
 
 
 def _steps(h: Mapping) -> float | None:
@@ -87,7 +111,7 @@ def build(data: RunData, doc: Mapping) -> dict | None:
         extra = _extra(c["params"])
         row = rows.setdefault((c["mechanism"], place, _json(extra)), {
             "mechanism": c["mechanism"], "placement": place, "params": extra,
-            "role": c["role"], "cells": {}})
+            "reading": reading_of(c["params"]), "role": c["role"], "cells": {}})
         h = c["headline"]
         cell = {"value": h["value"], "unit": c["unit"], "ns": h.get("ns"),
                 "interval": h.get("interval"), "interval_ns": h.get("interval_ns"),
@@ -115,7 +139,9 @@ def build(data: RunData, doc: Mapping) -> dict | None:
               if cell["ratio"]]
     steps = sorted({(c["resolution"], c["unit"]) for row in rows.values()
                     for c in row["cells"].values() if c["resolution"]})
+    present = list(dict.fromkeys(r["reading"] for r in rows.values()))
     return {"sizes": sizes, "rows": list(rows.values()), "shared_sizes": shared,
+            "readings": {k: READINGS.get(k, k) for k in present},
             "counter_steps": [list(x) for x in steps],
             "any_quantized": any(r["quantized"] for r in ratios),
             "largest_resolution_rel": max((r["resolution_rel"] for r in ratios), default=0.0),

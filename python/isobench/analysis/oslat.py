@@ -33,6 +33,20 @@ of ours.  Table IV's figures are LMbench's context-switch time (the raw
 hop less the pipe and working-set overhead): they stand beside each ctx
 row's switch_us, the same subtraction, not beside its raw hop.  Table III's figures are not in the evaluation excerpt the
 reference file was made from, so it has no published column.
+
+Beside SEIMI's tables, LMbench's bandwidths (table "BW": bw_pipe, bw_unix,
+bw_tcp, bw_mem rd/wr/cp, bw_file_rd, bw_mmap_rd; McVoy & Staelin, USENIX
+ATC 1996, section 5).  A sample there is the time of one pass that moved
+work.bytes bytes; each entry also holds the bandwidth, MB/s with MB = 10^6
+bytes: bytes over the headline time, its interval the bytes over the
+headline interval's ends (high over low).  Their "slowdown" is the same
+ratio of times as every other row's, so it is none's MB/s over the
+confinement's.  No published column and no average: SEIMI printed none.
+
+The rows that touch a file (file, mmap, page-fault, bw-file-rd, bw-mmap-rd)
+say the filesystem they ran on and the test directory (work.fs_type,
+work.fs_dir), because a file's cost depends on it and SEIMI's Table V does
+not say which filesystem its figures came from.
 """
 
 from __future__ import annotations
@@ -52,7 +66,8 @@ TABLES = (("IV", "context switch", "lat_ctx"),
                                           "lat_select"),
           ("VI", "local communication, round trips", "lat_pipe, lat_unix, lat_udp, lat_tcp, "
                                                      "lat_rpc, lat_connect"),
-          ("III", "process operations", "lat_syscall, lat_sig, lat_proc"))
+          ("III", "process operations", "lat_syscall, lat_sig, lat_proc"),
+          ("BW", "bandwidths", "bw_pipe, bw_unix, bw_tcp, bw_mem, bw_file_rd, bw_mmap_rd"))
 TABLE_ORDER = [t[0] for t in TABLES]
 
 # The rows that stand for SEIMI's columns, by table: (primitive, cell).
@@ -86,6 +101,11 @@ PRINTED_AVERAGES = {"IV": "seimi-ctx-average", "V": "seimi-fsvm-average",
 CONFINE_ORDER = (BASELINE, "seccomp-allow", "seccomp-notify", "ptrace", "landlock", "userns")
 
 NATIVE_SUFFIX, SEIMI_SUFFIX = "-native", "-seimi"
+
+# LMbench's bandwidths: not one of SEIMI's tables; their entries carry MB/s.
+BANDWIDTH_TABLE = "BW"
+MB = 1e6  # bytes in the MB of MB/s (decimal, as LMbench's bw_* print)
+BANDWIDTH_UNIT = "MB/s (MB = 10^6 bytes)"
 
 SEIMI_METHOD = "geometric mean of percentage overheads (SEIMI's averages)"
 OUR_METHOD = "geometric mean of ratios to none (isobench)"
@@ -133,6 +153,48 @@ def _entry(e: Mapping) -> dict:
     return {"status": "ok", "label": e["label"], "value": h["value"], "unit": e["unit"],
             "us": _us(h["ns"]), "interval_us": [_us(iv[0]), _us(iv[1])] if iv else None,
             "source": h["source"], "reps": h["reps"]}
+
+
+def _work(e: Mapping, key: str) -> list:
+    """A work member as each repetition printed it."""
+    return [(r["outputs"].get("work") or {}).get(key) for r in e["repetitions"]]
+
+
+def _bandwidth(e: Mapping, cell: Mapping) -> None:
+    """A bandwidth row's MB/s: the bytes one sample moved over the headline
+    time, the interval likewise over the interval's ends (a longer time is a
+    lower bandwidth, so the ends swap).  Set on cell in place; nothing where
+    the repetitions disagree on the bytes or the time is missing."""
+    sizes = {b for b in _work(e, "bytes") if isinstance(b, (int, float)) and b > 0}
+    ns = e["headline"].get("ns")
+    if len(sizes) != 1 or not ns or ns <= 0:
+        cell["mb_s"] = None
+        return
+    nbytes = sizes.pop()
+    cell["bytes"] = nbytes
+    cell["mb_s"] = nbytes / (ns * 1e-9) / MB
+    iv = e["headline"].get("interval_ns")
+    cell["interval_mb_s"] = ([nbytes / (iv[1] * 1e-9) / MB, nbytes / (iv[0] * 1e-9) / MB]
+                             if iv and iv[0] and iv[0] > 0 and iv[1] and iv[1] > 0 else None)
+
+
+def _filesystems(entries: Sequence[Mapping]) -> list[dict]:
+    """Where the rows that touch a file ran, by filesystem: its name as isob
+    printed it (statfs's f_type), the test directories (one per measuring
+    process) and the rows."""
+    seen: dict[str, dict] = {}
+    for e in entries:
+        p = e["params"]
+        for fs, d in zip(_work(e, "fs_type"), _work(e, "fs_dir")):
+            if not fs:
+                continue
+            f = seen.setdefault(str(fs), {"fs_type": str(fs), "dirs": [], "rows": []})
+            if d and str(d) not in f["dirs"]:
+                f["dirs"].append(str(d))
+            label = f"{p.get('primitive')} {p.get('cell')}"
+            if label not in f["rows"]:
+                f["rows"].append(label)
+    return list(seen.values())
 
 
 def _switch_us(e: Mapping) -> float | None:
@@ -245,6 +307,11 @@ def build(data: RunData, doc: Mapping) -> dict | None:
                 cell["slowdown"] = _ratio_of(e, base) if base else None
             if row["primitive"] == "ctx" and not row["cell"].endswith("overhead"):
                 cell["switch_us"] = _switch_us(e)
+            if row["table"] == BANDWIDTH_TABLE:
+                _bandwidth(e, cell)
+            fs = {f for f in _work(e, "fs_type") if f}
+            if fs:
+                cell["fs_type"] = ", ".join(sorted(fs))
             row["cells"][col] = cell
         # The repetitions' values, for the averages' intervals (_table).
         row["_headlines"] = {col: e["headline"] for col, e in row["_entries"].items()}
@@ -266,6 +333,7 @@ def build(data: RunData, doc: Mapping) -> dict | None:
                      "threat": _threat(entries, c)} for c in cols],
         "baseline": BASELINE, "tables": tables, "notes": notes,
         "our_method": OUR_METHOD, "seimi_method": SEIMI_METHOD,
+        "filesystems": _filesystems(entries), "bandwidth_unit": BANDWIDTH_UNIT,
         "published_note": "SEIMI (IEEE S&P 2020): native Linux and SEIMI, LMbench, on other "
                           "hardware (not stated in the excerpt); published, not measured here",
     }
@@ -342,7 +410,8 @@ def _table(tab: str, place: str, rows: list[dict], columns: Sequence[str],
                    "seimi_method_pct": v, "seimi_method_undefined": why,
                    "printed": dict(printed) if printed else None}
     return {"table": tab, "subject": subject, "lmbench": programs, "placement": place,
-            "title": f"Table {tab}: {subject}", "columns": present, "rows": rows,
+            "title": f"Table {tab}: {subject}" if tab != BANDWIDTH_TABLE else "LMbench bandwidths",
+            "bandwidth": tab == BANDWIDTH_TABLE, "columns": present, "rows": rows,
             "averages": out, "shared_rows": common.rows if cols else [],
             "published_average": pub_avg,
             "has_published": any(r["published"] for r in rows)}

@@ -59,7 +59,9 @@ BENCHMARK_KINDS = {"switch": MICRO, "pingpong": MICRO, "oslat": MICRO, "kv": MAC
                    # docs/serve.md: servers under isob loadgen.
                    "lwc-serve": MACRO, "lwc-conns": MACRO,
                    # docs/inspect.md: the cost of ERIM's scan per page.
-                   "inspect": MICRO}
+                   "inspect": MICRO,
+                   # docs/kvm.md: exits out of a KVM guest, SEIMI's Table I.
+                   "vmcall": MICRO}
 
 # Result params that report what happened rather than select what was
 # measured (the kv benchmark prints its own mean, request counts, store
@@ -103,6 +105,8 @@ OUTPUT_PARAMS = frozenset({
     "target_exe", "patterns", "passes", "bytes_scanned", "mappings", "mappings_unscanned",
     "bytes_unscanned", "gate_sites_recorded", "gate_sites_found", "stray_sites", "sites",
     "unscanned",
+    # vmcall (docs/kvm.md): what the guest checked and how it was built.
+    "exits_per_run", "guest_bad", "guest_last", "hypervisor", "kvm_nested_param",
 })
 
 # How a result finds its baseline among the `direct` results of the same run

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from . import callkinds, inspect, kv, lwc, lwcserve, microkernel, oslat, workloads
+from . import callkinds, inspect, kv, lwc, lwcserve, microkernel, oslat, vmcall, workloads
 from .runs import RunData
 
 Builder = Callable[[RunData, Mapping], "dict | None"]
@@ -42,6 +42,8 @@ SECTIONS: tuple[tuple[str, Builder], ...] = (
     ("inspect", inspect.build),
     # ERIM's call kinds: what the gate adds to each (switch; docs/mechanisms.md).
     ("switch-call-kinds", callkinds.build),
+    # SEIMI's Table I on KVM (docs/kvm.md).
+    ("vmcall", vmcall.build),
 )
 
 

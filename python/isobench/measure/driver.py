@@ -128,7 +128,7 @@ class Benchmark:
 
     @property
     def families(self) -> tuple[str, ...]:
-        """The primitive families --primitive also takes (oslat: ctx, fs, ipc, proc)."""
+        """The primitive families --primitive also takes (oslat: ctx, fs, ipc, proc, bw)."""
         return tuple(dict.fromkeys(p.family for p in self.primitives if p.family))
 
 

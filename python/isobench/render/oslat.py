@@ -39,20 +39,36 @@ def _us(v) -> str:
     return table.fmt_num(v)
 
 
-def _cell_text(cell: Mapping | None) -> str:
+def _cell_text(cell: Mapping | None, with_interval: bool = False) -> str:
     if not cell:
         return "-"
     if cell["status"] != "ok":
         return cell["status"].upper()
+    if "mb_s" in cell:
+        # A bandwidth row: MB/s (MB = 10^6 bytes), "-" where it has none,
+        # with its 95% interval over repetitions where asked.
+        if cell["mb_s"] is None:
+            return "-"
+        text = table.fmt_num(cell["mb_s"])
+        iv = cell.get("interval_mb_s")
+        if with_interval:
+            text += (f" [{table.fmt_num(iv[0])}..{table.fmt_num(iv[1])}]" if iv
+                     else " (no interval)")
+        return text
     if cell.get("us") is not None:
         return _us(cell["us"])
     return f"{table.fmt_num(cell['value'])} {cell['unit']}"
 
 
+def _unit(t: Mapping) -> str:
+    """What a table's entries are in: us per operation, or MB/s."""
+    return "MB/s" if t.get("bandwidth") else "us"
+
+
 def headers(t: Mapping, cols: Sequence[str] | None = None, published: bool = True) -> list[str]:
     out = ["row"]
     for col in t["columns"] if cols is None else cols:
-        out.append(f"{col} us")
+        out.append(f"{col} {_unit(t)}")
         if col != "none":
             out.append("x none")
     if _has_switch(t):
@@ -69,7 +85,7 @@ def rows(t: Mapping, with_interval: bool = False, cols: Sequence[str] | None = N
         line = [("* " if r["averaged"] else "  ") + r["label"]]
         for col in t["columns"] if cols is None else cols:
             cell = r["cells"].get(col)
-            line.append(_cell_text(cell))
+            line.append(_cell_text(cell, with_interval))
             if col != "none":
                 line.append(table.fmt_ratio_record((cell or {}).get("slowdown"), with_interval))
         if _has_switch(t):
@@ -104,7 +120,10 @@ def _shared_text(t: Mapping) -> str:
 def average_rows(t: Mapping, cols: Sequence[str] | None = None,
                  published: bool = True) -> list[list[str]]:
     """Two lines under a table: the geometric mean of ratios, and SEIMI's
-    method (where SEIMI printed such an average), ours and published."""
+    method (where SEIMI printed such an average), ours and published.  None
+    under the bandwidths, which have no SEIMI columns to average."""
+    if t.get("bandwidth"):
+        return []
     width = len(headers(t, cols, published))
     ours = [f"average: geomean of ratios [95%], {_shared_text(t)}"]
     own = ["  over each one's own rows"]
@@ -147,8 +166,22 @@ def _place(t: Mapping) -> str:
 
 
 def _title(t: Mapping) -> str:
+    if t.get("bandwidth"):
+        return f"oslat: {t['title']}{_place(t)} ({t['lmbench']}) [MB/s]"
     return (f"oslat: SEIMI {t['title']}{_place(t)} (LMbench {t['lmbench']}) "
             "[us per operation]")
+
+
+def _fs_lines(section: Mapping) -> list[str]:
+    """Where the rows that touch a file ran: filesystem and directory."""
+    out = []
+    for f in section.get("filesystems") or ():
+        dirs = f.get("dirs") or []
+        where = (f" in {dirs[0]}" + (f" and {len(dirs) - 1} more test directories"
+                                     if len(dirs) > 1 else "")) if dirs else ""
+        out.append(f"filesystem: {f['fs_type']}{where}: {', '.join(f['rows'])} "
+                   "(SEIMI's Table V does not say which filesystem its file figures came from)")
+    return out
 
 
 def _notes(section: Mapping) -> list[str]:
@@ -203,7 +236,7 @@ def compact(t: Mapping, width: int = table.WIDTH) -> str:
     has_none = "none" in t["columns"]
     pub = t["has_published"]
     sw = has_none and _has_switch(t)
-    heads = (["row"] + (["us"] if has_none else []) + (["ctx-switch"] if sw else [])
+    heads = (["row"] + ([_unit(t)] if has_none else []) + (["ctx-switch"] if sw else [])
              + [_split(c)[1] for c in cols])
     names = ([""] + (["none"] if has_none else []) + (["none"] if sw else [])
              + [_split(c)[0] for c in cols])
@@ -228,6 +261,9 @@ def compact(t: Mapping, width: int = table.WIDTH) -> str:
     averages = [t["averages"].get(c) or {} for c in cols]
     pa = t.get("published_average")
     lead = ([""] if has_none else []) + ([""] if sw else [])
+    if t.get("bandwidth"):
+        return table.fold(heads, body, width=width, keep=1 + len(lead), groups=names,
+                          right_all=True)
     body.append([f"average, {_shared_text(t)}"] + lead
                 + [table.fmt_ratio_record((a.get("geomean_ratio") or None), False)
                    for a in averages]
@@ -262,6 +298,12 @@ def _interval_note(t: Mapping) -> str:
     return text.strip()
 
 
+BANDWIDTH_NOTE = ("MB/s (MB = 10^6 bytes): bytes one pass moved over the headline time of a "
+                  "pass; x none: the "
+                  "confinement's time over none's, so none's MB/s over the confinement's; "
+                  "95% intervals: summary.md.")
+
+
 def _undefined_text(section: Mapping) -> str:
     """Where SEIMI's method is undefined (a zero or negative overhead), in one note."""
     per: dict[str, list[str]] = {}
@@ -289,7 +331,7 @@ def text(section: Mapping, doc: Mapping) -> str:
     for t in section["tables"]:
         out.append(table.wrap(_title(t)))
         out.append(compact(t))
-        note = _interval_note(t)
+        note = BANDWIDTH_NOTE if t.get("bandwidth") else _interval_note(t)
         if note:
             out.append(table.wrap(note))
         if _has_switch(t):
@@ -300,7 +342,7 @@ def text(section: Mapping, doc: Mapping) -> str:
     undefined = _undefined_text(section)
     if undefined:
         out.append(table.wrap(undefined))
-    for line in _notes(section):
+    for line in _fs_lines(section) + _notes(section):
         out.append(table.wrap(line))
     return "\n".join(out)
 
@@ -318,7 +360,9 @@ def markdown(section: Mapping, doc: Mapping) -> str:
                 table.md_table(headers(t), rows(t, with_interval=True) + average_rows(t)), ""]
         if _has_switch(t):
             out += [f"_{SWITCH_NOTE}; pub.: beside {SWITCH_HEADER}._", ""]
-    extra = _undefined(section) + _notes(section)
+        if t.get("bandwidth"):
+            out += [BANDWIDTH_NOTE, ""]
+    extra = _fs_lines(section) + _undefined(section) + _notes(section)
     if extra:
         out += [f"- {line}" for line in extra] + [""]
     return "\n".join(out)
@@ -339,7 +383,8 @@ def table_plot(section: Mapping, doc: Mapping, t: Mapping):
     from .plots import Plot, _pyplot
     name = f"oslat-table-{t['table'].lower()}" + (
         f"-{t['placement']}" if t["placement"] not in ("same-cpu", "None") else "")
-    title = f"SEIMI {t['title']}{_place(t)}: slowdown under each confinement"
+    title = (f"{'' if t.get('bandwidth') else 'SEIMI '}{t['title']}{_place(t)}: "
+             "slowdown under each confinement")
     cols = [c for c in t["columns"] if c != "none"]
     rows = [r for r in t["rows"] if any((r["cells"].get(c) or {}).get("slowdown") for c in cols)]
     if not rows:

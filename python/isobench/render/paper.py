@@ -409,7 +409,9 @@ def kv_tex(doc: Mapping) -> str | None:
                "the sizes every mechanism of the placement has"
                + (f" ({shared})" if shared else "")
                + ", with its 95\\% interval over repetitions and n sizes. "
-               "$^\\circ$: the interval includes 1, so no difference from direct is shown "
+               + "".join(f"Reading {tex(k)}: {tex(v)}. "
+                         for k, v in (s.get("readings") or {}).items())
+               + "$^\\circ$: the interval includes 1, so no difference from direct is shown "
                "(a ratio below 1 there is not faster than direct). -- : not measured "
                "(skipped, see the report)")
     if any_dagger:

@@ -53,6 +53,7 @@ from typing import Mapping, Sequence
 from . import paper, plots, reportdir, sections, table
 from .. import __version__
 from ..analysis import attackers, checks
+from ..analysis import kv as kv_analysis
 from ..errors import UsageError
 
 METHODOLOGY = "docs/methodology.md"
@@ -362,7 +363,8 @@ def _matrix_html(env: Mapping) -> list[str]:
 
 SWITCH_HEADERS = ("mechanism", "placement", "value", "from", "ns", "95% interval ns",
                   "ratio to direct [95%]")
-KV_HEADERS = ("mechanism", "placement", "data", "value", "from", "ns", "ratio to direct [95%]")
+KV_HEADERS = ("mechanism", "placement", "reading", "data", "value", "from", "ns",
+              "ratio to direct [95%]")
 
 
 def _kv_grid_html(doc: Mapping) -> str:
@@ -557,6 +559,7 @@ def _kv_md_rows(doc: Mapping) -> list[list[str]]:
             continue
         h = c["headline"]
         rows.append([c["mechanism"], c["params"].get("placement") or "-",
+                     kv_analysis.reading_of(c["params"]),
                      plots.size_label(c["params"]["data_bytes"]),
                      f"{table.fmt_num(h['value'])} {c['unit']}", table.source_text(h),
                      table.fmt_num(h["ns"]), _ratio_md(c)])
@@ -585,6 +588,9 @@ def render_md(doc: Mapping, plot_list, all_published: bool = False) -> str:
     if kv:
         out += ["", "## Key-value store, time per get", "",
                 table.md_table(KV_HEADERS, kv)]
+        readings = ((doc.get("sections") or {}).get("kv") or {}).get("readings") or {}
+        out += [""] + [f"- reading **{table.md_text(k)}**: {table.md_text(v)}."
+                       for k, v in readings.items()]
     for block in sections.markdown_blocks(doc):
         out += ["", block]
     if doc["aggregates"]:

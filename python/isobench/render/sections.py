@@ -32,7 +32,7 @@ class Renderer:
     benchmarks: tuple[str, ...] = ()
 
 
-from . import callkinds, inspect, lwc, lwcserve, microkernel, oslat, workloads  # noqa: E402  (the families' renderers, in modules of their own)
+from . import callkinds, inspect, lwc, lwcserve, microkernel, oslat, vmcall, workloads  # noqa: E402  (the families' renderers, in modules of their own)
 
 # Section name -> its renderer.
 RENDERERS: dict[str, Renderer] = {
@@ -66,6 +66,7 @@ RENDERERS: dict[str, Renderer] = {
     "lwc-serve": Renderer(text=lwcserve.text, markdown=lwcserve.markdown, plots=lwcserve.plots),
     "inspect": Renderer(text=inspect.text, markdown=inspect.markdown, benchmarks=("inspect",)),
     "switch-call-kinds": Renderer(text=callkinds.text, markdown=callkinds.markdown),
+    "vmcall": Renderer(text=vmcall.text, markdown=vmcall.markdown, benchmarks=("vmcall",)),
 }
 
 

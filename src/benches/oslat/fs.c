@@ -48,8 +48,26 @@
 #define FS_FAULT_WINDOW ((size_t)64 << 10)
 #define FS_SELECT_FDS 100               /* LMbench's lat_select -n 100 */
 
-/* The filesystem of the test directory, by name where known. */
-static void fs_type(struct oslat_cell *c, int fd)
+/* s as the inside of a JSON string, cut to fit out. */
+static const char *fs_json_text(const char *s, char *out, size_t len)
+{
+    size_t k = 0;
+    for (; *s && k + 7 < len; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            k += (size_t)snprintf(out + k, len - k, "\\%c", ch);
+        else if (ch < 0x20 || ch == 0x7f)
+            k += (size_t)snprintf(out + k, len - k, "\\u%04x", ch);
+        else
+            out[k++] = (char)ch;
+    }
+    out[k] = 0;
+    return out;
+}
+
+/* The filesystem of the test directory, by name where known, and the
+ * directory's path (SEIMI's file figures came from another filesystem). */
+void oslat_fs_where(struct oslat_cell *c, int fd)
 {
     static const struct { long magic; const char *name; } known[] = {
         {0xEF53, "ext2/3/4"}, {0x01021994, "tmpfs"}, {0x58465342, "xfs"}, {0x9123683E, "btrfs"},
@@ -64,6 +82,8 @@ static void fs_type(struct oslat_cell *c, int fd)
             name = known[i].name;
     oslat_param(c, "fs_type", "\"%s\"", name ? name : "other");
     oslat_param(c, "fs_magic", "\"0x%lx\"", (unsigned long)sf.f_type);
+    char dir[1024];
+    oslat_param(c, "fs_dir", "\"%s\"", fs_json_text(c->o->dir, dir, sizeof dir));
 }
 
 static long fs_minflt(void)
@@ -202,8 +222,10 @@ static int fs_file(struct oslat *o, const struct oslat_prim *p)
                 oslat_fail(&cc, "open %s: %s", pdir, isob_strerror(-errno));
                 break;
             }
-            if (passes == 0)
-                fs_type(&cc, dfd);
+            if (passes == 0) {
+                oslat_fs_where(&cc, dfd);
+                oslat_fs_where(&cd, dfd);
+            }
             size_t n0c = cc.s.n, n0d = cd.s.n;
             ISOB_DISPATCH(o->ctx->ctr, be_, fs_pass_as(be_, o, &cc, &cd, dfd, names, files, buf, size, &bad));
             if (warm) {
@@ -306,7 +328,7 @@ static int fs_mmap(struct oslat *o, const struct oslat_prim *p)
         OSLAT_BATCHED(&c, FS_MMAP_BODY);
 #undef FS_MMAP_BODY
         long faults = fs_minflt() - f0;
-        fs_type(&c, fd);
+        oslat_fs_where(&c, fd);
         oslat_param(&c, "bytes", "%zu", size);
         oslat_param(&c, "pages_touched", "%llu", (unsigned long long)pages);
         oslat_param(&c, "minor_faults_per_map", "%.2f", c.ops ? (double)faults / (double)c.ops : 0.0);
@@ -461,7 +483,7 @@ static int fs_page_fault(struct oslat *o, const struct oslat_prim *p)
             break;
     }
     munmap((void *)map, FS_PF_FILE);
-    fs_type(&c, fd);
+    oslat_fs_where(&c, fd);
     close(fd);
     oslat_param(&c, "file_bytes", "%zu", FS_PF_FILE);
     oslat_param(&c, "pages_touched_per_pass", "%zu", touched);

@@ -40,7 +40,8 @@
 /* The name of the tiny static binary fork+execve runs, beside isob. */
 #define OSLAT_TINY_NAME "isob-oslat-tiny"
 
-static const struct oslat_prim *const oslat_families[] = {oslat_ctx, oslat_fs, oslat_ipc, oslat_proc};
+static const struct oslat_prim *const oslat_families[] = {oslat_ctx, oslat_fs, oslat_ipc, oslat_proc,
+                                                             oslat_bw};
 #define OSLAT_NFAMILIES (sizeof oslat_families / sizeof oslat_families[0])
 
 /* Every primitive in order, into out; returns how many. */
@@ -564,7 +565,7 @@ static int oslat_run(struct isob_bench_ctx *ctx)
 
 const struct isob_bench isob_bench_oslat = {
     .name = "oslat",
-    .summary = "OS latencies (LMbench's primitives, SEIMI Tables III-VI) under a confinement",
+    .summary = "OS latencies (LMbench's primitives, SEIMI Tables III-VI) and bandwidths under a confinement",
     .needs_mechanism = 0,
     .takes_confine = 1,
     .run = oslat_run,

@@ -1,6 +1,6 @@
 /* oslat: what the operating system's own latencies become under a
  * confinement.  The internals shared by the driver (oslat.c) and the four
- * families of primitives (ctx.c, fs.c, ipc.c, proc.c); see docs/oslat.md.
+ * families of primitives (ctx.c, fs.c, ipc.c, proc.c, bw.c); see docs/oslat.md.
  *
  * A primitive measures one or more cells (a size, a message length, a
  * ring shape).  A cell, in pseudo-code:
@@ -57,8 +57,8 @@ struct oslat;
 
 struct oslat_prim {
     const char *name;           /* as --primitive takes it */
-    const char *family;         /* ctx, fs, ipc, proc */
-    const char *table;          /* SEIMI's table it belongs to: IV, V, VI, III */
+    const char *family;         /* ctx, fs, ipc, proc, bw */
+    const char *table;          /* SEIMI's table it belongs to: IV, V, VI, III; BW: LMbench's bandwidths */
     const char *summary;
     int calls[OSLAT_MAX_CALLS]; /* system calls of its measured regions (OSLAT_CALLS) */
     size_t ncalls;
@@ -77,6 +77,7 @@ extern const struct oslat_prim oslat_ctx[];
 extern const struct oslat_prim oslat_fs[];
 extern const struct oslat_prim oslat_ipc[];
 extern const struct oslat_prim oslat_proc[];
+extern const struct oslat_prim oslat_bw[];
 
 /* One measuring process's context. */
 struct oslat {
@@ -124,6 +125,9 @@ void oslat_cell_close(struct oslat_cell *c);
 /* Emit a result without samples: status "skipped" or "failed". */
 void oslat_emit_bare(struct oslat *o, const struct oslat_prim *p, const char *label,
                      const char *status, const char *reason);
+/* The filesystem fd is on (fs_type: ext2/3/4, tmpfs, overlayfs, ...;
+ * fs_magic: statfs's f_type) and the test directory (fs_dir), as params. */
+void oslat_fs_where(struct oslat_cell *c, int fd);
 /* Divide every sample by d (a sample that timed d operations). */
 void oslat_samples_div(struct isob_samples *s, uint64_t d);
 /* Divide the batched estimate and each of its pairs by d, likewise. */
