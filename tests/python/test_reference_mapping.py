@@ -198,3 +198,15 @@ def test_a_value_that_is_not_a_number_is_one_clear_error(tmp_path):
         w.writerows(rows)
     with pytest.raises(ValueError, match="is not a number"):
         reference.load(bad)
+
+
+@pytest.mark.parametrize("text, value", [("46,759", 46759.0), ("12'000", 12000.0),
+                                         ("11041.67", 11041.67), ("0.003", 0.003)])
+def test_a_number_as_printed(text, value):
+    assert reference._number("x", "value", text) == value
+
+
+@pytest.mark.parametrize("text", ["4,5", "1,23,456", "12'00", "about 5"])
+def test_a_number_that_only_looks_grouped_is_refused(text):
+    with pytest.raises(ValueError, match="is not a number"):
+        reference._number("x", "value", text)
