@@ -185,7 +185,8 @@ def create_plots(s: Mapping, doc: Mapping) -> list:
         xs = sorted({p["dirty_pages"] for f in series for p in f["points"]} | {0})
         ax.plot(xs, [a + b * x for x in xs], ":", color="purple", lw=1.2,
                 label=f"{PUBLISHED}, other hardware: lwC {pub['lwc-create']['text']} us + "
-                      f"{pub['lwc-create-per-dirty-page']['text']} us/page")
+                      f"{pub['lwc-create-per-dirty-page']['text']} us/page (beside the "
+                      f"{pub['lwc-create']['local_params'].get('heap_mib', '?')} MiB heap)")
     ax.set_xscale("symlog", linthresh=1)
     ax.set_yscale("log")
     ax.grid(True, which="both", alpha=0.3)
