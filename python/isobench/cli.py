@@ -688,10 +688,13 @@ def _add_reference(sub) -> None:
     p = sub.add_parser(
         "reference", formatter_class=Formatter, help="published figures, with their sources",
         description="List the published figures isobench shows beside local numbers, one "
-                    "block per source\n(its citation, DOI or URL, hardware): value, unit, what "
-                    "was measured and the\nmetric, in columns of their own.  They come from one "
-                    "reviewed file\n(isobench/data/reference.csv) and are never mixed into "
-                    "local statistics.",
+                    "block per source\n(its citation, DOI or URL, hardware): each figure's "
+                    "value in the source's own\ndigits (3.80, not 3.8) with its spread, the "
+                    "unit, what one value is of (per:\none-way, round trip, per call, per "
+                    "page), and under it what was measured, how,\nand the table or section it "
+                    "comes from; a figure worked out from printed ones\nsays how "
+                    "([derived: ...]).  They come from one reviewed file\n"
+                    "(isobench/data/reference.csv) and are never mixed into local statistics.",
         epilog="examples:\n  isobench reference\n  isobench reference --json | jq '.references[0]'")
     _add_json(p, "the figures")
     p.set_defaults(func=cmd_reference)

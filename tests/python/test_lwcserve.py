@@ -274,3 +274,25 @@ def test_tail_quantiles_need_their_samples_and_failed_repetitions_give_bounds(tm
     assert "max " in text and "(n=114)" in text and "(n=3,000)" in text
     assert "<= " in text and "BOUND shared L=1: 1 of 4 repetitions failed" in text
     assert "3 (1 failed)" in text
+
+
+def test_lwc_rollback_claim_is_judged_from_session_length_256(tmp_path):
+    # rollback at 16k req/s against shared's 67k at L=256 (as measured on a
+    # 2-vCPU KVM guest): lwC's "comparable from 256 on" does not reproduce,
+    # said with the ratio's interval; L=1 is not judged (the claim is not about it).
+    from synthetic_runs import summary_of
+    res = []
+    for rep in (1, 2, 3):
+        for server, session, rps in (("shared", 256, 67000.0), ("rollback", 256, 16000.0),
+                                     ("shared", 1, 60000.0), ("rollback", 1, 2000.0)):
+            r = _serve_result(server, session, [50000 + rep] * 200, rep)
+            r["params"]["throughput_rps"] = rps * (1 + 0.01 * (rep - 2))
+            res.append(r)
+    doc = summary_of(tmp_path, res)
+    sec = doc["sections"]["lwc-serve"]
+    (v,) = sec["claims"]
+    assert v["claim"]["id"] == "lwc-rollback-comparable" and "L=256" in v["what"]
+    assert v["value"] == pytest.approx(16000 / 67000, rel=1e-3)
+    assert v["verdict"] == "does not reproduce" and v["interval"]["high"] < 0.9
+    text = render.text(sec, doc)
+    assert "does not reproduce" in text and "0.24 [" in text and "Fig. 2" in text

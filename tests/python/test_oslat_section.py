@@ -61,6 +61,21 @@ def test_every_cell_in_us_with_its_slowdown_against_none(tmp_path):
     assert ctx["cells"]["none"]["switch_us"] == pytest.approx(3.0)
 
 
+def test_seimi_table_iv_stands_beside_the_context_switch_time_not_the_raw_hop(tmp_path):
+    s = _doc(tmp_path)["sections"]["oslat"]
+    t = _table(s, "IV")
+    heads = render_oslat.headers(t)
+    # The published columns follow LMbench's context-switch time (switch_us).
+    i = heads.index(render_oslat.SWITCH_HEADER)
+    assert heads[i + 1:i + 3] == ["pub. native us", "pub. SEIMI us"]
+    line = next(r for r in render_oslat.rows(t) if r[0].strip() == "* ctx 2p/0K")
+    assert line[i] == "3.00" and line[i + 1] == "2.05"
+    md = render_oslat.markdown(s, {})
+    assert "raw hop less the pipe and working-set overhead" in md
+    # Tables without ctx rows have no such column.
+    assert render_oslat.SWITCH_HEADER not in render_oslat.headers(_table(s, "VI"))
+
+
 def test_published_columns_beside_ours_and_none_for_table_iii(tmp_path):
     s = _doc(tmp_path)["sections"]["oslat"]
     pub = _row(_table(s, "IV"), "ctx", "2p/0K")["published"]
@@ -132,7 +147,9 @@ def test_columns_average_over_the_rows_they_share(tmp_path):
 
 
 def test_seimi_method_reproduces_its_printed_averages():
-    # Tables V and VI exactly as the paper computed them (seed-experiments §3).
+    # Tables V and VI exactly as the paper computed them (SEIMI, text under
+    # Tables V and VI: 33.56% and 24.23% are geometric means of the printed
+    # percentage overheads).
     pcts_v = [27.2, 11.7, 33.0, 12.6, 84.4, 63.2, 33.6, 67.8]
     value, why = oslat.geomean_of_percentages([1 + p / 100 for p in pcts_v])
     assert why is None and value == pytest.approx(33.56, abs=0.01)
@@ -234,8 +251,9 @@ def test_console_fits_100_columns_without_the_per_result_table(tmp_path):
     # Each confinement is a column group: its name over its time and x none.
     first = out.index(iv[0])
     assert out[first + 1].split() == ["none", "seccomp-allow", "ptrace", "SEIMI", "(pub.)"]
-    assert out[first + 2].split() == ["row", "us", "300-args", "x", "none", "x"]
-    assert out[first + 4].split() == ["*", "ctx", "2p/0K", "4.00", "1.20", "5.00", "1.20"]
+    assert out[first + 2].split() == ["row", "us", "ctx-switch", "300-args", "x", "none", "x"]
+    # none's raw hop, then LMbench's context-switch time (raw less overhead).
+    assert out[first + 4].split() == ["*", "ctx", "2p/0K", "4.00", "3.00", "1.20", "5.00", "1.20"]
     wide = table.run_report(doc, wide=True)
     assert "confine_variant=seccomp-trace" in wide
 
@@ -245,16 +263,16 @@ def test_confinement_groups_fold_to_the_width(tmp_path):
     t = _table(_doc(tmp_path, run)["sections"]["oslat"], "IV")
     # A confinement's variants are one group, under its name.
     assert "seccomp-allow:1" in t["columns"] and "landlock" in t["columns"]
-    blocks = [b.splitlines() for b in render_oslat.compact(t, width=45).split("\n\n")]
+    blocks = [b.splitlines() for b in render_oslat.compact(t, width=57).split("\n\n")]
     groups = [b[0].split()[1:] for b in blocks]
     assert [g for gs in groups for g in gs] == ["seccomp-allow", "ptrace", "landlock", "SEIMI",
                                                 "(pub.)"]
     assert len(blocks) == 3
     sub = blocks[groups.index(["seccomp-allow"])][1].split()
-    assert sorted(sub[2:]) == ["1", "300-args"]
+    assert sorted(sub[3:]) == ["1", "300-args"]
     # Every block repeats the rows and none, and fits.
     assert all(b[0].split()[0] == "none" and b[3].startswith("* ctx 2p/0K") for b in blocks)
-    assert max(len(line) for b in blocks for line in b) <= 45
+    assert max(len(line) for b in blocks for line in b) <= 57
     wide = render_oslat.compact(t).split("\n\n")
     assert len(wide) == 1 and max(len(line) for line in wide[0].splitlines()) <= table.WIDTH
 
@@ -277,6 +295,33 @@ def test_plots_say_why_without_a_confinement(tmp_path):
     drawn = {p.name: p for p in plots.draw(doc)}
     assert drawn["oslat-heatmap"].figure is None
     assert "No confinement beside none" in drawn["oslat-table-iv"].note
+
+
+def test_report_sets_seimi_table_iv_beside_switch_per_hop_once(tmp_path):
+    doc = _doc(tmp_path)
+    pub = {p["id"]: p for p in doc["published"]}
+    native = pub["seimi-ctx-2p0k-native"]
+    # One local row (none's), and its LMbench context-switch time, not the
+    # raw hop: 4000 ns less the overhead cell's 1000 ns.
+    (local,) = native["local"]
+    assert local["params"]["confine"] == "none"
+    assert local["ns"] == pytest.approx(3000.0) and local["quantity"] == "work.switch_per_hop"
+    # SEIMI's own column stands beside no local confinement.
+    assert pub["seimi-ctx-2p0k-seimi"]["local"] == []
+    assert all(len(p["local"]) <= 1 for p in doc["published"])
+    rows = {r[2]: r for r in report.published_rows(doc, all_published=False)}
+    assert "2.05 us, one-way" in rows
+    assert "median of work.switch_per_hop" in rows["2.05 us, one-way"][5]
+    assert not any(k.startswith("2.46 ") for k in rows)  # SEIMI's: no local row
+
+
+def test_seimi_figures_in_seimis_digits(tmp_path):
+    s = _doc(tmp_path)["sections"]["oslat"]
+    t = _table(s, "V")
+    line = next(r for r in render_oslat.rows(t) if r[0].strip() == "* file 0K create")
+    heads = render_oslat.headers(t)
+    i = heads.index("pub. native us")
+    assert line[i:i + 2] == ["5.4717", "6.9623"]  # not 5.47 and 6.96
 
 
 # ---- LMbench's bandwidths and the filesystem of the file rows ----

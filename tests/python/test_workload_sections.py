@@ -230,6 +230,10 @@ def test_cpuwork_is_shaped_like_morellos_table_5(tmp_path):
     assert "PUBLISHED c18n purecap (T5)" in text and "46,759" in text
     flat = " ".join(text.split())  # notes wrap at 100 columns
     assert "other ABI" in flat and "Arm Morello" in flat
+    # Table 6 is Section 4.2's, not 4.1's.
+    assert "Section 4.1, Table 5" in flat and "Section 4.2, Table 6" in flat
+    # Trials of 1e6 iterations here: Morello's 1e8 figures say so in their cells.
+    assert "46,759 @1e8" in text and "of 1,000,000 iterations" in flat
 
 
 def mem_results() -> list[dict]:
@@ -299,6 +303,14 @@ def test_pipeio_keeps_the_cold_call_apart_beside_morellos(tmp_path):
     text = render_sections.text_blocks(doc)[0]
     assert max(map(len, text.splitlines())) <= table.WIDTH  # fits a terminal
     assert "PUBLISHED c18n" in text and "cold" in text
+    # Morello's read in/out: 0.079 / 0.002 ms, each printed to 1 us, is any
+    # quotient from 78.5 / 2.5 to 79.5 / 1.5, not "39.50".
+    lo, hi = pub[("read", False)]["in_over_out_range"]
+    assert (lo, hi) == (pytest.approx(78.5 / 2.5), pytest.approx(79.5 / 1.5))
+    from isobench.render import workloads as render_workloads
+    assert render_workloads._printed_ratio(pub[("read", False)]) == "31..53 (derived)"
+    # The write beside this run's rows: 0.003 / 0.001 ms is 1.7 to 7, printed so.
+    assert "2..7 (derived)" in text
 
 
 def scale_results() -> list[dict]:

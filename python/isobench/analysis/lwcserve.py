@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from . import runs, stats, tails
+from . import claims, runs, stats, tails
+from .quantities import ratio_of_values
 from .runs import RunData
 
 SERVE, CONNS = "lwc-serve", "lwc-conns"
@@ -97,6 +98,7 @@ def _row(cfg, key: str, failed: int = 0) -> dict:
                              "neither figure: the throughput of the others is an upper bound, "
                              "their latencies lower bounds"} if failed else None),
            "throughput_rps": stats.geomean(tput) if tput else None,
+           "throughput_values": tput,
            "throughput_lo": iv.low if iv else None, "throughput_hi": iv.high if iv else None,
            "client_busy": client, "server_busy": server,
            "server_processes": max((p.get("server_processes") or 0 for p in ps), default=None),
@@ -118,6 +120,14 @@ def _failed(data: RunData, bench: str, key: str) -> list[dict]:
                         "status": r["status"],
                         "reason": r.get("reason")})
     return out
+
+
+# The session length from which lwC claims rollback matches no isolation.
+CLAIM_SESSION = 256
+
+
+def _startup(mb) -> str:
+    return f", {mb} MB start-up" if mb else ""
 
 
 def build(data: RunData, doc: Mapping) -> dict | None:
@@ -152,11 +162,24 @@ def build(data: RunData, doc: Mapping) -> dict | None:
                                       CONNS_ORDER.index(r["server"])
                                       if r["server"] in CONNS_ORDER else 9))
     every = [r for v in serve_out for r in v["rows"]] + conn_rows
+    # lwC's claim: rollback comparable to the best configuration without
+    # isolation (here: shared) from session length 256 on.
+    judged = []
+    for v in serve_out:
+        shared = {r["session"]: r for r in v["rows"] if r["server"] == "shared"}
+        for r in v["rows"]:
+            base = shared.get(r["session"])
+            if r["server"] == "rollback" and (r["session"] or 0) >= CLAIM_SESSION and base:
+                judged.append(claims.judge(
+                    "lwc-rollback-comparable",
+                    ratio_of_values(r["throughput_values"], base["throughput_values"]),
+                    f"{v['proto']}{_startup(v['startup_mb'])}, L={r['session']}: "
+                    "rollback / shared", claims.LWC_HERE))
     verdicts = {}
     for r in every:
         verdicts[r["saturated"]] = verdicts.get(r["saturated"], 0) + 1
     return {"threat_model": THREAT, "saturated_at": SATURATED,
-            "serve": serve_out, "conns": conn_rows,
+            "serve": serve_out, "conns": conn_rows, "claims": judged,
             "failed": failed_serve + failed_conns,
             "saturation_counts": verdicts,
             "max_client_busy": max((r["client_busy"] for r in every

@@ -137,10 +137,11 @@ def _slides(doc: Mapping) -> list[dict]:
     for ref in doc.get("published") or ():
         if not ref["id"].startswith(SLIDES_PREFIX):
             continue
-        derived = ref["metric"].startswith("derived") or ref["note"].startswith("derived")
+        derived = bool(ref.get("derived")) or ref["metric"].startswith("derived") \
+            or ref["note"].startswith("derived")
         local = [{"label": l["label"], "value": l["value"], "unit": l["unit"],
                   "us": _us(l["ns"])} for l in ref.get("local") or ()]
-        out.append({"id": ref["id"], "value": ref["value"], "unit": ref["unit"],
+        out.append({"id": ref["id"], "value": ref["value"], "text": ref["text"], "unit": ref["unit"],
                     "subject": ref["subject"], "metric": ref["metric"], "derived": derived,
                     "source": ref["source"], "hardware": ref["hardware"], "local": local})
     return out

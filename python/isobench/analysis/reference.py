@@ -8,8 +8,12 @@ published, with its source and hardware.
 data/reference.csv is the one reviewed file; one row per figure:
 
     id              stable name of the figure
-    value, unit     the figure as published (cycles, us, ...)
-    spread          the standard deviation the source gives, if any
+    value, unit     the figure as published (cycles, tsc_ticks, us, ...),
+                    its digits kept as the source prints them (3.80, not
+                    3.8; 46,759 and 12'000 with their thousands separators):
+                    Reference.text() prints them back unchanged
+    spread          the standard deviation the source gives, if any (also
+                    kept as printed: 0.00)
     subject         what was measured, in a few words
     metric          how the source measured it
     hardware        the machine, as the source states it (or says it does not)
@@ -24,6 +28,23 @@ data/reference.csv is the one reviewed file; one row per figure:
                     local_params is "key=value key=value", a value with
                     spaces in single quotes (cell='0K create')
     note            caveats (secondary sources, known undercounting, ...)
+    per             what one value is of, where the source says it:
+                    one-way (one switch), round trip (in and back: a
+                    gated call), per call, per page, per trial, ...
+    derived         empty for a figure the source prints; else how it was
+                    worked out from printed figures (by the source or by
+                    isobench), e.g. "Table 5.1 (v): WRPKRU rows minus plain
+                    rows"
+    local_quantity  empty: the local configuration's headline stands
+                    beside the figure; else the output of that
+                    configuration's repetitions whose median does (e.g.
+                    work.switch_per_hop: LMbench's context-switch time,
+                    the raw hop less the pipe and working-set overhead)
+
+A row maps onto one local configuration or onto none: its local_params
+name every parameter that tells that benchmark's configurations apart
+(tests/python/test_reference.py checks it), and two rows beside one local
+configuration differ in source, table or unit, so a reader tells them apart.
 """
 
 from __future__ import annotations
@@ -58,13 +79,23 @@ class Reference:
     local_mechanism: str | None
     local_params: Mapping = field(default_factory=dict)
     note: str = ""
+    value_text: str = ""
+    spread_text: str = ""
+    per: str = ""
+    derived: str = ""
+    local_quantity: str = ""
 
     def as_dict(self) -> dict:
         return {**asdict(self), "local_params": dict(self.local_params), "published": True}
 
     def text(self) -> str:
-        """The value as the source printed it (no added or dropped digits)."""
-        return f"{self.value:,g}"
+        """The value as the source printed it (no added or dropped digits):
+        11041.67, 3.80, 0.003."""
+        return self.value_text or repr(self.value)
+
+    def spread_as_printed(self) -> str | None:
+        """The spread as the source printed it (0.00, not 0), or None."""
+        return self.spread_text or None
 
 
 def _param_value(text: str):
@@ -79,18 +110,36 @@ def _params(text: str) -> dict:
     return out
 
 
+def _number(rid: str, name: str, text: str) -> float:
+    """A number as a source prints it: 11041.67, 46,759 or 12'000 (the
+    thousands separators only group digits)."""
+    grouped = text.replace(",", "").replace("'", "")
+    if grouped != text and not all(len(g) == 3 for g in
+                                   text.split(".")[0].replace("'", ",").split(",")[1:]):
+        raise ValueError(f"reference {rid!r}: {name} {text!r} is not a number")
+    try:
+        return float(grouped)
+    except ValueError:
+        raise ValueError(f"reference {rid!r}: {name} {text!r} is not a number") from None
+
+
 def _row(row: dict) -> Reference:
     missing = [k for k in REQUIRED if not (row.get(k) or "").strip()]
     if missing:
         raise ValueError(f"reference {row.get('id')!r}: no {', '.join(missing)}")
+    value = row["value"].strip()
+    spread = (row.get("spread") or "").strip()
     return Reference(
-        id=row["id"], value=float(row["value"]), unit=row["unit"],
-        spread=float(row["spread"]) if row.get("spread") else None, subject=row["subject"],
+        id=row["id"], value=_number(row["id"], "value", value), unit=row["unit"],
+        spread=_number(row["id"], "spread", spread) if spread else None, subject=row["subject"],
         metric=row.get("metric") or "", hardware=row["hardware"],
         software=row.get("software") or "", source=row["source"], citation=row["citation"],
         link=(row.get("link") or "").strip(), where=row.get("where") or "", local_benchmark=row.get("local_benchmark") or None,
         local_mechanism=row.get("local_mechanism") or None,
-        local_params=_params(row.get("local_params") or ""), note=row.get("note") or "")
+        local_params=_params(row.get("local_params") or ""), note=row.get("note") or "",
+        value_text=value, spread_text=spread, per=(row.get("per") or "").strip(),
+        derived=(row.get("derived") or "").strip(),
+        local_quantity=(row.get("local_quantity") or "").strip())
 
 
 def load(path: Path = DATA) -> list[Reference]:
@@ -128,9 +177,26 @@ def render(refs: Sequence[Reference]) -> str:
         else:
             for i, h in enumerate(hardware, 1):
                 out.append(table.wrap(f"  hardware [{i}]: {h}", indent="    "))
-        headers = ("id", "value", "unit", "what", "metric") + (("hw",) if len(hardware) > 1 else ())
-        rows = [[r.id, r.text(), r.unit, r.subject, r.metric or "-"]
+        headers = ("id", "value", "unit", "per") + (("hw",) if len(hardware) > 1 else ())
+        rows = [[r.id, value_cell(r), r.unit, r.per or "-"]
                 + ([f"[{hardware.index(r.hardware) + 1}]"] if len(hardware) > 1 else [])
                 for r in group]
-        out.append(table.render_fit(headers, rows, {"value"}, flex=(3, 4)))
+        lines = table.render(headers, rows, {"value"}).splitlines()
+        out += lines[:2]
+        # Under each figure, indented: what was measured, how, and where.
+        for line, r in zip(lines[2:], group):
+            out.append(line)
+            note = f"; {r.note}" if r.note else ""
+            out.append(table.wrap(f"    {r.subject}: {metric_cell(r)} ({r.where or 'no table'})"
+                                  f"{note}", indent="      "))
     return "\n".join(out)
+
+
+def value_cell(r: Reference) -> str:
+    """The value and its spread as the source printed them: "3.80 (sd 0.00)"."""
+    return r.text() + (f" (sd {r.spread_as_printed()})" if r.spread_as_printed() else "")
+
+
+def metric_cell(r: Reference) -> str:
+    """The metric, and for a derived figure how it was derived."""
+    return (r.metric or "-") + (f" [derived: {r.derived}]" if r.derived else "")

@@ -579,11 +579,29 @@ def published(data: RunData, by_key: Mapping[tuple, dict]) -> list[dict]:
         for c in reference.matches(ref, data.configs):
             e = by_key[tuple(c.key)]
             h = e["headline"]
+            value, ns, source = h["value"], h["ns"], h["source"]
+            if ref.local_quantity:
+                value = _output_median(e, ref.local_quantity)
+                ns = None if value is None or e.get("to_ns") is None else value * e["to_ns"]
+                source = f"median of {ref.local_quantity} over repetitions"
             local.append({"label": e["label"], "mechanism": c.mechanism, "params": c.params,
-                          "placement": c.placement, "value": h["value"], "unit": c.unit,
-                          "ns": h["ns"], "source": h["source"]})
+                          "placement": c.placement, "value": value, "unit": c.unit,
+                          "ns": ns, "source": source, "quantity": ref.local_quantity or None})
         out.append({**ref.as_dict(), "text": ref.text(), "local": local})
     return out
+
+
+def _output_median(e: Mapping, path: str) -> float | None:
+    """The median over a configuration's repetitions of the output at path
+    ("work.switch_per_hop"), or None where no repetition has it."""
+    vals = []
+    for r in e["repetitions"]:
+        v = r.get("outputs") or {}
+        for part in path.split("."):
+            v = v.get(part) if isinstance(v, Mapping) else None
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            vals.append(float(v))
+    return stats.median(sorted(vals)) if vals else None
 
 
 # ---- the run ----

@@ -420,6 +420,7 @@ def cpuwork(data: RunData, doc: Mapping) -> dict | None:
             if normal is None or r is None:
                 continue
             pub.append({"kernel": k, "build": build, "label": label, "out_ms": normal["value"], "in_ms": r["value"],
+                        "out_text": normal["text"], "in_text": r["text"],
                         "in_over_out": units.ratio(r["value"], normal["value"]),
                         "source": r["source"], "where": r["where"], "hardware": r["hardware"],
                         "note": r["note"]})
@@ -527,16 +528,28 @@ def pipeio(data: RunData, doc: Mapping) -> dict | None:
             o, i = refs.get(f"morello-pipe-{name}{cold}-out"), refs.get(f"morello-pipe-{name}{cold}-in")
             if o is None or i is None:
                 continue
+            # Printed in ms to three decimals: each value is known to half a
+            # step (0.0005 ms), so their quotient only to a range.
+            half = 0.5 * 10.0 ** -_decimals(o["text"]), 0.5 * 10.0 ** -_decimals(i["text"])
+            lo = (i["value"] - half[1]) / (o["value"] + half[0])
+            hi = (i["value"] + half[1]) / (o["value"] - half[0]) if o["value"] > half[0] else None
             pub.append({"variant": name, "payload": 1024, "cold": bool(cold),
                         "out_us": units.convert(o["value"], o["unit"], "us"),
                         "in_us": units.convert(i["value"], i["unit"], "us"),
+                        "out_text": f"{o['text']} {o['unit']}", "in_text": f"{i['text']} {i['unit']}",
                         "in_over_out": units.ratio(i["value"], o["value"]),
+                        "in_over_out_range": [lo, hi],
                         "source": i["source"], "where": i["where"], "note": i["note"]})
     return {"unit": "us", "rows": rows, "published": pub,
             "published_caveat": "published, other hardware (Arm Morello), other ABI: one "
                                 "1024-byte message per trial, printed in ms to three decimals "
                                 "(1 us steps); the in-compartment read waited for the producer",
             "not_ok": not_ok(doc, "pipeio")}
+
+
+def _decimals(text: str) -> int:
+    """How many decimals a number was printed with ("0.003": 3)."""
+    return len(text.partition(".")[2])
 
 
 # ---- scale ----

@@ -43,8 +43,8 @@ def blocks(s: Mapping) -> list[Block]:
         lo, hi = pub.get("erim-inspect-page-low"), pub.get("erim-inspect-page-high")
         total = pub.get("erim-inspect-total")
         if lo and hi:
-            cost.append([f"{PUBLISHED} ERIM", f"{num(lo['value'])} to {num(hi['value'])}",
-                         "-", num(total["value"]) if total else "-"])
+            cost.append([f"{PUBLISHED} ERIM", f"{lo['text']} to {hi['text']}",
+                         "-", total["text"] if total else "-"])
         pp = s.get("published_per_page")
         cnotes = [f"per pass: all {num(t['pages'])} pages once; {t['passes']} passes per "
                   f"process, {t['reps']} processes; the time per page is each process's "

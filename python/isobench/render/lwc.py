@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from . import plots, table
+from . import claims, plots, table
 from .workloads import (INTERVAL_NOTE, PUBLISHED, Block, markdown_of, not_ok_notes, num, q_text,
                         r_text, text_of)
 
@@ -48,8 +48,9 @@ def create_blocks(s: Mapping) -> list[Block]:
     pub = {p["id"]: p for p in s["published"]}
     if "lwc-create" in pub:
         a, b = pub["lwc-create"], pub.get("lwc-create-per-dirty-page")
-        rows.append(["-", f"{PUBLISHED} lwC", num(a["value"]),
-                     *((num(b["value"]) + " (one line)" if b else "-") for _ in segs), "-", "-"])
+        heap = a["local_params"].get("heap_mib")
+        rows.append([f"{heap} MiB" if heap else "-", f"{PUBLISHED} lwC", a["text"],
+                     *((b["text"] + " (one line)" if b else "-") for _ in segs), "-", "-"])
     ds = sorted({p["dirty_pages"] for f in s["fits"] for p in f["points"]})
     lin_methods = sorted({(f.get("linearity") or {}).get("method") for f in s["fits"]} - {None})
     notes = ["create, first switch, the context writes D pages (4 KiB, MADV_NOHUGEPAGE), "
@@ -66,8 +67,10 @@ def create_blocks(s: Mapping) -> list[Block]:
              f"THP: {', '.join(s['thp']) or '-'} (advice: {', '.join(s['thp_advice']) or '-'})",
              INTERVAL_NOTE]
     if "lwc-create" in pub:
+        heap = pub["lwc-create"]["local_params"].get("heap_mib")
         notes.append(f"{PUBLISHED}: {_pub_ref(pub['lwc-create'])}; other hardware, other OS "
-                     "(the in-kernel lwC), heap not stated; one line over every D")
+                     "(the in-kernel lwC); its process's size is not stated: beside the "
+                     f"{heap} MiB heap, the smallest measured; one line over every D")
     blocks = [Block("lwc-create: create + switch + destroy: the fixed cost and the cost per "
                     "dirty page by segment", heads, rows, set(heads[2:-2]), notes)]
 
@@ -90,8 +93,8 @@ def create_blocks(s: Mapping) -> list[Block]:
                           r_text(f["over_cow"]),
                           ("VERDICT: " + f["verdict"]) if f.get("verdict") else "-"])
     if "lwc-create-per-dirty-page" in pub:
-        crows.append(["-", f"{PUBLISHED} lwC", "one line", num(pub["lwc-create-per-dirty-page"]
-                                                               ["value"]), "-", "-", "-"])
+        crows.append(["-", f"{PUBLISHED} lwC", "one line", pub["lwc-create-per-dirty-page"]
+                                                           ["text"], "-", "-", "-"])
     cow_pages = sorted({c["pages"] for c in s["cow_fault"] if c.get("pages")})
     blocks.append(Block(
         f"lwc-create: cost per dirty page against the kernel's copy-on-write fault (target: "
@@ -181,7 +184,9 @@ def create_plots(s: Mapping, doc: Mapping) -> list:
         a, b = pub["lwc-create"]["value"], pub["lwc-create-per-dirty-page"]["value"]
         xs = sorted({p["dirty_pages"] for f in series for p in f["points"]} | {0})
         ax.plot(xs, [a + b * x for x in xs], ":", color="purple", lw=1.2,
-                label=f"{PUBLISHED}, other hardware: lwC {num(a)} us + {num(b)} us/page")
+                label=f"{PUBLISHED}, other hardware: lwC {pub['lwc-create']['text']} us + "
+                      f"{pub['lwc-create-per-dirty-page']['text']} us/page (beside the "
+                      f"{pub['lwc-create']['local_params'].get('heap_mib', '?')} MiB heap)")
     ax.set_xscale("symlog", linthresh=1)
     ax.set_yscale("log")
     ax.grid(True, which="both", alpha=0.3)
@@ -201,11 +206,19 @@ def create_plots(s: Mapping, doc: Mapping) -> list:
 
 def _published_cells(row: Mapping) -> tuple[str, str]:
     pubs = row.get("published") or []
-    vals = "; ".join(f"{num(p['value'])} {p['unit']} ({p['source'].split(' (')[0]})" for p in pubs)
-    over = "; ".join(f"{table.fmt_ratio(p['over_lwc'])}" for p in pubs
-                     if p.get("over_lwc") is not None and p["unit"] == "us") \
+    vals = "; ".join(f"{p['text']} {p['unit']} ({p['source'].split(' (')[0]})" for p in pubs)
+    over = "; ".join(f"{p['over_lwc_text']} ({_who(p)})" for p in pubs
+                     if p.get("over_lwc_text") is not None and p["unit"] == "us") \
         if row["variant"] != "lwc" else ""
     return vals or "-", over or "-"
+
+
+def _who(p: Mapping) -> str:
+    """Whose ratio a published / lwC figure is, in a word or two."""
+    name = p["source"].split(" (")[0]
+    how = p.get("over_lwc_how") or ""
+    return f"{name}, of means" if "of the means" in how else (
+        f"{name}, as Konrad divides" if "as the report divides" in how else f"{name}, quotient")
 
 
 def switch_blocks(s: Mapping) -> list[Block]:
@@ -222,6 +235,9 @@ def switch_blocks(s: Mapping) -> list[Block]:
              "it, both directions (a->b, b->a: their medians)",
              "published: process = POSIX semaphores (our `process`), kernel thread = `thread`, "
              "user thread = getcontext/setcontext (our `ucontext`; FreeBSD's are system calls)",
+             f"{PUBLISHED} / lwC: each source's ratio as printed (Konrad 2023, Table 5.2a: "
+             "the ratio of his means; the lwC paper's: its times as Konrad divides them), not "
+             "isobench's; isobench's own / lwc is of medians, with its 95% interval",
              INTERVAL_NOTE, *(f"{PUBLISHED}: {x}" for x in sources)]
     blocks = [Block("lwc-switch: ONE-WAY switch (one switch, not a round trip)", heads, rows,
                     {"one-way us [95%]", "a->b us", "b->a us", "/ lwc [95%]"}, notes)]
@@ -242,11 +258,13 @@ def switch_blocks(s: Mapping) -> list[Block]:
 
 
 def switch_text(s: Mapping, doc: Mapping) -> str:
-    return text_of(switch_blocks(s))
+    out = text_of(switch_blocks(s))
+    return out + ("\n" + claims.text(s["claims"]) if s.get("claims") else "")
 
 
 def switch_md(s: Mapping, doc: Mapping) -> str:
-    return markdown_of("lwC switch (lwc-switch)", switch_blocks(s))
+    out = markdown_of("lwC switch (lwc-switch)", switch_blocks(s))
+    return out + ("\n" + claims.markdown(s["claims"]) if s.get("claims") else "")
 
 
 def _bars(ax, rows: Sequence[Mapping], title: str, published: bool) -> None:
@@ -332,11 +350,13 @@ def refmon_blocks(s: Mapping) -> list[Block]:
 
 
 def refmon_text(s: Mapping, doc: Mapping) -> str:
-    return text_of(refmon_blocks(s))
+    out = text_of(refmon_blocks(s))
+    return out + ("\n" + claims.text(s["claims"]) if s.get("claims") else "")
 
 
 def refmon_md(s: Mapping, doc: Mapping) -> str:
-    return markdown_of("Reference monitors (refmon)", refmon_blocks(s))
+    out = markdown_of("Reference monitors (refmon)", refmon_blocks(s))
+    return out + ("\n" + claims.markdown(s["claims"]) if s.get("claims") else "")
 
 
 def refmon_plots(s: Mapping, doc: Mapping) -> list:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from . import table
+from . import claims, table
 from ..analysis import tails
 
 # One colour per mode in every panel, whichever modes a panel has.
@@ -113,6 +113,8 @@ def text(section: Mapping, doc: Mapping) -> str:
     notes = [*_notes(section), _saturation_line(section),
              "threat model: " + section["threat_model"], *_failed_lines(section)]
     lines += ["", *(table.wrap(n) for n in notes)]
+    if section.get("claims"):
+        lines += ["", claims.text(section["claims"])]
     return "\n".join(lines).lstrip("\n")
 
 
@@ -124,6 +126,8 @@ def markdown(section: Mapping, doc: Mapping) -> str:
     out += [*(f"- {n}" for n in _notes(section)), "", _saturation_line(section), "",
             "Threat model: " + section["threat_model"], ""]
     out += [f"- {line}" for line in _failed_lines(section)]
+    if section.get("claims"):
+        out += ["", claims.markdown(section["claims"])]
     return "\n".join(out)
 
 

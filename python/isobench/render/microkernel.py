@@ -60,7 +60,7 @@ def _slide_rows(section: Mapping) -> list[list[str]]:
         local = "; ".join(f"{fmt(l['value'])} {l['unit']}" + (f" = {fmt(l['us'])} us"
                                                              if l["us"] is not None else "")
                           for l in s["local"]) or "-"
-        out.append([s["subject"], f"{s['value']:g} {s['unit']}",
+        out.append([s["subject"], f"{s['text']} {s['unit']}",
                     "DERIVED" if s["derived"] else "printed", local])
     return out
 

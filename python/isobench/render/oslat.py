@@ -11,6 +11,22 @@ from typing import Mapping, Sequence
 from . import table
 
 PUBLISHED_HEADERS = ("pub. native us", "pub. SEIMI us", "pub. x")
+# LMbench's context-switch time of a ctx row under none (switch_us: the raw
+# hop less the overhead cell's), the figure SEIMI's Table IV prints: the
+# published columns stand beside it, not beside the raw hop.
+SWITCH_HEADER = "none ctx-switch us"
+SWITCH_NOTE = ("ctx-switch: LMbench's context-switch time, the raw hop less the pipe and "
+               "working-set overhead (the ctx ... overhead row), which is what SEIMI's "
+               "Table IV prints; the raw hop is the us column")
+
+
+def _has_switch(t: Mapping) -> bool:
+    return any((r["cells"].get("none") or {}).get("switch_us") is not None for r in t["rows"])
+
+
+def _switch_text(r: Mapping) -> str:
+    v = (r["cells"].get("none") or {}).get("switch_us")
+    return "-" if v is None else _us(v)
 METHOD_NOTE = ("x none: slowdown, the cell's headline over none's in the same row and run "
                "(1 = no cost); averages over SEIMI's columns (marked *) that every "
                "confinement of the table has (rows: how many of the averaged rows): {ours}, with its 95% "
@@ -55,6 +71,8 @@ def headers(t: Mapping, cols: Sequence[str] | None = None, published: bool = Tru
         out.append(f"{col} {_unit(t)}")
         if col != "none":
             out.append("x none")
+    if _has_switch(t):
+        out.append(SWITCH_HEADER)
     if published and t["has_published"]:
         out += PUBLISHED_HEADERS
     return out
@@ -70,9 +88,11 @@ def rows(t: Mapping, with_interval: bool = False, cols: Sequence[str] | None = N
             line.append(_cell_text(cell, with_interval))
             if col != "none":
                 line.append(table.fmt_ratio_record((cell or {}).get("slowdown"), with_interval))
+        if _has_switch(t):
+            line.append(_switch_text(r))
         if published and t["has_published"]:
             p = r["published"] or {}
-            line += [_us(p.get("native")), _us(p.get("seimi")), table.fmt_ratio_record(
+            line += [p.get("native_text") or "-", p.get("seimi_text") or "-", table.fmt_ratio_record(
                 {"value": p["slowdown"]} if p.get("slowdown") else None)]
         out.append(line)
     return out
@@ -121,6 +141,10 @@ def average_rows(t: Mapping, cols: Sequence[str] | None = None,
         theirs.append("-" if s is None else ("undefined" if s["value_pct"] is None
                                              else f"{s['value_pct']:.1f}%"))
     pub = t.get("published_average")
+    if _has_switch(t):
+        ours.append("")
+        own.append("")
+        theirs.append("")
     if published and t["has_published"]:
         ours += ["", "", table.fmt_ratio(pub["geomean_ratio"]["value"]) if pub else "-"]
         text = "-"
@@ -211,8 +235,11 @@ def compact(t: Mapping, width: int = table.WIDTH) -> str:
     cols = [c for c in t["columns"] if c != "none"]
     has_none = "none" in t["columns"]
     pub = t["has_published"]
-    heads = ["row"] + ([_unit(t)] if has_none else []) + [_split(c)[1] for c in cols]
-    names = [""] + (["none"] if has_none else []) + [_split(c)[0] for c in cols]
+    sw = has_none and _has_switch(t)
+    heads = (["row"] + ([_unit(t)] if has_none else []) + (["ctx-switch"] if sw else [])
+             + [_split(c)[1] for c in cols])
+    names = ([""] + (["none"] if has_none else []) + (["none"] if sw else [])
+             + [_split(c)[0] for c in cols])
     if pub:
         heads.append("x")
         names.append(PUBLISHED_GROUP)
@@ -221,6 +248,8 @@ def compact(t: Mapping, width: int = table.WIDTH) -> str:
         line = [("* " if r["averaged"] else "  ") + r["label"]]
         if has_none:
             line.append(_cell_text(r["cells"].get("none")))
+        if sw:
+            line.append(_switch_text(r))
         for c in cols:
             cell = r["cells"].get(c)
             line.append(table.fmt_ratio_record(cell.get("slowdown"), False)
@@ -231,9 +260,9 @@ def compact(t: Mapping, width: int = table.WIDTH) -> str:
         body.append(line)
     averages = [t["averages"].get(c) or {} for c in cols]
     pa = t.get("published_average")
-    lead = [""] if has_none else []
+    lead = ([""] if has_none else []) + ([""] if sw else [])
     if t.get("bandwidth"):
-        return table.fold(heads, body, width=width, keep=2 if has_none else 1, groups=names,
+        return table.fold(heads, body, width=width, keep=1 + len(lead), groups=names,
                           right_all=True)
     body.append([f"average, {_shared_text(t)}"] + lead
                 + [table.fmt_ratio_record((a.get("geomean_ratio") or None), False)
@@ -250,7 +279,7 @@ def compact(t: Mapping, width: int = table.WIDTH) -> str:
         body.append(["SEIMI's method"] + lead + [_seimi_cell(a) for a in averages]
                     + ([f"{pa['seimi_method_pct']:.1f}%" if pa and pa["seimi_method_pct"]
                         is not None else "-"] if pub else []))
-    return table.fold(heads, body, width=width, keep=2 if has_none else 1, groups=names,
+    return table.fold(heads, body, width=width, keep=1 + len(lead), groups=names,
                       right_all=True)
 
 
@@ -305,6 +334,8 @@ def text(section: Mapping, doc: Mapping) -> str:
         note = BANDWIDTH_NOTE if t.get("bandwidth") else _interval_note(t)
         if note:
             out.append(table.wrap(note))
+        if _has_switch(t):
+            out.append(table.wrap(SWITCH_NOTE + "."))
         out.append("")
     out.append(table.wrap(TEXT_NOTE.format(theirs=section["seimi_method"], pub=PUBLISHED_GROUP,
                                            note=section["published_note"]), indent=""))
@@ -327,6 +358,8 @@ def markdown(section: Mapping, doc: Mapping) -> str:
     for t in section["tables"]:
         out += [f"### {_title(t)}", "",
                 table.md_table(headers(t), rows(t, with_interval=True) + average_rows(t)), ""]
+        if _has_switch(t):
+            out += [f"_{SWITCH_NOTE}; pub.: beside {SWITCH_HEADER}._", ""]
         if t.get("bandwidth"):
             out += [BANDWIDTH_NOTE, ""]
     extra = _fs_lines(section) + _undefined(section) + _notes(section)

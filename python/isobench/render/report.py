@@ -160,14 +160,17 @@ def published_rows(doc: Mapping, all_published: bool = True) -> list[list[str]]:
     for ref in doc["published"]:
         if not all_published and not ref["local"]:
             continue
-        spread = f" (sd {ref['spread']:g})" if ref.get("spread") is not None else ""
+        spread = f" (sd {ref['spread_text']})" if ref.get("spread_text") else ""
+        per = f", {ref['per']}" if ref.get("per") else ""
         mine = "; ".join(
             f"{l['placement'] or '-'}: {table.fmt_num(l['value'])} {l['unit']}"
             + (f" = {table.fmt_num(l['ns'])} ns" if l["ns"] is not None else "")
             + f" ({l['source']})" for l in ref["local"]) or "-"
         source = ref["source"] + (f" ({ref['link']})" if ref.get("link") else "")
-        rows.append([ref["subject"], ref["metric"] or "-",
-                     f"{ref['text']} {ref['unit']}{spread}", source, ref["hardware"],
+        metric = (ref["metric"] or "-") + (f" [derived: {ref['derived']}]"
+                                           if ref.get("derived") else "")
+        rows.append([ref["subject"], metric,
+                     f"{ref['text']} {ref['unit']}{per}{spread}", source, ref["hardware"],
                      mine, f"{ref['where']}{'; ' + ref['note'] if ref['note'] else ''}"])
     return rows
 

@@ -265,10 +265,14 @@ def cpuwork_blocks(s: Mapping) -> list[Block]:
     pub_by = {}
     for p in s["published"]:
         pub_by.setdefault(p["kernel"], []).append(p)
+    iters = sorted({r["trial_iterations"] for r in s["rows"] if r.get("trial_iterations")})
+    # Morello's trials are 1e8 iterations; where ours are not, its figures
+    # say so in their cells rather than pass for ours in the same column.
+    other = iters != [MORELLO_TRIAL]
     last = None
     for r in s["rows"]:
         if last is not None and r["kernel"] != last:
-            rows += _cpu_published(pub_by.pop(last, []))
+            rows += _cpu_published(pub_by.pop(last, []), other)
         last = r["kernel"]
         lib = r.get("lib") or {}
         rows.append([r["kernel"], r["mechanism"] + marks.get(r.get("abi"), ""), r["placement"],
@@ -277,8 +281,7 @@ def cpuwork_blocks(s: Mapping) -> list[Block]:
                      r_text(lib.get("over_out")) if lib else "-",
                      num(lib.get("crossings_per_trial")) if lib else "-"])
     if last is not None:
-        rows += _cpu_published(pub_by.pop(last, []))
-    iters = sorted({r["trial_iterations"] for r in s["rows"] if r.get("trial_iterations")})
+        rows += _cpu_published(pub_by.pop(last, []), other)
     scaled = sorted({r["scaled"] for r in s["rows"] if r.get("scaled")})
     notes = [f"iterations per trial: {', '.join(num(i) for i in iters)}"
              + (f" ({'; '.join(scaled)})" if scaled else ""),
@@ -287,16 +290,24 @@ def cpuwork_blocks(s: Mapping) -> list[Block]:
              "(compared per iteration)", INTERVAL_NOTE, *notes]
     if s["published"]:
         p0 = s["published"][0]
-        notes.append(f"{PUBLISHED} rows: {p0['source']}, {p0['where'].split(',')[0]}; "
-                     f"{s['published_caveat']}")
+        wheres = "; ".join(dict.fromkeys(p["where"] for p in s["published"]))
+        notes.append(f"{PUBLISHED} rows: {p0['source']}, {wheres}; {s['published_caveat']}"
+                     + (f"; '@1e8': per trial of 1e8 iterations, not of this run's "
+                        f"{', '.join(num(i) for i in iters)}" if other else ""))
     notes += not_ok_notes(s)
-    return [Block("cpuwork (Morello Table 5): time per trial [ms], median per trial with its 95% "
-                  "interval; in/out over repetitions", heads, rows, set(heads[3:]), notes)]
+    title_iters = (f" of {', '.join(num(i) for i in iters)} iterations" if iters else "")
+    return [Block(f"cpuwork (Morello Table 5): time per trial{title_iters} [ms], median per "
+                  "trial with its 95% interval; in/out over repetitions", heads, rows,
+                  set(heads[3:]), notes)]
 
 
-def _cpu_published(pubs: Sequence[Mapping]) -> list[list[str]]:
-    return [[p["kernel"], f"{PUBLISHED} c18n {p['build']}", "(Morello)", num(p["out_ms"]),
-             num(p["in_ms"]), table.fmt_ratio(p["in_over_out"]), "-", "-", "-"] for p in pubs]
+MORELLO_TRIAL = 100_000_000  # iterations per trial in Morello's CPU experiment
+
+
+def _cpu_published(pubs: Sequence[Mapping], other: bool = False) -> list[list[str]]:
+    at = " @1e8" if other else ""
+    return [[p["kernel"], f"{PUBLISHED} c18n {p['build']}", "(Morello)", p["out_text"] + at,
+             p["in_text"] + at, table.fmt_ratio(p["in_over_out"]), "-", "-", "-"] for p in pubs]
 
 
 def cpuwork_text(s: Mapping, doc: Mapping) -> str:
@@ -353,6 +364,15 @@ def _cold_text(c: Mapping | None) -> str:
     return "-" if not c else num(c["value"])
 
 
+def _printed_ratio(p: Mapping) -> str:
+    """in/out of two figures printed to 1 us: the range their rounding allows,
+    marked derived (0.079 / 0.002 ms is anything from 31 to 53)."""
+    lo, hi = p.get("in_over_out_range") or (None, None)
+    if lo is None:
+        return table.fmt_ratio(p["in_over_out"])
+    return f"{lo:.0f}..{'inf' if hi is None else f'{hi:.0f}'} (derived)"
+
+
 def pipeio_blocks(s: Mapping) -> list[Block]:
     marks, abi_notes = _marks(s["rows"])
     heads = ("op", "payload", "mechanism", "placement", "out us [95%]", "in us [95%]",
@@ -370,9 +390,9 @@ def pipeio_blocks(s: Mapping) -> list[Block]:
             return []
         w, c = got.get("warm"), got.get("cold")
         return [[key[0], "1024", f"{PUBLISHED} c18n", "(Morello)",
-                 num(w["out_us"]) if w else "-", num(w["in_us"]) if w else "-",
-                 table.fmt_ratio(w["in_over_out"]) if w else "-",
-                 num(c["out_us"]) if c else "-", num(c["in_us"]) if c else "-", "-", "-"]]
+                 w["out_text"] if w else "-", w["in_text"] if w else "-",
+                 _printed_ratio(w) if w else "-",
+                 c["out_text"] if c else "-", c["in_text"] if c else "-", "-", "-"]]
 
     for r in s["rows"]:
         key = (r["variant"], r["payload"])
@@ -394,7 +414,8 @@ def pipeio_blocks(s: Mapping) -> list[Block]:
     if s["published"]:
         p0 = s["published"][0]
         notes.append(f"{PUBLISHED} rows: {p0['source']}, {p0['where']} (out: Table 7); "
-                     f"{s['published_caveat']}")
+                     f"{s['published_caveat']}; their in/out is derived by isobench: the range "
+                     "of quotients that values rounded to 1 us allow")
     notes += not_ok_notes(s)
     return [Block("pipeio (Morello's pipe experiment): time per call [us], median with its 95% "
                   "interval; the cold call apart", heads, rows, set(heads[4:]), notes)]

@@ -1,0 +1,136 @@
+"""A source's claim beside what this machine measures, with a verdict that
+never goes without its interval.
+
+A claim is a sentence of a paper about a ratio ("lwc-mon is about twice as
+fast as a monitor in a separate process"), its citation, and the range of
+ratios that reading of the sentence admits (CLAIMS: "about 2x" is read as
+1.5 to 2.5, and the reading is printed with the verdict, so a reader can
+disagree with it).  What this machine measured is a ratio record as
+summary.ratio_of makes it ({value, interval}: the Welch t interval of the
+ratio of geometric means over repetitions, stats.ratio_interval).
+
+    reproduces                          the 95% interval lies inside the range
+    does not reproduce                  the interval lies wholly outside it
+    inconclusive (interval overlaps)    the interval straddles an end of it
+    inconclusive (no interval)          fewer than stats.MIN_REPS_FOR_INTERVAL
+                                        repetitions, or repetitions in modes
+
+The rule asks for the whole interval on one side, so "does not reproduce"
+is said wrongly of a ratio whose truth lies in the range only when the
+interval misses the truth on the far side: at most (1 - level) / 2 = 2.5%
+at an end of the range, less inside it.  tests/python/claims_sim.py
+measures that rate through stats.ratio_interval on repetitions drawn with
+their truth in the range (tests/python/test_claims.py asserts it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Mapping
+
+REPRODUCES = "reproduces"
+DOES_NOT = "does not reproduce"
+OVERLAPS = "inconclusive (interval overlaps)"
+NO_INTERVAL = "inconclusive (no interval)"
+VERDICTS = (REPRODUCES, DOES_NOT, OVERLAPS, NO_INTERVAL)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a source says, as a range of a ratio this machine measures.
+
+    ratio: which ratio, in words ("procsep time over lwc-mon time");
+    low, high: the range the claim admits (math.inf for "at least");
+    reading: how the sentence was turned into that range."""
+
+    id: str
+    text: str
+    citation: str
+    ratio: str
+    low: float
+    high: float
+    reading: str
+
+    def range_text(self) -> str:
+        if math.isinf(self.high):
+            return f">= {self.low:.3g}"
+        return f"{self.low:.3g}..{self.high:.3g}"
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["high"] = None if math.isinf(self.high) else self.high
+        d["range"] = self.range_text()
+        return d
+
+
+# The claims the sections set beside their measurements.
+CLAIMS: dict[str, Claim] = {c.id: c for c in (
+    Claim("lwc-refmon-2x",
+          "a reference monitor in an lwC (lwc-mon) outperforms one in a separate process "
+          "by a factor of two",
+          "Litton et al., Light-Weight Contexts (OSDI 2016), slides: Experimental Results, "
+          "Reference Monitor, Fig. 1",
+          "separate-process monitor (broker) time over lwc-mon time, per call kind",
+          1.5, 2.5, '"a factor of two" read as 2 +- 25%'),
+    Claim("lwc-rollback-comparable",
+          "with snapshot and rollback, lwC achieves performance comparable to the best "
+          "configuration without isolation for session lengths of 256 and larger",
+          "Litton et al., Light-Weight Contexts (OSDI 2016), slides: Experimental Results, "
+          "Apache, Fig. 2",
+          "rollback throughput over shared (no isolation) throughput, session length >= 256",
+          0.9, 1.0 / 0.9, '"comparable" read as within 10% either way'),
+    Claim("lwc-switch-half",
+          "an lwC switch takes less than half the time of a process or kernel thread switch",
+          "Litton et al., Light-Weight Contexts (OSDI 2016), slides: Experimental Results, "
+          "lwC Switch",
+          "process (or kernel thread) one-way switch time over lwC's",
+          2.0, math.inf, '"less than half the time" read as a ratio of at least 2'),
+)}
+
+
+def verdict(claim: Claim, measured: Mapping | None) -> dict:
+    """The claim, this machine's ratio with its interval, and the verdict
+    (module doc).  measured: a ratio record ({value, interval: {low, high}}
+    or interval None, note), or None where nothing was measured."""
+    out = {"claim": claim.as_dict(), "value": None, "interval": None, "verdict": NO_INTERVAL,
+           "why": "not measured in this run"}
+    if not measured or measured.get("value") is None:
+        return out
+    iv = _interval(measured.get("interval"))
+    out.update(value=measured["value"], interval=iv)
+    if not iv:
+        out.update(verdict=NO_INTERVAL, why=measured.get("note") or "no interval")
+        return out
+    lo, hi = iv["low"], iv["high"]
+    if claim.low <= lo and hi <= claim.high:
+        out.update(verdict=REPRODUCES, why=f"95% interval inside {claim.range_text()}")
+    elif hi < claim.low or lo > claim.high:
+        out.update(verdict=DOES_NOT, why=f"95% interval outside {claim.range_text()}")
+    else:
+        out.update(verdict=OVERLAPS, why=f"95% interval straddles an end of "
+                                         f"{claim.range_text()}")
+    return out
+
+
+def _interval(iv) -> dict | None:
+    """An interval as the summary's ratio records hold it ({low, high}) or as
+    the sections' quantities do ([low, high]), as {low, high}."""
+    if not iv:
+        return None
+    if isinstance(iv, Mapping):
+        return {"low": iv["low"], "high": iv["high"]}
+    return {"low": iv[0], "high": iv[1]}
+
+
+def judge(claim_id: str, measured: Mapping | None, what: str = "", here: str = "") -> dict:
+    """verdict() of CLAIMS[claim_id], with `what` naming the local row and
+    `here` what stands for the source's system on this machine (an
+    emulation is not the original: the verdict is about what ran here)."""
+    return {**verdict(CLAIMS[claim_id], measured), "what": what, "here": here}
+
+
+# What stands for lwC here, said beside every verdict on an lwC claim.
+LWC_HERE = ("Here, lwC is isobench's emulation on stock Linux (a context is a forked process, "
+            "a switch a futex handoff, docs/lwc.md), not lwC's in-kernel context: the verdict "
+            "is about the emulation")
