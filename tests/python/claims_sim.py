@@ -46,7 +46,9 @@ CASES = (("lwc-refmon-2x", "low end", 1.5), ("lwc-refmon-2x", "middle", 2.0),
          ("lwc-refmon-2x", "high end", 2.5), ("lwc-refmon-2x", "outside", 1.4),
          ("lwc-rollback-comparable", "low end", 0.9),
          ("lwc-rollback-comparable", "middle", 1.0),
-         ("lwc-switch-half", "low end", 2.0))
+         ("lwc-switch-half", "low end", 2.0),
+         ("lwc-refmon-2x-serve", "low end", 1.5),
+         ("lwc-tls-free", "low end", 1 / 1.05), ("lwc-tls-free", "high end", 1.05))
 
 
 def table(trials: int = 2000, reps_list=(3, 5, 10), sigmas=(0.05, 0.20)) -> list[tuple]:

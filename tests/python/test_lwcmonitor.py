@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from isobench.analysis import lwcmonitor as section, runs, sections, summary
+from isobench.analysis import (claims, lwcmonitor as section, reference, runs, sections, stats,
+                               summary)
 from isobench.measure import lwcmonitor, lwcserve, proc
 from isobench.measure.driver import _catalog_from
 from isobench.measure.records import NO_MECHANISM, Result
@@ -106,10 +107,10 @@ def test_every_monitor_real_run(monkeypatch, tmp_path):
         if row["monitor"] != "none":
             assert row["vs_none"] == pytest.approx(
                 by[row["monitor"]]["throughput_rps"] / by["none"]["throughput_rps"])
-    [claim] = sec["lwc_over_procsep"]
-    assert claim["ratio"] == pytest.approx(by["lwc"]["throughput_rps"]
+    [claim] = sec["claims"]
+    assert claim["value"] == pytest.approx(by["lwc"]["throughput_rps"]
                                            / by["procsep"]["throughput_rps"])
-    assert claim["verdict"].startswith("no interval")  # one repetition
+    assert claim["verdict"] == claims.NO_INTERVAL  # one repetition
     text = table.run_report(doc)
     assert max(map(len, text.splitlines()[:-1])) <= table.WIDTH
     assert "900-byte document read per GET" in text and "claim: lwC" in text
@@ -208,9 +209,9 @@ def test_tls_real_run(monkeypatch, tmp_path):
         assert row["seconds"] == pytest.approx(by[row["tls_key"]]["handshake_seconds"])
         assert row["per_10000_s"] == pytest.approx(row["seconds"] * 10_000 / 20)
         assert row["published_s"] == {"process": 99.7, "lwc": 100.4}[row["tls_key"]]
-    [claim] = sec["lwc_over_process"]
-    assert claim["published"] == pytest.approx(100.4 / 99.7)
-    assert claim["ratio"] == pytest.approx(by["lwc"]["handshake_seconds"]
+    [claim] = sec["claims"]
+    assert claim["claim"]["id"] == "lwc-tls-free" and claim["verdict"] == claims.NO_INTERVAL
+    assert claim["value"] == pytest.approx(by["lwc"]["handshake_seconds"]
                                            / by["process"]["handshake_seconds"])
     text = table.run_report(doc)
     assert max(map(len, text.splitlines()[:-1])) <= table.WIDTH
@@ -242,16 +243,73 @@ def test_cli_run_with_tls(isobench):
     assert {r["session"] for r in sweep} == set(lwcserve.QUICK_LENGTHS)
 
 
-def test_claim_verdicts():
-    from isobench.analysis.stats import Interval
-    iv = lambda lo, hi: Interval(lo, hi, 0.95, "t", 3)
-    assert section._verdict(None).startswith("no interval")
-    assert section._verdict(iv(1.1, 1.5)) == (
-        "above 1: lwc faster here; below lwC's 2x: not reproduced here")
-    assert section._verdict(iv(0.8, 2.5)) == "1 inside: no difference shown; lwC's 2x inside"
-    assert section._verdict(iv(2.2, 2.5)) == "above 1: lwc faster here; above lwC's 2x"
-    assert section._verdict(iv(0.5, 0.9)).startswith("below 1: lwc slower here")
-    t = section._tls_verdict
-    assert t(iv(0.99, 1.02), 1.007).endswith("not distinguished from it")
-    assert t(iv(1.02, 1.1), 1.007).startswith("above lwC's 1.0070")
-    assert t(iv(0.9, 1.0), 1.007).startswith("below lwC's 1.0070")
+def _ok(params: dict, counter: str) -> Result:
+    return Result("lwc-serve", NO_MECHANISM, params, "ok", unit="ns", counter=counter,
+                  samples=[1000, 1100])
+
+
+def _monitor_results(lwc_over_procsep: float) -> list[Result]:
+    """Three repetitions a side, 1% apart, lwc's throughput the given
+    multiple of procsep's."""
+    return [_ok({"server": "shared", "proto": "http", "monitor": mon, "doc_bytes": 45,
+                 "session": 4, "throughput_rps": t * f, "requests": 100,
+                 "monitored_calls": 200}, "loadgen")
+            for mon, t in (("procsep", 1000.0), ("lwc", 1000.0 * lwc_over_procsep))
+            for f in (0.99, 1.0, 1.01)]
+
+
+def _tls_results(lwc_over_process: float) -> list[Result]:
+    return [_ok({"server": "shared", "proto": "https", "tls_key": key, "doc_bytes": 45,
+                 "handshakes": 100, "handshake_seconds": s * f}, "tlsload")
+            for key, s in (("process", 10.0), ("lwc", 10.0 * lwc_over_process))
+            for f in (0.99, 1.0, 1.01)]
+
+
+@pytest.mark.parametrize("factor, verdict", [(2.0, claims.REPRODUCES),
+                                             (1.0, claims.DOES_NOT),
+                                             (1.5, claims.OVERLAPS)])
+def test_monitor_claim_judged_by_the_claims_rule(tmp_path, factor, verdict):
+    doc = _store(tmp_path, _monitor_results(factor))
+    sec = doc["sections"]["lwc-monitor"]
+    [v] = sec["claims"]
+    assert v["claim"]["id"] == section.MONITOR_CLAIM and v["verdict"] == verdict
+    assert v["value"] == pytest.approx(factor)
+    # The one ratio interval every claim uses, on the same values.
+    iv = stats.ratio_interval([1000.0 * factor * f for f in (0.99, 1.0, 1.01)],
+                              [1000.0 * f for f in (0.99, 1.0, 1.01)])
+    assert (v["interval"]["low"], v["interval"]["high"]) == pytest.approx((iv.low, iv.high))
+    text = " ".join(render.text(sec, doc).split())
+    assert f"45 B, L=4: lwc / procsep {factor:.2f} [" in text and verdict in text
+    assert "isobench's emulation on stock Linux" in text
+    assert f"{verdict}: 95% interval" in render.markdown(sec, doc)
+
+
+@pytest.mark.parametrize("factor, verdict", [(1.007, claims.REPRODUCES),
+                                             (1.5, claims.DOES_NOT)])
+def test_tls_claim_judged_by_the_claims_rule(tmp_path, factor, verdict):
+    doc = _store(tmp_path, _tls_results(factor))
+    sec = doc["sections"]["lwc-tls"]
+    [v] = sec["claims"]
+    assert v["claim"]["id"] == section.TLS_CLAIM_ID and v["verdict"] == verdict
+    assert v["value"] == pytest.approx(factor)
+    text = " ".join(render.tls_text(sec, doc).split())
+    assert "45 B: lwc / process, handshake seconds" in text and verdict in text
+    assert f"{verdict}: 95% interval" in render.tls_markdown(sec, doc)
+
+
+def test_tls_published_seconds_come_from_the_reference_rows(tmp_path, monkeypatch):
+    refs = {r.id: r for r in reference.load()}
+    assert refs["lwc-tls-native"].text() == "99.7" and refs["lwc-tls-key-in-lwc"].text() == "100.4"
+    doc = _store(tmp_path, _tls_results(1.0))
+    sec = doc["sections"]["lwc-tls"]
+    assert [r["published_s"] for r in sec["tables"][0]["rows"]] == [99.7, 100.4]
+    assert "took 99.7 s with native nginx and 100.4 s" in sec["claim"] and "+0.7%" in sec["claim"]
+    # Change the row: the section follows it.
+    import dataclasses
+    changed = [dataclasses.replace(r, value=120.0, value_text="120.0")
+               if r.id == "lwc-tls-key-in-lwc" else r for r in refs.values()]
+    monkeypatch.setattr(reference, "load", lambda *a, **k: changed)
+    (tmp_path / "b").mkdir()
+    sec = _store(tmp_path / "b", _tls_results(1.0))["sections"]["lwc-tls"]
+    assert [r["published_s"] for r in sec["tables"][0]["rows"]] == [99.7, 120.0]
+    assert "and 120.0 s with the private-key code" in sec["claim"] and "+20.4%" in sec["claim"]

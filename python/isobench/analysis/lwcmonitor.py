@@ -11,15 +11,18 @@ lwC's claims (Litton et al., OSDI 2016, "Reference monitoring" and the
 Apache prefork figure with inline, procsep and lwc-mon): lwc-mon is about
 twice as fast as a separate monitor process (procsep), and the overhead of
 monitoring grows with the share of monitored calls among all.  The first
-is tested here as lwc's throughput over procsep's at every point: above 1
-with its interval, or not."""
+is judged here (analysis/claims.py, claim lwc-refmon-2x-serve) on lwc's
+throughput over procsep's at every point, with the Welch interval of the
+log ratio over repetitions (quantities.ratio_of_values), by the one rule
+every claim of the report is judged by."""
 
 from __future__ import annotations
 
 from typing import Mapping
 
-from . import runs, stats
+from . import claims as claim_rule, reference, runs, stats
 from .lwcserve import SERVE, _row
+from .quantities import ratio_of_values
 from .runs import RunData
 
 ORDER = ("none", "inline", "procsep", "lwc")
@@ -33,22 +36,7 @@ THREAT = ("the monitor must refuse a request's system call outside the policy (o
           "(a GET of /../../etc/passwd: 403 under every monitor, the file under none), not "
           "by these figures.")
 
-
-# lwC's factor of lwc-mon over procsep.
-CLAIMED = 2.0
-
-
-def _verdict(iv) -> str:
-    """Where the interval of lwc over procsep lies against 1 and against
-    lwC's factor of two."""
-    if iv is None:
-        return "no interval (fewer than two repetitions)"
-    one = ("above 1: lwc faster here" if iv.low > 1 else "below 1: lwc slower here"
-           if iv.high < 1 else "1 inside: no difference shown")
-    two = (f"above lwC's {CLAIMED:g}x" if iv.low > CLAIMED else
-           f"below lwC's {CLAIMED:g}x: not reproduced here" if iv.high < CLAIMED else
-           f"lwC's {CLAIMED:g}x inside")
-    return f"{one}; {two}"
+MONITOR_CLAIM = "lwc-refmon-2x-serve"
 
 
 def _tputs(cfg) -> list[float]:
@@ -95,39 +83,45 @@ def build(data: RunData, doc: Mapping) -> dict | None:
                 row["vs_none_lo"], row["vs_none_hi"] = (iv.low, iv.high) if iv else (None, None)
             tables.setdefault(docb, []).append(row)
         if "lwc" in by and "procsep" in by and _tputs(by["lwc"]) and _tputs(by["procsep"]):
-            a, b = _tputs(by["lwc"]), _tputs(by["procsep"])
-            iv = stats.ratio_interval(a, b)
-            claims.append({"doc_bytes": docb, "session": length,
-                           "ratio": stats.geomean(a) / stats.geomean(b),
-                           "lo": iv.low if iv else None, "hi": iv.high if iv else None,
-                           "verdict": _verdict(iv)})
+            claims.append(claim_rule.judge(
+                MONITOR_CLAIM, ratio_of_values(_tputs(by["lwc"]), _tputs(by["procsep"])),
+                f"{docb} B, L={length}: lwc / procsep", claim_rule.LWC_HERE))
     return {"claim": CLAIM, "threat_model": THREAT,
             "tables": [{"doc_bytes": d, "rows": rows} for d, rows in sorted(
                 tables.items(), key=lambda kv: kv[0] or 0)],
-            "lwc_over_procsep": claims, "failed": failed}
+            "claims": claims, "failed": failed}
 
 
 # lwC's isolated OpenSSL key (Litton et al., OSDI 2016, "Isolating OpenSSL
-# keys"): 10,000 handshakes, native nginx against the key's code in an lwC.
-TLS_PUBLISHED = {"process": 99.7, "lwc": 100.4}
+# keys"): 10,000 handshakes, native nginx against the key's code in an lwC;
+# the seconds are reference.csv's rows (TLS_REFS), judged by claims.py.
+TLS_REFS = {"process": "lwc-tls-native", "lwc": "lwc-tls-key-in-lwc"}
 TLS_PER = 10_000
-TLS_CLAIM = ("lwC: 10,000 SSL handshakes took 99.7 s with native nginx and 100.4 s with the "
-             "private-key code of OpenSSL in an lwC (+0.7%, \"essentially free\")")
+TLS_CLAIM_ID = "lwc-tls-free"
 TLS_ORDER = ("process", "lwc")
+
+
+def tls_published() -> dict:
+    """lwC's seconds for 10,000 handshakes per key location: the reference
+    rows (reference.Reference), the one place that holds them."""
+    by = {r.id: r for r in reference.load()}
+    return {key: by[rid] for key, rid in TLS_REFS.items() if rid in by}
+
+
+def tls_claim(published: Mapping) -> str:
+    """lwC's sentence with the reference rows' digits as lwC printed them."""
+    p, lwc = published.get("process"), published.get("lwc")
+    if p is None or lwc is None:
+        return ("lwC: 10,000 SSL handshakes (reference rows " + ", ".join(TLS_REFS.values())
+                + " missing)")
+    return (f"lwC: 10,000 SSL handshakes took {p.text()} s with native nginx and {lwc.text()} s "
+            f"with the private-key code of OpenSSL in an lwC "
+            f"({(lwc.value / p.value - 1) * 100:+.1f}%, \"essentially free\"; {p.citation}, "
+            f"{p.where})")
 TLS_THREAT = ("a network attacker who makes the server read or leak its own memory (a buffer "
               "overread) must not get the private key: under lwc the serving process never "
               "holds it (tests/c/test_serve_tls.c scans the server's memory for the key's "
               "scalar: absent under lwc, found under process and in the signing context).")
-
-
-def _tls_verdict(iv, published: float) -> str:
-    if iv is None:
-        return "no interval (fewer than two repetitions)"
-    if iv.low > published:
-        return f"above lwC's {published:.4f}: the context costs more here"
-    if iv.high < published:
-        return f"below lwC's {published:.4f}: the context costs less here"
-    return f"lwC's {published:.4f} inside the interval: not distinguished from it"
 
 
 def build_tls(data: RunData, doc: Mapping) -> dict | None:
@@ -135,7 +129,8 @@ def build_tls(data: RunData, doc: Mapping) -> dict | None:
     the seconds for the run's handshakes (geometric mean over repetitions,
     its interval) and that scaled to lwC's 10,000, the handshake's median,
     the server's and the client's CPU per handshake; lwc's seconds over
-    process's with the Welch interval beside lwC's 100.4 / 99.7."""
+    process's with the Welch interval, judged against lwC's claim
+    (claims.py, lwc-tls-free)."""
     every = [c for c in data.configs if c.benchmark == SERVE and c.params.get("tls_key")]
     configs = [c for c in every if c.params.get("session") is None]
     failed = [{"tls_key": (r.get("params") or {}).get("tls_key"),
@@ -146,6 +141,7 @@ def build_tls(data: RunData, doc: Mapping) -> dict | None:
               and (r.get("params") or {}).get("tls_key")]
     if not every and not failed:
         return None
+    published = tls_published()
     tables: dict[int, dict[str, dict]] = {}
     secs_of: dict[tuple, list[float]] = {}
     for c in configs:
@@ -167,7 +163,7 @@ def build_tls(data: RunData, doc: Mapping) -> dict | None:
             "per_10000_s": g * scale if g is not None and scale else None,
             "per_10000_lo": iv.low * scale if iv and scale else None,
             "per_10000_hi": iv.high * scale if iv and scale else None,
-            "published_s": TLS_PUBLISHED.get(key),
+            "published_s": published[key].value if key in published else None,
             "handshake_p50_us": stats.median(p50) if p50 else None,
             "server_cpu_per_handshake_us": stats.mean(srv) if srv else None,
             "client_cpu_per_handshake_us": stats.mean(cli) if cli else None}
@@ -177,13 +173,11 @@ def build_tls(data: RunData, doc: Mapping) -> dict | None:
             rows, key=lambda k: TLS_ORDER.index(k) if k in TLS_ORDER else 9)]})
         a, b = secs_of.get((docb, "lwc")), secs_of.get((docb, "process"))
         if a and b:
-            iv = stats.ratio_interval(a, b)
-            pub = TLS_PUBLISHED["lwc"] / TLS_PUBLISHED["process"]
-            claims.append({"doc_bytes": docb, "ratio": stats.geomean(a) / stats.geomean(b),
-                           "lo": iv.low if iv else None, "hi": iv.high if iv else None,
-                           "published": pub, "verdict": _tls_verdict(iv, pub)})
-    return {"claim": TLS_CLAIM, "threat_model": TLS_THREAT, "tables": out_tables,
-            "lwc_over_process": claims, "failed": failed,
+            claims.append(claim_rule.judge(TLS_CLAIM_ID, ratio_of_values(a, b),
+                                           f"{docb} B: lwc / process, handshake seconds",
+                                           claim_rule.LWC_HERE))
+    return {"claim": tls_claim(published), "threat_model": TLS_THREAT, "tables": out_tables,
+            "claims": claims, "failed": failed,
             "sweep": _tls_sweep([c for c in every if c.params.get("session") is not None])}
 
 
