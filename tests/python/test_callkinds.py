@@ -87,6 +87,8 @@ def test_the_table_shows_differences_beside_the_published_ranges(tmp_path):
             in text
     assert "PUBLISHED ERIM" in text and "55 to 80" in text
     assert "PUBLISHED Konrad" in text and "73 to 84" in text
+    assert "reference rows erim-gate-overhead-low, erim-gate-overhead-high" in " ".join(
+        text.split())
     # Local values are ticks or ns, never cycles: only the published notes
     # name the unit the sources used.
     local = [line for line in text.splitlines() if line.lstrip().startswith("mpk")]
@@ -131,3 +133,29 @@ def test_the_difference_takes_the_same_estimator_on_both_sides(tmp_path):
     assert row["gate"] - row["plain"] == pytest.approx(row["difference"])
     assert row["interval"][0] < 93.0 < row["interval"][1]
     assert row["note"] is None
+
+
+def test_the_published_ranges_are_the_reference_rows(tmp_path, monkeypatch):
+    """One place holds each published figure: changing a reference row
+    changes the section, digits as printed, citation with it."""
+    import dataclasses
+
+    from isobench.analysis import reference
+    rows = reference.load()
+    by = {r.id: r for r in rows}
+    assert [by[i].text() for i in ("erim-gate-overhead-low", "erim-gate-overhead-high",
+                                   "konrad-gate-overhead-low", "konrad-gate-overhead-high")] == [
+        "55", "80", "73", "84"]
+    changed = [dataclasses.replace(r, value=61.0, value_text="61.0",
+                                   citation="A. Nother. Gates. 2031")
+               if r.id == "konrad-gate-overhead-low" else r
+               for r in rows if r.id != "erim-gate-overhead-high"]
+    monkeypatch.setattr(reference, "load", lambda *a, **k: changed)
+    doc = summary_of(tmp_path, kind_results())
+    pub = {p["who"]: p for p in doc["sections"]["switch-call-kinds"]["published"]}
+    assert (pub["Konrad"]["low"], pub["Konrad"]["low_text"]) == (61.0, "61.0")
+    assert pub["Konrad"]["citation"] == "A. Nother. Gates. 2031"
+    assert pub["ERIM"]["missing"] == ["erim-gate-overhead-high"]
+    text = " ".join("\n".join(render_sections.text_blocks(doc)).split())
+    assert "61.0 to 84" in text and "A. Nother. Gates. 2031" in text and "73 to 84" not in text
+    assert "erim-gate-overhead-high missing: no figure" in text

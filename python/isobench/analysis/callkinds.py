@@ -8,27 +8,31 @@ section gives the gate's value minus the plain call's: the difference of
 the two configurations' repetition means, with the Welch t interval of
 stats.difference_interval (each side's resolution included), in the
 configurations' unit and in ns, beside the figures ERIM and Konrad
-published for the same difference.  One repetition a side gives the
+published for the same difference (data/reference.csv's rows, PUBLISHED:
+the one place that holds them; the section prints their digits as the
+source did, and their citations).  One repetition a side gives the
 difference without an interval (nothing is known about the next process)."""
 
 from __future__ import annotations
 
 from typing import Mapping
 
-from . import stats, units
+from . import reference, stats, units
 from .runs import RunData
 
 KINDS = ("inline", "direct-call", "indirect-call")
 PLAIN = "direct"
 
-# The published "gate minus plain call", as ranges over the three kinds.
+# The published "gate minus plain call", as ranges over the three kinds:
+# the reference rows of each end, and how to read their unit and source.
 PUBLISHED = (
-    {"who": "ERIM", "low": 55, "high": 80,
+    {"who": "ERIM", "low_id": "erim-gate-overhead-low", "high_id": "erim-gate-overhead-high",
      "unit": "TSC ticks (ERIM calls them cycles; it read the TSC, Konrad 2023 section 3.1.2)",
      "where": "Vahldiek-Oberwagner et al., USENIX Security 2019, section 6, as cited by "
               "Konrad 2023, section 5.1 (whose sentence names the Lightweight Contexts paper; "
               "the figure is ERIM's call-gate overhead)"},
-    {"who": "Konrad", "low": 73, "high": 84,
+    {"who": "Konrad", "low_id": "konrad-gate-overhead-low",
+     "high_id": "konrad-gate-overhead-high",
      "unit": "hardware-counter cycles (perf_event_open), not TSC ticks",
      "where": "Konrad 2023, section 5.1 and Table 5.1, complete call gate, CPU pinned: the "
               "median of WRPKRU X minus that of X (78 - 5, 88 - 9, 93 - 9)"},
@@ -45,6 +49,24 @@ NOTES = (
     "ERIM's and Konrad's figures were measured on other machines, in other units; they are "
     "shown beside the local differences, never compared as numbers",
 )
+
+
+def published() -> list[dict]:
+    """PUBLISHED with each end's figure from the reference rows: low and high
+    (numbers), low_text and high_text (the digits as the source printed
+    them), citation and where (the low row's; a missing row: None and a
+    note saying which)."""
+    by = {r.id: r for r in reference.load()}
+    out = []
+    for p in PUBLISHED:
+        lo, hi = by.get(p["low_id"]), by.get(p["high_id"])
+        missing = [i for i, r in ((p["low_id"], lo), (p["high_id"], hi)) if r is None]
+        out.append({**p, "low": lo.value if lo else None, "high": hi.value if hi else None,
+                    "low_text": lo.text() if lo else None, "high_text": hi.text() if hi else None,
+                    "citation": (lo or hi).citation if (lo or hi) else None,
+                    "ref_where": (lo or hi).where if (lo or hi) else None,
+                    "missing": missing})
+    return out
 
 
 def _key(c: Mapping) -> tuple:
@@ -125,4 +147,4 @@ def build(data: RunData, doc: Mapping) -> dict | None:
             same = [x for k, x in plain.items() if k[0] == c["params"]["variant"]]
             p = same[0] if len(same) == 1 else None
         rows.append(_row(c, p))
-    return {"rows": rows, "published": [dict(p) for p in PUBLISHED], "notes": list(NOTES)}
+    return {"rows": rows, "published": published(), "notes": list(NOTES)}

@@ -34,9 +34,14 @@ def blocks(s: Mapping) -> list[Block]:
         if r["note"]:
             notes.append(f"{r['mechanism']} {r['kind']}: {r['note']}")
     for p in s["published"]:
-        rows.append([f"{PUBLISHED} {p['who']}", "all three", "-", "-", "-",
-                     f"{num(p['low'])} to {num(p['high'])}", "-", "-"])
-        notes.append(f"{PUBLISHED} {p['who']}: {p['unit']}; {p['where']}")
+        rng = ("-" if p.get("missing") else
+               f"{p.get('low_text') or num(p['low'])} to {p.get('high_text') or num(p['high'])}")
+        rows.append([f"{PUBLISHED} {p['who']}", "all three", "-", "-", "-", rng, "-", "-"])
+        cite = (f"; reference rows {p['low_id']}, {p['high_id']}: {p['citation']}, "
+                f"{p['ref_where']}" if p.get("citation") else "")
+        notes.append(f"{PUBLISHED} {p['who']}: {p['unit']}; {p['where']}{cite}"
+                     + (f"; reference row(s) {', '.join(p['missing'])} missing: no figure"
+                        if p.get("missing") else ""))
     notes += s["notes"]
     notes.append("reps: repetitions of the gate / of the plain call")
     return [Block(TITLE, HEADERS, rows,
