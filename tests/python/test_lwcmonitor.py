@@ -313,3 +313,23 @@ def test_tls_published_seconds_come_from_the_reference_rows(tmp_path, monkeypatc
     sec = _store(tmp_path / "b", _tls_results(1.0))["sections"]["lwc-tls"]
     assert [r["published_s"] for r in sec["tables"][0]["rows"]] == [99.7, 120.0]
     assert "and 120.0 s with the private-key code" in sec["claim"] and "+20.4%" in sec["claim"]
+
+
+def test_lwcs_published_seconds_stand_beside_a_full_runs_seconds(tmp_path):
+    """reference.csv's lwc-tls rows map onto the points of 10,000
+    handshakes: the published table shows the run's seconds in s."""
+    import dataclasses
+    full = [dataclasses.replace(r, params={**r.params, "handshakes": 10_000})
+            for r in _tls_results(1.0)]
+    doc = _store(tmp_path, full)
+    pub = {p["id"]: p for p in doc["published"]}
+    for rid, key in (("lwc-tls-native", "process"), ("lwc-tls-key-in-lwc", "lwc")):
+        [local] = pub[rid]["local"]
+        assert local["params"]["tls_key"] == key
+        assert (local["value"], local["unit"]) == (pytest.approx(10.0, rel=1e-3), "s")
+    rows = [r for r in report.published_rows(doc, False) if r[2].startswith("99.7 s")]
+    assert len(rows) == 1 and "-: 10.0 s" in rows[0][5]
+    # A --quick run (1,000 handshakes) stands beside nothing.
+    (tmp_path / "q").mkdir()
+    quick = _store(tmp_path / "q", _tls_results(1.0))
+    assert not any(p["local"] for p in quick["published"] if p["id"].startswith("lwc-tls"))

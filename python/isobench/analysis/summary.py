@@ -572,6 +572,11 @@ def aggregates(configs: Sequence[dict]) -> list[dict]:
 
 # ---- published figures ----
 
+# An output named for its unit (handshake_seconds, latency_p50_us) is in
+# that unit, not its configuration's: (suffix, unit, ns per unit).
+QUANTITY_UNITS = (("_seconds", "s", 1e9), ("_us", "us", 1e3), ("_ns", "ns", 1.0))
+
+
 def published(data: RunData, by_key: Mapping[tuple, dict]) -> list[dict]:
     out = []
     for ref in reference.load():
@@ -579,13 +584,18 @@ def published(data: RunData, by_key: Mapping[tuple, dict]) -> list[dict]:
         for c in reference.matches(ref, data.configs):
             e = by_key[tuple(c.key)]
             h = e["headline"]
-            value, ns, source = h["value"], h["ns"], h["source"]
+            value, ns, source, unit = h["value"], h["ns"], h["source"], c.unit
             if ref.local_quantity:
                 value = _output_median(e, ref.local_quantity)
                 ns = None if value is None or e.get("to_ns") is None else value * e["to_ns"]
+                named = [(u, f) for suffix, u, f in QUANTITY_UNITS
+                         if ref.local_quantity.endswith(suffix)]
+                if named:
+                    unit = named[0][0]
+                    ns = None if value is None else value * named[0][1]
                 source = f"median of {ref.local_quantity} over repetitions"
             local.append({"label": e["label"], "mechanism": c.mechanism, "params": c.params,
-                          "placement": c.placement, "value": value, "unit": c.unit,
+                          "placement": c.placement, "value": value, "unit": unit,
                           "ns": ns, "source": source, "quantity": ref.local_quantity or None})
         out.append({**ref.as_dict(), "text": ref.text(), "local": local})
     return out
