@@ -57,7 +57,7 @@ BENCHMARK_KINDS = {"switch": MICRO, "pingpong": MICRO, "oslat": MICRO, "kv": MAC
                    "lwc-create": MICRO, "lwc-switch": MICRO, "refmon": MICRO,
                    "lwc-sign": MACRO,
                    # docs/serve.md: servers under isob loadgen.
-                   "lwc-serve": MACRO, "lwc-conns": MACRO,
+                   "lwc-serve": MACRO, "lwc-conns": MACRO, "lwc-curve": MACRO,
                    # docs/inspect.md: the cost of ERIM's scan per page.
                    "inspect": MICRO}
 
@@ -98,6 +98,10 @@ OUTPUT_PARAMS = frozenset({
     "client_busy", "client_cpu_s", "server_busy", "server_cpu_s", "server_processes",
     "latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p999_us",
     "latency_mean_us", "latency_max_us",
+    # Server CPU per request (analysis/cpu.py), kv-server and lwc-*: outputs.
+    "server_cpu_us_per_req", "client_cpu_us_per_req", "cpu_source",
+    # lwc-curve (lwcserve.py): what the open loop achieved at the offered rate.
+    "achieved_rps", "achieved_ratio", "queued", "unsent", "knee",
     # inspect (docs/inspect.md): what the scan found and covered; what it
     # scanned (target, patterns) stays the identity.
     "target_exe", "patterns", "passes", "bytes_scanned", "mappings", "mappings_unscanned",
