@@ -1,9 +1,14 @@
-/* `isob loadgen`: a closed-loop load generator for the memcached text
- * protocol and a minimal HTTP/1.0 GET, with session length under control.
+/* `isob loadgen`: a load generator for the memcached text protocol and a
+ * minimal HTTP/1.0 GET, with session length under control.
  *
  * C connections, each running sessions of L requests: connect, L requests
- * one after another (each sent when the last reply was verified), close,
- * connect again; for a fixed duration.  Every reply is checked byte for
+ * one after another, close, connect again; for a fixed duration.  Closed
+ * loop (the default): each request is sent when the last reply was
+ * verified.  Open loop (--rate R): each connection sends on a schedule of
+ * its own (Poisson or fixed gaps, R/C per connection), and a latency counts
+ * from the scheduled time, so that waiting behind a slow reply is not
+ * hidden (docs/serve.md).  --threads N runs N epoll loops, the
+ * connections dealt out over them.  Every reply is checked byte for
  * byte against what it must be.  The result is one JSON line: throughput,
  * latency percentiles, the counts that prove the work, and the CPU time of
  * the generator (and of the server, given its pid), so that a run shows

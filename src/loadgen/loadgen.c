@@ -56,6 +56,11 @@ _Static_assert(sizeof ISOB_HTTP_DOC - 1 == ISOB_HTTP_DOC_BYTES, "the HTTP docume
 #define LG_LOAD_BATCH 256
 /* Threads and CPUs --threads and --cpu may name. */
 #define LG_MAX_THREADS 64
+/* Open loop: a request its idle connection sent later than this after its
+ * scheduled time was late because of the generator (its thread not
+ * running, or busy), not the server: counted apart, so that a reader can
+ * tell the two. */
+#define LG_LATE_NS 100000u
 /* Offered load --rate may ask for, requests per second over all connections. */
 #define LG_MAX_RATE 1e8
 
@@ -220,6 +225,8 @@ struct lg {
     uint64_t requests, errors, sessions, connects, unfinished, short_sessions;
     uint64_t queued;         /* open loop: requests due while their connection was busy */
     uint64_t unsent;         /* open loop: requests due before the end, never sent */
+    uint64_t late;           /* open loop: sent over LG_LATE_NS after their time by an idle connection */
+    uint64_t lag_max;        /* open loop: the largest such lateness, ns */
     char error_first[256];
     uint32_t *lat;           /* nanoseconds, capped */
     size_t nlat, lat_cap;
@@ -778,6 +785,8 @@ static void lg_report(struct lg *g, double wall, struct rusage *r0, struct rusag
     }
     isob_jw_int(&w, "queued", (long long)g->queued);
     isob_jw_int(&w, "unsent", (long long)g->unsent);
+    isob_jw_int(&w, "late", (long long)g->late);
+    isob_jw_double(&w, "send_lag_max_us", (double)g->lag_max / 1000.0);
     if (g->o.proto == LG_HTTP) {
         isob_jw_str(&w, "path", g->o.path);
         isob_jw_int(&w, "body_bytes", (long long)g->o.body_len);
@@ -887,6 +896,10 @@ static void lg_loop(struct lg *g)
                 if (g->stopping) {
                     lg_close(g, c, 1);
                 } else if (c->next_ns <= now) {
+                    uint64_t lag = now - c->next_ns;
+                    if (lag > LG_LATE_NS)
+                        g->late++;
+                    g->lag_max = lag > g->lag_max ? lag : g->lag_max;
                     lg_send_request(g, c);
                     open++;
                 } else {
@@ -996,6 +1009,8 @@ static void lg_merge(struct lg *g, struct lg *t)
     g->short_sessions += t->short_sessions;
     g->queued += t->queued;
     g->unsent += t->unsent;
+    g->late += t->late;
+    g->lag_max = t->lag_max > g->lag_max ? t->lag_max : g->lag_max;
     g->lat_sum += t->lat_sum;
     g->lat_dropped += t->lat_dropped;
     g->t_end = t->t_end > g->t_end ? t->t_end : g->t_end;
@@ -1149,16 +1164,20 @@ static void usage(FILE *f)
         "                     processes below it (compartments) over the run\n"
         "  --seed S           seed of the keys asked for [1]\n"
         "  --samples N        also print up to N latencies (ns) in the order they were\n"
-        "                     measured, every k-th, as samples_ns [0: none]\n"
+        "                     measured (thread after thread), every k-th, as\n"
+        "                     samples_ns [0: none]\n"
         "\n"
         "Every reply is checked byte for byte.  The JSON line gives the CPU time of\n"
         "the generator and of the server's process tree, each also per request\n"
         "(us_per_request); stderr notes when the generator's is the higher.  Open\n"
         "loop: queued counts requests that fell due while their connection was\n"
-        "busy, unsent those due before the end that never went.\n"
-        "Exit status 0 when all were right,\n"
-        "1 when one was not or a connection failed (the JSON line still comes), 2\n"
-        "for bad usage.\n",
+        "busy, unsent those due before the end that never went, late those an idle\n"
+        "connection sent over 100 us after their time (the generator lagged, not\n"
+        "the server; send_lag_max_us the worst).  docs/serve.md explains the open\n"
+        "loop and the CPU accounting.\n"
+        "\n"
+        "Exit status 0 when all were right, 1 when one was not or a connection\n"
+        "failed (the JSON line still comes), 2 for bad usage.\n",
         LG_DEFAULT_CONNS, LG_DEFAULT_SESSION, LG_DEFAULT_DURATION, LG_DEFAULT_TIMEOUT,
         LG_DEFAULT_KEYS, LG_DEFAULT_VALUE, LG_MAX_THREADS);
 }

@@ -101,7 +101,8 @@ OUTPUT_PARAMS = frozenset({
     # Server CPU per request (analysis/cpu.py), kv-server and lwc-*: outputs.
     "server_cpu_us_per_req", "client_cpu_us_per_req", "cpu_source",
     # lwc-curve (lwcserve.py): what the open loop achieved at the offered rate.
-    "achieved_rps", "achieved_ratio", "queued", "unsent", "knee",
+    "achieved_rps", "achieved_ratio", "queued", "unsent", "knee", "late",
+    "send_lag_max_us",
     # inspect (docs/inspect.md): what the scan found and covered; what it
     # scanned (target, patterns) stays the identity.
     "target_exe", "patterns", "passes", "bytes_scanned", "mappings", "mappings_unscanned",

@@ -273,7 +273,8 @@ def result_from(benchmark: str, params: dict, line: dict) -> Result:
         offered = float(line["rate_rps"])
         achieved = float(line.get("throughput_rps") or 0)
         p.update({"achieved_rps": _round(achieved), "achieved_ratio": _round(achieved / offered, 4),
-                  "queued": line.get("queued"), "unsent": line.get("unsent")})
+                  "queued": line.get("queued"), "unsent": line.get("unsent"),
+                  "late": line.get("late"), "send_lag_max_us": line.get("send_lag_max_us")})
     for q in ("p50", "p90", "p99", "p999", "mean", "max"):
         p[f"latency_{q}_us"] = _round(lat.get(q))
     return Result(benchmark=benchmark, mechanism=NO_MECHANISM, params=p, status="ok",
