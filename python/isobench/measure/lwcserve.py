@@ -148,8 +148,9 @@ def serve_points(quick: bool) -> Iterator[tuple[str, str, int, int]]:
         for mode in MODES:
             for length in (QUICK_LENGTHS if quick else LENGTHS):
                 yield mode, proto, startup, length
-    for length in (QUICK_LENGTHS if quick else LENGTHS):
-        yield "memcached", "memcache", 0, length
+    if ("memcache", 0) in VARIANTS:
+        for length in (QUICK_LENGTHS if quick else LENGTHS):
+            yield "memcached", "memcache", 0, length
 
 
 def conns_points(quick: bool) -> Iterator[tuple[str, int]]:

@@ -206,6 +206,8 @@ def _curve_plot(section: Mapping, doc: Mapping):
                         ax.plot([x], [y], "x", color="black", markersize=8)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        from matplotlib.ticker import NullFormatter
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("offered load [requests/s]")
         ax.set_ylabel("latency from the scheduled send [us]")
         ax.set_title(f"{server} beside memcached")
