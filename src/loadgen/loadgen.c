@@ -862,7 +862,6 @@ static void lg_loop(struct lg *g)
 {
     for (size_t i = 0; i < g->n; i++) {
         struct lg_conn *c = &g->c[i];
-        c->fd = -1;
         if (g->o.rate > 0)
             /* Fixed arrivals start spread over one gap, so that the
              * connections do not send in bursts; Poisson ones after a
@@ -1052,6 +1051,10 @@ static int lg_run(struct lg *g)
         t->id = i;
         t->n = g->o.conns / nt + (i < g->o.conns % nt);
         t->c = calloc(t->n, sizeof *t->c);
+        /* No connection is open until lg_loop opens it (a thread that
+         * stops early must not close descriptor 0). */
+        for (size_t j = 0; t->c && j < t->n; j++)
+            t->c[j].fd = -1;
         t->ep = epoll_create1(EPOLL_CLOEXEC);
         t->tfd = -1;
         t->rng = (g->o.seed + i) * 0x9e3779b97f4a7c15ull + 1;

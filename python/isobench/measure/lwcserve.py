@@ -62,6 +62,7 @@ throughput.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import shutil
 from typing import Callable, Iterator
@@ -189,7 +190,6 @@ def client_cpus(server_cpu: int | None) -> list[int]:
     server's (at most MAX_CLIENT_THREADS); none when nothing is pinned."""
     if server_cpu is None:
         return []
-    import os
     others = [c for c in sorted(os.sched_getaffinity(0)) if c != server_cpu]
     return others[:MAX_CLIENT_THREADS]
 
