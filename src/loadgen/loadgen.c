@@ -462,7 +462,8 @@ static void lg_send_request(struct lg *g, struct lg_conn *c)
 static void lg_next(struct lg *g, struct lg_conn *c)
 {
     if (g->o.rate > 0) {
-        if (c->next_ns > now_ns()) {
+        /* A request due at or after the end is not part of the run. */
+        if (c->next_ns > now_ns() || c->next_ns >= g->end) {
             c->state = LG_WAITING;
             lg_watch(g, c, EPOLLRDHUP, EPOLL_CTL_MOD);
             return;
@@ -894,7 +895,7 @@ static void lg_loop(struct lg *g)
             if (c->state == LG_WAITING) {
                 if (g->stopping) {
                     lg_close(g, c, 1);
-                } else if (c->next_ns <= now) {
+                } else if (c->next_ns <= now && c->next_ns < g->end) {
                     uint64_t lag = now - c->next_ns;
                     if (lag > LG_LATE_NS)
                         g->late++;
@@ -902,7 +903,9 @@ static void lg_loop(struct lg *g)
                     lg_send_request(g, c);
                     open++;
                 } else {
-                    due = c->next_ns < due ? c->next_ns : due;
+                    /* Wake at the end at the latest, to stop on time. */
+                    uint64_t at = c->next_ns < g->end ? c->next_ns : g->end;
+                    due = at < due ? at : due;
                     open++;
                 }
                 continue;
@@ -987,10 +990,11 @@ static void *lg_thread(void *arg)
                 g->unfinished++;
             lg_close(g, c, 1);
         }
-        /* Requests due before the end that never went: for Poisson
+        /* Requests due before the end (the duration's, not when this
+         * thread noticed it) that never went: for Poisson
          * arrivals the count the mean gap gives. */
-        if (g->o.rate > 0 && c->next_ns < g->t_end)
-            g->unsent += 1 + (uint64_t)((double)(g->t_end - c->next_ns) / g->o.gap_ns);
+        if (g->o.rate > 0 && c->next_ns < g->end)
+            g->unsent += 1 + (uint64_t)((double)(g->end - 1 - c->next_ns) / g->o.gap_ns);
     }
     return NULL;
 }
