@@ -7,7 +7,7 @@ usage: scripts/loadgen-vs-memaslap.py [--isob build/isob] [--seconds 5]
 
 For each round, each client in turn loads a memcached of its own (started
 fresh, so neither finds the other's keys), with the same threads,
-connections, value size (1024 bytes, memaslap's default) and get/set mix
+connections (kept open for the whole run, as memaslap keeps them), value size (1024 bytes, memaslap's default) and get/set mix
 (9:1, memaslap's default; loadgen --set-percent 10).  A client's CPU time is
 the user + system time of its process as wait4() reports it after it exited
 (the same call for both, so both count their start-up and their loading of
@@ -146,7 +146,9 @@ def memaslap(exe: str, port: int, a, cpus) -> tuple[int, float]:
 def loadgen(isob: str, port: int, a, cpus, server_pid: int) -> tuple[int, float]:
     argv = [isob, "loadgen", "--port", str(port), "--threads", str(a.threads),
             "--conns", str(a.conns), "--duration", str(a.seconds), "--value-size", str(VALUE),
-            "--set-percent", "10", "--server-pid", str(server_pid)]
+            "--set-percent", "10", "--server-pid", str(server_pid),
+            # memaslap keeps its connections for the whole run: so does this.
+            "--session", "1000000000"]
     if cpus:
         argv += ["--cpu", ",".join(map(str, cpus))]
     out, err, cpu, rc = run_measured(argv, a.seconds + 60)
