@@ -242,14 +242,16 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t rnd(struct lg *g)
+/* xorshift64*: keys and gaps only need to spread, not to be secret. */
+static uint64_t rnd_step(uint64_t *s)
 {
-    /* xorshift64*: keys only need to spread, not to be secret. */
-    g->rng ^= g->rng >> 12;
-    g->rng ^= g->rng << 25;
-    g->rng ^= g->rng >> 27;
-    return g->rng * 2685821657736338717ull;
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ull;
 }
+
+static uint64_t rnd(struct lg *g) { return rnd_step(&g->rng); }
 
 static void lg_error(struct lg *g, const char *fmt, const char *a, const char *b)
 {
@@ -362,7 +364,7 @@ static int lg_watch(struct lg *g, struct lg_conn *c, uint32_t events, int op)
  * x = m 2^e with m in [1, 2), ln m = 2 atanh((m - 1) / (m + 1)) by its
  * series, exact to double precision within 20 terms since the argument is
  * at most 1/3. */
-static double lg_ln(double x)
+double isob_lg_ln(double x)
 {
     uint64_t bits;
     memcpy(&bits, &x, sizeof bits);
@@ -380,13 +382,15 @@ static double lg_ln(double x)
 
 /* Open loop: the gap to a connection's next scheduled send, ns: fixed, or
  * exponential with that mean (Poisson arrivals). */
-static double lg_gap(struct lg *g)
+double isob_lg_gap(double mean_ns, int poisson, uint64_t *rng)
 {
-    if (!g->o.poisson)
-        return g->o.gap_ns;
-    double u = (double)((rnd(g) >> 11) + 1) / 9007199254740992.0; /* (0, 1] */
-    return -lg_ln(u) * g->o.gap_ns;
+    if (!poisson)
+        return mean_ns;
+    double u = (double)((rnd_step(rng) >> 11) + 1) / 9007199254740992.0; /* (0, 1] */
+    return -isob_lg_ln(u) * mean_ns;
 }
+
+static double lg_gap(struct lg *g) { return isob_lg_gap(g->o.gap_ns, g->o.poisson, &g->rng); }
 
 /* Open c and start its first request. */
 static int lg_connect(struct lg *g, struct lg_conn *c)
