@@ -182,7 +182,7 @@ def build(data: RunData, doc: Mapping) -> dict | None:
                         key=lambda r: (CURVE_ORDER.index(r["server"])
                                        if r["server"] in CURVE_ORDER else 9, r["rate"] or 0))
     _against_memcached(curve_rows, "rate")
-    every = [r for v in serve_out for r in v["rows"]] + conn_rows
+    every = [r for v in serve_out for r in v["rows"]] + conn_rows + curve_rows
     verdicts = {}
     for r in every:
         verdicts[r["saturated"]] = verdicts.get(r["saturated"], 0) + 1
