@@ -1,6 +1,9 @@
-"""The lwc-serve and lwc-conns section (measure/lwcserve.py, docs/serve.md):
-per server and session length L (lwc-serve), per server and concurrency
-(lwc-conns), the throughput over repetitions with its interval, the
+"""The lwc-serve, lwc-conns and lwc-curve section (measure/lwcserve.py,
+docs/serve.md): per server and session length L (lwc-serve), per server
+and concurrency (lwc-conns), per server and offered rate (lwc-curve), the
+server's CPU per request over repetitions with its interval and its ratio
+to memcached's at the same point (analysis/cpu.py: the headline), the
+throughput over repetitions with its interval, the
 latency quantiles isob loadgen measured over every request (p99 and p99.9
 only where the requests carry them, else the maximum: tails.py), and both
 CPU figures, with which of generator and server saturated its CPU first.

@@ -1,8 +1,10 @@
 """How the lwc-serve section (analysis/lwcserve.py) is shown: a table per
 lwc-serve variant (protocol, start-up MiB) with a row per (server, L), the
-lwc-conns table with a row per (concurrency, server), the failed and
-skipped points with their reasons, and a plot of throughput against L per
-server.  Everything shown is in the section; nothing here computes."""
+lwc-conns table with a row per (concurrency, server), each row led by the
+server's CPU per request; the lwc-curve table with a row per (server,
+offered rate); the failed and skipped points with their reasons; a plot of
+throughput against L per server, and of latency against offered load per
+isob server with memcached's curve beside it.  Everything shown is in the section; nothing here computes."""
 
 from __future__ import annotations
 
