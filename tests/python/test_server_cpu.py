@@ -97,6 +97,12 @@ def test_per_request_and_ratio():
     assert cpu.resolution([100_000, 50_000]) == pytest.approx(0.01 * 1e6 / 50_000)
     wide = cpu.per_request([5.0, 5.0, 5.0], step=0.5)
     assert wide["low"] < 5.0 < wide["high"]
+    # Identical readings on a stepped clock are not exact: the ratio's
+    # interval keeps both sides' steps.
+    same = cpu.ratio([5.0, 5.0, 5.0], [2.5, 2.5, 2.5], 0.5, 0.5)
+    assert same["low"] < 2.0 < same["high"]
+    exact = cpu.ratio([5.0, 5.0, 5.0], [2.5, 2.5, 2.5])
+    assert exact["low"] == exact["high"] == pytest.approx(2.0)
 
 
 def test_interval_covers_as_often_as_it_says():

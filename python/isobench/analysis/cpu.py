@@ -44,17 +44,19 @@ def per_request(values: Iterable, step: float = 0.0) -> dict | None:
         return None
     iv = stats.geomean_interval(xs, step) if len(xs) >= 2 else None
     return {"value": stats.geomean(xs), "low": iv.low if iv else None,
-            "high": iv.high if iv else None, "reps": len(xs), "values": xs}
+            "high": iv.high if iv else None, "reps": len(xs), "values": xs, "step": step}
 
 
-def ratio(values: Iterable, reference: Iterable) -> dict | None:
+def ratio(values: Iterable, reference: Iterable, step: float = 0.0,
+          reference_step: float = 0.0) -> dict | None:
     """{value, low, high} of values' geometric mean over reference's, with
-    its 95% interval where both sides have two repetitions; None where a
-    side has none."""
+    its 95% interval where both sides have two repetitions, each side
+    widened by its clock step (resolution()); None where a side has none."""
     xs, rs = _positive(values), _positive(reference)
     if not xs or not rs:
         return None
-    iv = stats.ratio_interval(xs, rs) if len(xs) >= 2 and len(rs) >= 2 else None
+    iv = (stats.ratio_interval(xs, rs, step, reference_step)
+          if len(xs) >= 2 and len(rs) >= 2 else None)
     return {"value": stats.geomean(xs) / stats.geomean(rs),
             "low": iv.low if iv else None, "high": iv.high if iv else None}
 

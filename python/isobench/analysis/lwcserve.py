@@ -137,8 +137,9 @@ def _against_memcached(rows: list[dict], key: str) -> None:
     for r in rows:
         m = ref.get(r[key])
         if m is not None and r is not m:
+            step = lambda row: (row.get("server_cpu") or {}).get("step", 0.0)
             r["server_cpu_vs_memcached"] = cpu.ratio(r["server_cpu_values"],
-                                                     m["server_cpu_values"])
+                                                     m["server_cpu_values"], step(r), step(m))
 
 
 def _failed(data: RunData, bench: str, key: str) -> list[dict]:

@@ -509,7 +509,8 @@ def _kv_server(entry: dict, ref: dict | None) -> dict:
     if ref is not None:
         ref_outs = [r["outputs"] for r in ref["repetitions"]]
         out["server_cpu_vs_reference"] = cpu.ratio(per("server_cpu_us_per_req", outs),
-                                                   per("server_cpu_us_per_req", ref_outs))
+                                                   per("server_cpu_us_per_req", ref_outs),
+                                                   step, cpu.resolution(per("ops", ref_outs)))
     if ref is not None:
         ref_outs = [r["outputs"] for r in ref["repetitions"]]
         for key, name in (("ops_per_s", "throughput_vs_reference"),
