@@ -220,7 +220,6 @@ struct lg {
     uint64_t rng;
     uint64_t t0, end, t_end; /* start, end of the load, when this thread stopped */
     pthread_barrier_t *stopped, *read;
-    int start_err;
     /* counts */
     uint64_t requests, errors, sessions, connects, unfinished, short_sessions;
     uint64_t queued;         /* open loop: requests due while their connection was busy */
