@@ -180,7 +180,8 @@ def _curve(server: str, rate: float, p99_us: float, achieved: float, rep: int,
          "achieved_ratio": achieved / rate, "knee": knee, "samples_every": 1,
          "client_busy": 0.3, "server_busy": 0.3, "server_processes": 1,
          "latency_p50_us": 60.0, "latency_p99_us": p99_us, "latency_max_us": 2 * p99_us,
-         "server_cpu_us_per_req": 5.0 + rep * 0.1, "client_cpu_us_per_req": 2.0}
+         "server_cpu_us_per_req": 5.0 + rep * 0.1, "client_cpu_us_per_req": 2.0,
+         "late": 30, "queued": 0, "unsent": 0}
     r = result("lwc-curve", "-", p, rep=rep, samples=xs)
     r["counter"] = "loadgen"
     return r
@@ -200,8 +201,10 @@ def test_curve_rows_and_plot(tmp_path):
         ("memcached", 2000.0), ("memcached", 4000.0)]
     knee = curve[1]
     assert knee["knee_reps"] == 3 and knee["achieved_ratio"] == pytest.approx(0.75)
+    assert knee["late_share"] == pytest.approx(0.01)
     text = render_serve.text(sec, doc)
     assert "latency against offered load" in text and "past (3 of 3 reps)" in text
+    assert "1.0%" in text and "late sends" in text
     pytest.importorskip("matplotlib")
     plots = render_serve.plots(sec, doc)
     names = [p.name for p in plots]

@@ -126,7 +126,11 @@ def _row(cfg, key: str, failed: int = 0) -> dict:
         row.update({"offered_rps": cfg.params.get("rate"),
                     "achieved_rps": stats.geomean(ach) if ach else None,
                     "achieved_ratio": _mean(p.get("achieved_ratio") for p in ps),
-                    "knee_reps": sum(1 for p in ps if p.get("knee"))})
+                    "knee_reps": sum(1 for p in ps if p.get("knee")),
+                    # Sent over 100 us late by an idle connection: the
+                    # generator lagged there, not the server.
+                    "late_share": _mean(p["late"] / p["verified"] for p in ps
+                                        if isinstance(p.get("late"), int) and p.get("verified"))})
     return row
 
 

@@ -23,7 +23,7 @@ HEAD = ("server", "{key}", "server CPU [us/req] [95%]", "x memcached", "loadgen 
 
 CURVE_HEAD = ("server", "offered [req/s]", "achieved [req/s]", "achieved/offered",
               "p50 [us]", "p99 [us]", "p99.9 [us]", "server CPU [us/req] [95%]",
-              "x memcached", "knee", "reps")
+              "x memcached", "late sends", "knee", "reps")
 
 
 def _num(v, digits: int = 0) -> str:
@@ -68,7 +68,8 @@ def _curve_cells(r: Mapping) -> list[str]:
     return [str(r.get("server")), _num(r.get("offered_rps")), _num(r.get("achieved_rps")),
             _num(r.get("achieved_ratio"), 2), _tail(lat.get("p50"), bound),
             _tail(lat.get("p99"), bound), _tail(lat.get("p999"), bound),
-            cpu.text(r.get("server_cpu")), cpu.text(r.get("server_cpu_vs_memcached")), knee,
+            cpu.text(r.get("server_cpu")), cpu.text(r.get("server_cpu_vs_memcached")),
+            "-" if r.get("late_share") is None else f"{100 * r['late_share']:.1f}%", knee,
             str(r.get("reps"))]
 
 
@@ -79,7 +80,11 @@ def _curve_note(section: Mapping) -> str:
             "server's sweep stops after the first rate past the knee: achieved below "
             f"{k.get('achieved_below')} of offered, or p99 above {k.get('p99_growth')} times "
             "its p99 at the lowest rate.  p99.9 only where the requests carry it, else "
-            "`max (n=...)`.")
+            "`max (n=...)`.  late sends: requests an idle connection sent over 100 us after "
+            "their time (the generator lagged, not the server; many of them mean the "
+            "latencies measured the client too).  CPU per request falls as the rate "
+            "rises (a busy server amortizes its wake-ups over more requests): compare "
+            "servers at the same offered rate.")
 
 
 def _rows(section: Mapping) -> list[Mapping]:
