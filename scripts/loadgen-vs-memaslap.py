@@ -41,6 +41,14 @@ import sys
 import time
 
 VALUE = 1024
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In a child before exec: SIGKILL when this script dies, however it
+    dies, so that no server or client outlives it."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def free_port() -> int:
@@ -70,7 +78,7 @@ def start_memcached(cpu: list[int] | None) -> tuple[subprocess.Popen, int]:
         argv += ["-u", "root"]
     p = subprocess.Popen(pinned(argv, cpu), stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
+                         start_new_session=True, preexec_fn=die_with_parent)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
@@ -101,6 +109,7 @@ def run_measured(argv: list[str], timeout: float) -> tuple[str, str, float, int]
     er, ew = os.pipe()
     pid = os.fork()
     if pid == 0:
+        die_with_parent()
         os.dup2(w, 1)
         os.dup2(ew, 2)
         os.close(r)
