@@ -177,6 +177,7 @@ struct lg_opts {
     int cpu;                 /* the first CPU of --cpu, or -1 */
     int cpus[LG_MAX_THREADS];/* --cpu's list: thread i runs on cpus[i % ncpus] */
     size_t ncpus;
+    int auto_cpus;           /* cpus chosen away from the server's, not by --cpu */
     size_t threads;          /* --threads: epoll loops, each over its share of conns */
     double rate;             /* --rate: offered requests/s over all connections; 0: closed loop */
     int poisson;             /* --arrival poisson (1) or fixed (0) */
@@ -837,6 +838,12 @@ static void lg_report(struct lg *g, double wall, struct rusage *r0, struct rusag
     isob_jw_double(&w, "busy", wall > 0 ? (u + s) / wall : 0);
     isob_jw_double(&w, "us_per_request", g->requests ? (u + s) * 1e6 / (double)g->requests : 0);
     isob_jw_int(&w, "pinned_cpu", g->o.cpu);
+    isob_jw_arr(&w, "pinned_cpus");
+    for (size_t i = 0; i < g->o.ncpus; i++)
+        fprintf(stdout, i ? ",%d" : "%d", g->o.cpus[i]);
+    isob_jw_close(&w, ']');
+    isob_jw_str(&w, "pinned_by", g->o.ncpus ? (g->o.auto_cpus ? "away from the server" : "--cpu")
+                                            : NULL);
     isob_jw_close(&w, '}');
     if (have_srv) {
         isob_jw_obj(&w, "server_cpu");
@@ -1161,7 +1168,9 @@ static void usage(FILE *f)
         "  --threads N        epoll loops, one thread each, the connections dealt out\n"
         "                     over them (at most --conns, at most %d) [1]\n"
         "  --cpu C[,C...]     pin thread i to the i-th CPU of the list (round robin);\n"
-        "                     name CPUs the server does not use [unpinned]\n"
+        "                     name CPUs the server does not use [with --server-pid:\n"
+        "                     the CPUs the server's affinity leaves, if any; else\n"
+        "                     unpinned]\n"
         "  --rate R           open loop: R requests/s offered over all connections,\n"
         "                     each connection on a schedule of its own (R/C per\n"
         "                     connection); latency counts from the scheduled time,\n"
@@ -1230,6 +1239,26 @@ static int parse_seconds(const char *s, double lo, double hi, double *out)
 enum { OPT_HOST = 256, OPT_PORT, OPT_PROTO, OPT_CONNS, OPT_SESSION, OPT_DURATION, OPT_TIMEOUT, OPT_KEYS,
        OPT_VALUE, OPT_SETPCT, OPT_PATH, OPT_BODY, OPT_CPU, OPT_SRVPID, OPT_SEED, OPT_SAMPLES,
        OPT_THREADS, OPT_RATE, OPT_ARRIVAL, OPT_FROM };
+
+/* o->cpus: the CPUs this process may use that the server (o->server_pid)
+ * may not; none when the server may use them all (an unpinned server) or
+ * its affinity cannot be read. */
+static void avoid_server(struct lg_opts *o)
+{
+    cpu_set_t srv, mine;
+    if (sched_getaffinity((pid_t)o->server_pid, sizeof srv, &srv) != 0 ||
+        sched_getaffinity(0, sizeof mine, &mine) != 0)
+        return;
+    size_t n = 0;
+    for (int c = 0; c < CPU_SETSIZE && n < LG_MAX_THREADS; c++)
+        if (CPU_ISSET(c, &mine) && !CPU_ISSET(c, &srv))
+            o->cpus[n++] = c;
+    if (n) {
+        o->ncpus = n;
+        o->cpu = o->cpus[0];
+        o->auto_cpus = 1;
+    }
+}
 
 /* --cpu's list, "C[,C...]": 0, or -1 when a CPU is not one this process
  * may use or the list is malformed. */
@@ -1419,6 +1448,11 @@ int isob_loadgen_main(int argc, char **argv)
         if (proc_cpu(o->server_pid, &u, &s, NULL) != 0)
             return usage_error("--server-pid %s: no such process to read", pid);
     }
+    /* Without --cpu, the threads keep off the CPUs the server may run on,
+     * where others are left: a generator that shares the server's CPU
+     * measures the two together. */
+    if (o->ncpus == 0 && o->server_pid)
+        avoid_server(o);
     /* The main thread (which loads the keys) runs on the first CPU; each
      * load thread pins itself to its own. */
     if (o->cpu >= 0) {

@@ -423,3 +423,26 @@ def test_bad_usage_threads_and_rate(args, words):
     assert p.returncode == 2 and doc is None
     assert p.stderr.startswith("isob loadgen: error:") and words in p.stderr
     assert p.stderr.count("\n") == 1
+
+
+def test_threads_keep_off_the_servers_cpus(serve_direct):
+    proc, port = serve_direct
+    allowed = sorted(os.sched_getaffinity(0))
+    # An unpinned server leaves no CPU to itself: loadgen stays unpinned.
+    p, doc = loadgen("--port", str(port), "--duration", "0.2", "--keys", "10",
+                     "--server-pid", str(proc.pid))
+    assert p.returncode == 0, p.stderr
+    assert doc["cpu"]["pinned_cpus"] == [] and doc["cpu"]["pinned_by"] is None
+    if len(allowed) < 2:
+        pytest.skip(f"SKIP: one CPU allowed here ({allowed}): nothing to keep off")
+    os.sched_setaffinity(proc.pid, {allowed[0]})
+    p, doc = loadgen("--port", str(port), "--duration", "0.2", "--keys", "10",
+                     "--threads", "2", "--server-pid", str(proc.pid))
+    assert p.returncode == 0, p.stderr
+    check_counts(doc, 64, 16)
+    assert doc["cpu"]["pinned_cpus"] == allowed[1:][:64]
+    assert doc["cpu"]["pinned_by"] == "away from the server"
+    # --cpu wins over the default.
+    p, doc = loadgen("--port", str(port), "--duration", "0.2", "--keys", "10",
+                     "--cpu", str(allowed[0]), "--server-pid", str(proc.pid))
+    assert doc["cpu"]["pinned_cpus"] == [allowed[0]] and doc["cpu"]["pinned_by"] == "--cpu"
