@@ -1,9 +1,14 @@
-/* `isob loadgen`: a closed-loop load generator for the memcached text
- * protocol and a minimal HTTP/1.0 GET, with session length under control.
+/* `isob loadgen`: a load generator for the memcached text protocol and a
+ * minimal HTTP/1.0 GET, with session length under control.
  *
  * C connections, each running sessions of L requests: connect, L requests
- * one after another (each sent when the last reply was verified), close,
- * connect again; for a fixed duration.  Every reply is checked byte for
+ * one after another, close, connect again; for a fixed duration.  Closed
+ * loop (the default): each request is sent when the last reply was
+ * verified.  Open loop (--rate R): each connection sends on a schedule of
+ * its own (Poisson or fixed gaps, R/C per connection), and a latency counts
+ * from the scheduled time, so that waiting behind a slow reply is not
+ * hidden (docs/serve.md).  --threads N runs N epoll loops, the
+ * connections dealt out over them.  Every reply is checked byte for
  * byte against what it must be.  The result is one JSON line: throughput,
  * latency percentiles, the counts that prove the work, and the CPU time of
  * the generator (and of the server, given its pid), so that a run shows
@@ -15,6 +20,7 @@
 #define ISOBENCH_LOADGEN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The document of the HTTP mode: 45 bytes, as the lwC paper's, and what a
  * server of this project answers to GET (loadgen checks bodies against it
@@ -59,6 +65,16 @@ int isob_lg_check_exact(const char *buf, size_t len, const char *want, size_t wa
  * set when the reply says "Connection: keep-alive". */
 int isob_lg_check_http(const char *buf, size_t len, const char *body, size_t body_len, size_t *used,
                        int *keep_alive, char *why, size_t why_len);
+
+/* The open loop's schedule: the gap before a connection's next request,
+ * ns: mean_ns itself (fixed arrivals), or an exponential draw with that
+ * mean (poisson != 0: Poisson arrivals), from the xorshift state *rng
+ * (never 0).  Pure, so that its arithmetic is tested without sockets. */
+double isob_lg_gap(double mean_ns, int poisson, uint64_t *rng);
+
+/* The natural logarithm of x > 0 (isob links no libm), to double
+ * precision. */
+double isob_lg_ln(double x);
 
 /* The subcommand: argv[0] is "loadgen".  Exit status 0 (every reply
  * verified), 1 (a reply failed its check, or a connection failed), 2

@@ -254,7 +254,8 @@ def _add_run(sub) -> None:
     p.add_argument("--seconds", type=validate.seconds(validate.MAX_CLIENT_SECONDS), metavar="S",
                    help=f"how long the client loads each server: kv-server, whole seconds "
                         f"(default: {kvserver.SECONDS:g}; --quick: {kvserver.QUICK_SECONDS:g}); "
-                        f"lwc-serve and lwc-conns, per point (default: {lwcserve.SECONDS:g}; "
+                        f"lwc-serve, lwc-conns and lwc-curve, per point (default: "
+                        f"{lwcserve.SECONDS:g}; "
                         f"--quick: {lwcserve.QUICK_SECONDS:g})")
     p.add_argument("--repeat", type=validate.bounded_whole(1, validate.MAX_REPEAT), metavar="N",
                    help="run every (benchmark, mechanism) in N fresh isob processes, the "

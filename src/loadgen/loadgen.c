@@ -1,5 +1,8 @@
-/* isob loadgen (include/isobench/loadgen.h): one thread, epoll, C
- * connections in sessions of L requests. */
+/* isob loadgen (include/isobench/loadgen.h): N threads, each an epoll
+ * loop over its share of C connections in sessions of L requests; closed
+ * loop (a request sent when the last reply was verified) or open loop
+ * (--rate: each connection sends on a schedule of its own, and latency
+ * counts from the scheduled time). */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -7,14 +10,18 @@
 #include <getopt.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +55,15 @@ _Static_assert(sizeof ISOB_HTTP_DOC - 1 == ISOB_HTTP_DOC_BYTES, "the HTTP docume
 #define LG_MAX_SAMPLES 1000000
 /* Keys set per batch while loading. */
 #define LG_LOAD_BATCH 256
+/* Threads and CPUs --threads and --cpu may name. */
+#define LG_MAX_THREADS 64
+/* Open loop: a request its idle connection sent later than this after its
+ * scheduled time was late because of the generator (its thread not
+ * running, or busy), not the server: counted apart, so that a reader can
+ * tell the two. */
+#define LG_LATE_NS 100000u
+/* Offered load --rate may ask for, requests per second over all connections. */
+#define LG_MAX_RATE 1e8
 
 /* ---- reply checks ---- */
 
@@ -158,13 +174,23 @@ struct lg_opts {
     const char *path;
     const char *body;
     size_t body_len;
-    int cpu;
+    int cpu;                 /* the first CPU of --cpu, or -1 */
+    int cpus[LG_MAX_THREADS];/* --cpu's list: thread i runs on cpus[i % ncpus] */
+    size_t ncpus;
+    int auto_cpus;           /* cpus chosen away from the server's, not by --cpu */
+    size_t threads;          /* --threads: epoll loops, each over its share of conns */
+    double rate;             /* --rate: offered requests/s over all connections; 0: closed loop */
+    int poisson;             /* --arrival poisson (1) or fixed (0) */
+    int from_sent;           /* --latency-from sent: hides coordinated omission, on purpose */
+    double gap_ns;           /* mean gap between one connection's scheduled sends */
     long server_pid;
     uint64_t seed;
     size_t samples;  /* latencies to print as they were measured, at most */
 };
 
-enum lg_state { LG_IDLE, LG_CONNECTING, LG_SENDING, LG_READING };
+/* LG_WAITING: open loop only, nothing in flight, the next scheduled send
+ * not yet due. */
+enum lg_state { LG_IDLE, LG_CONNECTING, LG_SENDING, LG_READING, LG_WAITING };
 
 struct lg_conn {
     int fd;
@@ -174,19 +200,34 @@ struct lg_conn {
     size_t out_len, out_off, out_cap;
     char *in;
     size_t in_len, in_cap;
+    uint32_t events;         /* what epoll watches for on fd */
     char *want;              /* memcache: the expected reply */
     size_t want_len, want_cap;
-    uint64_t sent_ns;
+    uint64_t sent_ns;        /* latency counts from here: the send, or its schedule */
+    uint64_t actual_ns;      /* when the request in flight was really sent */
+    uint64_t next_ns;        /* open loop: when the next request is due */
     int last;                /* the request in flight ends the session */
 };
 
+/* One thread's generator: its own epoll loop, connections, counts and
+ * latencies, merged into the run's by the main thread at the end. */
 struct lg {
     struct lg_opts o;
     int ep;
+    int tfd;                 /* open loop: a timer for the earliest due send */
+    uint64_t timer_at;       /* what tfd is armed for, 0: disarmed */
     struct lg_conn *c;
+    size_t n;                /* connections of this thread */
+    size_t id;
     uint64_t rng;
+    uint64_t t0, end, t_end; /* start, end of the load, when this thread stopped */
+    pthread_barrier_t *stopped, *read;
     /* counts */
     uint64_t requests, errors, sessions, connects, unfinished, short_sessions;
+    uint64_t queued;         /* open loop: requests due while their connection was busy */
+    uint64_t unsent;         /* open loop: requests due before the end, never sent */
+    uint64_t late;           /* open loop: sent over LG_LATE_NS after their time by an idle connection */
+    uint64_t lag_max;        /* open loop: the largest such lateness, ns */
     char error_first[256];
     uint32_t *lat;           /* nanoseconds, capped */
     size_t nlat, lat_cap;
@@ -202,14 +243,16 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t rnd(struct lg *g)
+/* xorshift64*: keys and gaps only need to spread, not to be secret. */
+static uint64_t rnd_step(uint64_t *s)
 {
-    /* xorshift64*: keys only need to spread, not to be secret. */
-    g->rng ^= g->rng >> 12;
-    g->rng ^= g->rng << 25;
-    g->rng ^= g->rng >> 27;
-    return g->rng * 2685821657736338717ull;
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ull;
 }
+
+static uint64_t rnd(struct lg *g) { return rnd_step(&g->rng); }
 
 static void lg_error(struct lg *g, const char *fmt, const char *a, const char *b)
 {
@@ -309,9 +352,46 @@ static void lg_close(struct lg *g, struct lg_conn *c, int abortive)
 
 static int lg_watch(struct lg *g, struct lg_conn *c, uint32_t events, int op)
 {
+    /* A request per reply would otherwise cost an epoll_ctl that changes
+     * nothing. */
+    if (op == EPOLL_CTL_MOD && c->events == events)
+        return 0;
     struct epoll_event ev = {.events = events, .data.ptr = c};
+    c->events = events;
     return epoll_ctl(g->ep, op, c->fd, &ev);
 }
+
+/* The natural logarithm of x > 0, without libm (which isob does not link):
+ * x = m 2^e with m in [1, 2), ln m = 2 atanh((m - 1) / (m + 1)) by its
+ * series, exact to double precision within 20 terms since the argument is
+ * at most 1/3. */
+double isob_lg_ln(double x)
+{
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    int e = (int)((bits >> 52) & 0x7ff) - 1023;
+    bits = (bits & ~(0x7ffull << 52)) | (1023ull << 52);
+    double m;
+    memcpy(&m, &bits, sizeof m);
+    double t = (m - 1) / (m + 1), t2 = t * t, term = t, sum = 0;
+    for (int k = 1; k < 40; k += 2) {
+        sum += term / k;
+        term *= t2;
+    }
+    return 2 * sum + e * 0.69314718055994530942;
+}
+
+/* Open loop: the gap to a connection's next scheduled send, ns: fixed, or
+ * exponential with that mean (Poisson arrivals). */
+double isob_lg_gap(double mean_ns, int poisson, uint64_t *rng)
+{
+    if (!poisson)
+        return mean_ns;
+    double u = (double)((rnd_step(rng) >> 11) + 1) / 9007199254740992.0; /* (0, 1] */
+    return -isob_lg_ln(u) * mean_ns;
+}
+
+static double lg_gap(struct lg *g) { return isob_lg_gap(g->o.gap_ns, g->o.poisson, &g->rng); }
 
 /* Open c and start its first request. */
 static int lg_connect(struct lg *g, struct lg_conn *c)
@@ -354,7 +434,18 @@ static void lg_send_request(struct lg *g, struct lg_conn *c)
         lg_fail(g, c, "%s%s", "out of memory");
         return;
     }
-    c->sent_ns = now_ns();
+    uint64_t now = now_ns();
+    c->actual_ns = now;
+    if (g->o.rate > 0) {
+        /* Latency counts from the scheduled time, whenever the request
+         * could go: a request that waited for its connection waited for
+         * the server (no coordinated omission).  --latency-from sent
+         * counts from now instead, which hides that wait. */
+        c->sent_ns = g->o.from_sent ? now : c->next_ns;
+        c->next_ns += (uint64_t)lg_gap(g);
+    } else {
+        c->sent_ns = now;
+    }
     c->state = LG_SENDING;
     ssize_t n = send(c->fd, c->out, c->out_len, MSG_NOSIGNAL);
     if (n < 0 && errno != EAGAIN) {
@@ -368,6 +459,23 @@ static void lg_send_request(struct lg *g, struct lg_conn *c)
     }
     c->state = LG_READING;
     lg_watch(g, c, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_MOD);
+}
+
+/* c is ready for its next request: closed loop, it goes now; open loop,
+ * when it is due, at once when it is overdue (it fell due while the
+ * connection was busy: counted as queued). */
+static void lg_next(struct lg *g, struct lg_conn *c)
+{
+    if (g->o.rate > 0) {
+        /* A request due at or after the end is not part of the run. */
+        if (c->next_ns > now_ns() || c->next_ns >= g->end) {
+            c->state = LG_WAITING;
+            lg_watch(g, c, EPOLLRDHUP, EPOLL_CTL_MOD);
+            return;
+        }
+        g->queued++;
+    }
+    lg_send_request(g, c);
 }
 
 static void lg_record(struct lg *g, uint64_t ns)
@@ -408,6 +516,10 @@ static void lg_readable(struct lg *g, struct lg_conn *c)
             break;
         }
         c->in_len += (size_t)n;
+        /* Less than asked for: the socket is empty now (a recv that says
+         * EAGAIN would be a syscall per reply for nothing). */
+        if ((size_t)n < c->in_cap - (c->in_len - (size_t)n))
+            break;
     }
     size_t used = 0;
     char why[200] = "";
@@ -458,7 +570,7 @@ static void lg_readable(struct lg *g, struct lg_conn *c)
         lg_close(g, c, 1);
         return;
     }
-    lg_send_request(g, c);
+    lg_next(g, c);
 }
 
 static void lg_writable(struct lg *g, struct lg_conn *c)
@@ -475,7 +587,7 @@ static void lg_writable(struct lg *g, struct lg_conn *c)
             g->stopping = 1;
             return;
         }
-        lg_send_request(g, c);
+        lg_next(g, c);
         return;
     }
     ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
@@ -667,6 +779,20 @@ static void lg_report(struct lg *g, double wall, struct rusage *r0, struct rusag
     isob_jw_int(&w, "port", g->o.port);
     isob_jw_int(&w, "conns", (long long)g->o.conns);
     isob_jw_int(&w, "session", (long long)g->o.session);
+    isob_jw_int(&w, "threads", (long long)g->o.threads);
+    if (g->o.rate > 0) {
+        isob_jw_double(&w, "rate_rps", g->o.rate);
+        isob_jw_str(&w, "arrival", g->o.poisson ? "poisson" : "fixed");
+        isob_jw_str(&w, "latency_from", g->o.from_sent ? "sent" : "scheduled");
+    } else {
+        isob_jw_raw(&w, "rate_rps", "null");
+        isob_jw_str(&w, "arrival", "closed");
+        isob_jw_str(&w, "latency_from", "sent");
+    }
+    isob_jw_int(&w, "queued", (long long)g->queued);
+    isob_jw_int(&w, "unsent", (long long)g->unsent);
+    isob_jw_int(&w, "late", (long long)g->late);
+    isob_jw_double(&w, "send_lag_max_us", (double)g->lag_max / 1000.0);
     if (g->o.proto == LG_HTTP) {
         isob_jw_str(&w, "path", g->o.path);
         isob_jw_int(&w, "body_bytes", (long long)g->o.body_len);
@@ -710,7 +836,14 @@ static void lg_report(struct lg *g, double wall, struct rusage *r0, struct rusag
     isob_jw_double(&w, "user_s", u);
     isob_jw_double(&w, "sys_s", s);
     isob_jw_double(&w, "busy", wall > 0 ? (u + s) / wall : 0);
+    isob_jw_double(&w, "us_per_request", g->requests ? (u + s) * 1e6 / (double)g->requests : 0);
     isob_jw_int(&w, "pinned_cpu", g->o.cpu);
+    isob_jw_arr(&w, "pinned_cpus");
+    for (size_t i = 0; i < g->o.ncpus; i++)
+        fprintf(stdout, i ? ",%d" : "%d", g->o.cpus[i]);
+    isob_jw_close(&w, ']');
+    isob_jw_str(&w, "pinned_by", g->o.ncpus ? (g->o.auto_cpus ? "away from the server" : "--cpu")
+                                            : NULL);
     isob_jw_close(&w, '}');
     if (have_srv) {
         isob_jw_obj(&w, "server_cpu");
@@ -719,38 +852,36 @@ static void lg_report(struct lg *g, double wall, struct rusage *r0, struct rusag
         isob_jw_double(&w, "user_s", su1 - su0);
         isob_jw_double(&w, "sys_s", ss1 - ss0);
         isob_jw_double(&w, "busy", wall > 0 ? (su1 - su0 + ss1 - ss0) / wall : 0);
+        isob_jw_double(&w, "us_per_request",
+                       g->requests ? (su1 - su0 + ss1 - ss0) * 1e6 / (double)g->requests : 0);
         isob_jw_close(&w, '}');
     } else {
         isob_jw_raw(&w, "server_cpu", "null");
     }
     isob_jw_end(&w);
+    /* The generator should cost less per request than what it measures;
+     * where it does not, a saturated client bounds the throughput. */
+    double mine = u + s, theirs = su1 - su0 + ss1 - ss0;
+    if (have_srv && g->requests && mine > theirs)
+        fprintf(stderr, "isob loadgen: note: loadgen's CPU per request (%.2f us) is higher than the "
+                "server's (%.2f us)\n", mine * 1e6 / (double)g->requests, theirs * 1e6 / (double)g->requests);
 }
 
-static int lg_run(struct lg *g)
+/* One thread's load: connect its connections, serve events until the
+ * duration ended and what was in flight drained (or the drain time ran
+ * out). */
+static void lg_loop(struct lg *g)
 {
-    g->ep = epoll_create1(EPOLL_CLOEXEC);
-    g->c = calloc(g->o.conns, sizeof *g->c);
-    if (g->ep < 0 || !g->c) {
-        fprintf(stderr, "isob loadgen: error: %s\n", strerror(g->ep < 0 ? errno : ENOMEM));
-        return 1;
-    }
-    if (g->o.proto == LG_MEMCACHE) {
-        int rc = lg_load(g);
-        if (rc) {
-            fprintf(stderr, "isob loadgen: error: loading %zu keys into %s:%u: %s\n", g->o.keys, g->o.host,
-                    g->o.port, rc == -EPROTO ? "a set was not answered STORED" : strerror(-rc));
-            return 1;
-        }
-    }
-    double su0 = 0, ss0 = 0, su1 = 0, ss1 = 0;
-    long nproc = 0;
-    int have_srv = g->o.server_pid > 0 && proc_cpu(g->o.server_pid, &su0, &ss0, NULL) == 0;
-    struct rusage r0, r1;
-    getrusage(RUSAGE_SELF, &r0);
-    uint64_t t0 = now_ns(), end = t0 + (uint64_t)(g->o.duration * 1e9), drain_end = 0;
-    for (size_t i = 0; i < g->o.conns; i++) {
-        g->c[i].fd = -1;
-        int rc = lg_connect(g, &g->c[i]);
+    for (size_t i = 0; i < g->n; i++) {
+        struct lg_conn *c = &g->c[i];
+        if (g->o.rate > 0)
+            /* Fixed arrivals start spread over one gap, so that the
+             * connections do not send in bursts; Poisson ones after a
+             * first gap of their own. */
+            c->next_ns = g->t0 + (uint64_t)(g->o.poisson ? lg_gap(g)
+                                            : g->o.gap_ns * (double)(i * g->o.threads + g->id) /
+                                                  (double)g->o.conns);
+        int rc = lg_connect(g, c);
         if (rc) {
             lg_error(g, "connect: %s%s", strerror(-rc), "");
             g->stopping = 1;
@@ -758,23 +889,41 @@ static int lg_run(struct lg *g)
         }
     }
     struct epoll_event ev[256];
-    uint64_t t_end = 0;
+    uint64_t drain_end = 0;
     for (;;) {
-        uint64_t now = now_ns();
-        if (!g->stopping && now >= end) {
+        uint64_t now = now_ns(), due = UINT64_MAX;
+        if (!g->stopping && now >= g->end) {
             g->stopping = 1;
-            t_end = now;
+            g->t_end = now;
         }
         if (g->stopping && !drain_end)
             drain_end = now + (uint64_t)(LG_DRAIN_S * 1e9);
         size_t open = 0;
-        for (size_t i = 0; i < g->o.conns; i++) {
+        for (size_t i = 0; i < g->n; i++) {
             struct lg_conn *c = &g->c[i];
             if (c->fd < 0)
                 continue;
+            if (c->state == LG_WAITING) {
+                if (g->stopping) {
+                    lg_close(g, c, 1);
+                } else if (c->next_ns <= now && c->next_ns < g->end) {
+                    uint64_t lag = now - c->next_ns;
+                    if (lag > LG_LATE_NS)
+                        g->late++;
+                    g->lag_max = lag > g->lag_max ? lag : g->lag_max;
+                    lg_send_request(g, c);
+                    open++;
+                } else {
+                    /* Wake at the end at the latest, to stop on time. */
+                    uint64_t at = c->next_ns < g->end ? c->next_ns : g->end;
+                    due = at < due ? at : due;
+                    open++;
+                }
+                continue;
+            }
             /* A reply that takes longer than the time-out fails its
              * connection: a stuck server is an error, not a hang. */
-            if (c->state != LG_CONNECTING && now - c->sent_ns > (uint64_t)(g->o.timeout * 1e9)) {
+            if (c->state != LG_CONNECTING && now - c->actual_ns > (uint64_t)(g->o.timeout * 1e9)) {
                 lg_fail(g, c, "%s%s", "no reply within the time-out");
                 continue;
             }
@@ -785,48 +934,210 @@ static int lg_run(struct lg *g)
         }
         if (g->stopping && (open == 0 || now >= drain_end))
             break;
-        int wait_ms = 100;
-        int n = epoll_wait(g->ep, ev, (int)(sizeof ev / sizeof ev[0]), wait_ms);
+        if (g->tfd >= 0 && due != UINT64_MAX && due != g->timer_at) {
+            struct itimerspec it = {.it_value = {(time_t)(due / 1000000000u), (long)(due % 1000000000u)}};
+            timerfd_settime(g->tfd, TFD_TIMER_ABSTIME, &it, NULL);
+            g->timer_at = due;
+        }
+        int n = epoll_wait(g->ep, ev, (int)(sizeof ev / sizeof ev[0]), 100);
         if (n < 0 && errno != EINTR) {
             lg_error(g, "epoll_wait: %s%s", strerror(errno), "");
             break;
         }
         for (int i = 0; i < n; i++) {
             struct lg_conn *c = ev[i].data.ptr;
+            if (!c) {
+                /* The schedule's timer: the loop's scan sends what is due. */
+                uint64_t x;
+                if (read(g->tfd, &x, sizeof x) < 0 && errno != EAGAIN)
+                    lg_error(g, "timerfd: %s%s", strerror(errno), "");
+                g->timer_at = 0;
+                continue;
+            }
             if (c->fd < 0)
                 continue;
-            if (c->state == LG_READING && (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+            if (c->state == LG_WAITING) {
+                if (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+                    char at[64];
+                    snprintf(at, sizeof at, "%zu of %zu", c->done_in_session, g->o.session);
+                    g->short_sessions++;
+                    lg_fail(g, c, "the server closed the connection after %s requests of the session%s", at);
+                }
+            } else if (c->state == LG_READING && (ev[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
                 lg_readable(g, c);
             else if (ev[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
                 lg_writable(g, c);
         }
     }
-    if (!t_end)
-        t_end = now_ns();
+    if (!g->t_end)
+        g->t_end = now_ns();
+}
+
+static void *lg_thread(void *arg)
+{
+    struct lg *g = arg;
+    /* The schedule's timer fires up to the thread's timer slack late (50
+     * us by default); the open loop asks for none. */
+    if (g->o.rate > 0)
+        prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    if (g->o.ncpus) {
+        int rc = isob_pin_self(g->o.cpus[g->id % g->o.ncpus]);
+        if (rc) {
+            char cpu[16];
+            snprintf(cpu, sizeof cpu, "%d", g->o.cpus[g->id % g->o.ncpus]);
+            lg_error(g, "pin to CPU %s: %s", cpu, isob_strerror(rc));
+            g->stopping = 1;
+        }
+    }
+    if (!g->stopping)
+        lg_loop(g);
+    else
+        g->t_end = now_ns();
     /* The server's figures are read while the run's connections are still
      * open: closing them ends sessions (and their processes), which is not
      * part of the run, and the process count is that of the run. */
+    pthread_barrier_wait(g->stopped);
+    pthread_barrier_wait(g->read);
+    for (size_t i = 0; i < g->n; i++) {
+        struct lg_conn *c = &g->c[i];
+        if (c->fd >= 0) {
+            if (c->state == LG_READING || c->state == LG_SENDING)
+                g->unfinished++;
+            lg_close(g, c, 1);
+        }
+        /* Requests due before the end (the duration's, not when this
+         * thread noticed it) that never went: for Poisson
+         * arrivals the count the mean gap gives. */
+        if (g->o.rate > 0 && c->next_ns < g->end)
+            g->unsent += 1 + (uint64_t)((double)(g->end - 1 - c->next_ns) / g->o.gap_ns);
+    }
+    return NULL;
+}
+
+/* Thread t's figures added to the run's in g. */
+static void lg_merge(struct lg *g, struct lg *t)
+{
+    if (t->errors && !g->errors)
+        memcpy(g->error_first, t->error_first, sizeof g->error_first);
+    g->requests += t->requests;
+    g->errors += t->errors;
+    g->sessions += t->sessions;
+    g->connects += t->connects;
+    g->unfinished += t->unfinished;
+    g->short_sessions += t->short_sessions;
+    g->queued += t->queued;
+    g->unsent += t->unsent;
+    g->late += t->late;
+    g->lag_max = t->lag_max > g->lag_max ? t->lag_max : g->lag_max;
+    g->lat_sum += t->lat_sum;
+    g->lat_dropped += t->lat_dropped;
+    g->t_end = t->t_end > g->t_end ? t->t_end : g->t_end;
+    if (!t->nlat)
+        return;
+    uint32_t *p = realloc(g->lat, (g->nlat + t->nlat) * sizeof *p);
+    if (!p) {
+        g->lat_dropped += t->nlat;
+        return;
+    }
+    memcpy(p + g->nlat, t->lat, t->nlat * sizeof *p);
+    g->lat = p;
+    g->nlat += t->nlat;
+}
+
+static int lg_run(struct lg *g)
+{
+    size_t nt = g->o.threads;
+    struct lg *ts = calloc(nt, sizeof *ts);
+    pthread_t *tid = calloc(nt, sizeof *tid);
+    if (!ts || !tid) {
+        fprintf(stderr, "isob loadgen: error: %s\n", strerror(ENOMEM));
+        return 1;
+    }
+    if (g->o.proto == LG_MEMCACHE) {
+        int rc = lg_load(g);
+        if (rc) {
+            fprintf(stderr, "isob loadgen: error: loading %zu keys into %s:%u: %s\n", g->o.keys, g->o.host,
+                    g->o.port, rc == -EPROTO ? "a set was not answered STORED" : strerror(-rc));
+            return 1;
+        }
+    }
+    pthread_barrier_t stopped, read;
+    pthread_barrier_init(&stopped, NULL, (unsigned)nt + 1);
+    pthread_barrier_init(&read, NULL, (unsigned)nt + 1);
+    for (size_t i = 0; i < nt; i++) {
+        struct lg *t = &ts[i];
+        t->o = g->o;
+        t->id = i;
+        t->n = g->o.conns / nt + (i < g->o.conns % nt);
+        t->c = calloc(t->n, sizeof *t->c);
+        /* No connection is open until lg_loop opens it (a thread that
+         * stops early must not close descriptor 0). */
+        for (size_t j = 0; t->c && j < t->n; j++)
+            t->c[j].fd = -1;
+        t->ep = epoll_create1(EPOLL_CLOEXEC);
+        t->tfd = -1;
+        t->rng = (g->o.seed + i) * 0x9e3779b97f4a7c15ull + 1;
+        t->stopped = &stopped;
+        t->read = &read;
+        if (g->o.rate > 0) {
+            t->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+            struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+            if (t->tfd < 0 || epoll_ctl(t->ep, EPOLL_CTL_ADD, t->tfd, &ev) != 0) {
+                fprintf(stderr, "isob loadgen: error: timerfd: %s\n", strerror(errno));
+                return 1;
+            }
+        }
+        if (t->ep < 0 || !t->c) {
+            fprintf(stderr, "isob loadgen: error: %s\n", strerror(t->ep < 0 ? errno : ENOMEM));
+            return 1;
+        }
+    }
+    double su0 = 0, ss0 = 0, su1 = 0, ss1 = 0;
+    long nproc = 0;
+    int have_srv = g->o.server_pid > 0 && proc_cpu(g->o.server_pid, &su0, &ss0, NULL) == 0;
+    struct rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
+    uint64_t t0 = now_ns(), end = t0 + (uint64_t)(g->o.duration * 1e9);
+    for (size_t i = 0; i < nt; i++) {
+        ts[i].t0 = t0;
+        ts[i].end = end;
+        int rc = pthread_create(&tid[i], NULL, lg_thread, &ts[i]);
+        if (rc) {
+            /* Those started die with the process. */
+            fprintf(stderr, "isob loadgen: error: starting thread %zu: %s\n", i, strerror(rc));
+            exit(1);
+        }
+    }
+    pthread_barrier_wait(&stopped);
     getrusage(RUSAGE_SELF, &r1);
     if (have_srv && proc_cpu(g->o.server_pid, &su1, &ss1, &nproc) != 0)
         have_srv = 0;
-    for (size_t i = 0; i < g->o.conns; i++)
-        if (g->c[i].fd >= 0) {
-            if (g->c[i].state == LG_READING || g->c[i].state == LG_SENDING)
-                g->unfinished++;
-            lg_close(g, &g->c[i], 1);
-        }
-    lg_report(g, (double)(t_end - t0) / 1e9, &r0, &r1, have_srv, su0, ss0, su1, ss1, nproc);
+    pthread_barrier_wait(&read);
+    for (size_t i = 0; i < nt; i++)
+        pthread_join(tid[i], NULL);
+    for (size_t i = 0; i < nt; i++)
+        lg_merge(g, &ts[i]);
+    lg_report(g, (double)(g->t_end - t0) / 1e9, &r0, &r1, have_srv, su0, ss0, su1, ss1, nproc);
     if (g->errors)
         fprintf(stderr, "isob loadgen: %llu errors; the first: %s\n", (unsigned long long)g->errors,
                 g->error_first);
-    for (size_t i = 0; i < g->o.conns; i++) {
-        free(g->c[i].in);
-        free(g->c[i].out);
-        free(g->c[i].want);
+    for (size_t i = 0; i < nt; i++) {
+        for (size_t j = 0; j < ts[i].n; j++) {
+            free(ts[i].c[j].in);
+            free(ts[i].c[j].out);
+            free(ts[i].c[j].want);
+        }
+        free(ts[i].c);
+        free(ts[i].lat);
+        close(ts[i].ep);
+        if (ts[i].tfd >= 0)
+            close(ts[i].tfd);
     }
-    free(g->c);
+    free(ts);
+    free(tid);
     free(g->lat);
-    close(g->ep);
+    pthread_barrier_destroy(&stopped);
+    pthread_barrier_destroy(&read);
     return g->errors ? 1 : 0;
 }
 
@@ -856,18 +1167,45 @@ static void usage(FILE *f)
         "                     document of include/isobench/loadgen.h]\n"
         "  --doc-bytes N      http: expect the N-byte document of isob serve\n"
         "                     --doc-bytes N (45 to 65536) instead\n"
-        "  --cpu C            pin the generator to CPU C [unpinned]\n"
+        "  --threads N        epoll loops, one thread each, the connections dealt out\n"
+        "                     over them (at most --conns, at most %d) [1]\n"
+        "  --cpu C[,C...]     pin thread i to the i-th CPU of the list (round robin);\n"
+        "                     name CPUs the server does not use [with --server-pid:\n"
+        "                     the CPUs the server's affinity leaves, if any; else\n"
+        "                     unpinned]\n"
+        "  --rate R           open loop: R requests/s offered over all connections,\n"
+        "                     each connection on a schedule of its own (R/C per\n"
+        "                     connection); latency counts from the scheduled time,\n"
+        "                     so a request that waited for its busy connection\n"
+        "                     counts that wait (no coordinated omission).  A\n"
+        "                     connection has one request in flight: offer R only\n"
+        "                     with C well above R x latency [0: closed loop, each\n"
+        "                     request sent when the last reply was verified]\n"
+        "  --arrival A        with --rate: poisson (exponential gaps) or fixed\n"
+        "                     [poisson]\n"
+        "  --latency-from F   with --rate: scheduled, or sent (the time it went\n"
+        "                     out: hides the queueing behind a slow reply; only to\n"
+        "                     show the difference) [scheduled]\n"
         "  --server-pid PID   also report the CPU time of that process and of the\n"
         "                     processes below it (compartments) over the run\n"
         "  --seed S           seed of the keys asked for [1]\n"
         "  --samples N        also print up to N latencies (ns) in the order they were\n"
-        "                     measured, every k-th, as samples_ns [0: none]\n"
+        "                     measured (thread after thread), every k-th, as\n"
+        "                     samples_ns [0: none]\n"
         "\n"
-        "Every reply is checked byte for byte.  Exit status 0 when all were right,\n"
-        "1 when one was not or a connection failed (the JSON line still comes), 2\n"
-        "for bad usage.\n",
+        "Every reply is checked byte for byte.  The JSON line gives the CPU time of\n"
+        "the generator and of the server's process tree, each also per request\n"
+        "(us_per_request); stderr notes when the generator's is the higher.  Open\n"
+        "loop: queued counts requests that fell due while their connection was\n"
+        "busy, unsent those due before the end that never went, late those an idle\n"
+        "connection sent over 100 us after their time (the generator lagged, not\n"
+        "the server; send_lag_max_us the worst).  docs/serve.md explains the open\n"
+        "loop and the CPU accounting.\n"
+        "\n"
+        "Exit status 0 when all were right, 1 when one was not or a connection\n"
+        "failed (the JSON line still comes), 2 for bad usage.\n",
         LG_DEFAULT_CONNS, LG_DEFAULT_SESSION, LG_DEFAULT_DURATION, LG_DEFAULT_TIMEOUT,
-        LG_DEFAULT_KEYS, LG_DEFAULT_VALUE);
+        LG_DEFAULT_KEYS, LG_DEFAULT_VALUE, LG_MAX_THREADS);
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -902,7 +1240,52 @@ static int parse_seconds(const char *s, double lo, double hi, double *out)
 
 enum { OPT_HOST = 256, OPT_PORT, OPT_PROTO, OPT_CONNS, OPT_SESSION, OPT_DURATION, OPT_TIMEOUT, OPT_KEYS,
        OPT_VALUE, OPT_SETPCT, OPT_PATH, OPT_BODY, OPT_CPU, OPT_SRVPID, OPT_SEED, OPT_SAMPLES,
-       OPT_DOC_BYTES };
+       OPT_DOC_BYTES, OPT_THREADS, OPT_RATE, OPT_ARRIVAL, OPT_FROM };
+
+/* o->cpus: the CPUs this process may use that the server (o->server_pid)
+ * may not; none when the server may use them all (an unpinned server) or
+ * its affinity cannot be read. */
+static void avoid_server(struct lg_opts *o)
+{
+    cpu_set_t srv, mine;
+    if (sched_getaffinity((pid_t)o->server_pid, sizeof srv, &srv) != 0 ||
+        sched_getaffinity(0, sizeof mine, &mine) != 0)
+        return;
+    size_t n = 0;
+    for (int c = 0; c < CPU_SETSIZE && n < LG_MAX_THREADS; c++)
+        if (CPU_ISSET(c, &mine) && !CPU_ISSET(c, &srv))
+            o->cpus[n++] = c;
+    if (n) {
+        o->ncpus = n;
+        o->cpu = o->cpus[0];
+        o->auto_cpus = 1;
+    }
+}
+
+/* --cpu's list, "C[,C...]": 0, or -1 when a CPU is not one this process
+ * may use or the list is malformed. */
+static int parse_cpus(const char *s, struct lg_opts *o)
+{
+    o->ncpus = 0;
+    const char *p = s;
+    for (;;) {
+        char *end;
+        errno = 0;
+        if (*p < '0' || *p > '9')
+            return -1;
+        unsigned long v = strtoul(p, &end, 10);
+        if (errno || v >= CPU_SETSIZE || !isob_cpu_allowed((int)v) || o->ncpus == LG_MAX_THREADS)
+            return -1;
+        o->cpus[o->ncpus++] = (int)v;
+        if (*end == 0)
+            break;
+        if (*end != ',')
+            return -1;
+        p = end + 1;
+    }
+    o->cpu = o->cpus[0];
+    return 0;
+}
 
 int isob_loadgen_main(int argc, char **argv)
 {
@@ -916,6 +1299,8 @@ int isob_loadgen_main(int argc, char **argv)
         {"cpu", required_argument, 0, OPT_CPU}, {"server-pid", required_argument, 0, OPT_SRVPID},
         {"seed", required_argument, 0, OPT_SEED}, {"samples", required_argument, 0, OPT_SAMPLES},
         {"doc-bytes", required_argument, 0, OPT_DOC_BYTES},
+        {"threads", required_argument, 0, OPT_THREADS}, {"rate", required_argument, 0, OPT_RATE},
+        {"arrival", required_argument, 0, OPT_ARRIVAL}, {"latency-from", required_argument, 0, OPT_FROM},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     static char doc[ISOB_HTTP_DOC_MAX + 1];
@@ -935,7 +1320,9 @@ int isob_loadgen_main(int argc, char **argv)
     o->body_len = ISOB_HTTP_DOC_BYTES;
     o->cpu = -1;
     o->seed = 1;
-    int have_port = 0, opt;
+    o->threads = 1;
+    o->poisson = 1;
+    int have_port = 0, opt, arrival = 0, from = 0;
     size_t v;
     opterr = 0;
     optind = 1;
@@ -1002,9 +1389,34 @@ int isob_loadgen_main(int argc, char **argv)
             o->body_len = v;
             break;
         case OPT_CPU:
-            if (parse_size(optarg, 0, CPU_SETSIZE - 1, &v) || !isob_cpu_allowed((int)v))
-                return usage_error("--cpu %s: not among the CPUs this process may use", optarg);
-            o->cpu = (int)v;
+            if (parse_cpus(optarg, o))
+                return usage_error("--cpu %s: not a list of CPUs this process may use (C[,C...])", optarg);
+            break;
+        case OPT_THREADS:
+            if (parse_size(optarg, 1, LG_MAX_THREADS, &o->threads))
+                return usage_error("--threads: '%s' is not a count from 1 to 64", optarg);
+            break;
+        case OPT_RATE:
+            if (parse_seconds(optarg, 1e-3, LG_MAX_RATE, &o->rate))
+                return usage_error("--rate: '%s' is not a rate from 0.001 to 100000000 requests/s", optarg);
+            break;
+        case OPT_ARRIVAL:
+            if (strcmp(optarg, "poisson") == 0)
+                o->poisson = 1;
+            else if (strcmp(optarg, "fixed") == 0)
+                o->poisson = 0;
+            else
+                return usage_error("--arrival: '%s' is neither poisson nor fixed", optarg);
+            arrival = 1;
+            break;
+        case OPT_FROM:
+            if (strcmp(optarg, "scheduled") == 0)
+                o->from_sent = 0;
+            else if (strcmp(optarg, "sent") == 0)
+                o->from_sent = 1;
+            else
+                return usage_error("--latency-from: '%s' is neither scheduled nor sent", optarg);
+            from = 1;
             break;
         case OPT_SRVPID:
             if (parse_size(optarg, 1, 4194304, &v))
@@ -1029,6 +1441,12 @@ int isob_loadgen_main(int argc, char **argv)
         return usage_error("unexpected argument '%s'", argv[optind]);
     if (!have_port)
         return usage_error("--port is required%s", "");
+    if (o->threads > o->conns)
+        return usage_error("--threads: more threads than connections (--conns)%s", "");
+    if ((arrival || from) && o->rate <= 0)
+        return usage_error("--arrival and --latency-from need --rate%s", "");
+    if (o->rate > 0)
+        o->gap_ns = (double)o->conns * 1e9 / o->rate;
     o->addr.sin_family = AF_INET;
     o->addr.sin_port = htons((uint16_t)o->port);
     if (inet_pton(AF_INET, o->host, &o->addr.sin_addr) != 1 || strlen(o->host) > 40)
@@ -1040,6 +1458,13 @@ int isob_loadgen_main(int argc, char **argv)
         if (proc_cpu(o->server_pid, &u, &s, NULL) != 0)
             return usage_error("--server-pid %s: no such process to read", pid);
     }
+    /* Without --cpu, the threads keep off the CPUs the server may run on,
+     * where others are left: a generator that shares the server's CPU
+     * measures the two together. */
+    if (o->ncpus == 0 && o->server_pid)
+        avoid_server(o);
+    /* The main thread (which loads the keys) runs on the first CPU; each
+     * load thread pins itself to its own. */
     if (o->cpu >= 0) {
         int rc = isob_pin_self(o->cpu);
         if (rc) {

@@ -136,7 +136,7 @@ def test_pingpong_protect_list_is_one_job_shuffled_per_repetition(isobench):
      "kv-server do"),
     (("switch", "-m", "thread", "--seconds", "2"),
      "--seconds: none of the benchmarks asked for (switch) takes it; kv-server, lwc-serve, "
-     "lwc-conns do"),
+     "lwc-conns, lwc-curve do"),
     (("sched", "--placement", "same-cpu"),
      "--placement: none of the benchmarks asked for (sched) takes it; switch, pingpong, kv, "
      "oslat, delegate do"),

@@ -29,7 +29,7 @@ def test_list_json_contract(isobench):
     # kv-server, lwc-serve and lwc-conns are added by the Python side (they
     # drive servers; not isob subcommands).
     assert [b["name"] for b in doc["benchmarks"]] == ["switch", "pingpong", "kv", "kv-server",
-                                                      "lwc-serve", "lwc-conns"]
+                                                      "lwc-serve", "lwc-conns", "lwc-curve"]
 
 
 def test_isolation_untested_when_the_test_crashes_or_hangs(isobench):

@@ -89,6 +89,11 @@ def test_run_kv_server_end_to_end(isobench):
         assert r["params"]["ops_per_s"] > 0 and r["params"]["latency_avg_ns"] > 0
         assert r["params"]["latency_source"]
         assert r["n"] >= 1
+        # Server CPU per request: its tree's CPU seconds over memcaslap's ops.
+        cpu_p = r["params"]
+        assert cpu_p["server_cpu_us_per_req"] == pytest.approx(
+            cpu_p["server_cpu_s"] * 1e6 / cpu_p["ops"], rel=1e-2, abs=1e-2)
+        assert cpu_p["server_processes"] >= 1 and cpu_p["client_cpu_s"] >= 0
     rows = {c["mechanism"]: c["kv_server"] for c in doc["summary"]["configs"]}
     assert set(rows) == {"memcached", "direct"}
     assert rows["direct"]["throughput_vs_reference"]["value"] > 0
@@ -101,6 +106,7 @@ def test_run_kv_server_end_to_end(isobench):
     # The text table of the same run.
     show = isobench("show", ISOBENCH_ISOB=str(ISOB))
     assert show.returncode == 0 and "isob+direct" in show.stdout and "x memcached" in show.stdout
+    assert "server CPU" in show.stdout
 
 
 @NEEDS_SERVERS

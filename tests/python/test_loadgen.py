@@ -282,3 +282,167 @@ def test_bad_usage(args, words):
     assert p.returncode == 2 and doc is None
     assert p.stderr.startswith("isob loadgen: error:") and words in p.stderr
     assert p.stderr.count("\n") == 1
+
+
+# ---- threads and the open loop ----
+
+def test_threads_spread_connections_and_verify(serve_direct):
+    proc, port = serve_direct
+    p, doc = loadgen("--port", str(port), "--threads", "2", "--conns", "4", "--session", "8",
+                     "--duration", "0.5", "--keys", "50", "--set-percent", "10",
+                     "--server-pid", str(proc.pid))
+    assert p.returncode == 0, p.stderr
+    check_counts(doc, 8, 4)
+    assert doc["threads"] == 2 and doc["arrival"] == "closed" and doc["rate_rps"] is None
+    # Both CPU figures per request are the CPU seconds over the requests.
+    cpu, srv = doc["cpu"], doc["server_cpu"]
+    assert cpu["us_per_request"] == pytest.approx(
+        (cpu["user_s"] + cpu["sys_s"]) * 1e6 / doc["requests"], rel=1e-3)
+    assert srv["us_per_request"] == pytest.approx(
+        (srv["user_s"] + srv["sys_s"]) * 1e6 / doc["requests"], rel=1e-3, abs=1e-6)
+    # The note names the side that costs more, exactly when it does.
+    higher = cpu["user_s"] + cpu["sys_s"] > srv["user_s"] + srv["sys_s"]
+    assert ("loadgen's CPU per request" in p.stderr) == higher
+
+
+def _value(k: int, n: int) -> bytes:
+    """isob_lg_value: the value loadgen expects for key k."""
+    return bytes(ord("a") + (k * 31 + j * 7) % 26 for j in range(n))
+
+
+def _slow_memcache(delay: float):
+    """A memcached that answers sets at once and each get correctly, after
+    `delay` seconds, one request at a time per connection."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(16)
+    stop = threading.Event()
+
+    def conn(s: socket.socket) -> None:
+        s.settimeout(10)
+        buf = b""
+        try:
+            while not stop.is_set():
+                chunk = s.recv(65536)
+                if not chunk:
+                    return
+                buf += chunk
+                while b"\r\n" in buf:
+                    line, rest = buf.split(b"\r\n", 1)
+                    if line.startswith(b"set "):
+                        n = int(line.split()[4])
+                        if len(rest) < n + 2:
+                            break
+                        buf = rest[n + 2:]
+                        s.sendall(b"STORED\r\n")
+                    else:
+                        buf = rest
+                        key = line.split()[1]
+                        val = _value(int(key[4:]), 45)
+                        time.sleep(delay)
+                        s.sendall(b"VALUE " + key + b" 0 45\r\n" + val + b"\r\nEND\r\n")
+        except OSError:
+            return
+        finally:
+            s.close()
+
+    def accept() -> None:
+        ls.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                s, _ = ls.accept()
+            except OSError:
+                continue
+            threading.Thread(target=conn, args=(s,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return ls, stop
+
+
+SERVICE_S = 0.1   # the slow server's time per get
+GAP_S = 0.01      # the schedule's: ten times the rate the server can answer
+
+
+def _queueing_shown(doc: dict) -> bool:
+    """Whether the latencies show the queue a slow server builds: offered ten
+    times what it answers, the k-th request waits for the k before it, so
+    the median must be several service times (a loop that timestamps at the
+    actual send sees one service time per request)."""
+    return doc["latency_us"]["p50"] > 3 * SERVICE_S * 1e6 and doc["queued"] > 0
+
+
+@pytest.mark.parametrize("latency_from,shown", [("scheduled", True), ("sent", False)])
+def test_open_loop_does_not_hide_coordinated_omission(latency_from, shown):
+    ls, stop = _slow_memcache(SERVICE_S)
+    try:
+        p, doc = loadgen("--port", str(ls.getsockname()[1]), "--conns", "1", "--keys", "5",
+                         "--session", "1000", "--duration", "1.5", "--timeout", "10",
+                         "--rate", str(1 / GAP_S), "--arrival", "fixed",
+                         "--latency-from", latency_from)
+    finally:
+        stop.set()
+        ls.close()
+    assert p.returncode == 0, p.stderr
+    assert doc["errors"] == 0 and doc["requests"] > 3
+    assert doc["latency_from"] == latency_from and doc["arrival"] == "fixed"
+    # The check passes on the honest loop and fails on the one that counts
+    # from the actual send: the latter hides the wait the schedule built.
+    assert _queueing_shown(doc) is shown
+    # Every request due before the end was answered, in flight or unsent.
+    due = 1.5 / GAP_S
+    total = doc["requests"] + doc["unfinished"] + doc["unsent"]
+    assert due - 2 <= total <= due + 2
+
+
+def test_open_loop_schedule_arithmetic(serve_direct):
+    """Fixed arrivals at R/s for D s over C connections: R x D requests are
+    due, each answered, in flight at the end, or never sent."""
+    _, port = serve_direct
+    rate, dur, conns = 200, 1.0, 4
+    p, doc = loadgen("--port", str(port), "--conns", str(conns), "--keys", "20",
+                     "--duration", str(dur), "--rate", str(rate), "--arrival", "fixed",
+                     "--threads", "2")
+    assert p.returncode == 0, p.stderr
+    assert doc["rate_rps"] == rate and doc["latency_from"] == "scheduled"
+    total = doc["requests"] + doc["unfinished"] + doc["unsent"]
+    assert rate * dur - conns <= total <= rate * dur + conns
+    assert doc["verified"] == doc["requests"]
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--port", "80", "--threads", "0"], "--threads"),
+    (["--port", "80", "--threads", "5", "--conns", "4"], "more threads than connections"),
+    (["--port", "80", "--rate", "0"], "--rate"),
+    (["--port", "80", "--rate", "100", "--arrival", "bursty"], "--arrival"),
+    (["--port", "80", "--arrival", "fixed"], "need --rate"),
+    (["--port", "80", "--rate", "10", "--latency-from", "reply"], "--latency-from"),
+    (["--port", "80", "--cpu", "0,x"], "--cpu"),
+])
+def test_bad_usage_threads_and_rate(args, words):
+    p, doc = loadgen(*args)
+    assert p.returncode == 2 and doc is None
+    assert p.stderr.startswith("isob loadgen: error:") and words in p.stderr
+    assert p.stderr.count("\n") == 1
+
+
+def test_threads_keep_off_the_servers_cpus(serve_direct):
+    proc, port = serve_direct
+    allowed = sorted(os.sched_getaffinity(0))
+    # An unpinned server leaves no CPU to itself: loadgen stays unpinned.
+    p, doc = loadgen("--port", str(port), "--duration", "0.2", "--keys", "10",
+                     "--server-pid", str(proc.pid))
+    assert p.returncode == 0, p.stderr
+    assert doc["cpu"]["pinned_cpus"] == [] and doc["cpu"]["pinned_by"] is None
+    if len(allowed) < 2:
+        pytest.skip(f"SKIP: one CPU allowed here ({allowed}): nothing to keep off")
+    os.sched_setaffinity(proc.pid, {allowed[0]})
+    p, doc = loadgen("--port", str(port), "--duration", "0.2", "--keys", "10",
+                     "--threads", "2", "--server-pid", str(proc.pid))
+    assert p.returncode == 0, p.stderr
+    check_counts(doc, 64, 16)
+    assert doc["cpu"]["pinned_cpus"] == allowed[1:][:64]
+    assert doc["cpu"]["pinned_by"] == "away from the server"
+    # --cpu wins over the default.
+    p, doc = loadgen("--port", str(port), "--duration", "0.2", "--keys", "10",
+                     "--cpu", str(allowed[0]), "--server-pid", str(proc.pid))
+    assert doc["cpu"]["pinned_cpus"] == [allowed[0]] and doc["cpu"]["pinned_by"] == "--cpu"

@@ -32,9 +32,11 @@ NEEDS_ISOB = pytest.mark.skipif(not ISOB.is_file(), reason="needs build/isob (ma
 
 def test_points_cover_the_sweep():
     full = list(lwcserve.serve_points(quick=False))
-    assert len(full) == len(lwcserve.VARIANTS) * 3 * 9
+    # Every mode over every variant, and memcached over its own protocol.
+    assert len(full) == len(lwcserve.VARIANTS) * 3 * 9 + 9
     assert sorted({p[3] for p in full}) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
-    assert {p[0] for p in full} == {"shared", "fork", "rollback"}
+    assert {p[0] for p in full} == {"shared", "fork", "rollback", "memcached"}
+    assert {(p[1], p[2]) for p in full if p[0] == "memcached"} == {("memcache", 0)}
     assert {(p[1], p[2]) for p in full} == {("memcache", 0), ("http", 0), ("memcache", 64)}
     quick = list(lwcserve.serve_points(quick=True))
     assert 0 < len(quick) < len(full) and {p[3] for p in quick} == {1, 16, 256}
@@ -108,6 +110,11 @@ def test_lwc_serve_real_run(small_sweep, tmp_path):
         assert p["sessions_done"] * p["session"] <= p["requests"]
         assert p["latency_p50_us"] <= p["latency_p99_us"] <= p["latency_max_us"]
         assert p["client_busy"] is not None and p["server_busy"] is not None
+        # CPU per request: each side's CPU seconds over the verified requests.
+        assert p["server_cpu_us_per_req"] == pytest.approx(
+            p["server_cpu_s"] * 1e6 / p["verified"], rel=1e-3, abs=1e-3)
+        assert p["client_cpu_us_per_req"] == pytest.approx(
+            p["client_cpu_s"] * 1e6 / p["verified"], rel=1e-3, abs=1e-3)
         assert len(r.samples) > 0
     # shared serves in one process.  (How many session processes fork and
     # rollback have when the run ends depends on timing: with L = 1 all may
@@ -124,6 +131,7 @@ def test_lwc_serve_real_run(small_sweep, tmp_path):
     for row in rows:
         assert row["throughput_rps"] == pytest.approx(by[(row["server"], row["session"])])
         assert row["saturated"] in ("server", "client", "both", "neither")
+        assert row["server_cpu"] is None or row["server_cpu"]["reps"] == 1
     text = table.run_report(doc)
     assert max(map(len, text.splitlines()[:-1])) <= table.WIDTH  # the last: the store path
     assert "lwc-serve: isob serve --session MODE, http" in text and "rollback" in text
@@ -296,3 +304,40 @@ def test_lwc_rollback_claim_is_judged_from_session_length_256(tmp_path):
     assert v["verdict"] == "does not reproduce" and v["interval"]["high"] < 0.9
     text = render.text(sec, doc)
     assert "does not reproduce" in text and "0.24 [" in text and "Fig. 2" in text
+
+
+def test_curve_rates_and_knee():
+    quick = list(lwcserve.curve_rates(True))
+    full = list(lwcserve.curve_rates(False))
+    assert quick[0] == full[0] == lwcserve.CURVE_START and quick[1] == 2 * quick[0]
+    assert len(full) > len(quick) and max(full) <= lwcserve.CURVE_MAX
+    knee = lwcserve.past_knee
+    assert not knee(1000.0, {"achieved_rps": 950.0, "latency_p99_us": 100.0}, 50.0)
+    assert knee(1000.0, {"achieved_rps": 850.0, "latency_p99_us": 100.0}, 50.0)
+    assert knee(1000.0, {"achieved_rps": 1000.0, "latency_p99_us": 600.0}, 50.0)
+    assert not knee(1000.0, {"achieved_rps": 1000.0, "latency_p99_us": 600.0}, None)
+
+
+@NEEDS_ISOB
+@pytest.mark.skipif(shutil.which("memcached") is None, reason="needs memcached")
+def test_lwc_curve_real_run(monkeypatch, tmp_path):
+    # Two rates per server, a fraction of a second each.
+    monkeypatch.setattr(lwcserve, "CURVE_MAX", lwcserve.CURVE_START * 2)
+    before = set(proc.descendants())
+    out = _run("lwc-curve")
+    assert set(proc.descendants()) <= before
+    servers = [r.params["server"] for r in out]
+    assert set(servers) == {"shared", "rollback", "memcached"}
+    for r in out:
+        assert r.status == "ok", r.reason
+        p = r.params
+        assert p["rate"] in (lwcserve.CURVE_START, 2 * lwcserve.CURVE_START)
+        assert p["verified"] == p["requests"] > 0 and p["achieved_rps"] > 0
+        assert p["achieved_ratio"] == pytest.approx(p["achieved_rps"] / p["rate"], rel=1e-3)
+        assert isinstance(p["knee"], bool) and p["queued"] >= 0 and p["unsent"] >= 0
+    # A sweep stops at its knee: nothing after a point marked knee.
+    for s in set(servers):
+        mine = [r.params for r in out if r.params["server"] == s]
+        assert all(not p["knee"] for p in mine[:-1])
+    doc = _store(tmp_path, out)
+    assert doc["sections"]["lwc-serve"]["curve"]

@@ -66,7 +66,7 @@ def test_seimi_table_one_rows_stand_beside_when_the_reference_data_has_them(monk
     if not s["published"]:
         assert "not transcribed in data/reference.csv" in s["published_note"]
     real = reference.load()
-    row = real[0].__class__(**{**real[0].__dict__, "id": "seimi-trap-test", "value": 1.5,
+    row = real[0].__class__(**{**real[0].__dict__, "id": "seimi-trap-test", "value": 1.5, "value_text": "1.5",
                                "unit": "us", "source": "SEIMI (IEEE S&P 2020)",
                                "where": "Table I", "subject": "SEIMI", "metric": "VM exit"})
     monkeypatch.setattr(reference, "load", lambda *a, **k: [*real, row])
@@ -89,3 +89,22 @@ def test_seimi_fault_tests_stand_beside_with_their_difference():
     for f, (label, native, seimi) in zip(s["seimi_faults"], want):
         assert f["added"] == refs[seimi].value - refs[native].value
         assert f"native {refs[native].text()}" in render.text(s, {})
+
+
+def test_a_folded_table_names_each_row_by_exit_and_ring():
+    # mmio runs in ring 0 and ring 3: where the console folds the ratio
+    # column under the times, the ring goes with the exit, or the two
+    # mmio rows could not be told apart.
+    doc = doc_of(config("vmcall", "-", base_params("mmio", ring=0), [1000.0] * 3),
+                 config("vmcall", "-", base_params("mmio", ring=3), [7000.0] * 3),
+                 config("vmcall", "-", {"exit": "syscall", "nested": True, "caveat": CAVEAT,
+                                        "kvm": "kvm_intel"}, [100.0] * 3))
+    for c in doc["configs"]:
+        c["params"]["handled_in"] = "user space (KVM_EXIT_MMIO, then KVM_RUN again), a long text"
+    s = vmcall.build(None, doc)
+    text = render.text(s, doc).splitlines()
+    head = next(i for i, ln in enumerate(text) if "x syscall [95%]" in ln)
+    assert "us [95%]" not in text[head], "the table was meant to fold"
+    assert text[head].split()[:2] == ["exit", "ring"]
+    lines = [ln.split() for ln in text[head + 2:head + 5]]
+    assert [ln[:2] for ln in lines] == [["mmio", "0"], ["mmio", "3"], ["syscall", "-"]], lines

@@ -1,6 +1,9 @@
-"""The lwc-serve and lwc-conns section (measure/lwcserve.py, docs/serve.md):
-per server and session length L (lwc-serve), per server and concurrency
-(lwc-conns), the throughput over repetitions with its interval, the
+"""The lwc-serve, lwc-conns and lwc-curve section (measure/lwcserve.py,
+docs/serve.md): per server and session length L (lwc-serve), per server
+and concurrency (lwc-conns), per server and offered rate (lwc-curve), the
+server's CPU per request over repetitions with its interval and its ratio
+to memcached's at the same point (analysis/cpu.py: the headline), the
+throughput over repetitions with its interval, the
 latency quantiles isob loadgen measured over every request (p99 and p99.9
 only where the requests carry them, else the maximum: tails.py), and both
 CPU figures, with which of generator and server saturated its CPU first.
@@ -13,13 +16,15 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from . import claims, runs, stats, tails
+from . import claims, cpu, runs, stats, tails
 from .quantities import ratio_of_values
 from .runs import RunData
 
-SERVE, CONNS = "lwc-serve", "lwc-conns"
-SERVE_ORDER = ("shared", "fork", "rollback")
+SERVE, CONNS, CURVE = "lwc-serve", "lwc-conns", "lwc-curve"
+SERVE_ORDER = ("shared", "fork", "rollback", "memcached")
+REFERENCE = "memcached"
 CONNS_ORDER = ("per-connection", "direct", "memcached")
+CURVE_ORDER = ("shared", "rollback", "memcached")
 
 # A CPU busy for at least this share of the run's wall-clock time is called
 # saturated: loadgen and the server each sit on a CPU of their own, and on
@@ -37,7 +42,8 @@ def _mean(xs):
     return stats.mean(xs) if xs else None
 
 
-def _saturation(client: float | None, server: float | None) -> str:
+def saturation(client: float | None, server: float | None) -> str:
+    """Which side had a full CPU: server, client, both, neither, unknown."""
     if client is None or server is None:
         return "unknown"
     if server >= SATURATED and client < SATURATED:
@@ -47,6 +53,9 @@ def _saturation(client: float | None, server: float | None) -> str:
     if client >= SATURATED and server >= SATURATED:
         return "both"
     return "neither"
+
+
+_saturation = saturation
 
 
 # The latency quantiles of each row, with the name of their params key.
@@ -102,11 +111,41 @@ def _row(cfg, key: str, failed: int = 0) -> dict:
            "throughput_lo": iv.low if iv else None, "throughput_hi": iv.high if iv else None,
            "client_busy": client, "server_busy": server,
            "server_processes": max((p.get("server_processes") or 0 for p in ps), default=None),
-           "saturated": _saturation(client, server), "latency": lat}
+           "saturated": saturation(client, server), "latency": lat}
     for name, _ in QUANTILES:
         t = lat.get(name)
         row[f"latency_{name}_us"] = t["value"] if t and t["enough"] else None
+    # The headline: CPU per request of each side, one value per repetition
+    # (analysis/cpu.py), widened by the CPU clock's step.
+    step = cpu.resolution(p.get("verified") for p in ps)
+    srv = [p.get("server_cpu_us_per_req") for p in ps]
+    cli = [p.get("client_cpu_us_per_req") for p in ps]
+    row.update({"server_cpu": cpu.per_request(srv, step), "client_cpu": cpu.per_request(cli, step),
+                "client_costs_more": cpu.higher_side(cli, srv) == "client",
+                "server_cpu_values": srv, "server_cpu_vs_memcached": None})
+    if cfg.benchmark == CURVE:
+        ach = [p.get("achieved_rps") for p in ps if p.get("achieved_rps")]
+        row.update({"offered_rps": cfg.params.get("rate"),
+                    "achieved_rps": stats.geomean(ach) if ach else None,
+                    "achieved_ratio": _mean(p.get("achieved_ratio") for p in ps),
+                    "knee_reps": sum(1 for p in ps if p.get("knee")),
+                    # Sent over 100 us late by an idle connection: the
+                    # generator lagged there, not the server.
+                    "late_share": _mean(p["late"] / p["verified"] for p in ps
+                                        if isinstance(p.get("late"), int) and p.get("verified"))})
     return row
+
+
+def _against_memcached(rows: list[dict], key: str) -> None:
+    """Each row's server CPU per request over memcached's at the same key
+    (L, C or offered rate), with its interval (analysis/cpu.py)."""
+    ref = {r[key]: r for r in rows if r["server"] == REFERENCE}
+    for r in rows:
+        m = ref.get(r[key])
+        if m is not None and r is not m:
+            step = lambda row: (row.get("server_cpu") or {}).get("step", 0.0)
+            r["server_cpu_vs_memcached"] = cpu.ratio(r["server_cpu_values"],
+                                                     m["server_cpu_values"], step(r), step(m))
 
 
 def _failed(data: RunData, bench: str, key: str) -> list[dict]:
@@ -135,9 +174,11 @@ def build(data: RunData, doc: Mapping) -> dict | None:
     serve = [c for c in data.configs if c.benchmark == SERVE and not c.params.get("monitor")
              and not c.params.get("tls_key")]
     conns = [c for c in data.configs if c.benchmark == CONNS]
+    curve = [c for c in data.configs if c.benchmark == CURVE]
     failed_serve, failed_conns = _failed(data, SERVE, "session"), _failed(data, CONNS, "conns")
     failed_serve = [f for f in failed_serve if not f.get("monitor") and not f.get("tls_key")]
-    if not (serve or conns or failed_serve or failed_conns):
+    failed_curve = _failed(data, CURVE, "rate")
+    if not (serve or conns or curve or failed_serve or failed_conns or failed_curve):
         return None
     def failed_of(c) -> int:
         return sum(1 for r in data.results if r["benchmark"] == c.benchmark
@@ -161,7 +202,14 @@ def build(data: RunData, doc: Mapping) -> dict | None:
                        key=lambda r: (r["conns"] or 0,
                                       CONNS_ORDER.index(r["server"])
                                       if r["server"] in CONNS_ORDER else 9))
-    every = [r for v in serve_out for r in v["rows"]] + conn_rows
+    for v in serve_out:
+        _against_memcached(v["rows"], "session")
+    _against_memcached(conn_rows, "conns")
+    curve_rows = sorted((_row(c, "rate", failed_of(c)) for c in curve),
+                        key=lambda r: (CURVE_ORDER.index(r["server"])
+                                       if r["server"] in CURVE_ORDER else 9, r["rate"] or 0))
+    _against_memcached(curve_rows, "rate")
+    every = [r for v in serve_out for r in v["rows"]] + conn_rows + curve_rows
     # lwC's claim: rollback comparable to the best configuration without
     # isolation (here: shared) from session length 256 on.
     judged = []
@@ -179,8 +227,9 @@ def build(data: RunData, doc: Mapping) -> dict | None:
     for r in every:
         verdicts[r["saturated"]] = verdicts.get(r["saturated"], 0) + 1
     return {"threat_model": THREAT, "saturated_at": SATURATED,
-            "serve": serve_out, "conns": conn_rows, "claims": judged,
-            "failed": failed_serve + failed_conns,
+            "serve": serve_out, "conns": conn_rows, "curve": curve_rows, "claims": judged,
+            "curve_knee": {"achieved_below": 0.9, "p99_growth": 10.0},
+            "failed": failed_serve + failed_conns + failed_curve,
             "saturation_counts": verdicts,
             "max_client_busy": max((r["client_busy"] for r in every
                                     if r["client_busy"] is not None), default=None),

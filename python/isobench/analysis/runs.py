@@ -57,7 +57,7 @@ BENCHMARK_KINDS = {"switch": MICRO, "pingpong": MICRO, "oslat": MICRO, "kv": MAC
                    "lwc-create": MICRO, "lwc-switch": MICRO, "refmon": MICRO,
                    "lwc-sign": MACRO,
                    # docs/serve.md: servers under isob loadgen.
-                   "lwc-serve": MACRO, "lwc-conns": MACRO,
+                   "lwc-serve": MACRO, "lwc-conns": MACRO, "lwc-curve": MACRO,
                    # docs/inspect.md: the cost of ERIM's scan per page.
                    "inspect": MICRO,
                    # docs/kvm.md: exits out of a KVM guest, SEIMI's Table I.
@@ -104,6 +104,11 @@ OUTPUT_PARAMS = frozenset({
     "handshakes_done", "handshake_seconds", "handshakes_per_s", "server_cpu_per_handshake_us",
     "handshake_p50_us", "handshake_p90_us", "handshake_p99_us", "handshake_mean_us",
     "handshake_max_us",
+    # Server CPU per request (analysis/cpu.py), kv-server and lwc-*: outputs.
+    "server_cpu_us_per_req", "client_cpu_us_per_req", "cpu_source",
+    # lwc-curve (lwcserve.py): what the open loop achieved at the offered rate.
+    "achieved_rps", "achieved_ratio", "queued", "unsent", "knee", "late",
+    "send_lag_max_us",
     # inspect (docs/inspect.md): what the scan found and covered; what it
     # scanned (target, patterns) stays the identity.
     "target_exe", "patterns", "passes", "bytes_scanned", "mappings", "mappings_unscanned",

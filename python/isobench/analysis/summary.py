@@ -56,7 +56,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from .. import __version__
-from . import checks, reference, runs, sections, stats, tails, units
+from . import checks, cpu, lwcserve, reference, runs, sections, stats, tails, units
 from .runs import Config, RunData
 
 SUMMARY_VERSION = 1
@@ -493,6 +493,24 @@ def _kv_server(entry: dict, ref: dict | None) -> dict:
     out["latency_events_min"] = min(events) if events else None
     out["latency_p99_enough"] = bool(events) and all(tails.enough(n, 0.99) for n in events)
     out["latency_max_ns"] = mid("latency_max_ns")
+    # The headline: the server's CPU per request, per repetition, and the
+    # ratio to memcached's under the same load (analysis/cpu.py).
+    per = lambda key, es: [o.get(key) for o in es]
+    step = cpu.resolution(per("ops", outs))
+    out["server_cpu"] = cpu.per_request(per("server_cpu_us_per_req", outs), step)
+    out["client_cpu"] = cpu.per_request(per("client_cpu_us_per_req", outs), step)
+    out["client_costs_more"] = cpu.higher_side(per("client_cpu_us_per_req", outs),
+                                               per("server_cpu_us_per_req", outs)) == "client"
+    busy = lambda key: [o[key] for o in outs if isinstance(o.get(key), (int, float))]
+    out["saturated"] = lwcserve.saturation(
+        stats.mean(busy("client_busy")) if busy("client_busy") else None,
+        stats.mean(busy("server_busy")) if busy("server_busy") else None)
+    out["server_cpu_vs_reference"] = None
+    if ref is not None:
+        ref_outs = [r["outputs"] for r in ref["repetitions"]]
+        out["server_cpu_vs_reference"] = cpu.ratio(per("server_cpu_us_per_req", outs),
+                                                   per("server_cpu_us_per_req", ref_outs),
+                                                   step, cpu.resolution(per("ops", ref_outs)))
     if ref is not None:
         ref_outs = [r["outputs"] for r in ref["repetitions"]]
         for key, name in (("ops_per_s", "throughput_vs_reference"),

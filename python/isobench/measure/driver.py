@@ -336,7 +336,10 @@ LWC_SERVE = Benchmark("lwc-serve", "isob serve --session shared|fork|rollback un
                                            "an lwc context")))
 LWC_CONNS = Benchmark("lwc-conns", "isob serve --per-connection beside -m direct and memcached "
                       "at 16..4096 connections (Python-driven)", False)
-PYTHON_BENCHMARKS = (KV_SERVER, LWC_SERVE, LWC_CONNS)
+LWC_CURVE = Benchmark("lwc-curve", "open-loop latency against offered load of isob serve "
+                      "--session shared|rollback beside memcached, up to the knee "
+                      "(isob loadgen --rate; Python-driven)", False)
+PYTHON_BENCHMARKS = (KV_SERVER, LWC_SERVE, LWC_CONNS, LWC_CURVE)
 
 
 def _catalog_from(listing: dict) -> Catalog:

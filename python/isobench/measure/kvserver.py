@@ -19,6 +19,12 @@ What is recorded and why it is honest (docs/kv.md, "kv-server"):
   "Period" row of memcaslap's "Total Statistics" table, one per second.  They
   are means over about a second of requests each, NOT per-request latencies;
   ``params.samples`` says so.  memcaslap never prints raw per-request values.
+- ``params.server_cpu_us_per_req``: the CPU time of the server's process
+  tree (measure/cputime.py) over the client's run, per request memcaslap
+  completed: the headline of the table, since it does not depend on which
+  side saturated; ``params.client_cpu_us_per_req`` the same of memcaslap
+  (its rusage once reaped), and ``server_busy``/``client_busy`` each over
+  the run's wall-clock time, so that the table says which side saturated.
 - ``params.latency_*``: the run's min, mean, max and standard deviation, and
   p50/p95/p99 as the log2 histogram bucket each percentile falls in
   (``..._lo_ns`` exclusive, ``..._hi_ns`` inclusive): memcaslap's histogram
@@ -33,6 +39,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -42,7 +49,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import proc
+from . import cputime, proc
 from ..analysis.runs import REFERENCES
 from .records import Result
 
@@ -313,6 +320,22 @@ def start_serve(argv: list[str]) -> tuple[Server, int]:
     return server, port
 
 
+def cpu_params(server: cputime.TreeCpu | None, server_after: cputime.TreeCpu | None,
+               client_s: float | None, wall_s: float, requests: int | None) -> dict:
+    """The CPU figures of one run: both sides' CPU seconds, busy shares and
+    microseconds per request."""
+    srv = (server_after.seconds - server.seconds) if server and server_after else None
+    r = lambda v, d=4: None if v is None else round(v, d)
+    return {"server_cpu_s": r(srv), "client_cpu_s": r(client_s),
+            "server_processes": server_after.processes if server_after else None,
+            "server_busy": r(cputime.busy(srv, wall_s)),
+            "client_busy": r(cputime.busy(client_s, wall_s)),
+            "server_cpu_us_per_req": r(cputime.us_per_request(srv, requests)),
+            "client_cpu_us_per_req": r(cputime.us_per_request(client_s, requests)),
+            "cpu_source": "server: /proc/PID/stat of its process tree (reaped children "
+                          "included); client: its rusage once reaped"}
+
+
 def run_client(port: int, seconds: int, cpu: int | None) -> tuple[Memcaslap, str]:
     """memcaslap against 127.0.0.1:port; (parsed, error or '')."""
     exe = shutil.which("memcaslap") or shutil.which("memaslap")
@@ -345,7 +368,7 @@ def base_params(server: str, seconds: int, pinned: tuple[int, int] | None) -> di
             "client_cpu": pinned[1] if pinned else None}
 
 
-def result_from(mechanism: str, params: dict, m: Memcaslap) -> Result:
+def result_from(mechanism: str, params: dict, m: Memcaslap, cpu: dict | None = None) -> Result:
     t = m.total
     us = lambda v: None if v is None else round(v * 1000.0, 3)
     p = {**params, "ops_per_s": m.ops_per_s, "ops": m.ops,
@@ -353,7 +376,8 @@ def result_from(mechanism: str, params: dict, m: Memcaslap) -> Result:
          "samples": "per-second mean latency of all requests (memcaslap Period Avg), ns",
          "latency_min_ns": us(t.min_us), "latency_avg_ns": us(t.avg_us),
          "latency_max_ns": us(t.max_us), "latency_std_ns": us(t.std_us),
-         "latency_events": t.events, "get_misses": m.counters.get("get_misses")}
+         "latency_events": t.events, "get_misses": m.counters.get("get_misses"),
+         **(cpu or {})}
     for name, q in (("p50", 0.50), ("p95", 0.95), ("p99", 0.99)):
         b = t.percentile_bucket(q)
         p[f"latency_{name}_lo_ns"] = us(b[0]) if b else None
@@ -382,14 +406,22 @@ def measure(mechanism: str, isob: str, seconds: int) -> Result:
         return Result.failure(BENCHMARK, mechanism, f"cannot start the server: {e.strerror or e}",
                               params=params)
     try:
+        before, ru0, t0 = cputime.tree_cpu(server.proc.pid), resource.getrusage(
+            resource.RUSAGE_CHILDREN), time.monotonic()
         parsed, error = run_client(port, seconds, client_cpu)
+        wall = time.monotonic() - t0
+        after, ru1 = cputime.tree_cpu(server.proc.pid), resource.getrusage(resource.RUSAGE_CHILDREN)
         if not error and server.proc.poll() is not None:
             error = f"the server exited during the run: {server.tail()}"
     finally:
         server.stop()
     if error:
         return Result.failure(BENCHMARK, mechanism, error, params=params)
-    return result_from(mechanism, params, parsed)
+    # The client is the only child reaped while it ran (the server is
+    # reaped after): the growth of RUSAGE_CHILDREN is its CPU time.
+    client = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
+    return result_from(mechanism, params, parsed,
+                       cpu_params(before, after, client, wall, parsed.ops))
 
 
 def seconds_for(quick: bool, asked: float | None) -> int:

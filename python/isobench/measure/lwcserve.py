@@ -24,7 +24,20 @@ concurrency the descriptor limit cannot hold (the client's C sockets and
 the server's C) gives a skipped result that names the limit; nothing runs
 beyond it.
 
-Both take no mechanism: their results carry mechanism "-" and say what
+lwc-serve also runs memcached (``memcached -t 1``) over the memcached
+protocol at each L, under the same load: the reference every server's CPU
+per request is read against.
+
+lwc-curve (open loop, docs/serve.md "Open loop"): shared, rollback and
+memcached at sessions of CURVE_SESSION requests, CURVE_CONNS connections,
+loaded by ``isob loadgen --rate R`` (Poisson arrivals, latency from the
+scheduled send time) for R = CURVE_START, x CURVE_FACTOR, ... (--quick:
+x CURVE_QUICK_FACTOR) up to the knee: the sweep of a server stops after
+the first rate where the achieved rate falls below CURVE_KNEE x the offered
+one, or p99 exceeds CURVE_P99_BLOWUP x its p99 at the lowest rate (that
+point is kept, marked ``knee``), or at CURVE_MAX.
+
+All take no mechanism: their results carry mechanism "-" and say what
 served in params (``server``: shared, fork, rollback, per-connection, direct
 or memcached).  One result per point:
 
@@ -32,6 +45,9 @@ or memcached).  One result per point:
   (loadgen --samples), k in ``params.samples_every``;
 - ``params.throughput_rps`` and ``latency_{p50,p90,p99,p999,mean,max}_us``:
   loadgen's figures over every request, not only the kept samples;
+- ``params.server_cpu_us_per_req`` (the headline, analysis/cpu.py) and
+  ``params.client_cpu_us_per_req``: each side's CPU seconds over the
+  requests verified, in microseconds;
 - ``params.client_busy`` and ``params.server_busy``: CPU seconds over the
   run's wall-clock seconds of the generator and of the server with every
   process below it (fork and rollback sessions are processes).  Each is
@@ -46,18 +62,20 @@ throughput.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import shutil
 from typing import Callable, Iterator, Sequence
 
-from . import kvserver, proc
+from . import cputime, kvserver, proc
 from .kvserver import Server, StartError, _cpus, start_serve
 from .records import NO_MECHANISM, Result
 from ..store import now_ms
 
 SERVE = "lwc-serve"
 CONNS = "lwc-conns"
-BENCHMARKS = (SERVE, CONNS)
+CURVE = "lwc-curve"
+BENCHMARKS = (SERVE, CONNS, CURVE)
 
 MODES = ("shared", "fork", "rollback")
 LENGTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -94,6 +112,19 @@ STARTUP_SECONDS = 3.0  # at least, for the start-up-heavy variant
 # of the run, and at 4096 it takes seconds on a small machine.
 SECONDS_PER_CONN = 1 / 128
 
+# lwc-curve: the servers, their sessions and connections, and the offered
+# rates.  Open loop needs connections to spare: one has a request in flight
+# at a time, so C must stay above rate x latency (docs/serve.md).
+CURVE_SERVERS = ("shared", "rollback", "memcached")
+CURVE_SESSION = 256
+CURVE_CONNS = 32
+CURVE_START = 2000.0       # requests/s, the first rate offered
+CURVE_FACTOR = 2 ** 0.5    # between rates
+CURVE_QUICK_FACTOR = 2.0
+CURVE_MAX = 2_000_000.0    # the sweep stops here whatever happened
+CURVE_KNEE = 0.9           # achieved / offered below this: past the knee
+CURVE_P99_BLOWUP = 10.0    # p99 over the lowest rate's p99 above this: past it
+
 # Descriptors the client and the server use beside their connections
 # (standard streams, the listener, epoll, pipes, the lwc links).
 FD_SLACK = 64
@@ -112,11 +143,15 @@ def conns_seconds(seconds: float, conns: int) -> float:
 
 
 def serve_points(quick: bool) -> Iterator[tuple[str, str, int, int]]:
-    """(mode, protocol, start-up MiB, L) of lwc-serve, in measuring order."""
+    """(mode, protocol, start-up MiB, L) of lwc-serve, in measuring order;
+    memcached (mode "memcached") last, over its own protocol only."""
     for proto, startup in VARIANTS:
         for mode in MODES:
             for length in (QUICK_LENGTHS if quick else LENGTHS):
                 yield mode, proto, startup, length
+    if ("memcache", 0) in VARIANTS:
+        for length in (QUICK_LENGTHS if quick else LENGTHS):
+            yield "memcached", "memcache", 0, length
 
 
 def conns_points(quick: bool) -> Iterator[tuple[str, int]]:
@@ -150,18 +185,37 @@ def start_memcached(cpu: int | None, conns: int) -> tuple[Server, int]:
     return kvserver.start_memcached(cpu, MEMCACHED_MB, conns + FD_SLACK, missing_skips=True)
 
 
+def client_cpus(server_cpu: int | None) -> list[int]:
+    """The CPUs isob loadgen's threads run on: every allowed one but the
+    server's (at most MAX_CLIENT_THREADS); none when nothing is pinned."""
+    if server_cpu is None:
+        return []
+    others = [c for c in sorted(os.sched_getaffinity(0)) if c != server_cpu]
+    return others[:MAX_CLIENT_THREADS]
+
+
+# Threads of isob loadgen, one per CPU the server does not use, up to this.
+MAX_CLIENT_THREADS = 4
+
+
 def run_loadgen(isob: str, port: int, server_pid: int, *, proto: str, conns: int,
-                session: int, seconds: float, cpu: int | None,
+                session: int, seconds: float, cpu: int | list[int] | None,
+                rate: float | None = None,
                 extra: Sequence[str] = ()) -> tuple[dict | None, str]:
     """isob loadgen against 127.0.0.1:port: (its JSON line, error or '').
-    extra: more of loadgen's arguments (lwcmonitor.py: --doc-bytes)."""
+    cpu: a CPU, or a list (a thread on each); rate: open loop at that many
+    requests/s (Poisson arrivals); extra: more of loadgen's arguments
+    (lwcmonitor.py: --doc-bytes)."""
+    cpus = [] if cpu is None else [cpu] if isinstance(cpu, int) else list(cpu)
     argv = [isob, "loadgen", "--port", str(port), "--proto", proto, "--conns", str(conns),
             "--session", str(session), "--duration", f"{seconds:g}",
             "--server-pid", str(server_pid), "--samples", str(SAMPLES), *extra]
     if proto == "memcache":
         argv += ["--keys", str(KEYS), "--value-size", str(VALUE_BYTES)]
-    if cpu is not None:
-        argv += ["--cpu", str(cpu)]
+    if cpus:
+        argv += ["--cpu", ",".join(map(str, cpus)), "--threads", str(min(len(cpus), conns))]
+    if rate:
+        argv += ["--rate", f"{rate:.3f}", "--arrival", "poisson"]
     found: list[dict] = []
 
     def on_line(text: str) -> None:
@@ -214,6 +268,16 @@ def result_from(benchmark: str, params: dict, line: dict) -> Result:
          "server_busy": _round(srv.get("busy"), 4),
          "server_cpu_s": _round((srv.get("user_s") or 0) + (srv.get("sys_s") or 0), 4),
          "server_processes": srv.get("processes")}
+    verified = line.get("verified")
+    p["server_cpu_us_per_req"] = _round(cputime.us_per_request(p["server_cpu_s"] if srv else None,
+                                                               verified), 4)
+    p["client_cpu_us_per_req"] = _round(cputime.us_per_request(p["client_cpu_s"], verified), 4)
+    if line.get("rate_rps"):
+        offered = float(line["rate_rps"])
+        achieved = float(line.get("throughput_rps") or 0)
+        p.update({"achieved_rps": _round(achieved), "achieved_ratio": _round(achieved / offered, 4),
+                  "queued": line.get("queued"), "unsent": line.get("unsent"),
+                  "late": line.get("late"), "send_lag_max_us": line.get("send_lag_max_us")})
     for q in ("p50", "p90", "p99", "p999", "mean", "max"):
         p[f"latency_{q}_us"] = _round(lat.get(q))
     return Result(benchmark=benchmark, mechanism=NO_MECHANISM, params=p, status="ok",
@@ -235,7 +299,8 @@ def _measure(benchmark: str, params: dict, start: Callable[[int | None], tuple[S
                               f"cannot start the server: {e.strerror or e}", params=params)
     try:
         line, error = run_loadgen(isob, port, server.proc.pid, proto=proto, conns=conns,
-                                  session=session, seconds=seconds, cpu=client_cpu)
+                                  session=session, seconds=seconds,
+                                  cpu=client_cpus(server_cpu) or client_cpu)
         if not error and server.proc.poll() is not None:
             error = f"the server exited during the run: {server.tail()}"
     finally:
@@ -252,7 +317,8 @@ def _pinning() -> tuple[int, int] | None:
 def _base(pinned, seconds: float) -> dict:
     return {"client": "isob loadgen", "seconds": seconds, "heap_mb": HEAP_MB,
             "server_cpu": pinned[0] if pinned else None,
-            "client_cpu": pinned[1] if pinned else None}
+            "client_cpu": pinned[1] if pinned else None,
+            "client_threads": max(1, len(client_cpus(pinned[0] if pinned else None)))}
 
 
 def measure_serve(isob: str, quick: bool, seconds: float,
@@ -266,6 +332,11 @@ def measure_serve(isob: str, quick: bool, seconds: float,
         params = {**_base(pinned, run_s), "server": mode, "proto": proto,
                   "startup_mb": startup, "session": length, "conns": CONNECTIONS,
                   "serve_mechanism": SERVE_MECHANISM}
+        if mode == "memcached":
+            del params["serve_mechanism"]
+            emit(_measure(SERVE, params, lambda cpu: start_memcached(cpu, CONNECTIONS), isob,
+                          proto, CONNECTIONS, length, params["seconds"], pinned))
+            continue
         extra = ["--session", mode]
         if proto == "http":
             extra.append("--http")
@@ -308,6 +379,74 @@ def measure_conns(isob: str, quick: bool, seconds: float,
                       conns_seconds(seconds, conns), pinned))
 
 
+def curve_rates(quick: bool) -> Iterator[float]:
+    """The rates lwc-curve offers, lowest first, up to CURVE_MAX."""
+    r, f = CURVE_START, CURVE_QUICK_FACTOR if quick else CURVE_FACTOR
+    while r <= CURVE_MAX:
+        yield round(r, 1)
+        r *= f
+
+
+def past_knee(offered: float, params: dict, first_p99: float | None) -> bool:
+    """Whether a curve point is past the knee: the server answered less than
+    CURVE_KNEE of the offered rate, or its p99 grew beyond CURVE_P99_BLOWUP
+    times the lowest rate's."""
+    achieved = params.get("achieved_rps") or 0.0
+    if achieved < CURVE_KNEE * offered:
+        return True
+    p99 = params.get("latency_p99_us")
+    return bool(first_p99 and p99 and p99 > CURVE_P99_BLOWUP * first_p99)
+
+
+def measure_curve(isob: str, quick: bool, seconds: float,
+                  emit: Callable[[Result], None]) -> None:
+    """Every lwc-curve point: per server, one server started, loaded at each
+    rate in turn until the knee, stopped."""
+    pinned = _pinning()
+    server_cpu = pinned[0] if pinned else None
+    for mode in CURVE_SERVERS:
+        base = {**_base(pinned, seconds), "server": mode, "proto": "memcache",
+                "session": CURVE_SESSION, "conns": CURVE_CONNS, "arrival": "poisson"}
+        if mode != "memcached":
+            base["serve_mechanism"] = SERVE_MECHANISM
+        try:
+            if mode == "memcached":
+                server, port = start_memcached(server_cpu, CURVE_CONNS)
+            else:
+                server, port = start_isob(isob, [
+                    "--session", mode, "--preload-keys", str(KEYS),
+                    "--preload-value", str(VALUE_BYTES),
+                    "--max-conns", str(CURVE_CONNS + FD_SLACK)], server_cpu)
+        except (StartError, OSError) as e:
+            skipped = isinstance(e, StartError) and e.skipped
+            emit(Result.failure(CURVE, NO_MECHANISM, f"cannot start the server: {e}",
+                                params={**base, "rate": CURVE_START},
+                                status="skipped" if skipped else "failed"))
+            continue
+        try:
+            first_p99 = None
+            for rate in curve_rates(quick):
+                params = {**base, "rate": rate}
+                line, error = run_loadgen(isob, port, server.proc.pid, proto="memcache",
+                                          conns=CURVE_CONNS, session=CURVE_SESSION,
+                                          seconds=seconds, rate=rate,
+                                          cpu=client_cpus(server_cpu) or
+                                          (pinned[1] if pinned else None))
+                if not error and server.proc.poll() is not None:
+                    error = f"the server exited during the run: {server.tail()}"
+                if error:
+                    emit(Result.failure(CURVE, NO_MECHANISM, error, params=params))
+                    break
+                knee = past_knee(rate, result_from(CURVE, params, line).params, first_p99)
+                r = result_from(CURVE, {**params, "knee": knee}, line)
+                first_p99 = first_p99 or r.params.get("latency_p99_us")
+                emit(r)
+                if knee:
+                    break
+        finally:
+            server.stop()
+
+
 def run(benchmark: str, isob: str, quick: bool, asked_seconds: float | None,
         on_result: Callable[[Result, str, str], None]) -> list[Result]:
     """One repetition of benchmark; every result goes to on_result with the
@@ -321,5 +460,6 @@ def run(benchmark: str, isob: str, quick: bool, asked_seconds: float | None,
         out.append(r)
         on_result(r, started, mark[0])
 
-    (measure_serve if benchmark == SERVE else measure_conns)(isob, quick, seconds, emit)
+    {SERVE: measure_serve, CONNS: measure_conns, CURVE: measure_curve}[benchmark](
+        isob, quick, seconds, emit)
     return out

@@ -1,21 +1,29 @@
 """How the lwc-serve section (analysis/lwcserve.py) is shown: a table per
 lwc-serve variant (protocol, start-up MiB) with a row per (server, L), the
-lwc-conns table with a row per (concurrency, server), the failed and
-skipped points with their reasons, and a plot of throughput against L per
-server.  Everything shown is in the section; nothing here computes."""
+lwc-conns table with a row per (concurrency, server), each row led by the
+server's CPU per request; the lwc-curve table with a row per (server,
+offered rate); the failed and skipped points with their reasons; a plot of
+throughput against L per server, and of latency against offered load per
+isob server with memcached's curve beside it.  Everything shown is in the section; nothing here computes."""
 
 from __future__ import annotations
 
 from typing import Mapping
 
 from . import claims, table
-from ..analysis import tails
+from ..analysis import cpu, tails
 
 # One colour per mode in every panel, whichever modes a panel has.
-COLOURS = {"shared": "#1f77b4", "fork": "#ff7f0e", "rollback": "#2ca02c"}
+COLOURS = {"shared": "#1f77b4", "fork": "#ff7f0e", "rollback": "#2ca02c",
+           "memcached": "#7f7f7f"}
 
-HEAD = ("server", "{key}", "throughput [req/s]", "95% interval", "p50 [us]", "p99 [us]",
-        "p99.9 [us]", "loadgen CPU", "server CPU", "procs", "saturated", "reps")
+HEAD = ("server", "{key}", "server CPU [us/req] [95%]", "x memcached", "loadgen CPU [us/req]",
+        "throughput [req/s]", "95% interval", "p50 [us]", "p99 [us]",
+        "p99.9 [us]", "loadgen busy", "server busy", "procs", "saturated", "reps")
+
+CURVE_HEAD = ("server", "offered [req/s]", "achieved [req/s]", "achieved/offered",
+              "p50 [us]", "p99 [us]", "p99.9 [us]", "server CPU [us/req] [95%]",
+              "x memcached", "late sends", "knee", "reps")
 
 
 def _num(v, digits: int = 0) -> str:
@@ -43,12 +51,40 @@ def _cells(r: Mapping, key: str) -> list[str]:
     bound = bool(r.get("bound"))
     lat = r.get("latency") or {}
     reps = str(r.get("reps")) + (f" ({r['failed_reps']} failed)" if r.get("failed_reps") else "")
-    return [str(r.get("server")), str(r.get(key)),
+    return [str(r.get("server")), str(r.get(key)), cpu.text(r.get("server_cpu")),
+            cpu.text(r.get("server_cpu_vs_memcached")),
+            cpu.text(r.get("client_cpu")) + (" (higher)" if r.get("client_costs_more") else ""),
             ("<= " if bound else "") + _num(r.get("throughput_rps")), iv,
             _tail(lat.get("p50"), bound), _tail(lat.get("p99"), bound),
             _tail(lat.get("p999"), bound), _num(r.get("client_busy"), 2),
             _num(r.get("server_busy"), 2), _num(r.get("server_processes")),
             str(r.get("saturated")), reps]
+
+
+def _curve_cells(r: Mapping) -> list[str]:
+    bound = bool(r.get("bound"))
+    lat = r.get("latency") or {}
+    knee = (f"past ({r['knee_reps']} of {r['reps']} reps)" if r.get("knee_reps") else "")
+    return [str(r.get("server")), _num(r.get("offered_rps")), _num(r.get("achieved_rps")),
+            _num(r.get("achieved_ratio"), 2), _tail(lat.get("p50"), bound),
+            _tail(lat.get("p99"), bound), _tail(lat.get("p999"), bound),
+            cpu.text(r.get("server_cpu")), cpu.text(r.get("server_cpu_vs_memcached")),
+            "-" if r.get("late_share") is None else f"{100 * r['late_share']:.1f}%", knee,
+            str(r.get("reps"))]
+
+
+def _curve_note(section: Mapping) -> str:
+    k = section.get("curve_knee") or {}
+    return ("lwc-curve: open loop (isob loadgen --rate, Poisson arrivals per connection, "
+            "latency from the scheduled send time, so queueing shows: docs/serve.md); a "
+            "server's sweep stops after the first rate past the knee: achieved below "
+            f"{k.get('achieved_below')} of offered, or p99 above {k.get('p99_growth')} times "
+            "its p99 at the lowest rate.  p99.9 only where the requests carry it, else "
+            "`max (n=...)`.  late sends: requests an idle connection sent over 100 us after "
+            "their time (the generator lagged, not the server; many of them mean the "
+            "latencies measured the client too).  CPU per request falls as the rate "
+            "rises (a busy server amortizes its wake-ups over more requests): compare "
+            "servers at the same offered rate.")
 
 
 def _rows(section: Mapping) -> list[Mapping]:
@@ -86,6 +122,15 @@ def _tables(section: Mapping) -> list[tuple[str, str, list[list[str]]]]:
     return out
 
 
+def _cpu_note() -> str:
+    return ("server CPU [us/req]: the server's process tree's CPU time (user + system, reaped "
+            "children included) over the requests verified, geometric mean over repetitions "
+            "with its 95% t interval widened by the CPU clock's 10 ms step; it does not "
+            "depend on which side saturated.  x memcached: its ratio to memcached -t 1 "
+            "under the same load in this run; '(higher)': loadgen spent more CPU per "
+            "request than the server.  busy: CPU seconds over the run's wall-clock seconds.")
+
+
 def _saturation_line(section: Mapping) -> str:
     counts = section.get("saturation_counts") or {}
     parts = ", ".join(f"{k}: {n}" for k, n in sorted(counts.items()))
@@ -110,7 +155,13 @@ def text(section: Mapping, doc: Mapping) -> str:
     for title, key, rows in _tables(section):
         head = [h.format(key=key) for h in HEAD]
         lines += ["", table.wrap(title), table.fold(head, rows, set(head))]
-    notes = [*_notes(section), _saturation_line(section),
+    if section.get("curve"):
+        lines += ["", table.wrap("lwc-curve: latency against offered load (open loop), "
+                                 "32 connections, sessions of 256 requests"),
+                  table.fold(list(CURVE_HEAD), [_curve_cells(r) for r in section["curve"]],
+                             set(CURVE_HEAD)),
+                  table.wrap(_curve_note(section))]
+    notes = [_cpu_note(), *_notes(section), _saturation_line(section),
              "threat model: " + section["threat_model"], *_failed_lines(section)]
     lines += ["", *(table.wrap(n) for n in notes)]
     if section.get("claims"):
@@ -123,7 +174,11 @@ def markdown(section: Mapping, doc: Mapping) -> str:
     for title, key, rows in _tables(section):
         head = [h.format(key=key) for h in HEAD]
         out += [f"**{title}**", "", table.md_table(head, rows), ""]
-    out += [*(f"- {n}" for n in _notes(section)), "", _saturation_line(section), "",
+    if section.get("curve"):
+        out += ["**lwc-curve: latency against offered load (open loop)**", "",
+                table.md_table(list(CURVE_HEAD), [_curve_cells(r) for r in section["curve"]]),
+                "", _curve_note(section), ""]
+    out += [f"- {_cpu_note()}", *(f"- {n}" for n in _notes(section)), "", _saturation_line(section), "",
             "Threat model: " + section["threat_model"], ""]
     out += [f"- {line}" for line in _failed_lines(section)]
     if section.get("claims"):
@@ -131,16 +186,64 @@ def markdown(section: Mapping, doc: Mapping) -> str:
     return "\n".join(out)
 
 
+def _curve_plot(section: Mapping, doc: Mapping):
+    """Latency against offered load: a panel per isob server, memcached's
+    curve beside it in grey; p50 solid, p99 dashed, p99.9 dotted (only
+    where the requests carry it); the first point past the knee crossed."""
+    from .plots import Plot, _pyplot
+    rows = section.get("curve") or []
+    servers = [s for s in dict.fromkeys(r["server"] for r in rows) if s != "memcached"]
+    if not servers:
+        return None
+    title = "lwc-curve: latency against offered load (open loop)"
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(servers), figsize=(5 * len(servers), 4), squeeze=False,
+                             sharey=True)
+    styles = (("p50", "-"), ("p99", "--"), ("p999", ":"))
+    for ax, server in zip(axes[0], servers):
+        for who, colour in ((server, COLOURS.get(server, "#1f77b4")),
+                            ("memcached", COLOURS["memcached"])):
+            mine = [r for r in rows if r["server"] == who]
+            for q, ls in styles:
+                pts = [(r["offered_rps"], r["latency"][q]["value"], r.get("knee_reps"))
+                       for r in mine if (r.get("latency") or {}).get(q)
+                       and r["latency"][q].get("enough") and r["latency"][q].get("value")]
+                if not pts:
+                    continue
+                xs, ys, knees = zip(*pts)
+                ax.plot(xs, ys, ls, marker="o", markersize=3, color=colour,
+                        label=f"{who} {q.replace('p999', 'p99.9')}")
+                for x, y, k in pts:
+                    if k:
+                        ax.plot([x], [y], "x", color="black", markersize=8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        from matplotlib.ticker import NullFormatter
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("offered load [requests/s]")
+        ax.set_ylabel("latency from the scheduled send [us]")
+        ax.set_title(f"{server} beside memcached")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{title} (run {doc['run']['run_id']}), median over repetitions; "
+                 f"x: past the knee", fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.92))
+    return Plot("lwc-curve", title, fig, "",
+                "isob loadgen --rate R (Poisson arrivals per connection) against isob serve "
+                "-m direct --session MODE and memcached -t 1; each sweep stops at its knee.")
+
+
 def plots(section: Mapping, doc: Mapping) -> list:
     from .plots import Plot, _pyplot
     variants = [v for v in section.get("serve") or [] if v.get("rows")]
     title = "lwc-serve: throughput against session length"
+    curve = _curve_plot(section, doc)
     if not variants:
-        return []
+        return [curve] if curve else []
     plt = _pyplot()
     fig, axes = plt.subplots(1, len(variants), figsize=(5 * len(variants), 4), squeeze=False)
     for ax, v in zip(axes[0], variants):
-        for server in ("shared", "fork", "rollback"):
+        for server in ("shared", "fork", "rollback", "memcached"):
             pts = [(r["session"], r["throughput_rps"]) for r in v["rows"]
                    if r["server"] == server and r.get("throughput_rps")]
             if not pts:
@@ -167,4 +270,5 @@ def plots(section: Mapping, doc: Mapping) -> list:
     fig.tight_layout(rect=(0, 0, 1, 0.92))
     return [Plot("lwc-serve", title, fig, "",
                  "isob serve -m direct with each session mode under isob loadgen; rollback "
-                 "discards a context per session, fork starts a process per session.")]
+                 "discards a context per session, fork starts a process per session."),
+            *([curve] if curve else [])]

@@ -19,7 +19,7 @@ import re
 import textwrap
 from typing import Any, Mapping, Sequence
 
-from ..analysis import units
+from ..analysis import cpu, units
 from ..analysis.runs import (BASELINE, HEADLINE_PHASE, NO_MECHANISM, OUTPUT_PARAMS,
                              server_label)
 
@@ -704,7 +704,7 @@ def kv_server_table(doc: Mapping) -> str:
         return text + (f" [{iv['low']:.2f}, {iv['high']:.2f}]" if iv else "")
 
     us = lambda v: units.convert(v, "ns", "us")
-    rows = []
+    rows, cpu_rows = [], []
     for c in configs:
         k = c["kv_server"]
         rows.append([server_label(c["mechanism"]), f(k["ops_per_s"], ".0f"), rel(k["throughput_vs_reference"]),
@@ -714,10 +714,27 @@ def kv_server_table(doc: Mapping) -> str:
                            f"(n={k.get('latency_events_min') or 0:,})"),
                      rel(k["latency_vs_reference"]),
                      str(len(c["repetitions"]))])
+        cpu_rows.append([server_label(c["mechanism"]), cpu.text(k.get("server_cpu")),
+                         cpu.text(k.get("server_cpu_vs_reference")),
+                         cpu.text(k.get("client_cpu")) + (" (higher)" if k.get("client_costs_more")
+                                                          else ""),
+                         str(k.get("saturated") or "unknown")])
     u = micro() + "s"
     headers = ("server", "ops/s", "x memcached", f"avg {u}", f"p50 {u}<=", f"p99 {u}<=",
                "lat x mc", "reps")
-    lines = [wrap("kv-server (memcaslap; latency percentiles are log2-bucket upper bounds, p99 "
+    cpu_head = ("server", f"server CPU {u}/request [95%]", "x memcached",
+                f"client CPU {u}/request", "saturated")
+    lines = [wrap("kv-server, server CPU per request (the server's process tree, user + "
+                  "system, over the requests memcaslap completed; geometric mean over "
+                  "repetitions with its 95% t interval, widened by the CPU clock's 10 ms step; "
+                  "x memcached: ratio to memcached -t 1 under the same load; it does not "
+                  "depend on which side saturated):"),
+             render(cpu_head, cpu_rows, set(cpu_head[1:])),
+             wrap("saturated: the side whose CPU was busy >= 0.9 of the run, which bounds "
+                  "the throughput below; '(higher)': the client spent more CPU per request "
+                  "than the server."),
+             "",
+             wrap("kv-server (memcaslap; latency percentiles are log2-bucket upper bounds, p99 "
                   "only where 1,000 requests carry it, else max (n=requests timed); "
                   "x memcached: ratio to memcached in this run, 95% interval over "
                   "repetitions):"),

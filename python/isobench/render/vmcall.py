@@ -40,7 +40,7 @@ def blocks(s: Mapping) -> list[Block]:
     notes += not_ok_notes(s)
     return [Block("vmcall: exits out of a KVM guest beside the null system call (SEIMI, Table I)",
                   ("exit", "ring", "handled in", "us [95%]", "x syscall [95%]"), rows,
-                  {"us [95%]", "x syscall [95%]"}, notes)]
+                  {"us [95%]", "x syscall [95%]"}, notes, keep=2)]
 
 
 def text(s: Mapping, doc: Mapping) -> str:

@@ -23,17 +23,20 @@ class Block:
     rows: list[list[str]]
     right: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
+    # Columns that name a row (repeated in every folded block): where one
+    # column alone does not tell two rows apart.
+    keep: int = 1
 
 
 def text_of(blocks: Sequence[Block]) -> str:
     """The console's blocks, each line at most table.WIDTH columns: a wider
-    table folds its columns after the first into further blocks (table.fold),
+    table folds its columns after the first `keep` into further blocks (table.fold),
     titles and notes wrap."""
     out = []
     for b in blocks:
         part = [table.wrap(b.title)]
         if b.rows:
-            part.append(table.fold(b.headers, b.rows, b.right))
+            part.append(table.fold(b.headers, b.rows, b.right, keep=b.keep))
         part += [table.wrap(f"  {n}", indent="    ") for n in b.notes]
         out.append("\n".join(part))
     return "\n\n".join(out)

@@ -1,0 +1,81 @@
+"""CPU time of a server's process tree, and CPU per request (docs/serve.md,
+"CPU per request").
+
+A server's CPU time is the user + system time of its process and of every
+live process below it (a compartment or a session runs in a process of its
+own), each with the time of the children it has reaped (``cutime``,
+``cstime`` in /proc/PID/stat: a session process that ended during the run
+still counts).  Read before and after a run, the difference over the
+requests answered is the server's CPU per request: a figure that does not
+depend on which of client and server saturated its CPU, so that servers
+compare on a 2-CPU machine as on a large one.  ``isob loadgen --server-pid``
+reads the same figures in C (src/loadgen/loadgen.c, proc_cpu); this module
+is for clients that do not (memcaslap in kv-server).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TreeCpu:
+    seconds: float    # user + system, reaped children included
+    processes: int    # the process and those below it, alive when read
+
+
+def _stat(pid: int) -> tuple[int, int] | None:
+    """(parent pid, CPU clock ticks with reaped children) of pid, or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read().decode("ascii", errors="replace")
+    except OSError:
+        return None
+    rest = text.rsplit(")", 1)[-1].split()
+    try:
+        # state ppid pgrp session tty tpgid flags minflt cminflt majflt
+        # cmajflt utime stime cutime cstime
+        ppid = int(rest[1])
+        ticks = sum(max(0, int(rest[i])) for i in (11, 12, 13, 14))
+    except (IndexError, ValueError):
+        return None
+    return ppid, ticks
+
+
+def tree_cpu(pid: int) -> TreeCpu | None:
+    """The CPU seconds of pid and every live process below it; None when pid
+    is gone."""
+    own = _stat(pid)
+    if own is None:
+        return None
+    parents: dict[int, list[tuple[int, int]]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == pid:
+            continue
+        st = _stat(int(name))
+        if st is not None:
+            parents.setdefault(st[0], []).append((int(name), st[1]))
+    ticks, count, todo = own[1], 1, [pid]
+    while todo:
+        for child, t in parents.get(todo.pop(), ()):
+            ticks += t
+            count += 1
+            todo.append(child)
+    return TreeCpu(ticks / os.sysconf("SC_CLK_TCK"), count)
+
+
+def us_per_request(cpu_s: float | None, requests: int | float | None) -> float | None:
+    """CPU microseconds per request: cpu_s over the requests answered; None
+    where either is missing or there were no requests (a figure over zero
+    requests is no figure)."""
+    if cpu_s is None or not requests or requests <= 0 or cpu_s < 0:
+        return None
+    return cpu_s * 1e6 / float(requests)
+
+
+def busy(cpu_s: float | None, wall_s: float | None) -> float | None:
+    """CPU seconds over wall-clock seconds: 1.0 is one CPU's whole time."""
+    if cpu_s is None or not wall_s or wall_s <= 0:
+        return None
+    return cpu_s / wall_s
