@@ -293,7 +293,7 @@ def test_tls_claim_judged_by_the_claims_rule(tmp_path, factor, verdict):
     assert v["claim"]["id"] == section.TLS_CLAIM_ID and v["verdict"] == verdict
     assert v["value"] == pytest.approx(factor)
     text = " ".join(render.tls_text(sec, doc).split())
-    assert "45 B: lwc / process, handshake seconds" in text and verdict in text
+    assert "45 B: lwc / process 1." in text and verdict in text
     assert f"{verdict}: 95% interval" in render.tls_markdown(sec, doc)
 
 

@@ -79,7 +79,7 @@ def test_the_sources_table_gives_every_experiment_a_status_and_is_linked():
     assert "docs/seeds.md" in README
     # The claims judged are listed too, each with its section.
     claims_part = SEEDS_ALL.split("## Claims judged here")[1]
-    for section in ("refmon", "lwc-serve", "lwc-switch"):
+    for section in ("refmon", "lwc-serve", "lwc-switch", "lwc-monitor", "lwc-tls"):
         assert f"| {section} |" in claims_part
 
 

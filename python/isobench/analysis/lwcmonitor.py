@@ -174,7 +174,7 @@ def build_tls(data: RunData, doc: Mapping) -> dict | None:
         a, b = secs_of.get((docb, "lwc")), secs_of.get((docb, "process"))
         if a and b:
             claims.append(claim_rule.judge(TLS_CLAIM_ID, ratio_of_values(a, b),
-                                           f"{docb} B: lwc / process, handshake seconds",
+                                           f"{docb} B: lwc / process",
                                            claim_rule.LWC_HERE))
     return {"claim": tls_claim(published), "threat_model": TLS_THREAT, "tables": out_tables,
             "claims": claims, "failed": failed,
