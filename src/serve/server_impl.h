@@ -17,8 +17,17 @@
 enum serve_session {
     SESSION_SHARED = 0,  /* one process, one store: what a session did, the next one sees */
     SESSION_FORK,        /* a fresh process per connection, which starts up by itself */
-    SESSION_ROLLBACK,    /* a light-weight context per connection, made from the state
-                            after start-up and discarded when the connection ends */
+    SESSION_ROLLBACK,    /* prefork workers, each serving one session at a time and rolling
+                            back to its snapshot after start-up when it ends; with
+                            --per-connection, a light-weight context per connection */
+};
+
+/* How a rollback worker rolls back (--rollback-method, rollback.c). */
+enum rb_method {
+    RB_UFFD = 0,         /* userfaultfd asynchronous write-protect finds the pages written */
+    RB_SOFTDIRTY,        /* soft-dirty bits find them */
+    RB_FORK,             /* no rollback: the worker exits, a fresh fork of the master replaces it */
+    RB_TEST_SKIP_RESTORE /* tests only: uffd's tracking, but nothing copied back */
 };
 
 struct conn {
@@ -41,6 +50,9 @@ struct serve_opts {
     int cpu, comp_cpu, no_evict;
     enum serve_session session;
     int per_connection;       /* --per-connection: one context per connection (rollback) */
+    size_t workers;           /* rollback: prefork workers */
+    enum rb_method rb_method; /* rollback: how the workers roll back */
+    int rb_method_given, rb_verify;
     int http;                 /* --http: HTTP/1.x GET instead of memcached's protocol */
     struct isob_serve_startup startup;
 };
@@ -54,8 +66,10 @@ struct server {
     int spare_fd;             /* closed to accept-and-refuse when out of descriptors */
     size_t max_conns;
     struct conn *conns;
-    pid_t *kids;              /* fork: the session processes alive */
+    pid_t *kids;              /* fork: the session processes alive; rollback: the workers */
     size_t nkids;
+    struct isob_serve_rollback *rb; /* rollback: the workers' totals (shared memory) */
+    int stopping;             /* rollback: workers that end are not replaced */
     unsigned char scratch[SERVE_SCRATCH_BYTES];
     /* Tags for epoll's data.ptr that are not connections. */
     char listen_tag, signal_tag, child_tag;
@@ -90,6 +104,12 @@ int session_context_step(struct server *sv, struct conn *c, unsigned events);
 /* Rollback: end c's context. */
 void session_context_destroy(struct conn *c);
 
+/* In a session's process: serve the connection fd until it is over (fd
+ * not closed). */
+void session_serve_one(struct server *sv, int fd);
+/* In a session's process: signals as a plain process has them. */
+void session_signals(void);
+
 /* Fork, in the listener: a process that starts up and serves fd alone.
  * 0 (the listener keeps no copy of fd) or -errno. */
 int session_fork(struct server *sv, int fd);
@@ -120,5 +140,40 @@ int session_memory(const struct serve_opts *o, struct session_memory *m);
  * limit; another -errno: the limit could not be read), or with 0 the bound
  * the server holds to. */
 int session_check_memory(const struct serve_opts *o, char *line, size_t len);
+
+/* --- prefork.c: --session rollback's workers ------------------------------- */
+
+/* In the master, started up and listening: the workers, forked.  0 or
+ * -errno (a line on stderr). */
+int prefork_start(struct server *sv);
+/* In the master: reap the children that ended, and replace the workers
+ * among them.  0, or -1 when workers keep failing (the master stops). */
+int prefork_reap(struct server *sv);
+/* In the master: end every worker (and its snapshot), wait for them, and
+ * print the rollbacks' totals. */
+void prefork_end_all(struct server *sv);
+
+/* --- rollback.c: a process's memory rolled back to a snapshot ------------- */
+
+const char *rb_method_name(enum rb_method m);
+/* 0, or -1 for a name that is not a method (the test-only one needs
+ * ISOBENCH_TEST_MECHANISMS=1). */
+int rb_method_parse(const char *s, enum rb_method *m);
+/* Whether m works on this kernel: 0, or -errno with why filled in. */
+int rb_probe(enum rb_method m, char *why, size_t len);
+
+/* In a worker, before the snapshot: its state outside the snapshot, or
+ * NULL with why.  Then, in the function that serves sessions:
+ *     if (__builtin_setjmp(rb_jmpbuf(s)) == 0 && rb_take(s, ...) != 0) fail;
+ * rb_take takes the snapshot; every rb_rollback(s) later comes back from
+ * that __builtin_setjmp (returning 1) with the memory as it was. */
+struct rb_snap;
+struct rb_snap *rb_prepare(enum rb_method m, struct isob_serve_rollback *totals, int verify,
+                           char *why, size_t len);
+void **rb_jmpbuf(struct rb_snap *s);
+int rb_take(struct rb_snap *s, char *why, size_t len);
+__attribute__((noreturn)) void rb_rollback(struct rb_snap *s);
+/* End the snapshot (its holder). */
+void rb_end(struct rb_snap *s);
 
 #endif
