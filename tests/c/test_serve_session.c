@@ -1,8 +1,12 @@
 /* Sessions of `isob serve` (--session, --per-connection): what one session
  * did is gone in the next under rollback and fork and still there under
- * shared; the start-up state is intact after every session; connections
- * served by contexts of their own see none of each other's data; every
- * session's process ends with the server; bad options are refused.
+ * shared, and under rollback in the same worker process (--workers 1), by
+ * each --rollback-method that runs here; the start-up state is intact after
+ * every session; a rolled-back worker's memory equals its snapshot
+ * (--rollback-verify), and a rollback that skips the restore (the test-only
+ * method) fails both checks; connections served by contexts of their own
+ * see none of each other's data; every session's process ends with the
+ * server; bad options are refused.
  *
  * Each case runs the server (isob_serve_main) in a child process on a
  * loopback port it picks itself, and talks to it over real sockets.  This
@@ -177,13 +181,30 @@ static int startup_item_intact(const char *reply, size_t i)
 
 /* Session one sets a key and destroys start-up state (deletes one item,
  * overwrites another, flushes the rest); session two looks for all of it.
- * forgets: whether the mode must have forgotten session one. */
-static void check_sessions(const char *mode, int forgets)
+ * forgets: whether the mode must have forgotten session one; same_pid:
+ * whether one process (the one worker) serves both (-1: either way);
+ * method: the --rollback-method, or NULL. */
+static void check_sessions(const char *mode, int forgets, int same_pid, const char *method)
 {
     subreaper();
-    const char *args[] = {"-m", "direct", "--port", "0", "--heap-mb", "4", "--startup-mb", "1",
-                          "--session", mode, NULL};
+    const char *args[16] = {"-m", "direct", "--port", "0", "--heap-mb", "4", "--startup-mb", "1",
+                            "--session", mode, NULL};
+    if (method) {
+        const char *more[] = {"--workers", "1", "--rollback-method", method, NULL};
+        memcpy(args + 10, more, sizeof more);
+    }
     struct srv s = run_serve(args, 1);
+    if (method) {
+        /* A method that cannot run here falls back to another: a skip. */
+        char *r = session(s.port, "stats\r\n", "END\r\n");
+        char want[64];
+        snprintf(want, sizeof want, "STAT rollback_method %s\r\n", method);
+        if (!strstr(r, want)) {
+            stop_serve(&s);
+            SKIP("--rollback-method %s cannot run here (the server fell back to another)",
+                 method);
+        }
+    }
     long pids[2];
     for (int round = 0; round < 2; round++) {
         char *r = session(s.port, "stats\r\n", "END\r\n");
@@ -224,8 +245,14 @@ static void check_sessions(const char *mode, int forgets)
         }
     }
     /* A session is a process of its own, and a new one each time, except
-     * under shared, where the server itself serves them all. */
-    if (forgets) {
+     * under shared, where the server itself serves them all, and under
+     * rollback, where the one worker serves them one after the other. */
+    if (same_pid < 0) {
+        CHECK(pids[0] != s.pid && pids[1] != s.pid);
+    } else if (same_pid) {
+        CHECK(pids[0] != s.pid);
+        CHECK_EQ_LONG(pids[0], pids[1]);
+    } else if (forgets) {
         CHECK(pids[0] != s.pid && pids[1] != s.pid);
         CHECK(pids[0] != pids[1]);
     } else {
@@ -236,9 +263,74 @@ static void check_sessions(const char *mode, int forgets)
     CHECK_EQ_LONG(tap_children(NULL, 0), 0);
 }
 
-static void t_rollback_forgets_each_session(void) { check_sessions("rollback", 1); }
-static void t_fork_forgets_each_session(void) { check_sessions("fork", 1); }
-static void t_shared_keeps_what_sessions_did(void) { check_sessions("shared", 0); }
+/* The default method, by as many workers as CPUs. */
+static void t_rollback_forgets_each_session(void) { check_sessions("rollback", 1, -1, NULL); }
+static void t_rollback_uffd_forgets_in_one_worker(void)
+{
+    check_sessions("rollback", 1, 1, "uffd");
+}
+static void t_rollback_softdirty_forgets_in_one_worker(void)
+{
+    check_sessions("rollback", 1, 1, "softdirty");
+}
+/* fork: the worker exits after its session, a fresh one takes its place. */
+static void t_rollback_fork_forgets_each_session(void)
+{
+    check_sessions("rollback", 1, 0, "fork");
+}
+static void t_fork_forgets_each_session(void) { check_sessions("fork", 1, 0, NULL); }
+static void t_shared_keeps_what_sessions_did(void) { check_sessions("shared", 0, 0, NULL); }
+
+/* One worker, --rollback-verify: sessions that write the store, the
+ * connection's buffers (a value of 600 KiB, in pieces) and the server's
+ * counters; after each rollback the worker's private memory is compared
+ * with its snapshot.  broken: the test-only method that tracks the pages
+ * written but copies nothing back, which both checks must catch. */
+static void check_rollback_restores(int broken)
+{
+    subreaper();
+    if (broken)
+        setenv("ISOBENCH_TEST_MECHANISMS", "1", 1);
+    const char *args[] = {"-m", "direct", "--port", "0", "--heap-mb", "4", "--preload-keys", "10",
+                          "--session", "rollback", "--workers", "1", "--rollback-verify",
+                          "--rollback-method", broken ? "test-skip-restore" : "uffd", NULL};
+    struct srv s = run_serve(args, 1);
+    char *r = session(s.port, "stats\r\n", "END\r\n");
+    if (!broken && !strstr(r, "STAT rollback_method uffd\r\n")) {
+        stop_serve(&s);
+        SKIP("--rollback-method uffd cannot run here (the server fell back to another)");
+    }
+    static char big[700u << 10];
+    size_t vlen = 600u << 10;
+    int n = snprintf(big, sizeof big, "set big 0 0 %zu\r\n", vlen);
+    memset(big + n, 'v', vlen);
+    snprintf(big + n + vlen, sizeof big - n - vlen, "\r\nset mine 0 0 3\r\nabc\r\n");
+    CHECK(strcmp(session(s.port, big, "STORED\r\nSTORED\r\n"), "STORED\r\nSTORED\r\n") == 0);
+    r = session(s.port, "get mine key_00000003\r\n", "END\r\n");
+    int kept = strstr(r, "VALUE mine 0 3\r\nabc\r\n") != NULL;
+    CHECK(strstr(r, "VALUE key_00000003 0 45\r\n") != NULL);
+    r = session(s.port, "stats\r\n", "END\r\n");
+    long verified = stat_of(r, "rollback_verified");
+    long mismatched = stat_of(r, "rollback_mismatched_pages");
+    long pages = stat_of(r, "rollback_pages");
+    /* stats, the sets, the get: each session rolled back and compared. */
+    CHECK(stat_of(r, "rollback_sessions") >= 3);
+    CHECK(verified >= 3);
+    /* The sets wrote at least the 150 pages of the value. */
+    CHECK(pages >= 150);
+    if (broken) {
+        CHECK(kept);
+        CHECK(mismatched > 0);
+    } else {
+        CHECK(!kept);
+        CHECK_EQ_LONG(mismatched, 0);
+    }
+    CHECK_EQ_LONG(stop_serve(&s), 0);
+    CHECK_EQ_LONG(tap_children(NULL, 0), 0);
+}
+
+static void t_rollback_memory_equals_snapshot(void) { check_rollback_restores(0); }
+static void t_rollback_without_restore_is_caught(void) { check_rollback_restores(1); }
 
 /* --per-connection: CONNS connections open at once, each in its own
  * context; each sets its own key, and then finds only its own (and the
@@ -290,7 +382,9 @@ static void t_per_connection_sees_only_its_own(void)
 static void check_end_with_server(const char *mode)
 {
     subreaper();
-    const char *args[] = {"-m", "direct", "--port", "0", "--heap-mb", "4", "--session", mode, NULL};
+    /* rollback: a worker for each of the four sessions. */
+    const char *args[] = {"-m", "direct", "--port", "0", "--heap-mb", "4", "--session", mode,
+                          strcmp(mode, "rollback") ? NULL : "--workers", "4", NULL};
     struct srv s = run_serve(args, 1);
     int fds[4];
     for (int i = 0; i < 4; i++) {
@@ -319,11 +413,18 @@ static void t_bad_options_refused(void)
         {"-m", "direct", "--http", "--preload-keys", "5", NULL},
         {"-m", "direct", "--session", "fork", "--memory-limit-mb", "1", NULL},
         {"-m", "direct", "--memory-limit-mb", "4096", NULL},
+        {"-m", "direct", "--workers", "2", NULL},
+        {"-m", "direct", "--per-connection", "--rollback-method", "fork", NULL},
+        {"-m", "direct", "--session", "rollback", "--rollback-method", "bogus", NULL},
+        {"-m", "direct", "--session", "rollback", "--rollback-method", "test-skip-restore", NULL},
+        {"-m", "direct", "--session", "rollback", "--workers", "0", NULL},
     };
     static const char *const says[] = {"shared, fork or rollback", "--session rollback",
                                        "second context", "limit", "--max-value", "--startup-mb",
                                        "--http", "MiB for the listener, more than the 1.0 MiB",
-                                       "needs --session fork"};
+                                       "needs --session fork", "workers of --session rollback",
+                                       "not --per-connection", "uffd, softdirty or fork",
+                                       "uffd, softdirty or fork", "--workers"};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct srv s = run_serve(cases[i], 0);
         char err[1024];
@@ -349,6 +450,11 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     TAP_CASE(t_rollback_forgets_each_session);
+    TAP_CASE(t_rollback_uffd_forgets_in_one_worker);
+    TAP_CASE(t_rollback_softdirty_forgets_in_one_worker);
+    TAP_CASE(t_rollback_fork_forgets_each_session);
+    TAP_CASE(t_rollback_memory_equals_snapshot);
+    TAP_CASE(t_rollback_without_restore_is_caught);
     TAP_CASE(t_fork_forgets_each_session);
     TAP_CASE(t_shared_keeps_what_sessions_did);
     TAP_CASE(t_per_connection_sees_only_its_own);
