@@ -17,7 +17,7 @@ from . import runs, stats, tails
 from .runs import RunData
 
 SERVE, CONNS = "lwc-serve", "lwc-conns"
-SERVE_ORDER = ("shared", "fork", "rollback")
+SERVE_ORDER = ("shared", "fork", "rollback", "per-connection")
 CONNS_ORDER = ("per-connection", "direct", "memcached")
 
 # A CPU busy for at least this share of the run's wall-clock time is called

@@ -12,7 +12,8 @@ from . import table
 from ..analysis import tails
 
 # One colour per mode in every panel, whichever modes a panel has.
-COLOURS = {"shared": "#1f77b4", "fork": "#ff7f0e", "rollback": "#2ca02c"}
+COLOURS = {"shared": "#1f77b4", "fork": "#ff7f0e", "rollback": "#2ca02c",
+           "per-connection": "#d62728"}
 
 HEAD = ("server", "{key}", "throughput [req/s]", "95% interval", "p50 [us]", "p99 [us]",
         "p99.9 [us]", "loadgen CPU", "server CPU", "procs", "saturated", "reps")
@@ -135,7 +136,7 @@ def plots(section: Mapping, doc: Mapping) -> list:
     plt = _pyplot()
     fig, axes = plt.subplots(1, len(variants), figsize=(5 * len(variants), 4), squeeze=False)
     for ax, v in zip(axes[0], variants):
-        for server in ("shared", "fork", "rollback"):
+        for server in ("shared", "fork", "rollback", "per-connection"):
             pts = [(r["session"], r["throughput_rps"]) for r in v["rows"]
                    if r["server"] == server and r.get("throughput_rps")]
             if not pts:
