@@ -270,10 +270,11 @@ void prefork_end_all(struct server *sv)
                                           "counted)" : "");
     fprintf(stderr, "isob serve: rollback {\"type\": \"rollback\", \"method\": \"%s\", "
             "\"workers\": %llu, \"sessions\": %llu, \"pages\": %llu, \"ranges\": %llu, "
-            "\"ns\": %llu, \"unmapped\": %llu, \"failed\": %llu, \"verified\": %llu, "
+            "\"ns\": %llu, \"map_ns\": %llu, \"unmapped\": %llu, \"failed\": %llu, \"verified\": %llu, "
             "\"mismatched\": %llu}\n", t->method, (unsigned long long)t->workers,
             (unsigned long long)t->sessions, (unsigned long long)t->pages,
             (unsigned long long)t->ranges, (unsigned long long)t->ns,
+            (unsigned long long)t->map_ns,
             (unsigned long long)t->unmapped, (unsigned long long)t->failed,
             (unsigned long long)t->verified, (unsigned long long)t->mismatched);
 }

@@ -706,6 +706,10 @@ static __attribute__((noreturn)) void restore_main(void)
         rb_fail(s, "reading /proc/self/maps", (int)-n);
     if ((size_t)n != s->maps_len || memcmp(s->maps_now, s->maps_text, (size_t)n) != 0)
         fix_layout(s, (size_t)n);
+    struct timespec tm;
+    clock_gettime(CLOCK_MONOTONIC, &tm);
+    __atomic_fetch_add(&s->totals->map_ns, (uint64_t)(tm.tv_sec - s->t0.tv_sec) * 1000000000ull +
+                       (uint64_t)tm.tv_nsec - (uint64_t)s->t0.tv_nsec, __ATOMIC_RELAXED);
     s->pages = s->ranges = 0;
     if (s->method == RB_SOFTDIRTY)
         restore_softdirty(s);
