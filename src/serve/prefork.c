@@ -97,6 +97,17 @@ static __attribute__((noreturn)) void worker_main(struct server *sv, int trial,
         close(fd);
         _exit(0);
     }
+    if (sv->o->rb_method == RB_NONE) {
+        /* --session prefork: one session after another on whatever the
+         * earlier ones left. */
+        if (trial)
+            _exit(0);
+        for (;;) {
+            int fd = accept_one(sv);
+            session_serve_one(sv, fd);
+            close(fd);
+        }
+    }
     char why[256];
     worker_snap = rb_prepare(sv->o->rb_method, totals, sv->o->rb_verify || trial, why,
                              sizeof why);
@@ -147,7 +158,7 @@ int prefork_start(struct server *sv)
     }
     snprintf(sv->rb->method, sizeof sv->rb->method, "%s", rb_method_name(o->rb_method));
     sv->rb->workers = o->workers;
-    sv->s.rollback = sv->rb;
+    sv->s.rollback = o->rb_method == RB_NONE ? NULL : sv->rb;
     /* The holders of the workers' snapshots, orphaned when a worker dies,
      * come back here to be reaped. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -260,7 +271,7 @@ void prefork_end_all(struct server *sv)
             poll(NULL, 0, 1);
     }
     const struct isob_serve_rollback *t = sv->rb;
-    if (!t)
+    if (!t || sv->o->rb_method == RB_NONE)
         return;
     double n = t->sessions ? (double)t->sessions : 1.0;
     fprintf(stderr, "isob serve: rollback by %s: %llu sessions rolled back, %.1f us and %.1f "

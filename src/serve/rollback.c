@@ -157,6 +157,7 @@ const char *rb_method_name(enum rb_method m)
     case RB_SOFTDIRTY: return "softdirty";
     case RB_FORK: return "fork";
     case RB_TEST_SKIP_RESTORE: return "test-skip-restore";
+    case RB_NONE: return "none";
     }
     return "?";
 }
@@ -225,7 +226,7 @@ static int write_clear_refs(int fd)
 
 int rb_probe(enum rb_method m, char *why, size_t len)
 {
-    if (m == RB_FORK)
+    if (m == RB_FORK || m == RB_NONE)
         return 0;
     long page = sysconf(_SC_PAGESIZE);
     if (page != RB_PAGE) {

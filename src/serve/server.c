@@ -257,10 +257,13 @@ static void usage(FILE *f)
         "                                  start-up, serves one session at a time in\n"
         "                                  its own process and rolls back to the\n"
         "                                  snapshot when the session ends\n"
+        "                        prefork   the same workers without the rollback: a\n"
+        "                                  session sees what earlier ones in its worker\n"
+        "                                  did (no isolation; the baseline of rollback)\n"
         "                      fork and rollback need a mechanism without a second\n"
         "                      context (direct, mprotect, ...): the store goes with\n"
         "                      the session\n"
-        "  --workers N         rollback: worker processes; connections beyond them\n"
+        "  --workers N         rollback, prefork: worker processes; connections beyond them\n"
         "                      wait in the listen backlog [the CPUs this process may\n"
         "                      use: 1 with --cpu]\n"
         "  --rollback-method M rollback: how a worker finds and undoes what a session\n"
@@ -431,8 +434,11 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
                 o->session = SESSION_FORK;
             else if (strcmp(optarg, "rollback") == 0)
                 o->session = SESSION_ROLLBACK;
+            else if (strcmp(optarg, "prefork") == 0)
+                o->session = SESSION_ROLLBACK, o->prefork_plain = 1;
             else
-                return usage_error("--session: '%s' is not shared, fork or rollback", optarg);
+                return usage_error("--session: '%s' is not shared, fork, rollback or prefork",
+                                   optarg);
             session_given = 1;
             break;
         case OPT_PER_CONN: o->per_connection = 1; break;
@@ -478,13 +484,18 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
     if (!o->mech)
         return usage_error("serve needs -m MECH%s", "");
     if (o->per_connection) {
-        if (session_given && o->session != SESSION_ROLLBACK)
+        if (session_given && (o->session != SESSION_ROLLBACK || o->prefork_plain))
             return usage_error("--per-connection is a context per connection, which is --session "
                                "rollback, not --session %s", o->session == SESSION_FORK ? "fork"
-                                                                                        : "shared");
+                                                 : o->prefork_plain ? "prefork" : "shared");
         o->session = SESSION_ROLLBACK;
     }
     int prefork = o->session == SESSION_ROLLBACK && !o->per_connection;
+    if (o->prefork_plain && (o->per_connection || o->rb_method_given || o->rb_verify))
+        return usage_error("--session prefork does not roll back: it takes --workers, not "
+                           "--per-connection, --rollback-method or --rollback-verify%s", "");
+    if (o->prefork_plain)
+        o->rb_method = RB_NONE;
     if ((o->workers || o->rb_method_given || o->rb_verify) && !prefork)
         return usage_error("--workers, --rollback-method and --rollback-verify are for the "
                            "workers of --session rollback%s", o->per_connection
@@ -735,7 +746,8 @@ static const char *session_name(const struct serve_opts *o)
 {
     return o->session == SESSION_FORK ? "fork"
            : o->session != SESSION_ROLLBACK ? "shared"
-           : o->per_connection ? "per-connection" : "rollback";
+           : o->per_connection ? "per-connection"
+           : o->prefork_plain ? "prefork" : "rollback";
 }
 
 /* The rollback method that works here: the one asked for, or the next one
@@ -853,7 +865,12 @@ int isob_serve_main(int argc, char **argv)
         fprintf(stderr, "isob serve: error: setting up epoll: %s\n", strerror(errno));
         goto out;
     }
-    if (prefork) {
+    if (prefork && o.prefork_plain) {
+        if (prefork_start(&sv) != 0)
+            goto out;
+        fprintf(stderr, "isob serve: %zu workers, serving sessions one after another without "
+                "rolling back\n", o.workers);
+    } else if (prefork) {
         if (prefork_start(&sv) != 0)
             goto out;
         fprintf(stderr, "isob serve: %zu workers, rolling back by %s after each session%s\n",

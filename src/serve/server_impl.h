@@ -27,7 +27,8 @@ enum rb_method {
     RB_UFFD = 0,         /* userfaultfd asynchronous write-protect finds the pages written */
     RB_SOFTDIRTY,        /* soft-dirty bits find them */
     RB_FORK,             /* no rollback: the worker exits, a fresh fork of the master replaces it */
-    RB_TEST_SKIP_RESTORE /* tests only: uffd's tracking, but nothing copied back */
+    RB_TEST_SKIP_RESTORE,/* tests only: uffd's tracking, but nothing copied back */
+    RB_NONE              /* --session prefork: no rollback, a worker's sessions share its state */
 };
 
 struct conn {
@@ -53,6 +54,7 @@ struct serve_opts {
     size_t workers;           /* rollback: prefork workers */
     enum rb_method rb_method; /* rollback: how the workers roll back */
     int rb_method_given, rb_verify;
+    int prefork_plain;        /* --session prefork: the workers without rollback */
     int http;                 /* --http: HTTP/1.x GET instead of memcached's protocol */
     struct isob_serve_startup startup;
 };

@@ -83,6 +83,7 @@ int serve_store_fill(struct server *sv)
     sv->s.session = o->session == SESSION_FORK       ? "fork"
                     : o->session != SESSION_ROLLBACK ? "shared"
                     : o->per_connection              ? "per-connection"
+                    : o->prefork_plain               ? "prefork"
                                                      : "rollback";
     int rc = isob_serve_startup(&sv->s, &o->startup);
     if (rc) {

@@ -192,6 +192,9 @@ static void check_sessions(const char *mode, int forgets, int same_pid, const ch
     if (method) {
         const char *more[] = {"--workers", "1", "--rollback-method", method, NULL};
         memcpy(args + 10, more, sizeof more);
+    } else if (strcmp(mode, "prefork") == 0) {
+        args[10] = "--workers";
+        args[11] = "1";
     }
     struct srv s = run_serve(args, 1);
     if (method) {
@@ -280,6 +283,9 @@ static void t_rollback_fork_forgets_each_session(void)
 }
 static void t_fork_forgets_each_session(void) { check_sessions("fork", 1, 0, NULL); }
 static void t_shared_keeps_what_sessions_did(void) { check_sessions("shared", 0, 0, NULL); }
+/* prefork, the workers without rollback: the one worker keeps what a
+ * session did, for the next. */
+static void t_prefork_keeps_what_sessions_did(void) { check_sessions("prefork", 0, 1, NULL); }
 
 /* One worker, --rollback-verify: sessions that write the store, the
  * connection's buffers (a value of 600 KiB, in pieces) and the server's
@@ -418,13 +424,15 @@ static void t_bad_options_refused(void)
         {"-m", "direct", "--session", "rollback", "--rollback-method", "bogus", NULL},
         {"-m", "direct", "--session", "rollback", "--rollback-method", "test-skip-restore", NULL},
         {"-m", "direct", "--session", "rollback", "--workers", "0", NULL},
+        {"-m", "direct", "--session", "prefork", "--rollback-method", "fork", NULL},
     };
-    static const char *const says[] = {"shared, fork or rollback", "--session rollback",
+    static const char *const says[] = {"shared, fork, rollback or prefork", "--session rollback",
                                        "second context", "limit", "--max-value", "--startup-mb",
                                        "--http", "MiB for the listener, more than the 1.0 MiB",
                                        "needs --session fork", "workers of --session rollback",
                                        "not --per-connection", "uffd, softdirty or fork",
-                                       "uffd, softdirty or fork", "--workers"};
+                                       "uffd, softdirty or fork", "--workers",
+                                       "does not roll back"};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct srv s = run_serve(cases[i], 0);
         char err[1024];
@@ -457,6 +465,7 @@ int main(void)
     TAP_CASE(t_rollback_without_restore_is_caught);
     TAP_CASE(t_fork_forgets_each_session);
     TAP_CASE(t_shared_keeps_what_sessions_did);
+    TAP_CASE(t_prefork_keeps_what_sessions_did);
     TAP_CASE(t_per_connection_sees_only_its_own);
     TAP_CASE(t_fork_sessions_end_with_server);
     TAP_CASE(t_rollback_sessions_end_with_server);

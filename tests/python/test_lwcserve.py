@@ -32,9 +32,9 @@ NEEDS_ISOB = pytest.mark.skipif(not ISOB.is_file(), reason="needs build/isob (ma
 
 def test_points_cover_the_sweep():
     full = list(lwcserve.serve_points(quick=False))
-    assert len(full) == len(lwcserve.VARIANTS) * 4 * 10
+    assert len(full) == len(lwcserve.VARIANTS) * 5 * 10
     assert sorted({p[3] for p in full}) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 4096]
-    assert {p[0] for p in full} == {"shared", "fork", "rollback", "per-connection"}
+    assert {p[0] for p in full} == {"shared", "fork", "prefork", "rollback", "per-connection"}
     assert {(p[1], p[2]) for p in full} == {("memcache", 0), ("http", 0), ("memcache", 64)}
     quick = list(lwcserve.serve_points(quick=True))
     assert 0 < len(quick) < len(full) and {p[3] for p in quick} == {1, 16, 256, 4096}
@@ -114,7 +114,7 @@ def test_lwc_serve_real_run(small_sweep, tmp_path):
     before = set(proc.descendants())
     out = _run("lwc-serve")
     assert set(proc.descendants()) <= before, "a server or loadgen outlived its point"
-    assert len(out) == 4 * 2
+    assert len(out) == 5 * 2
     for r in out:
         assert r.status == "ok", r.reason
         p = r.params
@@ -147,8 +147,8 @@ def test_lwc_serve_real_run(small_sweep, tmp_path):
     assert [v["proto"] for v in sec["serve"]] == ["http"]
     rows = sec["serve"][0]["rows"]
     assert [(r["server"], r["session"]) for r in rows] == [
-        ("shared", 1), ("shared", 8), ("fork", 1), ("fork", 8), ("rollback", 1), ("rollback", 8),
-        ("per-connection", 1), ("per-connection", 8)]
+        ("shared", 1), ("shared", 8), ("fork", 1), ("fork", 8), ("prefork", 1), ("prefork", 8),
+        ("rollback", 1), ("rollback", 8), ("per-connection", 1), ("per-connection", 8)]
     by = {(r.params["server"], r.params["session"]): r.params["throughput_rps"] for r in out}
     for row in rows:
         assert row["throughput_rps"] == pytest.approx(by[(row["server"], row["session"])])

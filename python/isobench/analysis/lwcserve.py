@@ -17,7 +17,7 @@ from . import runs, stats, tails
 from .runs import RunData
 
 SERVE, CONNS = "lwc-serve", "lwc-conns"
-SERVE_ORDER = ("shared", "fork", "rollback", "per-connection")
+SERVE_ORDER = ("shared", "fork", "prefork", "rollback", "per-connection")
 CONNS_ORDER = ("per-connection", "direct", "memcached")
 
 # A CPU busy for at least this share of the run's wall-clock time is called
@@ -26,7 +26,8 @@ CONNS_ORDER = ("per-connection", "direct", "memcached")
 SATURATED = 0.9
 
 THREAT = ("rollback and fork: a later session (client) must not see what an earlier one "
-          "stored; per-connection: one connection must not see another's data.  The "
+          "stored; per-connection: one connection must not see another's data; shared and "
+          "prefork isolate nothing (baselines).  The "
           "server is trusted; the clients are the attackers.  Proven by the property "
           "tests (tests/c/test_serve_session.c), not by these throughput figures.")
 

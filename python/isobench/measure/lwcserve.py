@@ -7,9 +7,11 @@ throughput, latency percentiles and the CPU time of itself and of the
 server's process tree over the run.
 
 lwc-serve (the rollback use case, docs/serve.md "Sessions"): ``isob serve -m
-direct --session MODE`` for MODE in shared, fork, rollback (prefork workers
-that roll back after each session, one per connection) and per-connection
-(``--per-connection``: a light-weight context per connection), loaded with
+direct --session MODE`` for MODE in shared, fork, prefork (workers that serve
+sessions one after another with no rollback: lwC's baseline without
+isolation), rollback (the same workers rolling back after each session) and
+per-connection (``--per-connection``: a light-weight context per
+connection); prefork and rollback with a worker per connection; loaded with
 sessions of L requests (a connection closed and opened again after L), for
 L in 1, 2, 4, ..., 256 and 4096 (--quick: 1, 16, 256, 4096), over the
 memcached protocol,
@@ -70,7 +72,7 @@ SERVE = "lwc-serve"
 CONNS = "lwc-conns"
 BENCHMARKS = (SERVE, CONNS)
 
-MODES = ("shared", "fork", "rollback", "per-connection")
+MODES = ("shared", "fork", "prefork", "rollback", "per-connection")
 LENGTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 4096)
 QUICK_LENGTHS = (1, 16, 256, 4096)
 # (protocol, start-up MiB): the plain server over both protocols, then the
@@ -314,8 +316,8 @@ def measure_serve(isob: str, quick: bool, seconds: float,
         # rollback: a worker per connection, as a prefork server with room
         # for every client.
         extra = (["--per-connection"] if mode == "per-connection" else
-                 ["--session", mode] + (["--workers", str(CONNECTIONS)] if mode == "rollback"
-                                        else []))
+                 ["--session", mode] + (["--workers", str(CONNECTIONS)]
+                                        if mode in ("prefork", "rollback") else []))
         if proto == "http":
             extra.append("--http")
         else:

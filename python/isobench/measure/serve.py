@@ -48,7 +48,7 @@ _OPTIONS = (
 # argparse dest -> isob serve flag.
 _FLAGS = (("no_evict", "--no-evict"), ("per_connection", "--per-connection"),
           ("http", "--http"), ("rollback_verify", "--rollback-verify"))
-SESSIONS = ("shared", "fork", "rollback")
+SESSIONS = ("shared", "fork", "rollback", "prefork")
 ROLLBACK_METHODS = ("uffd", "softdirty", "fork")
 
 
@@ -114,10 +114,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "process per connection that starts up by itself from a copy of the "
                         "empty store), rollback (prefork workers, each serving one session "
                         "at a time and rolling back to its snapshot after start-up when the "
-                        "session ends); docs/serve.md (default: shared)")
+                        "session ends), prefork (the same workers without the rollback: no "
+                        "isolation); docs/serve.md (default: shared)")
     p.add_argument("--workers", type=_whole(1, 4096), metavar="N",
-                   help="with --session rollback: worker processes (default: the CPUs the "
-                        "server may use)")
+                   help="with --session rollback or prefork: worker processes (default: the "
+                        "CPUs the server may use)")
     p.add_argument("--rollback-method", choices=ROLLBACK_METHODS, metavar="M",
                    help="with --session rollback: uffd (userfaultfd write-protect finds the "
                         "pages a session wrote), softdirty (soft-dirty bits find them) or "
