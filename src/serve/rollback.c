@@ -83,7 +83,9 @@ struct rb_pm_scan_arg {
     uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
 };
 #define RB_PAGEMAP_SCAN _IOWR('f', 16, struct rb_pm_scan_arg)
+#define RB_PAGE_IS_WPALLOWED (1u << 0)
 #define RB_PAGE_IS_WRITTEN (1u << 1)
+#define RB_PM_SCAN_WP_MATCHING (1u << 0)
 #define RB_PM_SCAN_CHECK_WPASYNC (1u << 1)
 
 #define RB_PAGE 4096u
@@ -122,7 +124,9 @@ struct rb_snap {
     int verify;
     struct isob_serve_rollback *totals;
     pid_t holder;
-    int uffd, pagemap, maps, clear_refs;
+    int uffd, pagemap, maps, clear_refs, statm;
+    uintptr_t lo, hi;             /* from the lowest tracked page to the highest */
+    unsigned long vm_size, vm_data; /* /proc/self/statm at the snapshot */
     int max_fd;                   /* descriptors above it are the session's */
     uintptr_t live_sp;            /* the stack below it was dead at the snapshot */
     uintptr_t rseq_start, rseq_end; /* the kernel's to write (restartable sequences) */
@@ -203,14 +207,17 @@ static int uffd_protect(int uffd, uintptr_t a, uintptr_t b)
     return ioctl(uffd, UFFDIO_WRITEPROTECT, &wp) == 0 ? 0 : -errno;
 }
 
-/* Ranges of pages written in [a, b) since they were protected, into vec;
- * how many (walk_end: where the walk stopped), or -errno. */
+/* Ranges of pages written in [a, b) since they were protected, into vec,
+ * in the mappings registered for write-protect only (others are skipped);
+ * how many (walk_end: where the walk stopped), or -errno.  protect: write-
+ * protect them again instead (vec may then be NULL, n 0). */
 static long uffd_scan(int pagemap, uintptr_t a, uintptr_t b, struct rb_page_region *vec, size_t n,
-                      uintptr_t *walk_end)
+                      uintptr_t *walk_end, int protect)
 {
     struct rb_pm_scan_arg arg = {
-        .size = sizeof arg, .flags = RB_PM_SCAN_CHECK_WPASYNC, .start = a, .end = b,
-        .vec = (uintptr_t)vec, .vec_len = n, .category_mask = RB_PAGE_IS_WRITTEN,
+        .size = sizeof arg, .flags = protect ? RB_PM_SCAN_WP_MATCHING : 0, .start = a, .end = b,
+        .vec = (uintptr_t)vec, .vec_len = n,
+        .category_mask = RB_PAGE_IS_WRITTEN | RB_PAGE_IS_WPALLOWED,
         .return_mask = RB_PAGE_IS_WRITTEN};
     long r = ioctl(pagemap, RB_PAGEMAP_SCAN, &arg);
     if (r < 0)
@@ -286,7 +293,7 @@ int rb_probe(enum rb_method m, char *why, size_t len)
                          strerror(errno));
             } else {
                 p[2 * RB_PAGE] = 2;
-                n = uffd_scan(pm, (uintptr_t)p, (uintptr_t)p + 4 * RB_PAGE, v, 4, &end);
+                n = uffd_scan(pm, (uintptr_t)p, (uintptr_t)p + 4 * RB_PAGE, v, 4, &end, 0);
                 if (n == -ENOTTY || n == -EINVAL) {
                     rc = -EOPNOTSUPP;
                     snprintf(why, len, "this kernel has no PAGEMAP_SCAN (Linux 6.7)");
@@ -403,6 +410,18 @@ static int parse_maps(const struct rb_snap *s, const char *text, size_t len,
     return 0;
 }
 
+/* The process's mapped pages and its private writable ones (stack
+ * included), from /proc/self/statm.  0 or -errno. */
+static int read_statm(int fd, unsigned long *size, unsigned long *data)
+{
+    char b[160];
+    ssize_t n = pread(fd, b, sizeof b - 1, 0);
+    if (n <= 0)
+        return n < 0 ? -errno : -EIO;
+    b[n] = 0;
+    return sscanf(b, "%lu %*u %*u %*u %*u %lu", size, data) == 2 ? 0 : -EIO;
+}
+
 static int highest_fd(void)
 {
     DIR *d = opendir("/proc/self/fd");
@@ -441,8 +460,9 @@ int rb_take(struct rb_snap *s, char *why, size_t len)
 #endif
     s->pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
     s->maps = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    if (s->pagemap < 0 || s->maps < 0) {
-        snprintf(why, len, "opening /proc/self/pagemap and maps: %s", strerror(errno));
+    s->statm = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (s->pagemap < 0 || s->maps < 0 || s->statm < 0) {
+        snprintf(why, len, "opening /proc/self/pagemap, maps and statm: %s", strerror(errno));
         return -errno;
     }
     if (s->method == RB_SOFTDIRTY) {
@@ -492,6 +512,17 @@ int rb_take(struct rb_snap *s, char *why, size_t len)
         return rc;
     }
     s->maps_len = (size_t)n;
+    s->lo = UINTPTR_MAX;
+    for (size_t i = 0; i < s->nregions; i++) {
+        if (s->regions[i].start < s->lo)
+            s->lo = s->regions[i].start;
+        if (s->regions[i].end > s->hi)
+            s->hi = s->regions[i].end;
+    }
+    if ((rc = read_statm(s->statm, &s->vm_size, &s->vm_data)) != 0) {
+        snprintf(why, len, "reading /proc/self/statm: %s", isob_strerror(rc));
+        return rc;
+    }
     s->brk = (uintptr_t)syscall(SYS_brk, 0);
     /* The snapshot: everything written from here on is tracked, and the
      * holder keeps what it was. */
@@ -600,25 +631,21 @@ static void restore_uffd(struct rb_snap *s)
 {
     /* Copy back every written range, then protect them again (protecting
      * first would count the copy as the next session's write). */
-    struct rb_page_region *v = s->vec;
-    for (size_t i = 0; i < s->nregions; i++) {
-        uintptr_t a = s->regions[i].start, b = s->regions[i].end;
-        while (a < b) {
-            uintptr_t walk_end = b;
-            long n = uffd_scan(s->pagemap, a, b, v, RB_VEC, &walk_end);
-            if (n < 0)
-                rb_fail(s, "PAGEMAP_SCAN", (int)-n);
-            for (long k = 0; k < n; k++)
-                restore_range(s, v[k].start, v[k].end);
-            flush_iov(s);
-            for (long k = 0; k < n; k++) {
-                int rc = uffd_protect(s->uffd, v[k].start, v[k].end);
-                if (rc)
-                    rb_fail(s, "write-protecting the pages again", -rc);
-            }
-            a = walk_end > a ? walk_end : b;
-        }
+    uintptr_t a = s->lo;
+    while (a < s->hi) {
+        uintptr_t walk_end = s->hi;
+        long n = uffd_scan(s->pagemap, a, s->hi, s->vec, RB_VEC, &walk_end, 0);
+        if (n < 0)
+            rb_fail(s, "PAGEMAP_SCAN", (int)-n);
+        for (long k = 0; k < n; k++)
+            restore_range(s, s->vec[k].start, s->vec[k].end);
+        a = walk_end > a ? walk_end : s->hi;
     }
+    flush_iov(s);
+    uintptr_t walk_end;
+    long n = uffd_scan(s->pagemap, s->lo, s->hi, NULL, 0, &walk_end, 1);
+    if (n < 0)
+        rb_fail(s, "write-protecting the pages again", (int)-n);
 }
 
 static void restore_softdirty(struct rb_snap *s)
@@ -702,11 +729,19 @@ static uint64_t mismatched_pages(struct rb_snap *s)
 static __attribute__((noreturn)) void restore_main(void)
 {
     struct rb_snap *s = rb_cur;
-    long n = read_maps(s->maps, s->maps_now, sizeof s->maps_now);
-    if (n < 0)
-        rb_fail(s, "reading /proc/self/maps", (int)-n);
-    if ((size_t)n != s->maps_len || memcmp(s->maps_now, s->maps_text, (size_t)n) != 0)
-        fix_layout(s, (size_t)n);
+    /* The memory map: the same size and private writable size and the same
+     * program break as at the snapshot, or read whole and put back. */
+    unsigned long size, data;
+    int rc = read_statm(s->statm, &size, &data);
+    if (rc)
+        rb_fail(s, "reading /proc/self/statm", -rc);
+    if (size != s->vm_size || data != s->vm_data || (uintptr_t)syscall(SYS_brk, 0) != s->brk) {
+        long n = read_maps(s->maps, s->maps_now, sizeof s->maps_now);
+        if (n < 0)
+            rb_fail(s, "reading /proc/self/maps", (int)-n);
+        if ((size_t)n != s->maps_len || memcmp(s->maps_now, s->maps_text, (size_t)n) != 0)
+            fix_layout(s, (size_t)n);
+    }
     struct timespec tm;
     clock_gettime(CLOCK_MONOTONIC, &tm);
     __atomic_fetch_add(&s->totals->map_ns, (uint64_t)(tm.tv_sec - s->t0.tv_sec) * 1000000000ull +

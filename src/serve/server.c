@@ -32,7 +32,6 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include "isobench/harness.h"
@@ -56,7 +55,11 @@
 /* --preload-value when not given: loadgen's value size, the lwC paper's
  * 45-byte documents. */
 #define PRELOAD_VALUE_DEFAULT 45
-/* The most --workers takes. */
+/* --workers when not given, and the most it takes.  A worker serves one
+ * session at a time and sleeps while its client thinks: fewer workers than
+ * concurrent clients leave clients waiting in the backlog and workers
+ * waking once per request from an idle CPU. */
+#define WORKERS_DEFAULT 16
 #define WORKERS_MAX 4096
 /* The most --preload-keys takes (loadgen's --keys bound). */
 #define PRELOAD_KEYS_MAX 10000000
@@ -260,12 +263,12 @@ static void usage(FILE *f)
         "                        prefork   the same workers without the rollback: a\n"
         "                                  session sees what earlier ones in its worker\n"
         "                                  did (no isolation; the baseline of rollback)\n"
-        "                      fork and rollback need a mechanism without a second\n"
-        "                      context (direct, mprotect, ...): the store goes with\n"
-        "                      the session\n"
-        "  --workers N         rollback, prefork: worker processes; connections beyond them\n"
-        "                      wait in the listen backlog [the CPUs this process may\n"
-        "                      use: 1 with --cpu]\n"
+        "                      fork, rollback and prefork need a mechanism without a\n"
+        "                      second context (direct, mprotect, ...): the store goes\n"
+        "                      with the session\n"
+        "  --workers N         rollback, prefork: worker processes, each serving one\n"
+        "                      session at a time; more connections wait in the listen\n"
+        "                      backlog: give at least the concurrent clients [%d]\n"
         "  --rollback-method M rollback: how a worker finds and undoes what a session\n"
         "                      wrote [uffd]; one that cannot run here falls back to\n"
         "                      the next, with a line saying why:\n"
@@ -298,7 +301,7 @@ static void usage(FILE *f)
         "the request in flight, is logged and restarted empty.\n",
         ISOB_SERVE_DEFAULT_PORT, ISOB_SERVE_DEFAULT_BIND, isob_serve_value_limit(),
         isob_serve_value_max(), ISOB_SERVE_DEFAULT_HEAP_MB,
-        buffer_min_mb(isob_serve_value_limit()), ISOB_SERVE_DEFAULT_MAX_CONNS,
+        buffer_min_mb(isob_serve_value_limit()), ISOB_SERVE_DEFAULT_MAX_CONNS, WORKERS_DEFAULT,
         ISOB_HTTP_DOC_BYTES, ISOB_SERVE_STARTUP_VALUE, ISOB_SERVE_STARTUP_MAX_MB,
         PRELOAD_VALUE_DEFAULT);
 }
@@ -500,11 +503,8 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
         return usage_error("--workers, --rollback-method and --rollback-verify are for the "
                            "workers of --session rollback%s", o->per_connection
                            ? ", not --per-connection" : "");
-    if (prefork && !o->workers) {
-        cpu_set_t set;
-        o->workers = o->cpu >= 0 ? 1
-                     : sched_getaffinity(0, sizeof set, &set) == 0 ? (size_t)CPU_COUNT(&set) : 1;
-    }
+    if (prefork && !o->workers)
+        o->workers = WORKERS_DEFAULT;
     if (o->startup.startup_mb && o->max_value < ISOB_SERVE_STARTUP_VALUE) {
         char need[48];
         snprintf(need, sizeof need, "%u", ISOB_SERVE_STARTUP_VALUE);
