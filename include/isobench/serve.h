@@ -129,7 +129,7 @@ struct isob_serve_rollback {
     uint64_t workers;
     uint64_t sessions;              /* sessions rolled back (fork: workers replaced) */
     uint64_t pages, ranges;         /* pages copied back, in ranges of adjacent pages */
-    uint64_t ns;                    /* time spent rolling back (fork: in fork()) */
+    uint64_t ns;                    /* CPU time spent rolling back (fork: in fork()) */
     uint64_t map_ns;                /* of which closing descriptors and checking the map */
     uint64_t unmapped;              /* mappings a session made, undone */
     uint64_t failed;                /* workers that could not roll back, replaced */

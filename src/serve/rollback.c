@@ -743,7 +743,7 @@ static __attribute__((noreturn)) void restore_main(void)
             fix_layout(s, (size_t)n);
     }
     struct timespec tm;
-    clock_gettime(CLOCK_MONOTONIC, &tm);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &tm);
     __atomic_fetch_add(&s->totals->map_ns, (uint64_t)(tm.tv_sec - s->t0.tv_sec) * 1000000000ull +
                        (uint64_t)tm.tv_nsec - (uint64_t)s->t0.tv_nsec, __ATOMIC_RELAXED);
     s->pages = s->ranges = 0;
@@ -752,7 +752,7 @@ static __attribute__((noreturn)) void restore_main(void)
     else
         restore_uffd(s);
     struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
     uint64_t ns = (uint64_t)(t1.tv_sec - s->t0.tv_sec) * 1000000000ull +
                   (uint64_t)t1.tv_nsec - (uint64_t)s->t0.tv_nsec;
     struct isob_serve_rollback *t = s->totals;
@@ -772,7 +772,7 @@ static __attribute__((noreturn)) void restore_main(void)
 
 void rb_rollback(struct rb_snap *s)
 {
-    clock_gettime(CLOCK_MONOTONIC, &s->t0);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &s->t0);
     /* The session's descriptors. */
     syscall(SYS_close_range, (unsigned)(s->max_fd + 1), ~0u, 0);
     /* Off the stack the rollback restores. */
