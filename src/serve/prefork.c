@@ -64,7 +64,9 @@ static uint64_t mono_ns(void)
 static int accept_one(struct server *sv)
 {
     for (;;) {
-        int fd = accept4(sv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        /* Blocking: the worker waits for a request in the read itself
+         * (sock.c sends and reads without blocking where it must not). */
+        int fd = accept4(sv->lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd >= 0) {
             int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -98,7 +100,7 @@ static __attribute__((noreturn)) void worker_main(struct server *sv, int trial,
         if (trial)
             _exit(0);
         int fd = accept_one(sv);
-        session_serve_one(sv, fd);
+        session_serve_one(sv, fd, 1);
         close(fd);
         _exit(0);
     }
@@ -109,7 +111,7 @@ static __attribute__((noreturn)) void worker_main(struct server *sv, int trial,
             _exit(0);
         for (;;) {
             int fd = accept_one(sv);
-            session_serve_one(sv, fd);
+            session_serve_one(sv, fd, 1);
             close(fd);
         }
     }
@@ -133,7 +135,7 @@ static __attribute__((noreturn)) void worker_main(struct server *sv, int trial,
         _exit(0);
     }
     int fd = accept_one(sv);
-    session_serve_one(sv, fd);
+    session_serve_one(sv, fd, 1);
     close(fd);
     rb_rollback(worker_snap);
 }

@@ -85,6 +85,10 @@ struct server {
  * the interest from now on, or -1 when the connection is over (its
  * protocol state released; the descriptor is the caller's to close). */
 int serve_conn_step(struct server *sv, struct conn *c, unsigned events);
+/* A connection that waits for input only, on a blocking socket (a rollback
+ * worker's): block in the read itself rather than in poll and then read,
+ * one system call less per request.  As serve_conn_step. */
+int serve_conn_wait_input(struct server *sv, struct conn *c);
 
 /* --- session.c: sessions in processes of their own ------------------------ */
 
@@ -107,8 +111,8 @@ int session_context_step(struct server *sv, struct conn *c, unsigned events);
 void session_context_destroy(struct conn *c);
 
 /* In a session's process: serve the connection fd until it is over (fd
- * not closed). */
-void session_serve_one(struct server *sv, int fd);
+ * not closed).  blocking: fd is a blocking socket. */
+void session_serve_one(struct server *sv, int fd, int blocking);
 /* In a session's process: signals as a plain process has them. */
 void session_signals(void);
 

@@ -222,12 +222,12 @@ static __attribute__((noreturn)) void fork_main(struct server *sv, int fd)
         _exit(1);
     }
     sv->s.st.total_connections = 0;
-    session_serve_one(sv, fd);
+    session_serve_one(sv, fd, 0);
     close(fd);
     _exit(0);
 }
 
-void session_serve_one(struct server *sv, int fd)
+void session_serve_one(struct server *sv, int fd, int blocking)
 {
     struct conn *c = calloc(1, sizeof *c);
     if (!c)
@@ -238,13 +238,19 @@ void session_serve_one(struct server *sv, int fd)
     sv->s.st.total_connections++;
     isob_conn_init(&c->c, &sv->s);
     unsigned events = EPOLLIN;
-    while (serve_conn_step(sv, c, events) == 0) {
+    int over = blocking ? serve_conn_wait_input(sv, c) : serve_conn_step(sv, c, events);
+    while (!over) {
+        if (blocking && c->events == EPOLLIN && !c->draining) {
+            over = serve_conn_wait_input(sv, c);
+            continue;
+        }
         struct pollfd p = {fd, (short)((c->events & EPOLLIN ? POLLIN : 0) |
                                        (c->events & EPOLLOUT ? POLLOUT : 0)), 0};
         while (poll(&p, 1, -1) < 0 && errno == EINTR)
             ;
         events = (p.revents & POLLIN ? EPOLLIN : 0) | (p.revents & POLLOUT ? EPOLLOUT : 0) |
                  (p.revents & POLLHUP ? EPOLLHUP : 0) | (p.revents & POLLERR ? EPOLLERR : 0);
+        over = serve_conn_step(sv, c, events);
     }
     sv->conns = NULL;
     sv->s.st.curr_connections = 0;
