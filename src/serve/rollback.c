@@ -121,6 +121,7 @@ struct rb_range {
 struct rb_snap {
     void *jb[5];                  /* __builtin_setjmp's buffer */
     enum rb_method method;
+    int softdirty;                /* tracked by soft-dirty bits, else by uffd */
     int verify;
     struct isob_serve_rollback *totals;
     pid_t holder;
@@ -235,6 +236,8 @@ int rb_probe(enum rb_method m, char *why, size_t len)
 {
     if (m == RB_FORK || m == RB_NONE)
         return 0;
+    if (m == RB_TEST_SKIP_RESTORE)
+        return rb_probe(RB_UFFD, why, len) == 0 ? 0 : rb_probe(RB_SOFTDIRTY, why, len);
     long page = sysconf(_SC_PAGESIZE);
     if (page != RB_PAGE) {
         snprintf(why, len, "pages here are %ld bytes, not %u", page, RB_PAGE);
@@ -332,6 +335,11 @@ struct rb_snap *rb_prepare(enum rb_method m, struct isob_serve_rollback *totals,
         return NULL;
     }
     s->method = m;
+    /* The test-only method tracks as uffd does, or as softdirty where
+     * uffd cannot run. */
+    char no[256];
+    s->softdirty = m == RB_SOFTDIRTY ||
+                   (m == RB_TEST_SKIP_RESTORE && rb_probe(RB_UFFD, no, sizeof no) != 0);
     s->verify = verify;
     s->totals = totals;
     s->uffd = s->pagemap = s->maps = s->clear_refs = -1;
@@ -465,7 +473,7 @@ int rb_take(struct rb_snap *s, char *why, size_t len)
         snprintf(why, len, "opening /proc/self/pagemap, maps and statm: %s", strerror(errno));
         return -errno;
     }
-    if (s->method == RB_SOFTDIRTY) {
+    if (s->softdirty) {
         s->clear_refs = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
         if (s->clear_refs < 0) {
             snprintf(why, len, "/proc/self/clear_refs: %s", strerror(errno));
@@ -486,7 +494,7 @@ int rb_take(struct rb_snap *s, char *why, size_t len)
         snprintf(why, len, "reading /proc/self/maps: %s", isob_strerror(rc));
         return rc;
     }
-    if (s->method != RB_SOFTDIRTY) {
+    if (!s->softdirty) {
         for (size_t i = 0; i < s->nregions; i++) {
             struct uffdio_register r = {
                 .range = {s->regions[i].start, s->regions[i].end - s->regions[i].start},
@@ -747,7 +755,7 @@ static __attribute__((noreturn)) void restore_main(void)
     __atomic_fetch_add(&s->totals->map_ns, (uint64_t)(tm.tv_sec - s->t0.tv_sec) * 1000000000ull +
                        (uint64_t)tm.tv_nsec - (uint64_t)s->t0.tv_nsec, __ATOMIC_RELAXED);
     s->pages = s->ranges = 0;
-    if (s->method == RB_SOFTDIRTY)
+    if (s->softdirty)
         restore_softdirty(s);
     else
         restore_uffd(s);

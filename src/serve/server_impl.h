@@ -27,7 +27,7 @@ enum rb_method {
     RB_UFFD = 0,         /* userfaultfd asynchronous write-protect finds the pages written */
     RB_SOFTDIRTY,        /* soft-dirty bits find them */
     RB_FORK,             /* no rollback: the worker exits, a fresh fork of the master replaces it */
-    RB_TEST_SKIP_RESTORE,/* tests only: uffd's tracking, but nothing copied back */
+    RB_TEST_SKIP_RESTORE,/* tests only: uffd's tracking (else softdirty's), nothing copied back */
     RB_NONE              /* --session prefork: no rollback, a worker's sessions share its state */
 };
 
