@@ -223,6 +223,13 @@ int prefork_reap(struct server *sv)
         if (i == sv->nkids)
             continue;   /* an orphaned holder of a snapshot */
         int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        if (WIFSIGNALED(st) && (WTERMSIG(st) == SIGTERM || WTERMSIG(st) == SIGINT)) {
+            /* A stop signal to the server's process group: the master has
+             * it too and is stopping. */
+            sv->stopping = 1;
+            sv->kids[i] = 0;
+            continue;
+        }
         if (!ok) {
             if (WIFSIGNALED(st))
                 fprintf(stderr, "isob serve: a worker died: signal %d (%s); a fresh one "

@@ -98,6 +98,9 @@ OUTPUT_PARAMS = frozenset({
     "client_busy", "client_cpu_s", "server_busy", "server_cpu_s", "server_processes",
     "latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p999_us",
     "latency_mean_us", "latency_max_us",
+    # lwc-serve's rollback: the server's totals (isob serve --session rollback).
+    "rollback_method", "rollback_workers", "rollback_sessions", "rollback_pages", "rollback_ns",
+    "rollback_failed", "rollback_us_per_session", "rollback_pages_per_session",
     # inspect (docs/inspect.md): what the scan found and covered; what it
     # scanned (target, patterns) stays the identity.
     "target_exe", "patterns", "passes", "bytes_scanned", "mappings", "mappings_unscanned",
