@@ -20,8 +20,11 @@
  *              /proc/self/pagemap.
  *
  * A rollback, on a stack of its own outside the snapshot: the descriptors
- * the session opened are closed; mappings the session made (malloc's large
- * chunks, the heap's growth, the stack's) are unmapped; every page written
+ * the session opened are closed; where /proc/self/statm's sizes or the
+ * program break changed, /proc/self/maps is read and the mappings the
+ * session made (malloc's large chunks, the heap's growth, the stack's) are
+ * unmapped (a session that unmapped a mapping of the snapshot and mapped
+ * another of the very same size would go unseen); every page written
  * since the snapshot is copied back from the holder with
  * process_vm_readv(2) and protected again; and the worker jumps back to the
  * point where it took the snapshot, with every byte of its private memory

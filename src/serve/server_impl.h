@@ -1,6 +1,7 @@
 /* What the files of `isob serve` that touch sockets share (server.c: the
  * options and the epoll loop; sock.c: one connection's socket; session.c:
- * the fork and rollback sessions).  Not a public header. */
+ * the fork and per-connection sessions; prefork.c and rollback.c: the
+ * rollback and prefork workers).  Not a public header. */
 #ifndef ISOBENCH_SERVE_SERVER_IMPL_H
 #define ISOBENCH_SERVE_SERVER_IMPL_H
 

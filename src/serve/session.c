@@ -1,12 +1,12 @@
 /* Sessions of `isob serve` in processes of their own (--session fork and
- * rollback, server_impl.h), the two ways lwC's servers isolate one client's
+ * --per-connection, server_impl.h), ways lwC's servers isolate one client's
  * session from the next (Litton et al., OSDI 2016, the Apache and nginx
- * cases).
+ * cases); --session rollback's prefork workers are in prefork.c.
  *
- * rollback: the server starts up once and then serves nothing itself.  Each
- * accepted connection gets a light-weight context (include/isobench/lwc.h)
- * made from the server as start-up left it, holding that connection's
- * socket and no other descriptor.  The server's epoll loop hands the
+ * --per-connection: the server starts up once and then serves nothing
+ * itself.  Each accepted connection gets a light-weight context
+ * (include/isobench/lwc.h) made from the server as start-up left it,
+ * holding that connection's socket and no other descriptor.  The server's epoll loop hands the
  * socket's events to the context with lwc_switch; the context runs the
  * connection until it would block and switches back with the interest it
  * has now.  When the connection ends the context is destroyed, and with it
