@@ -117,6 +117,7 @@ struct rb_pm_scan_arg {
 
 struct rb_range {
     uintptr_t start, end;
+    int prot;                     /* tracked: its protection at the snapshot */
 };
 
 /* The worker's side of the snapshot, in a mapping of its own that the
@@ -140,6 +141,7 @@ struct rb_snap {
     struct rb_range regions[RB_MAX_REGIONS];  /* tracked: private, writable */
     struct rb_range maps_at[RB_MAX_REGIONS];  /* every mapping at the snapshot */
     struct rb_range maps_cur[RB_MAX_REGIONS]; /* every mapping now (a rollback's) */
+    unsigned char opened[RB_MAX_REGIONS];     /* made writable for the copy back */
     size_t maps_len;
     char maps_text[RB_MAPS_BYTES];
     char maps_now[RB_MAPS_BYTES];
@@ -401,16 +403,28 @@ static int parse_maps(const struct rb_snap *s, const char *text, size_t len,
         uintptr_t a = (uintptr_t)strtoull(p, &q, 16);
         uintptr_t b = (uintptr_t)strtoull(q + 1, &q, 16);
         const char *perm = q + 1;
+        /* offset, device, inode, then the name if any. */
+        unsigned long long inode = 0;
+        int name_at = 0;
+        sscanf(perm + 5, "%*s %*s %llu %n", &inode, &name_at);
+        const char *name = name_at ? perm + 5 + name_at : nl;
         if (all) {
             if (na == RB_MAX_REGIONS)
                 return -E2BIG;
-            all[na++] = (struct rb_range){a, b};
+            all[na++] = (struct rb_range){a, b, 0};
         }
-        if (tracked && perm[0] == 'r' && perm[1] == 'w' && perm[3] == 'p' &&
+        /* Private mappings that are writable, or anonymous whatever their
+         * protection now (a store kept PROT_NONE between calls, as the
+         * mprotect mechanism's, is written while a call has it open); not
+         * the kernel's ([vvar], [vdso], [vsyscall]) nor s itself. */
+        int anon = inode == 0 && strncmp(name, "[v", 2) != 0;
+        if (tracked && perm[3] == 'p' && (perm[1] == 'w' || anon) &&
             !(a >= s->self_start && b <= s->self_end)) {
             if (nt == RB_MAX_REGIONS)
                 return -E2BIG;
-            tracked[nt++] = (struct rb_range){a, b};
+            int prot = (perm[0] == 'r' ? PROT_READ : 0) | (perm[1] == 'w' ? PROT_WRITE : 0) |
+                       (perm[2] == 'x' ? PROT_EXEC : 0);
+            tracked[nt++] = (struct rb_range){a, b, prot};
         }
         p = nl + 1;
     }
@@ -450,12 +464,18 @@ static int highest_fd(void)
 /* The holder: the snapshot, copy-on-write.  Only raw system calls, on a
  * stack the snapshot counts as dead, so that its memory stays as the
  * worker's was. */
-static __attribute__((noreturn, noinline)) void holder_main(pid_t parent)
+static __attribute__((noreturn, noinline)) void holder_main(const struct rb_snap *s, pid_t parent)
 {
     syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if (syscall(SYS_getppid) != parent)
         syscall(SYS_exit_group, 0);
     syscall(SYS_close_range, 0, ~0u, 0);
+    /* Every tracked page readable by the worker's process_vm_readv (the
+     * protection of the holder's mappings, not their contents). */
+    for (size_t i = 0; i < s->nregions; i++)
+        if (!(s->regions[i].prot & PROT_READ))
+            syscall(SYS_mprotect, s->regions[i].start, s->regions[i].end - s->regions[i].start,
+                    PROT_READ);
     for (;;)
         syscall(SYS_pause);
 }
@@ -540,7 +560,7 @@ int rb_take(struct rb_snap *s, char *why, size_t len)
     pid_t self = getpid();
     long pid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
     if (pid == 0)
-        holder_main(self);
+        holder_main(s, self);
     if (pid < 0) {
         snprintf(why, len, "cloning the snapshot's holder: %s", strerror(errno));
         return -errno;
@@ -626,6 +646,33 @@ static void flush_iov(struct rb_snap *s)
     s->niov = 0;
 }
 
+/* Make the tracked region holding a writable for the copy back, if the
+ * snapshot had it read-only or inaccessible; close_regions undoes it. */
+static void open_region_of(struct rb_snap *s, uintptr_t a)
+{
+    for (size_t i = 0; i < s->nregions; i++)
+        if (s->regions[i].start <= a && a < s->regions[i].end) {
+            if ((s->regions[i].prot & PROT_WRITE) || s->opened[i])
+                return;
+            if (syscall(SYS_mprotect, s->regions[i].start,
+                        s->regions[i].end - s->regions[i].start, PROT_READ | PROT_WRITE) != 0)
+                rb_fail(s, "opening a protected mapping for the copy back", errno);
+            s->opened[i] = 1;
+            return;
+        }
+}
+
+static void close_regions(struct rb_snap *s)
+{
+    for (size_t i = 0; i < s->nregions; i++)
+        if (s->opened[i]) {
+            if (syscall(SYS_mprotect, s->regions[i].start,
+                        s->regions[i].end - s->regions[i].start, s->regions[i].prot) != 0)
+                rb_fail(s, "protecting a mapping again", errno);
+            s->opened[i] = 0;
+        }
+}
+
 /* Pages [a, b) were written in the session: copy them back. */
 static void restore_range(struct rb_snap *s, uintptr_t a, uintptr_t b)
 {
@@ -633,6 +680,7 @@ static void restore_range(struct rb_snap *s, uintptr_t a, uintptr_t b)
     s->ranges++;
     if (s->method == RB_TEST_SKIP_RESTORE)
         return;
+    open_region_of(s, a);
     if (s->niov == RB_IOV)
         flush_iov(s);
     s->iov[s->niov++] = (struct iovec){(void *)a, b - a};
@@ -657,6 +705,7 @@ static void restore_uffd(struct rb_snap *s)
     long n = uffd_scan(s->pagemap, s->lo, s->hi, NULL, 0, &walk_end, 1);
     if (n < 0)
         rb_fail(s, "write-protecting the pages again", (int)-n);
+    close_regions(s);
 }
 
 static void restore_softdirty(struct rb_snap *s)
@@ -687,6 +736,7 @@ static void restore_softdirty(struct rb_snap *s)
             restore_range(s, run, b);
     }
     flush_iov(s);
+    close_regions(s);
     int rc = write_clear_refs(s->clear_refs);
     if (rc)
         rb_fail(s, "clearing the soft-dirty bits", -rc);
@@ -717,6 +767,9 @@ static uint64_t mismatched_pages(struct rb_snap *s)
     uint64_t bad = 0;
     for (size_t i = 0; i < s->nregions; i++) {
         uintptr_t a = s->regions[i].start, b = s->regions[i].end;
+        int closed = !(s->regions[i].prot & PROT_READ);
+        if (closed && syscall(SYS_mprotect, a, b - a, PROT_READ) != 0)
+            rb_fail(s, "opening a protected mapping to compare", errno);
         if (a <= s->live_sp && s->live_sp < b)
             a = s->live_sp & ~(uintptr_t)(RB_PAGE - 1);
         for (; a < b; a += RB_CMP_BYTES) {
@@ -733,6 +786,9 @@ static uint64_t mismatched_pages(struct rb_snap *s)
                     bad++;
             }
         }
+        if (closed && syscall(SYS_mprotect, s->regions[i].start, b - s->regions[i].start,
+                              s->regions[i].prot) != 0)
+            rb_fail(s, "protecting a mapping again", errno);
     }
     return bad;
 }

@@ -185,10 +185,13 @@ static int startup_item_intact(const char *reply, size_t i)
  * forgets: whether the mode must have forgotten session one; same_pid:
  * whether one process (the one worker) serves both (-1: either way);
  * method: the --rollback-method, or NULL. */
+/* The mechanism of the store in check_sessions. */
+static const char *sessions_mech = "direct";
+
 static void check_sessions(const char *mode, int forgets, int same_pid, const char *method)
 {
     subreaper();
-    const char *args[16] = {"-m", "direct", "--port", "0", "--heap-mb", "4", "--startup-mb", "1",
+    const char *args[16] = {"-m", sessions_mech, "--port", "0", "--heap-mb", "4", "--startup-mb", "1",
                             "--session", mode, NULL};
     if (method) {
         enum rb_method m;
@@ -280,6 +283,18 @@ static void t_rollback_uffd_forgets_in_one_worker(void)
 }
 static void t_rollback_softdirty_forgets_in_one_worker(void)
 {
+    check_sessions("rollback", 1, 1, "softdirty");
+}
+/* mprotect keeps the store PROT_NONE between calls: a rollback must still
+ * find and undo what a session wrote there. */
+static void t_rollback_uffd_mprotect_store_forgets(void)
+{
+    sessions_mech = "mprotect";
+    check_sessions("rollback", 1, 1, "uffd");
+}
+static void t_rollback_softdirty_mprotect_store_forgets(void)
+{
+    sessions_mech = "mprotect";
     check_sessions("rollback", 1, 1, "softdirty");
 }
 /* fork: the worker exits after its session, a fresh one takes its place. */
@@ -498,6 +513,8 @@ int main(void)
     CASE(t_rollback_forgets_each_session);
     CASE(t_rollback_uffd_forgets_in_one_worker);
     CASE(t_rollback_softdirty_forgets_in_one_worker);
+    CASE(t_rollback_uffd_mprotect_store_forgets);
+    CASE(t_rollback_softdirty_mprotect_store_forgets);
     CASE(t_rollback_fork_forgets_each_session);
     CASE(t_rollback_memory_equals_snapshot);
     CASE(t_rollback_without_restore_is_caught);
