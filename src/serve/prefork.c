@@ -116,8 +116,12 @@ static __attribute__((noreturn)) void worker_main(struct server *sv, int trial,
         }
     }
     char why[256];
-    worker_snap = rb_prepare(sv->o->rb_method, totals, sv->o->rb_verify || trial, why,
-                             sizeof why);
+    /* A store kept closed between calls is at most the heap with its
+     * start-up state; a closed mapping of more than twice that, and 64 MiB,
+     * is a reservation. */
+    size_t heap = (sv->o->heap_mb << 20) + isob_serve_startup_heap(&sv->o->startup);
+    worker_snap = rb_prepare(sv->o->rb_method, totals, sv->o->rb_verify || trial,
+                             2 * heap + (64u << 20), why, sizeof why);
     if (!worker_snap) {
         fprintf(stderr, "isob serve: a worker cannot prepare its snapshot: %s\n", why);
         _exit(3);

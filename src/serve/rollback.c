@@ -70,9 +70,6 @@
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY 1
 #endif
-#ifndef UFFD_FEATURE_WP_UNPOPULATED
-#define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
-#endif
 #ifndef UFFD_FEATURE_WP_ASYNC
 #define UFFD_FEATURE_WP_ASYNC (1 << 15)
 #endif
@@ -88,6 +85,8 @@ struct rb_pm_scan_arg {
 #define RB_PAGEMAP_SCAN _IOWR('f', 16, struct rb_pm_scan_arg)
 #define RB_PAGE_IS_WPALLOWED (1u << 0)
 #define RB_PAGE_IS_WRITTEN (1u << 1)
+#define RB_PAGE_IS_PRESENT (1u << 3)
+#define RB_PAGE_IS_SWAPPED (1u << 4)
 #define RB_PM_SCAN_WP_MATCHING (1u << 0)
 #define RB_PM_SCAN_CHECK_WPASYNC (1u << 1)
 
@@ -126,10 +125,12 @@ struct rb_snap {
     void *jb[5];                  /* __builtin_setjmp's buffer */
     enum rb_method method;
     int softdirty;                /* tracked by soft-dirty bits, else by uffd */
+    size_t closed_max;            /* the largest non-writable anonymous mapping tracked */
     int verify;
     struct isob_serve_rollback *totals;
     pid_t holder;
     int uffd, pagemap, maps, clear_refs, statm;
+    int holder_pagemap;           /* --rollback-verify: the holder's pagemap */
     uintptr_t lo, hi;             /* from the lowest tracked page to the highest */
     unsigned long vm_size, vm_data; /* /proc/self/statm at the snapshot */
     int max_fd;                   /* descriptors above it are the session's */
@@ -197,8 +198,11 @@ static int uffd_open(void)
         fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return -errno;
-    struct uffdio_api api = {.api = UFFD_API,
-                             .features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED};
+    /* Not UFFD_FEATURE_WP_UNPOPULATED: a page first mapped after the
+     * protection has no protection bit and so counts as written anyway, and
+     * marking every unpopulated page would fill the page tables of a
+     * reservation of gigabytes (wasm's). */
+    struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_WP_ASYNC};
     if (ioctl(fd, UFFDIO_API, &api) != 0) {
         int err = -errno;
         close(fd);
@@ -331,7 +335,7 @@ static __attribute__((noinline)) void grow_stack(void)
 }
 
 struct rb_snap *rb_prepare(enum rb_method m, struct isob_serve_rollback *totals, int verify,
-                           char *why, size_t len)
+                           size_t closed_max, char *why, size_t len)
 {
     struct rb_snap *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE,
                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -340,6 +344,7 @@ struct rb_snap *rb_prepare(enum rb_method m, struct isob_serve_rollback *totals,
         return NULL;
     }
     s->method = m;
+    s->closed_max = closed_max;
     /* The test-only method tracks as uffd does, or as softdirty where
      * uffd cannot run. */
     char no[256];
@@ -347,7 +352,7 @@ struct rb_snap *rb_prepare(enum rb_method m, struct isob_serve_rollback *totals,
                    (m == RB_TEST_SKIP_RESTORE && rb_probe(RB_UFFD, no, sizeof no) != 0);
     s->verify = verify;
     s->totals = totals;
-    s->uffd = s->pagemap = s->maps = s->clear_refs = -1;
+    s->uffd = s->pagemap = s->maps = s->clear_refs = s->holder_pagemap = -1;
     s->self_start = (uintptr_t)s;
     s->self_end = ((uintptr_t)s + sizeof *s + RB_PAGE - 1) & ~(uintptr_t)(RB_PAGE - 1);
     rb_cur = s;
@@ -415,9 +420,11 @@ static int parse_maps(const struct rb_snap *s, const char *text, size_t len,
         }
         /* Private mappings that are writable, or anonymous whatever their
          * protection now (a store kept PROT_NONE between calls, as the
-         * mprotect mechanism's, is written while a call has it open); not
+         * mprotect mechanism's, is written while a call has it open), up
+         * to closed_max: larger ones are reservations no call writes (wasm's
+         * gigabytes of guard), which the scans would walk each time; not
          * the kernel's ([vvar], [vdso], [vsyscall]) nor s itself. */
-        int anon = inode == 0 && strncmp(name, "[v", 2) != 0;
+        int anon = inode == 0 && strncmp(name, "[v", 2) != 0 && b - a <= s->closed_max;
         if (tracked && perm[3] == 'p' && (perm[1] == 'w' || anon) &&
             !(a >= s->self_start && b <= s->self_end)) {
             if (nt == RB_MAX_REGIONS)
@@ -469,13 +476,14 @@ static __attribute__((noreturn, noinline)) void holder_main(const struct rb_snap
     syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if (syscall(SYS_getppid) != parent)
         syscall(SYS_exit_group, 0);
-    syscall(SYS_close_range, 0, ~0u, 0);
     /* Every tracked page readable by the worker's process_vm_readv (the
-     * protection of the holder's mappings, not their contents). */
+     * protection of the holder's mappings, not their contents); then every
+     * descriptor closed, which the worker waits for (the end of a pipe). */
     for (size_t i = 0; i < s->nregions; i++)
         if (!(s->regions[i].prot & PROT_READ))
             syscall(SYS_mprotect, s->regions[i].start, s->regions[i].end - s->regions[i].start,
                     PROT_READ);
+    syscall(SYS_close_range, 0, ~0u, 0);
     for (;;)
         syscall(SYS_pause);
 }
@@ -557,15 +565,40 @@ int rb_take(struct rb_snap *s, char *why, size_t len)
     s->brk = (uintptr_t)syscall(SYS_brk, 0);
     /* The snapshot: everything written from here on is tracked, and the
      * holder keeps what it was. */
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) != 0) {
+        snprintf(why, len, "pipe: %s", strerror(errno));
+        return -errno;
+    }
     pid_t self = getpid();
     long pid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
     if (pid == 0)
         holder_main(s, self);
+    int err = errno;
+    close(ready[1]);
     if (pid < 0) {
-        snprintf(why, len, "cloning the snapshot's holder: %s", strerror(errno));
-        return -errno;
+        close(ready[0]);
+        snprintf(why, len, "cloning the snapshot's holder: %s", strerror(err));
+        return -err;
     }
     s->holder = (pid_t)pid;
+    /* The holder has set up (the pipe's end: it closed its copy). */
+    char c;
+    while (read(ready[0], &c, 1) < 0 && errno == EINTR)
+        ;
+    close(ready[0]);
+    if (s->verify) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/pagemap", (int)pid);
+        s->holder_pagemap = open(path, O_RDONLY | O_CLOEXEC);
+        if (s->holder_pagemap < 0) {
+            snprintf(why, len, "%s: %s", path, strerror(errno));
+            return -errno;
+        }
+        /* Kept by the rollbacks, which close what is above max_fd. */
+        if (s->holder_pagemap > s->max_fd)
+            s->max_fd = s->holder_pagemap;
+    }
     return 0;
 }
 
@@ -688,8 +721,11 @@ static void restore_range(struct rb_snap *s, uintptr_t a, uintptr_t b)
 
 static void restore_uffd(struct rb_snap *s)
 {
-    /* Copy back every written range, then protect them again (protecting
-     * first would count the copy as the next session's write). */
+    /* A batch of written ranges at a time: copied back, then protected
+     * again (protecting first would count the copy as the next session's
+     * write).  Range by range, not by PAGEMAP_SCAN's PM_SCAN_WP_MATCHING,
+     * which would also mark every hole of the mappings scanned (all of a
+     * reservation of gigabytes). */
     uintptr_t a = s->lo;
     while (a < s->hi) {
         uintptr_t walk_end = s->hi;
@@ -698,13 +734,14 @@ static void restore_uffd(struct rb_snap *s)
             rb_fail(s, "PAGEMAP_SCAN", (int)-n);
         for (long k = 0; k < n; k++)
             restore_range(s, s->vec[k].start, s->vec[k].end);
+        flush_iov(s);
+        for (long k = 0; k < n; k++) {
+            int rc = uffd_protect(s->uffd, s->vec[k].start, s->vec[k].end);
+            if (rc)
+                rb_fail(s, "write-protecting the pages again", -rc);
+        }
         a = walk_end > a ? walk_end : s->hi;
     }
-    flush_iov(s);
-    uintptr_t walk_end;
-    long n = uffd_scan(s->pagemap, s->lo, s->hi, NULL, 0, &walk_end, 1);
-    if (n < 0)
-        rb_fail(s, "write-protecting the pages again", (int)-n);
     close_regions(s);
 }
 
@@ -762,6 +799,23 @@ static int page_differs(const struct rb_snap *s, const unsigned char *snap, uint
  * snapshot's (the stack below the snapshot's frame, dead then, left out;
  * and the thread's rseq area, whose CPU number the kernel rewrites whenever
  * the thread comes back to user space after a switch). */
+/* The first page in [a, b) that the process of pagemap fd holds (present
+ * or swapped out), or b; where PAGEMAP_SCAN fails, a (compare it all). */
+static uintptr_t first_held(int fd, uintptr_t a, uintptr_t b)
+{
+    struct rb_page_region v;
+    struct rb_pm_scan_arg arg = {
+        .size = sizeof arg, .start = a, .end = b, .vec = (uintptr_t)&v, .vec_len = 1,
+        .category_anyof_mask = RB_PAGE_IS_PRESENT | RB_PAGE_IS_SWAPPED,
+        .return_mask = RB_PAGE_IS_PRESENT | RB_PAGE_IS_SWAPPED};
+    /* errno is memory the comparison covers (thread-local, in the heap of a
+     * static program): a failing call must leave it as it was. */
+    int saved = errno;
+    long n = ioctl(fd, RB_PAGEMAP_SCAN, &arg);
+    errno = saved;
+    return n < 0 ? a : n == 0 ? b : (uintptr_t)v.start;
+}
+
 static uint64_t mismatched_pages(struct rb_snap *s)
 {
     uint64_t bad = 0;
@@ -773,6 +827,15 @@ static uint64_t mismatched_pages(struct rb_snap *s)
         if (a <= s->live_sp && s->live_sp < b)
             a = s->live_sp & ~(uintptr_t)(RB_PAGE - 1);
         for (; a < b; a += RB_CMP_BYTES) {
+            /* Pages neither process holds read as zero in both: from the
+             * next page one of them holds (a reservation of gigabytes, as
+             * wasm's, holds few). */
+            uintptr_t w = first_held(s->pagemap, a, b), h = first_held(s->holder_pagemap, a, b);
+            uintptr_t next = w < h ? w : h;
+            if (next >= b)
+                break;
+            if (next > a)
+                a = next;
             size_t n = b - a < RB_CMP_BYTES ? b - a : RB_CMP_BYTES;
             struct iovec l = {s->cmp, n}, r = {(void *)a, n};
             if (syscall(SYS_process_vm_readv, s->holder, &l, 1, &r, 1, 0) != (long)n)

@@ -175,8 +175,11 @@ int rb_probe(enum rb_method m, char *why, size_t len);
  * rb_take takes the snapshot; every rb_rollback(s) later comes back from
  * that __builtin_setjmp (returning 1) with the memory as it was. */
 struct rb_snap;
+/* closed_max: the largest anonymous mapping tracked while not writable at
+ * the snapshot (a store kept PROT_NONE between calls); larger ones are
+ * reservations that no call writes. */
 struct rb_snap *rb_prepare(enum rb_method m, struct isob_serve_rollback *totals, int verify,
-                           char *why, size_t len);
+                           size_t closed_max, char *why, size_t len);
 void **rb_jmpbuf(struct rb_snap *s);
 int rb_take(struct rb_snap *s, char *why, size_t len);
 __attribute__((noreturn)) void rb_rollback(struct rb_snap *s);
