@@ -122,6 +122,20 @@ typedef void (*isob_serve_clock_fn)(struct isob_serve_time *now);
 /* memcached's bound between relative and absolute exptimes: 30 days. */
 #define ISOB_SERVE_RELATIVE_MAX (60 * 60 * 24 * 30)
 
+/* --session rollback: what the workers' rollbacks did, summed over every
+ * worker (src/serve/rollback.c), in memory the workers share. */
+struct isob_serve_rollback {
+    char method[24];                /* uffd, softdirty or fork */
+    uint64_t workers;
+    uint64_t sessions;              /* sessions rolled back (fork: workers replaced) */
+    uint64_t pages, ranges;         /* pages copied back, in ranges of adjacent pages */
+    uint64_t ns;                    /* CPU time spent rolling back (fork: in fork()) */
+    uint64_t map_ns;                /* of which closing descriptors and checking the map */
+    uint64_t unmapped;              /* mappings a session made, undone */
+    uint64_t failed;                /* workers that could not roll back, replaced */
+    uint64_t verified, mismatched;  /* --rollback-verify: rollbacks compared, pages unequal */
+};
+
 struct isob_serve {
     struct isob_comp *comp;
     struct isob_msg *msg;           /* the compartment's shared buffer */
@@ -144,6 +158,7 @@ struct isob_serve {
     uint64_t evictions_base, reclaimed_base; /* the store's counters at stats reset */
     int http;                       /* requests are HTTP/1.x GETs (--http), else memcached's */
     const char *session;            /* how sessions share this state (--session), for stats */
+    const struct isob_serve_rollback *rollback; /* --session rollback's totals, for stats */
     uint64_t startup_items;         /* start-up state stored (isob_serve_startup) */
     uint64_t preloaded;             /* loadgen's keys stored at start-up */
     uint64_t startup_ns;            /* how long isob_serve_startup took */

@@ -1037,6 +1037,25 @@ static int exec_stats(struct isob_serve *s, struct isob_buf *out)
     int rc = put(out, line, (size_t)n);
     for (size_t i = 0; rc == 0 && i < sizeof lines / sizeof lines[0]; i++)
         rc = stat_line(out, lines[i].name, lines[i].v);
+    const struct isob_serve_rollback *rb = s->rollback;
+    if (rb && rc == 0) {
+        /* Summed over every worker; read while the others go on. */
+        n = snprintf(line, sizeof line, "STAT rollback_method %s\r\n", rb->method);
+        rc = put(out, line, (size_t)n);
+        const struct { const char *name; unsigned long long v; } rl[] = {
+            {"rollback_workers", rb->workers},
+            {"rollback_sessions", __atomic_load_n(&rb->sessions, __ATOMIC_RELAXED)},
+            {"rollback_pages", __atomic_load_n(&rb->pages, __ATOMIC_RELAXED)},
+            {"rollback_ranges", __atomic_load_n(&rb->ranges, __ATOMIC_RELAXED)},
+            {"rollback_usec", __atomic_load_n(&rb->ns, __ATOMIC_RELAXED) / 1000},
+            {"rollback_unmapped", __atomic_load_n(&rb->unmapped, __ATOMIC_RELAXED)},
+            {"rollback_failed", __atomic_load_n(&rb->failed, __ATOMIC_RELAXED)},
+            {"rollback_verified", __atomic_load_n(&rb->verified, __ATOMIC_RELAXED)},
+            {"rollback_mismatched_pages", __atomic_load_n(&rb->mismatched, __ATOMIC_RELAXED)},
+        };
+        for (size_t i = 0; rc == 0 && i < sizeof rl / sizeof rl[0]; i++)
+            rc = stat_line(out, rl[i].name, rl[i].v);
+    }
     return rc ? rc : PUT_LIT(out, "END\r\n");
 }
 

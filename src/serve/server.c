@@ -12,9 +12,11 @@
  * own buffer for a command that arrived in pieces.
  *
  * --session says where a connection is served: here (shared), in a
- * light-weight context made per connection from the state after start-up
- * (rollback), or in a process forked per connection that starts up by
- * itself (fork); session.c has the last two, sock.c one socket's I/O. */
+ * prefork worker that rolls back to the state after start-up when the
+ * session ends (rollback; prefork.c, rollback.c), in a light-weight context
+ * made per connection from that state (rollback --per-connection), or in a
+ * process forked per connection that starts up by itself (fork); session.c
+ * has the last two, sock.c one socket's I/O. */
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <netinet/in.h>
@@ -53,6 +55,12 @@
 /* --preload-value when not given: loadgen's value size, the lwC paper's
  * 45-byte documents. */
 #define PRELOAD_VALUE_DEFAULT 45
+/* --workers when not given, and the most it takes.  A worker serves one
+ * session at a time and sleeps while its client thinks: fewer workers than
+ * concurrent clients leave clients waiting in the backlog and workers
+ * waking once per request from an idle CPU. */
+#define WORKERS_DEFAULT 16
+#define WORKERS_MAX 4096
 /* The most --preload-keys takes (loadgen's --keys bound). */
 #define PRELOAD_KEYS_MAX 10000000
 
@@ -258,14 +266,34 @@ static void usage(FILE *f)
         "                        shared    one store; what a session set, the next sees\n"
         "                        fork      a fresh process per connection, which starts\n"
         "                                  up by itself and ends with the connection\n"
-        "                        rollback  a light-weight context per connection, made\n"
-        "                                  from the state after start-up and discarded\n"
-        "                                  when the connection ends\n"
-        "                      fork and rollback need a mechanism without a second\n"
-        "                      context (direct, mprotect, ...): the store goes with\n"
-        "                      the session\n"
-        "  --per-connection    one context per connection (isolates connections from\n"
-        "                      each other): the same as --session rollback\n"
+        "                        rollback  prefork workers: each snapshots itself after\n"
+        "                                  start-up, serves one session at a time in\n"
+        "                                  its own process and rolls back to the\n"
+        "                                  snapshot when the session ends\n"
+        "                        prefork   the same workers without the rollback: a\n"
+        "                                  session sees what earlier ones in its worker\n"
+        "                                  did (no isolation; the baseline of rollback)\n"
+        "                      fork, rollback and prefork need a mechanism without a\n"
+        "                      second context (direct, mprotect, ...): the store goes\n"
+        "                      with the session\n"
+        "  --workers N         rollback, prefork: worker processes, each serving one\n"
+        "                      session at a time; more connections wait in the listen\n"
+        "                      backlog: give at least the concurrent clients [%d]\n"
+        "  --rollback-method M rollback: how a worker finds and undoes what a session\n"
+        "                      wrote [uffd]; one that cannot run here falls back to\n"
+        "                      the next, with a line saying why:\n"
+        "                        uffd       userfaultfd write-protect (asynchronous,\n"
+        "                                   Linux 6.7) finds the pages written\n"
+        "                        softdirty  the kernel's soft-dirty bits find them\n"
+        "                        fork       the worker exits after its session and a\n"
+        "                                   fresh fork of the master replaces it\n"
+        "  --rollback-verify   rollback: after each rollback compare all the worker's\n"
+        "                      private memory with the snapshot (slow; for checking):\n"
+        "                      stats' rollback_mismatched_pages counts what differed\n"
+        "  --per-connection    one light-weight context per connection instead of\n"
+        "                      workers (isolates connections open at once from each\n"
+        "                      other; every request switches to its context and\n"
+        "                      back): implies --session rollback\n"
         "  --http              serve HTTP/1.x GET instead of the memcached protocol:\n"
         "                      the document at / is the %d bytes isob loadgen checks\n"
         "  --startup-mb N      build N MiB of start-up state (items startup_000000...,\n"
@@ -302,7 +330,7 @@ static void usage(FILE *f)
         "the request in flight, is logged and restarted empty.\n",
         ISOB_SERVE_DEFAULT_PORT, ISOB_SERVE_DEFAULT_BIND, isob_serve_value_limit(),
         isob_serve_value_max(), ISOB_SERVE_DEFAULT_HEAP_MB,
-        buffer_min_mb(isob_serve_value_limit()), ISOB_SERVE_DEFAULT_MAX_CONNS,
+        buffer_min_mb(isob_serve_value_limit()), ISOB_SERVE_DEFAULT_MAX_CONNS, WORKERS_DEFAULT,
         ISOB_HTTP_DOC_BYTES, ISOB_SERVE_STARTUP_VALUE, ISOB_SERVE_STARTUP_MAX_MB,
         PRELOAD_VALUE_DEFAULT, ISOB_HTTP_DOC_BYTES, ISOB_HTTP_DOC_MAX, ISOB_HTTP_DOC_BYTES);
 }
@@ -331,7 +359,7 @@ static int parse_num(const char *s, unsigned long long lo, unsigned long long hi
 enum { OPT_PORT = 256, OPT_BIND, OPT_MAX_VALUE, OPT_HEAP_MB, OPT_CPU, OPT_COMP_CPU,
        OPT_MAX_CONNS, OPT_BUFFER_MB, OPT_SESSION, OPT_PER_CONN, OPT_HTTP, OPT_STARTUP_MB,
        OPT_PRELOAD_KEYS, OPT_PRELOAD_VALUE, OPT_MEMORY_LIMIT_MB, OPT_DOC_BYTES, OPT_MONITOR,
-       OPT_TLS, OPT_TLS_KEY };
+       OPT_TLS, OPT_TLS_KEY, OPT_WORKERS, OPT_RB_METHOD, OPT_RB_VERIFY };
 
 /* 0, or the exit status to return (-1: help was printed, exit 0). */
 static int parse_opts(int argc, char **argv, struct serve_opts *o)
@@ -347,6 +375,9 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
         {"memory-limit-mb", required_argument, 0, OPT_MEMORY_LIMIT_MB},
         {"session", required_argument, 0, OPT_SESSION},
         {"per-connection", no_argument, 0, OPT_PER_CONN}, {"http", no_argument, 0, OPT_HTTP},
+        {"workers", required_argument, 0, OPT_WORKERS},
+        {"rollback-method", required_argument, 0, OPT_RB_METHOD},
+        {"rollback-verify", no_argument, 0, OPT_RB_VERIFY},
         {"startup-mb", required_argument, 0, OPT_STARTUP_MB},
         {"preload-keys", required_argument, 0, OPT_PRELOAD_KEYS},
         {"preload-value", required_argument, 0, OPT_PRELOAD_VALUE},
@@ -438,11 +469,26 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
                 o->session = SESSION_FORK;
             else if (strcmp(optarg, "rollback") == 0)
                 o->session = SESSION_ROLLBACK;
+            else if (strcmp(optarg, "prefork") == 0)
+                o->session = SESSION_ROLLBACK, o->prefork_plain = 1;
             else
-                return usage_error("--session: '%s' is not shared, fork or rollback", optarg);
+                return usage_error("--session: '%s' is not shared, fork, rollback or prefork",
+                                   optarg);
             session_given = 1;
             break;
         case OPT_PER_CONN: o->per_connection = 1; break;
+        case OPT_WORKERS:
+            if (parse_num(optarg, 1, WORKERS_MAX, &v))
+                return usage_error("--workers: '%s' is not from 1 to 4096", optarg);
+            o->workers = (size_t)v;
+            break;
+        case OPT_RB_METHOD:
+            if (rb_method_parse(optarg, &o->rb_method) != 0)
+                return usage_error("--rollback-method: '%s' is not uffd, softdirty or fork",
+                                   optarg);
+            o->rb_method_given = 1;
+            break;
+        case OPT_RB_VERIFY: o->rb_verify = 1; break;
         case OPT_HTTP: o->http = 1; break;
         case OPT_STARTUP_MB:
             if (parse_num(optarg, 0, ISOB_SERVE_STARTUP_MAX_MB, &v)) {
@@ -491,12 +537,24 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
     if (!o->mech)
         return usage_error("serve needs -m MECH%s", "");
     if (o->per_connection) {
-        if (session_given && o->session != SESSION_ROLLBACK)
+        if (session_given && (o->session != SESSION_ROLLBACK || o->prefork_plain))
             return usage_error("--per-connection is a context per connection, which is --session "
                                "rollback, not --session %s", o->session == SESSION_FORK ? "fork"
-                                                                                        : "shared");
+                                                 : o->prefork_plain ? "prefork" : "shared");
         o->session = SESSION_ROLLBACK;
     }
+    int prefork = o->session == SESSION_ROLLBACK && !o->per_connection;
+    if (o->prefork_plain && (o->per_connection || o->rb_method_given || o->rb_verify))
+        return usage_error("--session prefork does not roll back: it takes --workers, not "
+                           "--per-connection, --rollback-method or --rollback-verify%s", "");
+    if (o->prefork_plain)
+        o->rb_method = RB_NONE;
+    if ((o->workers || o->rb_method_given || o->rb_verify) && !prefork)
+        return usage_error("--workers, --rollback-method and --rollback-verify are for the "
+                           "workers of --session rollback%s", o->per_connection
+                           ? ", not --per-connection" : "");
+    if (prefork && !o->workers)
+        o->workers = WORKERS_DEFAULT;
     if (o->startup.startup_mb && o->max_value < ISOB_SERVE_STARTUP_VALUE) {
         char need[48];
         snprintf(need, sizeof need, "%u", ISOB_SERVE_STARTUP_VALUE);
@@ -713,7 +771,12 @@ static int run(struct server *sv)
                 char drain[64];
                 while (read(sv->cfd, drain, sizeof drain) > 0)
                     ;
-                session_fork_reap(sv);
+                if (sv->rb) {
+                    if (prefork_reap(sv) != 0)
+                        return 1;
+                } else {
+                    session_fork_reap(sv);
+                }
                 continue;
             }
             /* A connection closed earlier in this batch cannot appear
@@ -749,9 +812,32 @@ static int fork_trial(struct server *sv)
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }
 
-static const char *session_name(enum serve_session s)
+static const char *session_name(const struct serve_opts *o)
 {
-    return s == SESSION_FORK ? "fork" : s == SESSION_ROLLBACK ? "rollback" : "shared";
+    return o->session == SESSION_FORK ? "fork"
+           : o->session != SESSION_ROLLBACK ? "shared"
+           : o->per_connection ? "per-connection"
+           : o->prefork_plain ? "prefork" : "rollback";
+}
+
+/* The rollback method that works here: the one asked for, or the next one
+ * down (uffd, softdirty, fork), with a line saying why.  0, or the exit
+ * status. */
+static int choose_rollback(struct serve_opts *o)
+{
+    char why[256];
+    while (rb_probe(o->rb_method, why, sizeof why) != 0) {
+        if (o->rb_method == RB_TEST_SKIP_RESTORE) {
+            fprintf(stderr, "isob serve: --rollback-method %s cannot run here: %s\n",
+                    rb_method_name(o->rb_method), why);
+            return EXIT_SKIP;
+        }
+        enum rb_method next = o->rb_method == RB_UFFD ? RB_SOFTDIRTY : RB_FORK;
+        fprintf(stderr, "isob serve: rollback method %s cannot run here: %s; using %s\n",
+                rb_method_name(o->rb_method), why, rb_method_name(next));
+        o->rb_method = next;
+    }
+    return 0;
 }
 
 int isob_serve_main(int argc, char **argv)
@@ -767,7 +853,7 @@ int isob_serve_main(int argc, char **argv)
         fprintf(stderr, "isob serve: error: --session %s gives each session its own copy of the "
                 "store, which mechanism %s keeps in a second context the copies would share: use "
                 "one without (direct, mprotect, ...) (see isob serve --help)\n",
-                session_name(o.session), m->name);
+                session_name(&o), m->name);
         return EXIT_USAGE;
     }
     char why[512] = "", bound[640] = "";
@@ -787,6 +873,9 @@ int isob_serve_main(int argc, char **argv)
         fprintf(stderr, "isob serve: --tls cannot run here: %s\n", why);
         return EXIT_SKIP;
     }
+    int prefork = o.session == SESSION_ROLLBACK && !o.per_connection;
+    if (prefork && (rc = choose_rollback(&o)) != 0)
+        return rc;
     if (o.cpu >= 0) {
         int prc = isob_pin_self(o.cpu);
         if (prc) {
@@ -840,18 +929,34 @@ int isob_serve_main(int argc, char **argv)
     }
     sv.ep = epoll_create1(EPOLL_CLOEXEC);
     sv.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (sv.ep < 0 || add_tag(sv.ep, sv.lfd, &sv.listen_tag) != 0 ||
+    /* The workers accept, not the master. */
+    if (prefork)
+        sv.cfd = child_signal_init();
+    if (sv.ep < 0 || (!prefork && add_tag(sv.ep, sv.lfd, &sv.listen_tag) != 0) ||
         add_tag(sv.ep, sv.sfd, &sv.signal_tag) != 0 ||
-        (o.session == SESSION_FORK && (sv.cfd < 0 || add_tag(sv.ep, sv.cfd, &sv.child_tag) != 0))) {
+        ((o.session == SESSION_FORK || prefork) &&
+         (sv.cfd < 0 || add_tag(sv.ep, sv.cfd, &sv.child_tag) != 0))) {
         fprintf(stderr, "isob serve: error: setting up epoll: %s\n", strerror(errno));
         goto out;
+    }
+    if (prefork && o.prefork_plain) {
+        if (prefork_start(&sv) != 0)
+            goto out;
+        fprintf(stderr, "isob serve: %zu workers, serving sessions one after another without "
+                "rolling back\n", o.workers);
+    } else if (prefork) {
+        if (prefork_start(&sv) != 0)
+            goto out;
+        fprintf(stderr, "isob serve: %zu workers, rolling back by %s after each session%s\n",
+                o.workers, rb_method_name(o.rb_method),
+                o.rb_verify ? ", each rollback verified against the snapshot" : "");
     }
     if (o.monitor && serve_monitor_init(&sv) != 0)
         goto out;
     if (o.tls && serve_tls_init(&o) != 0)
         goto out;
     fprintf(stderr, "isob serve: listening on %s:%u (mechanism %s), session %s, %s%s%s%s\n", o.bind,
-            port, m->name, session_name(o.session), o.http ? "http" : "memcache",
+            port, m->name, session_name(&o), o.http ? "http" : "memcache",
             o.monitor ? ", monitor " : "", o.monitor ? serve_monitor_name(o.monitor) : "",
             o.tls == TLS_KEY_LWC ? ", tls key in lwc" : o.tls ? ", tls key in process" : "");
     status = o.monitor ? serve_monitor_run(&sv, run) : run(&sv);
@@ -860,6 +965,8 @@ out:
         conn_close(&sv, sv.conns);
     if (o.session == SESSION_FORK)
         session_fork_end_all(&sv);
+    if (prefork)
+        prefork_end_all(&sv);
     free(sv.kids);
     if (sv.lfd >= 0)
         close(sv.lfd);

@@ -1,6 +1,7 @@
 /* What the files of `isob serve` that touch sockets share (server.c: the
  * options and the epoll loop; sock.c: one connection's socket; session.c:
- * the fork and rollback sessions).  Not a public header. */
+ * the fork and per-connection sessions; prefork.c and rollback.c: the
+ * rollback and prefork workers).  Not a public header. */
 #ifndef ISOBENCH_SERVE_SERVER_IMPL_H
 #define ISOBENCH_SERVE_SERVER_IMPL_H
 
@@ -17,8 +18,18 @@
 enum serve_session {
     SESSION_SHARED = 0,  /* one process, one store: what a session did, the next one sees */
     SESSION_FORK,        /* a fresh process per connection, which starts up by itself */
-    SESSION_ROLLBACK,    /* a light-weight context per connection, made from the state
-                            after start-up and discarded when the connection ends */
+    SESSION_ROLLBACK,    /* prefork workers, each serving one session at a time and rolling
+                            back to its snapshot after start-up when it ends; with
+                            --per-connection, a light-weight context per connection */
+};
+
+/* How a rollback worker rolls back (--rollback-method, rollback.c). */
+enum rb_method {
+    RB_UFFD = 0,         /* userfaultfd asynchronous write-protect finds the pages written */
+    RB_SOFTDIRTY,        /* soft-dirty bits find them */
+    RB_FORK,             /* no rollback: the worker exits, a fresh fork of the master replaces it */
+    RB_TEST_SKIP_RESTORE,/* tests only: uffd's tracking (else softdirty's), nothing copied back */
+    RB_NONE              /* --session prefork: no rollback, a worker's sessions share its state */
 };
 
 /* --monitor: which reference monitor checks a GET's file system calls
@@ -60,6 +71,10 @@ struct serve_opts {
     int cpu, comp_cpu, no_evict;
     enum serve_session session;
     int per_connection;       /* --per-connection: one context per connection (rollback) */
+    size_t workers;           /* rollback: prefork workers */
+    enum rb_method rb_method; /* rollback: how the workers roll back */
+    int rb_method_given, rb_verify;
+    int prefork_plain;        /* --session prefork: the workers without rollback */
     int http;                 /* --http: HTTP/1.x GET instead of memcached's protocol */
     enum serve_monitor monitor;  /* --monitor */
     enum serve_tls tls;       /* --tls */
@@ -76,8 +91,10 @@ struct server {
     int spare_fd;             /* closed to accept-and-refuse when out of descriptors */
     size_t max_conns;
     struct conn *conns;
-    pid_t *kids;              /* fork: the session processes alive */
+    pid_t *kids;              /* fork: the session processes alive; rollback: the workers */
     size_t nkids;
+    struct isob_serve_rollback *rb; /* rollback: the workers' totals (shared memory) */
+    int stopping;             /* rollback: workers that end are not replaced */
     unsigned char scratch[SERVE_SCRATCH_BYTES];
     /* Tags for epoll's data.ptr that are not connections. */
     char listen_tag, signal_tag, child_tag;
@@ -91,6 +108,10 @@ struct server {
  * the interest from now on, or -1 when the connection is over (its
  * protocol state released; the descriptor is the caller's to close). */
 int serve_conn_step(struct server *sv, struct conn *c, unsigned events);
+/* A connection that waits for input only, on a blocking socket (a rollback
+ * worker's): block in the read itself rather than in poll and then read,
+ * one system call less per request.  As serve_conn_step. */
+int serve_conn_wait_input(struct server *sv, struct conn *c);
 
 /* --- session.c: sessions in processes of their own ------------------------ */
 
@@ -111,6 +132,12 @@ int session_context_create(struct server *sv, struct conn *c);
 int session_context_step(struct server *sv, struct conn *c, unsigned events);
 /* Rollback: end c's context. */
 void session_context_destroy(struct conn *c);
+
+/* In a session's process: serve the connection fd until it is over (fd
+ * not closed).  blocking: fd is a blocking socket. */
+void session_serve_one(struct server *sv, int fd, int blocking);
+/* In a session's process: signals as a plain process has them. */
+void session_signals(void);
 
 /* Fork, in the listener: a process that starts up and serves fd alone.
  * 0 (the listener keeps no copy of fd) or -errno. */
@@ -149,10 +176,12 @@ void serve_tls_conn_free(struct conn *c);
 /* One step of c's handshake: 1 done, 0 waiting (c->events says for what),
  * -1 failed. */
 int serve_tls_handshake(struct conn *c);
-/* read and send on c's socket, through TLS where c->tls: as read(2) and
- * send(2) (-1 with errno EAGAIN when they would block, c->events then
+/* recv and send on c's socket, through TLS where c->tls: as recv(2) with
+ * flags (MSG_DONTWAIT, or 0 for a rollback worker's blocking wait; TLS
+ * sockets are non-blocking and ignore them) and as send(2), which never
+ * blocks (-1 with errno EAGAIN when they would block, c->events then
  * saying for what under TLS). */
-ssize_t serve_io_read(struct conn *c, void *buf, size_t n);
+ssize_t serve_io_read(struct conn *c, void *buf, size_t n, int flags);
 ssize_t serve_io_send(struct conn *c, const void *p, size_t n);
 /* Under TLS, the close_notify before our side shuts. */
 void serve_tls_close_notify(struct conn *c);
@@ -179,5 +208,43 @@ int session_memory(const struct serve_opts *o, struct session_memory *m);
  * limit; another -errno: the limit could not be read), or with 0 the bound
  * the server holds to. */
 int session_check_memory(const struct serve_opts *o, char *line, size_t len);
+
+/* --- prefork.c: --session rollback's workers ------------------------------- */
+
+/* In the master, started up and listening: the workers, forked.  0 or
+ * -errno (a line on stderr). */
+int prefork_start(struct server *sv);
+/* In the master: reap the children that ended, and replace the workers
+ * among them.  0, or -1 when workers keep failing (the master stops). */
+int prefork_reap(struct server *sv);
+/* In the master: end every worker (and its snapshot), wait for them, and
+ * print the rollbacks' totals. */
+void prefork_end_all(struct server *sv);
+
+/* --- rollback.c: a process's memory rolled back to a snapshot ------------- */
+
+const char *rb_method_name(enum rb_method m);
+/* 0, or -1 for a name that is not a method (the test-only one needs
+ * ISOBENCH_TEST_MECHANISMS=1). */
+int rb_method_parse(const char *s, enum rb_method *m);
+/* Whether m works on this kernel: 0, or -errno with why filled in. */
+int rb_probe(enum rb_method m, char *why, size_t len);
+
+/* In a worker, before the snapshot: its state outside the snapshot, or
+ * NULL with why.  Then, in the function that serves sessions:
+ *     if (__builtin_setjmp(rb_jmpbuf(s)) == 0 && rb_take(s, ...) != 0) fail;
+ * rb_take takes the snapshot; every rb_rollback(s) later comes back from
+ * that __builtin_setjmp (returning 1) with the memory as it was. */
+struct rb_snap;
+/* closed_max: the largest anonymous mapping tracked while not writable at
+ * the snapshot (a store kept PROT_NONE between calls); larger ones are
+ * reservations that no call writes. */
+struct rb_snap *rb_prepare(enum rb_method m, struct isob_serve_rollback *totals, int verify,
+                           size_t closed_max, char *why, size_t len);
+void **rb_jmpbuf(struct rb_snap *s);
+int rb_take(struct rb_snap *s, char *why, size_t len);
+__attribute__((noreturn)) void rb_rollback(struct rb_snap *s);
+/* End the snapshot (its holder). */
+void rb_end(struct rb_snap *s);
 
 #endif

@@ -1,12 +1,12 @@
 /* Sessions of `isob serve` in processes of their own (--session fork and
- * rollback, server_impl.h), the two ways lwC's servers isolate one client's
+ * --per-connection, server_impl.h), ways lwC's servers isolate one client's
  * session from the next (Litton et al., OSDI 2016, the Apache and nginx
- * cases).
+ * cases); --session rollback's prefork workers are in prefork.c.
  *
- * rollback: the server starts up once and then serves nothing itself.  Each
- * accepted connection gets a light-weight context (include/isobench/lwc.h)
- * made from the server as start-up left it, holding that connection's
- * socket and no other descriptor.  The server's epoll loop hands the
+ * --per-connection: the server starts up once and then serves nothing
+ * itself.  Each accepted connection gets a light-weight context
+ * (include/isobench/lwc.h) made from the server as start-up left it,
+ * holding that connection's socket and no other descriptor.  The server's epoll loop hands the
  * socket's events to the context with lwc_switch; the context runs the
  * connection until it would block and switches back with the interest it
  * has now.  When the connection ends the context is destroyed, and with it
@@ -81,8 +81,10 @@ int serve_store_fill(struct server *sv)
     sv->s.evict = !o->no_evict;
     sv->s.http = o->http;
     sv->s.session = o->session == SESSION_FORK       ? "fork"
-                    : o->session == SESSION_ROLLBACK ? "rollback"
-                                                     : "shared";
+                    : o->session != SESSION_ROLLBACK ? "shared"
+                    : o->per_connection              ? "per-connection"
+                    : o->prefork_plain               ? "prefork"
+                                                     : "rollback";
     int rc = isob_serve_startup(&sv->s, &o->startup);
     if (rc) {
         fprintf(stderr, "isob serve: error: storing the start-up state (%zu keys, %zu MiB) in "
@@ -108,7 +110,7 @@ int serve_start_up(struct server *sv)
 /* In a session's process: signals as a plain process has them, so that a
  * signal to the server's process group ends it at once (the server's
  * handlers would write to a pipe this process does not have). */
-static void session_signals(void)
+void session_signals(void)
 {
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
@@ -219,24 +221,40 @@ static __attribute__((noreturn)) void fork_main(struct server *sv, int fd)
         refuse_session(fd, sv->o->http);
         _exit(1);
     }
+    sv->s.st.total_connections = 0;
+    session_serve_one(sv, fd, 0);
+    close(fd);
+    _exit(0);
+}
+
+void session_serve_one(struct server *sv, int fd, int blocking)
+{
     struct conn *c = calloc(1, sizeof *c);
     if (!c)
         _exit(1);
     c->fd = fd;
     sv->conns = c;
-    sv->s.st.curr_connections = sv->s.st.total_connections = 1;
+    sv->s.st.curr_connections = 1;
+    sv->s.st.total_connections++;
     isob_conn_init(&c->c, &sv->s);
     unsigned events = EPOLLIN;
-    while (serve_conn_step(sv, c, events) == 0) {
+    int over = blocking ? serve_conn_wait_input(sv, c) : serve_conn_step(sv, c, events);
+    while (!over) {
+        if (blocking && c->events == EPOLLIN && !c->draining) {
+            over = serve_conn_wait_input(sv, c);
+            continue;
+        }
         struct pollfd p = {fd, (short)((c->events & EPOLLIN ? POLLIN : 0) |
                                        (c->events & EPOLLOUT ? POLLOUT : 0)), 0};
         while (poll(&p, 1, -1) < 0 && errno == EINTR)
             ;
         events = (p.revents & POLLIN ? EPOLLIN : 0) | (p.revents & POLLOUT ? EPOLLOUT : 0) |
                  (p.revents & POLLHUP ? EPOLLHUP : 0) | (p.revents & POLLERR ? EPOLLERR : 0);
+        over = serve_conn_step(sv, c, events);
     }
-    close(fd);
-    _exit(0);
+    sv->conns = NULL;
+    sv->s.st.curr_connections = 0;
+    free(c);
 }
 
 int session_fork(struct server *sv, int fd)
@@ -295,8 +313,14 @@ void session_fork_end_all(struct server *sv)
 int session_check_limits(const struct serve_opts *o, char *why, size_t len)
 {
     char what[128];
+    if (o->session == SESSION_ROLLBACK && !o->per_connection) {
+        /* Each worker and the holder of its snapshot, and the master. */
+        snprintf(what, sizeof what, "--workers %zu with --session rollback (two processes per "
+                 "worker)", o->workers);
+        return uk_check_tasks(what, 2 * (uint64_t)o->workers + 3, why, len);
+    }
     snprintf(what, sizeof what, "--max-conns %zu with --session %s (a process per connection)",
-             o->max_conns, o->session == SESSION_FORK ? "fork" : "rollback");
+             o->max_conns, o->session == SESSION_FORK ? "fork" : "rollback --per-connection");
     /* The server itself, a compartment's server and a trial start-up. */
     int rc = uk_check_tasks(what, (uint64_t)o->max_conns + 3, why, len);
     if (rc || o->session != SESSION_ROLLBACK)

@@ -66,7 +66,7 @@ static int conn_flush(struct conn *c)
 static int conn_drain(struct server *sv, struct conn *c)
 {
     for (;;) {
-        ssize_t n = serve_io_read(c, sv->scratch, sizeof sv->scratch);
+        ssize_t n = serve_io_read(c, sv->scratch, sizeof sv->scratch, MSG_DONTWAIT);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -79,7 +79,8 @@ static int conn_drain(struct server *sv, struct conn *c)
     }
 }
 
-static int conn_readable(struct server *sv, struct conn *c)
+/* wait: the first read may block (a blocking socket), the others not. */
+static int conn_readable(struct server *sv, struct conn *c, int wait)
 {
     if (c->draining)
         return conn_drain(sv, c);
@@ -93,7 +94,8 @@ static int conn_readable(struct server *sv, struct conn *c)
             if (room > sizeof sv->scratch)
                 room = sizeof sv->scratch;
         }
-        ssize_t n = serve_io_read(c, buf, room);
+        ssize_t n = serve_io_read(c, buf, room, wait ? 0 : MSG_DONTWAIT);
+        wait = 0;
         if (n == 0) {
             /* The client is done sending: a half-received command is
              * dropped, replies already made still go out. */
@@ -129,6 +131,11 @@ int serve_conn_step(struct server *sv, struct conn *c, unsigned events)
     if ((events & EPOLLOUT) && !c->draining && conn_flush(c) != 0)
         return -1;
     if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-        return conn_readable(sv, c);
+        return conn_readable(sv, c, 0);
     return 0;
+}
+
+int serve_conn_wait_input(struct server *sv, struct conn *c)
+{
+    return conn_readable(sv, c, 1);
 }

@@ -43,10 +43,13 @@ void serve_tls_fini(void) {}
 int serve_tls_conn_new(struct conn *c) { (void)c; return -ENOTSUP; }
 void serve_tls_conn_free(struct conn *c) { (void)c; }
 int serve_tls_handshake(struct conn *c) { (void)c; return -1; }
-ssize_t serve_io_read(struct conn *c, void *buf, size_t n) { return read(c->fd, buf, n); }
+ssize_t serve_io_read(struct conn *c, void *buf, size_t n, int flags)
+{
+    return recv(c->fd, buf, n, flags);
+}
 ssize_t serve_io_send(struct conn *c, const void *p, size_t n)
 {
-    return send(c->fd, p, n, MSG_NOSIGNAL);
+    return send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 void serve_tls_close_notify(struct conn *c) { (void)c; }
 
@@ -337,10 +340,10 @@ int serve_tls_handshake(struct conn *c)
     return tls_wait(c, r) < 0 && errno == EAGAIN ? 0 : -1;
 }
 
-ssize_t serve_io_read(struct conn *c, void *buf, size_t n)
+ssize_t serve_io_read(struct conn *c, void *buf, size_t n, int flags)
 {
     if (!c->tls)
-        return read(c->fd, buf, n);
+        return recv(c->fd, buf, n, flags);
     int r = SSL_read(c->tls, buf, n > INT_MAX ? INT_MAX : (int)n);
     return r > 0 ? r : tls_wait(c, r);
 }
@@ -348,7 +351,7 @@ ssize_t serve_io_read(struct conn *c, void *buf, size_t n)
 ssize_t serve_io_send(struct conn *c, const void *p, size_t n)
 {
     if (!c->tls)
-        return send(c->fd, p, n, MSG_NOSIGNAL);
+        return send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     int r = SSL_write(c->tls, p, n > INT_MAX ? INT_MAX : (int)n);
     if (r > 0)
         return r;

@@ -1,8 +1,12 @@
 /* Sessions of `isob serve` (--session, --per-connection): what one session
  * did is gone in the next under rollback and fork and still there under
- * shared; the start-up state is intact after every session; connections
- * served by contexts of their own see none of each other's data; every
- * session's process ends with the server; bad options are refused.
+ * shared, and under rollback in the same worker process (--workers 1), by
+ * each --rollback-method that runs here; the start-up state is intact after
+ * every session; a rolled-back worker's memory equals its snapshot
+ * (--rollback-verify), and a rollback that skips the restore (the test-only
+ * method) fails both checks; connections served by contexts of their own
+ * see none of each other's data; every session's process ends with the
+ * server; bad options are refused.
  *
  * Each case runs the server (isob_serve_main) in a child process on a
  * loopback port it picks itself, and talks to it over real sockets.  This
@@ -25,6 +29,7 @@
 
 #include "isobench/lwc.h"
 #include "isobench/serve.h"
+#include "../../src/serve/server_impl.h"
 #include "tap.h"
 #include "children.h"
 
@@ -177,13 +182,41 @@ static int startup_item_intact(const char *reply, size_t i)
 
 /* Session one sets a key and destroys start-up state (deletes one item,
  * overwrites another, flushes the rest); session two looks for all of it.
- * forgets: whether the mode must have forgotten session one. */
-static void check_sessions(const char *mode, int forgets)
+ * forgets: whether the mode must have forgotten session one; same_pid:
+ * whether one process (the one worker) serves both (-1: either way);
+ * method: the --rollback-method, or NULL. */
+/* The mechanism of the store in check_sessions. */
+static const char *sessions_mech = "direct";
+
+static void check_sessions(const char *mode, int forgets, int same_pid, const char *method)
 {
     subreaper();
-    const char *args[] = {"-m", "direct", "--port", "0", "--heap-mb", "4", "--startup-mb", "1",
-                          "--session", mode, NULL};
+    const char *args[16] = {"-m", sessions_mech, "--port", "0", "--heap-mb", "4", "--startup-mb", "1",
+                            "--session", mode, NULL};
+    if (method) {
+        enum rb_method m;
+        char why[256];
+        CHECK(rb_method_parse(method, &m) == 0);
+        if (rb_probe(m, why, sizeof why) != 0)
+            SKIP("--rollback-method %s cannot run here: %s", method, why);
+        const char *more[] = {"--workers", "1", "--rollback-method", method, NULL};
+        memcpy(args + 10, more, sizeof more);
+    } else if (strcmp(mode, "prefork") == 0) {
+        args[10] = "--workers";
+        args[11] = "1";
+    }
     struct srv s = run_serve(args, 1);
+    if (method) {
+        /* A method that cannot run here falls back to another: a skip. */
+        char *r = session(s.port, "stats\r\n", "END\r\n");
+        char want[64];
+        snprintf(want, sizeof want, "STAT rollback_method %s\r\n", method);
+        if (!strstr(r, want)) {
+            stop_serve(&s);
+            SKIP("--rollback-method %s cannot run here (the server fell back to another)",
+                 method);
+        }
+    }
     long pids[2];
     for (int round = 0; round < 2; round++) {
         char *r = session(s.port, "stats\r\n", "END\r\n");
@@ -224,8 +257,14 @@ static void check_sessions(const char *mode, int forgets)
         }
     }
     /* A session is a process of its own, and a new one each time, except
-     * under shared, where the server itself serves them all. */
-    if (forgets) {
+     * under shared, where the server itself serves them all, and under
+     * rollback, where the one worker serves them one after the other. */
+    if (same_pid < 0) {
+        CHECK(pids[0] != s.pid && pids[1] != s.pid);
+    } else if (same_pid) {
+        CHECK(pids[0] != s.pid);
+        CHECK_EQ_LONG(pids[0], pids[1]);
+    } else if (forgets) {
         CHECK(pids[0] != s.pid && pids[1] != s.pid);
         CHECK(pids[0] != pids[1]);
     } else {
@@ -236,9 +275,101 @@ static void check_sessions(const char *mode, int forgets)
     CHECK_EQ_LONG(tap_children(NULL, 0), 0);
 }
 
-static void t_rollback_forgets_each_session(void) { check_sessions("rollback", 1); }
-static void t_fork_forgets_each_session(void) { check_sessions("fork", 1); }
-static void t_shared_keeps_what_sessions_did(void) { check_sessions("shared", 0); }
+/* The default method, by as many workers as CPUs. */
+static void t_rollback_forgets_each_session(void) { check_sessions("rollback", 1, -1, NULL); }
+static void t_rollback_uffd_forgets_in_one_worker(void)
+{
+    check_sessions("rollback", 1, 1, "uffd");
+}
+static void t_rollback_softdirty_forgets_in_one_worker(void)
+{
+    check_sessions("rollback", 1, 1, "softdirty");
+}
+/* mprotect keeps the store PROT_NONE between calls: a rollback must still
+ * find and undo what a session wrote there. */
+static void t_rollback_uffd_mprotect_store_forgets(void)
+{
+    sessions_mech = "mprotect";
+    check_sessions("rollback", 1, 1, "uffd");
+}
+static void t_rollback_softdirty_mprotect_store_forgets(void)
+{
+    sessions_mech = "mprotect";
+    check_sessions("rollback", 1, 1, "softdirty");
+}
+/* fork: the worker exits after its session, a fresh one takes its place. */
+static void t_rollback_fork_forgets_each_session(void)
+{
+    check_sessions("rollback", 1, 0, "fork");
+}
+static void t_fork_forgets_each_session(void) { check_sessions("fork", 1, 0, NULL); }
+static void t_shared_keeps_what_sessions_did(void) { check_sessions("shared", 0, 0, NULL); }
+/* prefork, the workers without rollback: the one worker keeps what a
+ * session did, for the next. */
+static void t_prefork_keeps_what_sessions_did(void) { check_sessions("prefork", 0, 1, NULL); }
+
+/* One worker, --rollback-verify: sessions that write the store, the
+ * connection's buffers (a value of 600 KiB, in pieces) and the server's
+ * counters; after each rollback the worker's private memory is compared
+ * with its snapshot.  By the default method, the first that runs here
+ * (fork, which keeps no snapshot to compare with, is a skip).  broken: the
+ * test-only method that tracks the pages written as uffd does (softdirty
+ * where uffd cannot run) but copies nothing back, which both checks must
+ * catch. */
+static void check_rollback_restores(int broken)
+{
+    subreaper();
+    if (broken)
+        setenv("ISOBENCH_TEST_MECHANISMS", "1", 1);
+    const char *args[] = {"-m", "direct", "--port", "0", "--heap-mb", "4", "--preload-keys", "10",
+                          "--session", "rollback", "--workers", "1", "--rollback-verify",
+                          broken ? "--rollback-method" : NULL, "test-skip-restore", NULL};
+    if (broken) {
+        char why[256];
+        if (rb_probe(RB_TEST_SKIP_RESTORE, why, sizeof why) != 0)
+            SKIP("the rollback without restore tracks pages as uffd or softdirty does: %s", why);
+    }
+    struct srv s = run_serve(args, 1);
+    char *r = session(s.port, "stats\r\n", "END\r\n");
+    if (strstr(r, "STAT rollback_method fork\r\n")) {
+        stop_serve(&s);
+        SKIP("neither uffd nor softdirty runs here: fork keeps no snapshot to compare with");
+    }
+    {
+        const char *m = strstr(r, "STAT rollback_method ");
+        fprintf(stderr, "# method: %.*s\n", m ? (int)strcspn(m + 21, "\r") : 1, m ? m + 21 : "?");
+    }
+    static char big[700u << 10];
+    size_t vlen = 600u << 10;
+    int n = snprintf(big, sizeof big, "set big 0 0 %zu\r\n", vlen);
+    memset(big + n, 'v', vlen);
+    snprintf(big + n + vlen, sizeof big - n - vlen, "\r\nset mine 0 0 3\r\nabc\r\n");
+    CHECK(strcmp(session(s.port, big, "STORED\r\nSTORED\r\n"), "STORED\r\nSTORED\r\n") == 0);
+    r = session(s.port, "get mine key_00000003\r\n", "END\r\n");
+    int kept = strstr(r, "VALUE mine 0 3\r\nabc\r\n") != NULL;
+    CHECK(strstr(r, "VALUE key_00000003 0 45\r\n") != NULL);
+    r = session(s.port, "stats\r\n", "END\r\n");
+    long verified = stat_of(r, "rollback_verified");
+    long mismatched = stat_of(r, "rollback_mismatched_pages");
+    long pages = stat_of(r, "rollback_pages");
+    /* stats, the sets, the get: each session rolled back and compared. */
+    CHECK(stat_of(r, "rollback_sessions") >= 3);
+    CHECK(verified >= 3);
+    /* The sets wrote at least the 150 pages of the value. */
+    CHECK(pages >= 150);
+    if (broken) {
+        CHECK(kept);
+        CHECK(mismatched > 0);
+    } else {
+        CHECK(!kept);
+        CHECK_EQ_LONG(mismatched, 0);
+    }
+    CHECK_EQ_LONG(stop_serve(&s), 0);
+    CHECK_EQ_LONG(tap_children(NULL, 0), 0);
+}
+
+static void t_rollback_memory_equals_snapshot(void) { check_rollback_restores(0); }
+static void t_rollback_without_restore_is_caught(void) { check_rollback_restores(1); }
 
 /* --per-connection: CONNS connections open at once, each in its own
  * context; each sets its own key, and then finds only its own (and the
@@ -290,7 +421,9 @@ static void t_per_connection_sees_only_its_own(void)
 static void check_end_with_server(const char *mode)
 {
     subreaper();
-    const char *args[] = {"-m", "direct", "--port", "0", "--heap-mb", "4", "--session", mode, NULL};
+    /* rollback: a worker for each of the four sessions. */
+    const char *args[] = {"-m", "direct", "--port", "0", "--heap-mb", "4", "--session", mode,
+                          strcmp(mode, "rollback") ? NULL : "--workers", "4", NULL};
     struct srv s = run_serve(args, 1);
     int fds[4];
     for (int i = 0; i < 4; i++) {
@@ -319,11 +452,20 @@ static void t_bad_options_refused(void)
         {"-m", "direct", "--http", "--preload-keys", "5", NULL},
         {"-m", "direct", "--session", "fork", "--memory-limit-mb", "1", NULL},
         {"-m", "direct", "--memory-limit-mb", "4096", NULL},
+        {"-m", "direct", "--workers", "2", NULL},
+        {"-m", "direct", "--per-connection", "--rollback-method", "fork", NULL},
+        {"-m", "direct", "--session", "rollback", "--rollback-method", "bogus", NULL},
+        {"-m", "direct", "--session", "rollback", "--rollback-method", "test-skip-restore", NULL},
+        {"-m", "direct", "--session", "rollback", "--workers", "0", NULL},
+        {"-m", "direct", "--session", "prefork", "--rollback-method", "fork", NULL},
     };
-    static const char *const says[] = {"shared, fork or rollback", "--session rollback",
+    static const char *const says[] = {"shared, fork, rollback or prefork", "--session rollback",
                                        "second context", "limit", "--max-value", "--startup-mb",
                                        "--http", "MiB for the listener, more than the 1.0 MiB",
-                                       "needs --session fork"};
+                                       "needs --session fork", "workers of --session rollback",
+                                       "not --per-connection", "uffd, softdirty or fork",
+                                       "uffd, softdirty or fork", "--workers",
+                                       "does not roll back"};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct srv s = run_serve(cases[i], 0);
         char err[1024];
@@ -345,15 +487,43 @@ static void t_bad_options_refused(void)
     CHECK_EQ_LONG(tap_children(NULL, 0), 0);
 }
 
+/* ISOB_TEST_CASES=A,B: only the cases whose names hold A or B (the guest
+ * of tests/vm/run-vm-init.sh runs the rollback ones). */
+static int wanted(const char *name)
+{
+    const char *only = getenv("ISOB_TEST_CASES");
+    if (!only || !*only)
+        return 1;
+    char list[256];
+    snprintf(list, sizeof list, "%s", only);
+    for (char *save = NULL, *w = strtok_r(list, ",", &save); w; w = strtok_r(NULL, ",", &save))
+        if (strstr(name, w))
+            return 1;
+    return 0;
+}
+#define CASE(fn)            \
+    do {                    \
+        if (wanted(#fn))    \
+            TAP_CASE(fn);   \
+    } while (0)
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    TAP_CASE(t_rollback_forgets_each_session);
-    TAP_CASE(t_fork_forgets_each_session);
-    TAP_CASE(t_shared_keeps_what_sessions_did);
-    TAP_CASE(t_per_connection_sees_only_its_own);
-    TAP_CASE(t_fork_sessions_end_with_server);
-    TAP_CASE(t_rollback_sessions_end_with_server);
-    TAP_CASE(t_bad_options_refused);
+    CASE(t_rollback_forgets_each_session);
+    CASE(t_rollback_uffd_forgets_in_one_worker);
+    CASE(t_rollback_softdirty_forgets_in_one_worker);
+    CASE(t_rollback_uffd_mprotect_store_forgets);
+    CASE(t_rollback_softdirty_mprotect_store_forgets);
+    CASE(t_rollback_fork_forgets_each_session);
+    CASE(t_rollback_memory_equals_snapshot);
+    CASE(t_rollback_without_restore_is_caught);
+    CASE(t_fork_forgets_each_session);
+    CASE(t_shared_keeps_what_sessions_did);
+    CASE(t_prefork_keeps_what_sessions_did);
+    CASE(t_per_connection_sees_only_its_own);
+    CASE(t_fork_sessions_end_with_server);
+    CASE(t_rollback_sessions_end_with_server);
+    CASE(t_bad_options_refused);
     return tap_done();
 }

@@ -33,17 +33,35 @@ NEEDS_ISOB = pytest.mark.skipif(not ISOB.is_file(), reason="needs build/isob (ma
 def test_points_cover_the_sweep():
     full = list(lwcserve.serve_points(quick=False))
     # Every mode over every variant, and memcached over its own protocol.
-    assert len(full) == len(lwcserve.VARIANTS) * 3 * 9 + 9
-    assert sorted({p[3] for p in full}) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
-    assert {p[0] for p in full} == {"shared", "fork", "rollback", "memcached"}
+    assert len(full) == len(lwcserve.VARIANTS) * 5 * 10 + 10
+    assert sorted({p[3] for p in full}) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 4096]
+    assert {p[0] for p in full} == {"shared", "fork", "prefork", "rollback", "per-connection",
+                                    "memcached"}
     assert {(p[1], p[2]) for p in full if p[0] == "memcached"} == {("memcache", 0)}
     assert {(p[1], p[2]) for p in full} == {("memcache", 0), ("http", 0), ("memcache", 64)}
     quick = list(lwcserve.serve_points(quick=True))
-    assert 0 < len(quick) < len(full) and {p[3] for p in quick} == {1, 16, 256}
+    assert 0 < len(quick) < len(full) and {p[3] for p in quick} == {1, 16, 256, 4096}
     conns = list(lwcserve.conns_points(quick=False))
     assert sorted({c for _, c in conns}) == [16, 64, 256, 1024, 4096]
     assert {s for s, _ in conns} == {"per-connection", "direct", "memcached"}
     assert len(list(lwcserve.conns_points(quick=True))) < len(conns)
+
+
+def test_rollback_totals_read_from_the_servers_last_line():
+    out = ("isob serve: listening on 127.0.0.1:1 (mechanism direct), session rollback, http\n"
+           "isob serve: rollback by uffd: 4 sessions rolled back, 50.0 us and 3.0 pages ...\n"
+           'isob serve: rollback {"type": "rollback", "method": "uffd", "workers": 2, '
+           '"sessions": 4, "pages": 12, "ranges": 5, "ns": 200000, "unmapped": 0, '
+           '"failed": 0, "verified": 0, "mismatched": 0}\n')
+    t = lwcserve.rollback_totals(out)
+    assert t["rollback_method"] == "uffd" and t["rollback_sessions"] == 4
+    assert t["rollback_us_per_session"] == 50.0 and t["rollback_pages_per_session"] == 3.0
+    # fork copies no pages back: none per session, rather than a false 0.
+    fork = out.replace('"uffd"', '"fork"')
+    assert lwcserve.rollback_totals(fork)["rollback_pages_per_session"] is None
+    # No line (a server that died), or a torn one: nothing.
+    assert lwcserve.rollback_totals("isob serve: listening\n") == {}
+    assert lwcserve.rollback_totals('isob serve: rollback {"method": "uf\n') == {}
 
 
 def test_listed_without_a_mechanism():
@@ -99,7 +117,7 @@ def test_lwc_serve_real_run(small_sweep, tmp_path):
     before = set(proc.descendants())
     out = _run("lwc-serve")
     assert set(proc.descendants()) <= before, "a server or loadgen outlived its point"
-    assert len(out) == 3 * 2
+    assert len(out) == 5 * 2
     for r in out:
         assert r.status == "ok", r.reason
         p = r.params
@@ -120,13 +138,25 @@ def test_lwc_serve_real_run(small_sweep, tmp_path):
     # rollback have when the run ends depends on timing: with L = 1 all may
     # be between sessions.)
     assert {r.params["server_processes"] for r in out if r.params["server"] == "shared"} == {1}
+    # rollback's totals, from the server's last line: its sessions rolled
+    # back (some are still open when the run ends) and what they cost.
+    for r in out:
+        p = r.params
+        if p["server"] != "rollback":
+            assert "rollback_method" not in p
+            continue
+        assert p["rollback_method"] in ("uffd", "softdirty", "fork")
+        assert p["rollback_workers"] == lwcserve.CONNECTIONS
+        assert 0 < p["rollback_sessions"] <= p["connects"]
+        assert p["rollback_us_per_session"] > 0
 
     doc = _store(tmp_path, out)
     sec = doc["sections"]["lwc-serve"]
     assert [v["proto"] for v in sec["serve"]] == ["http"]
     rows = sec["serve"][0]["rows"]
     assert [(r["server"], r["session"]) for r in rows] == [
-        ("shared", 1), ("shared", 8), ("fork", 1), ("fork", 8), ("rollback", 1), ("rollback", 8)]
+        ("shared", 1), ("shared", 8), ("fork", 1), ("fork", 8), ("prefork", 1), ("prefork", 8),
+        ("rollback", 1), ("rollback", 8), ("per-connection", 1), ("per-connection", 8)]
     by = {(r.params["server"], r.params["session"]): r.params["throughput_rps"] for r in out}
     for row in rows:
         assert row["throughput_rps"] == pytest.approx(by[(row["server"], row["session"])])

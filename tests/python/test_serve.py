@@ -390,6 +390,11 @@ def test_wrapper_builds_argv(monkeypatch):
                                      "--startup-mb", "64", "--preload-keys", "10", "--http"]
     args = parser.parse_args(["serve", "-m", "direct", "--per-connection"])
     assert serve.isob_argv(args)[-1] == "--per-connection"
+    args = parser.parse_args(["serve", "-m", "direct", "--session", "rollback", "--workers", "3",
+                              "--rollback-method", "fork", "--rollback-verify"])
+    assert serve.isob_argv(args) == [str(ISOB), "serve", "-m", "direct", "--session", "rollback",
+                                     "--workers", "3", "--rollback-method", "fork",
+                                     "--rollback-verify"]
 
 
 def test_wrapper_execs_isob():

@@ -21,7 +21,7 @@ from .quantities import ratio_of_values
 from .runs import RunData
 
 SERVE, CONNS, CURVE = "lwc-serve", "lwc-conns", "lwc-curve"
-SERVE_ORDER = ("shared", "fork", "rollback", "memcached")
+SERVE_ORDER = ("shared", "fork", "prefork", "rollback", "per-connection", "memcached")
 REFERENCE = "memcached"
 CONNS_ORDER = ("per-connection", "direct", "memcached")
 CURVE_ORDER = ("shared", "rollback", "memcached")
@@ -32,7 +32,8 @@ CURVE_ORDER = ("shared", "rollback", "memcached")
 SATURATED = 0.9
 
 THREAT = ("rollback and fork: a later session (client) must not see what an earlier one "
-          "stored; per-connection: one connection must not see another's data.  The "
+          "stored; per-connection: one connection must not see another's data; shared and "
+          "prefork isolate nothing (baselines).  The "
           "server is trusted; the clients are the attackers.  Proven by the property "
           "tests (tests/c/test_serve_session.c), not by these throughput figures.")
 

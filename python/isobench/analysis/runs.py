@@ -109,6 +109,9 @@ OUTPUT_PARAMS = frozenset({
     # lwc-curve (lwcserve.py): what the open loop achieved at the offered rate.
     "achieved_rps", "achieved_ratio", "queued", "unsent", "knee", "late",
     "send_lag_max_us",
+    # lwc-serve's rollback: the server's totals (isob serve --session rollback).
+    "rollback_method", "rollback_workers", "rollback_sessions", "rollback_pages", "rollback_ns",
+    "rollback_failed", "rollback_us_per_session", "rollback_pages_per_session",
     # inspect (docs/inspect.md): what the scan found and covered; what it
     # scanned (target, patterns) stays the identity.
     "target_exe", "patterns", "passes", "bytes_scanned", "mappings", "mappings_unscanned",

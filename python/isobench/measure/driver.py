@@ -323,7 +323,8 @@ KV_SERVER = Benchmark("kv-server", "isob serve over each mechanism beside memcac
                       "by memcaslap (throughput, latency; Python-driven)", True)
 # lwC's server use cases (lwcserve.py), also driven from Python; they take
 # no mechanism (the server's session mode is in each result's params).
-LWC_SERVE = Benchmark("lwc-serve", "isob serve --session shared|fork|rollback under isob "
+LWC_SERVE = Benchmark("lwc-serve", "isob serve --session shared|fork|prefork|rollback and "
+                      "--per-connection under isob "
                       "loadgen, per session length (throughput, latency, CPU; Python-driven)",
                       False,
                       options=(BenchOption("--monitor", "none,inline,procsep,lwc", "",

@@ -7,9 +7,14 @@ throughput, latency percentiles and the CPU time of itself and of the
 server's process tree over the run.
 
 lwc-serve (the rollback use case, docs/serve.md "Sessions"): ``isob serve -m
-direct --session MODE`` for MODE in shared, fork and rollback, loaded with
+direct --session MODE`` for MODE in shared, fork, prefork (workers that serve
+sessions one after another with no rollback: lwC's baseline without
+isolation), rollback (the same workers rolling back after each session) and
+per-connection (``--per-connection``: a light-weight context per
+connection); prefork and rollback with a worker per connection; loaded with
 sessions of L requests (a connection closed and opened again after L), for
-L in 1, 2, 4, ..., 256 (--quick: 1, 16, 256), over the memcached protocol,
+L in 1, 2, 4, ..., 256 and 4096 (--quick: 1, 16, 256, 4096), over the
+memcached protocol,
 over HTTP/1.0 GET of the 45-byte document, and over the memcached protocol
 with 64 MiB of start-up state (``--startup-mb 64``, the PHP case of the lwC
 slides: fork pays start-up per session, rollback only the discard).
@@ -52,7 +57,11 @@ or memcached).  One result per point:
   run's wall-clock seconds of the generator and of the server with every
   process below it (fork and rollback sessions are processes).  Each is
   pinned to a CPU of its own when two are allowed, so a figure near 1 is a
-  saturated CPU: the section says which of the two saturated first.
+  saturated CPU: the section says which of the two saturated first;
+- rollback only: ``params.rollback_*`` from the server's last line (its
+  rollbacks over the run, summed over the workers): the method that ran,
+  the sessions rolled back, the pages copied back and the time spent, and
+  per session ``rollback_us_per_session`` and ``rollback_pages_per_session``.
 
 A point whose client saw a wrong reply or a failed connection is a failed
 result with loadgen's first error: throughput of wrong answers is not
@@ -63,8 +72,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import shutil
+import signal
+import subprocess
 from typing import Callable, Iterator, Sequence
 
 from . import cputime, kvserver, proc
@@ -77,9 +89,9 @@ CONNS = "lwc-conns"
 CURVE = "lwc-curve"
 BENCHMARKS = (SERVE, CONNS, CURVE)
 
-MODES = ("shared", "fork", "rollback")
-LENGTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-QUICK_LENGTHS = (1, 16, 256)
+MODES = ("shared", "fork", "prefork", "rollback", "per-connection")
+LENGTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 4096)
+QUICK_LENGTHS = (1, 16, 256, 4096)
 # (protocol, start-up MiB): the plain server over both protocols, then the
 # start-up-heavy variant.
 VARIANTS = (("memcache", 0), ("http", 0), ("memcache", 64))
@@ -128,6 +140,9 @@ CURVE_P99_BLOWUP = 10.0    # p99 over the lowest rate's p99 above this: past it
 # Descriptors the client and the server use beside their connections
 # (standard streams, the listener, epoll, pipes, the lwc links).
 FD_SLACK = 64
+
+# The rollback totals isob serve prints as it stops (prefork.c).
+ROLLBACK_LINE = re.compile(r"isob serve: rollback (\{.*\})")
 
 # Bounds on waiting (seconds), only so that nothing can hang a run.
 CLIENT_SLACK = 60.0
@@ -284,6 +299,36 @@ def result_from(benchmark: str, params: dict, line: dict) -> Result:
                   unit="ns", counter="loadgen", samples=[int(v) for v in line["samples_ns"]])
 
 
+def rollback_totals(output: str) -> dict:
+    """params.rollback_* from a stopped rollback server's output; {} if it
+    printed none."""
+    found = ROLLBACK_LINE.findall(output)
+    try:
+        t = json.loads(found[-1]) if found else None
+    except json.JSONDecodeError:
+        t = None
+    if not isinstance(t, dict) or not t.get("method"):
+        return {}
+    n = t.get("sessions") or 0
+    return {"rollback_method": t["method"], "rollback_workers": t.get("workers"),
+            "rollback_sessions": n, "rollback_pages": t.get("pages"),
+            "rollback_ns": t.get("ns"), "rollback_failed": t.get("failed"),
+            "rollback_us_per_session": _round(t.get("ns", 0) / 1e3 / n) if n else None,
+            "rollback_pages_per_session": (_round(t.get("pages", 0) / n)
+                                           if n and t["method"] != "fork" else None)}
+
+
+def _stop_for_output(server: Server) -> str:
+    """SIGTERM, a wait, and what the server said (its last lines are the
+    totals it prints as it stops); Server.stop does the rest."""
+    try:
+        os.killpg(server.proc.pid, signal.SIGTERM)
+        server.proc.wait(timeout=kvserver.STOP_TIMEOUT)
+    except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
+        pass  # Server.stop kills it
+    return server.output()
+
+
 def _measure(benchmark: str, params: dict, start: Callable[[int | None], tuple[Server, int]],
              isob: str, proto: str, conns: int, session: int, seconds: float,
              pinned: tuple[int, int] | None) -> Result:
@@ -297,17 +342,20 @@ def _measure(benchmark: str, params: dict, start: Callable[[int | None], tuple[S
     except OSError as e:
         return Result.failure(benchmark, NO_MECHANISM,
                               f"cannot start the server: {e.strerror or e}", params=params)
+    totals = {}
     try:
         line, error = run_loadgen(isob, port, server.proc.pid, proto=proto, conns=conns,
                                   session=session, seconds=seconds,
                                   cpu=client_cpus(server_cpu) or client_cpu)
         if not error and server.proc.poll() is not None:
             error = f"the server exited during the run: {server.tail()}"
+        if params.get("server") == "rollback":
+            totals = rollback_totals(_stop_for_output(server))
     finally:
         server.stop()
     if error:
         return Result.failure(benchmark, NO_MECHANISM, error, params=params)
-    return result_from(benchmark, params, line)
+    return result_from(benchmark, {**params, **totals}, line)
 
 
 def _pinning() -> tuple[int, int] | None:
@@ -337,7 +385,11 @@ def measure_serve(isob: str, quick: bool, seconds: float,
             emit(_measure(SERVE, params, lambda cpu: start_memcached(cpu, CONNECTIONS), isob,
                           proto, CONNECTIONS, length, params["seconds"], pinned))
             continue
-        extra = ["--session", mode]
+        # rollback: a worker per connection, as a prefork server with room
+        # for every client.
+        extra = (["--per-connection"] if mode == "per-connection" else
+                 ["--session", mode] + (["--workers", str(CONNECTIONS)]
+                                        if mode in ("prefork", "rollback") else []))
         if proto == "http":
             extra.append("--http")
         else:
@@ -413,8 +465,11 @@ def measure_curve(isob: str, quick: bool, seconds: float,
             if mode == "memcached":
                 server, port = start_memcached(server_cpu, CURVE_CONNS)
             else:
+                # rollback's workers: one per connection, as in lwc-serve,
+                # or connections beyond them would wait in the backlog.
+                workers = ["--workers", str(CURVE_CONNS)] if mode == "rollback" else []
                 server, port = start_isob(isob, [
-                    "--session", mode, "--preload-keys", str(KEYS),
+                    "--session", mode, *workers, "--preload-keys", str(KEYS),
                     "--preload-value", str(VALUE_BYTES),
                     "--max-conns", str(CURVE_CONNS + FD_SLACK)], server_cpu)
         except (StartError, OSError) as e:

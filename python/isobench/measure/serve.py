@@ -42,11 +42,14 @@ _OPTIONS = (
     ("startup_mb", "--startup-mb"),
     ("preload_keys", "--preload-keys"),
     ("preload_value", "--preload-value"),
+    ("workers", "--workers"),
+    ("rollback_method", "--rollback-method"),
 )
 # argparse dest -> isob serve flag.
 _FLAGS = (("no_evict", "--no-evict"), ("per_connection", "--per-connection"),
-          ("http", "--http"))
-SESSIONS = ("shared", "fork", "rollback")
+          ("http", "--http"), ("rollback_verify", "--rollback-verify"))
+SESSIONS = ("shared", "fork", "rollback", "prefork")
+ROLLBACK_METHODS = ("uffd", "softdirty", "fork")
 
 
 def _whole(low: int, high: int):
@@ -109,11 +112,24 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--session", choices=SESSIONS, metavar="S",
                    help="what sessions (connections) share: shared (one store), fork (a "
                         "process per connection that starts up by itself from a copy of the "
-                        "empty store), rollback (a "
-                        "light-weight context per connection made from the state after "
-                        "start-up, discarded when it ends); docs/serve.md (default: shared)")
+                        "empty store), rollback (prefork workers, each serving one session "
+                        "at a time and rolling back to its snapshot after start-up when the "
+                        "session ends), prefork (the same workers without the rollback: no "
+                        "isolation); docs/serve.md (default: shared)")
+    p.add_argument("--workers", type=_whole(1, 4096), metavar="N",
+                   help="with --session rollback or prefork: worker processes (default: the "
+                        "CPUs the server may use)")
+    p.add_argument("--rollback-method", choices=ROLLBACK_METHODS, metavar="M",
+                   help="with --session rollback: uffd (userfaultfd write-protect finds the "
+                        "pages a session wrote), softdirty (soft-dirty bits find them) or "
+                        "fork (a fresh fork of the master per session); one that cannot run "
+                        "falls back to the next (default: uffd)")
+    p.add_argument("--rollback-verify", action="store_true",
+                   help="with --session rollback: compare each worker's memory with its "
+                        "snapshot after every rollback (slow; stats says what differed)")
     p.add_argument("--per-connection", action="store_true",
-                   help="one context per connection: the same as --session rollback")
+                   help="a light-weight context per connection instead of workers "
+                        "(implies --session rollback)")
     p.add_argument("--http", action="store_true",
                    help="serve HTTP/1.x GET of the 45-byte document isob loadgen checks "
                         "instead of the memcached protocol")

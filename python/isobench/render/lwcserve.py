@@ -15,6 +15,7 @@ from ..analysis import cpu, tails
 
 # One colour per mode in every panel, whichever modes a panel has.
 COLOURS = {"shared": "#1f77b4", "fork": "#ff7f0e", "rollback": "#2ca02c",
+           "per-connection": "#d62728", "prefork": "#9467bd",
            "memcached": "#7f7f7f"}
 
 HEAD = ("server", "{key}", "server CPU [us/req] [95%]", "x memcached", "loadgen CPU [us/req]",
@@ -243,7 +244,7 @@ def plots(section: Mapping, doc: Mapping) -> list:
     plt = _pyplot()
     fig, axes = plt.subplots(1, len(variants), figsize=(5 * len(variants), 4), squeeze=False)
     for ax, v in zip(axes[0], variants):
-        for server in ("shared", "fork", "rollback", "memcached"):
+        for server in ("shared", "fork", "prefork", "rollback", "per-connection", "memcached"):
             pts = [(r["session"], r["throughput_rps"]) for r in v["rows"]
                    if r["server"] == server and r.get("throughput_rps")]
             if not pts:
@@ -270,5 +271,7 @@ def plots(section: Mapping, doc: Mapping) -> list:
     fig.tight_layout(rect=(0, 0, 1, 0.92))
     return [Plot("lwc-serve", title, fig, "",
                  "isob serve -m direct with each session mode under isob loadgen; rollback "
-                 "discards a context per session, fork starts a process per session."),
+                 "workers roll back to their snapshot after each session, prefork ones do "
+                 "not, fork starts a process per session, per-connection makes a context "
+                 "per connection."),
             *([curve] if curve else [])]
