@@ -54,7 +54,7 @@ def test_list_names_the_benchmarks_and_their_options():
         assert {o["name"] for o in b["options"]} == opts
         assert all(o["values"] and o["default"] and o["summary"] for o in b["options"])
     assert benches["pingpong"]["primitives"] == ["futex", "pipe", "socket", "socket-fd", "eventfd", "spin"]
-    # switch takes one option of its own: the payloads it measures.
+    # switch takes two options of its own: the payloads and the call kinds.
     assert {o["name"] for o in benches["switch"]["options"]} == {"--payload", "--variant"}
 
 
