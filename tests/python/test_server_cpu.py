@@ -140,7 +140,12 @@ def test_kv_server_table_leads_with_cpu_per_request(tmp_path):
     assert d["server_cpu"]["low"] < d["server_cpu"]["value"] < d["server_cpu"]["high"]
     assert d["server_cpu_vs_reference"]["value"] == pytest.approx(2.0)
     assert d["client_costs_more"] and d["saturated"] == "client"
+    # memcached is the reference: no ratio to itself, printed as "-".
+    assert by["memcached"]["server_cpu_vs_reference"] is None
+    assert by["memcached"]["throughput_vs_reference"] is None
     text = table.kv_server_table(doc)
+    mc = next(ln for ln in text.splitlines() if ln.startswith("memcached"))
+    assert mc.split()[:2] != ["memcached", "1.00"] and " - " in mc
     assert "server CPU" in text and "x memcached" in text and "(higher)" in text
     assert text.index("server CPU") < text.index("ops/s")
     assert f"{d['server_cpu']['value']:.2f} [{d['server_cpu']['low']:.2f}.." in text
