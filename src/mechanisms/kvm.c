@@ -67,11 +67,31 @@ static void set_params(int ring)
              nested ? "true" : "false", nested ? ISOB_KVM_CAVEAT : "bare metal: no nested virtualization");
 }
 
+/* A build with AddressSanitizer instruments the trusted code with loads of
+ * shadow memory that the guest's page tables do not map: the memory slots
+ * cannot cover it, and create fails (EFAULT).  That build says so instead;
+ * the ordinary build runs kvm. */
+#if defined(__SANITIZE_ADDRESS__)
+#define KVM_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KVM_SANITIZED 1
+#endif
+#endif
+
 static int kvm_probe(char *why, size_t len)
 {
     if (!strchr(kvm_params, ','))
         set_params(-1);
-    return isob_kvm_probe(why, len);
+    int rc = isob_kvm_probe(why, len);
+#ifdef KVM_SANITIZED
+    if (rc == 0) {
+        snprintf(why, len, "this build's trusted code is instrumented by AddressSanitizer, whose "
+                 "shadow memory the guest does not map (the build without sanitizers runs kvm)");
+        rc = -ENOTSUP;
+    }
+#endif
+    return rc;
 }
 
 static int host_call_entry(unsigned entry)
