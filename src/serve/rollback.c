@@ -241,12 +241,27 @@ static int write_clear_refs(int fd)
     return pwrite(fd, "4", 1, 0) == 1 ? 0 : -errno;
 }
 
+/* A build with AddressSanitizer: uffd and soft-dirty would track its shadow
+ * memory page by page (the fork method copies it lazily, and runs). */
+#if defined(__SANITIZE_ADDRESS__)
+#define RB_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RB_SANITIZED 1
+#endif
+#endif
+
 int rb_probe(enum rb_method m, char *why, size_t len)
 {
     if (m == RB_FORK || m == RB_NONE)
         return 0;
     if (m == RB_TEST_SKIP_RESTORE)
         return rb_probe(RB_UFFD, why, len) == 0 ? 0 : rb_probe(RB_SOFTDIRTY, why, len);
+#ifdef RB_SANITIZED
+    snprintf(why, len, "this build runs under AddressSanitizer, whose shadow memory (terabytes of "
+             "readable anonymous memory) a page-tracking rollback would have to track");
+    return -EOPNOTSUPP;
+#endif
     long page = sysconf(_SC_PAGESIZE);
     if (page != RB_PAGE) {
         snprintf(why, len, "pages here are %ld bytes, not %u", page, RB_PAGE);

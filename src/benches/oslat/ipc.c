@@ -588,6 +588,28 @@ static long ipc_ephemeral_ports(void)
     return hi - lo + 1;
 }
 
+/* Whether connect() to 127.0.0.1 may reuse a port whose socket is in
+ * TIME_WAIT (for more than a second): net.ipv4.tcp_tw_reuse 1, or 2
+ * (loopback only, Linux's default), with TCP timestamps on.  Then the
+ * sockets in TIME_WAIT do not bound a cell's connections. */
+static int ipc_tw_reusable(void)
+{
+    static const char *const files[] = {"/proc/sys/net/ipv4/tcp_tw_reuse",
+                                        "/proc/sys/net/ipv4/tcp_timestamps"};
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(files[i], "re");
+        long v = 0;
+        if (!f)
+            return 0;
+        if (fscanf(f, "%ld", &v) != 1)
+            v = 0;
+        fclose(f);
+        if (v < 1)
+            return 0;
+    }
+    return 1;
+}
+
 static inline __attribute__((always_inline)) int ipc_connect_once(const struct sockaddr_in *a,
                                                                   long *no_port)
 {
@@ -632,8 +654,9 @@ static int ipc_connect(struct oslat *o, const struct oslat_prim *p)
     long tw0 = ipc_time_wait(), ports = ipc_ephemeral_ports();
     size_t planned = o->ctx->opts.quick ? IPC_CONNECT_MAX_QUICK : IPC_CONNECT_MAX;
     /* Every connection leaves a TIME_WAIT socket on the client's side for a
-     * minute: never plan more than half of the ports still free. */
-    if (tw0 >= 0 && (long)planned > (ports - tw0) / 2)
+     * minute: never plan more than half of the ports still free, unless the
+     * kernel reuses them (those older than a second) for loopback. */
+    if (tw0 >= 0 && !ipc_tw_reusable() && (long)planned > (ports - tw0) / 2)
         planned = ports - tw0 > 0 ? (size_t)((ports - tw0) / 2) : 0;
     if (planned < OSLAT_MIN_SAMPLES * 20) {
         char why[200];
