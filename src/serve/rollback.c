@@ -500,7 +500,12 @@ static __attribute__((noreturn, noinline)) void holder_main(const struct rb_snap
                     PROT_READ);
     syscall(SYS_close_range, 0, ~0u, 0);
     for (;;)
+#ifdef SYS_pause
         syscall(SYS_pause);
+#else
+        /* aarch64 has no pause(2): ppoll on no descriptors, no time-out. */
+        syscall(SYS_ppoll, NULL, 0, NULL, NULL, 0);
+#endif
 }
 
 int rb_take(struct rb_snap *s, char *why, size_t len)
