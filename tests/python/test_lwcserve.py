@@ -332,8 +332,30 @@ def test_lwc_rollback_claim_is_judged_from_session_length_256(tmp_path):
     assert v["claim"]["id"] == "lwc-rollback-comparable" and "L=256" in v["what"]
     assert v["value"] == pytest.approx(16000 / 67000, rel=1e-3)
     assert v["verdict"] == "does not reproduce" and v["interval"]["high"] < 0.9
+    assert "(throughput)" in v["what"]  # no CPU time read: throughput, said so
     text = render.text(sec, doc)
     assert "does not reproduce" in text and "0.24 [" in text and "Fig. 2" in text
+
+
+def test_lwc_rollback_claim_reads_server_cpu_per_request_where_there_is_one(tmp_path):
+    # shared's throughput bounded by the client (equal to rollback's), while
+    # rollback's server spends 1.6x shared's CPU per request: the verdict
+    # follows the CPU, which does not depend on which side saturated.
+    from synthetic_runs import summary_of
+    res = []
+    for rep in (1, 2, 3):
+        for server, cpu_us in (("shared", 4.0), ("rollback", 6.4)):
+            r = _serve_result(server, 256, [50000 + rep] * 200, rep)
+            r["params"]["throughput_rps"] = 100000.0 * (1 + 0.01 * (rep - 2))
+            r["params"]["server_cpu_us_per_req"] = cpu_us * (1 + 0.01 * (rep - 2))
+            # A second's requests: the CPU clock's 10 ms step is 0.1 us of each.
+            r["params"]["requests"] = r["params"]["verified"] = 100000
+            res.append(r)
+    doc = summary_of(tmp_path, res)
+    (v,) = doc["sections"]["lwc-serve"]["claims"]
+    assert "server CPU per request" in v["what"]
+    assert v["value"] == pytest.approx(4.0 / 6.4, rel=1e-3)
+    assert v["verdict"] == "does not reproduce"
 
 
 def test_curve_rates_and_knee():

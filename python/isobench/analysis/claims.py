@@ -78,7 +78,9 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
           "configuration without isolation for session lengths of 256 and larger",
           "Litton et al., Light-Weight Contexts (OSDI 2016), slides: Experimental Results, "
           "Apache, Fig. 2",
-          "rollback throughput over shared (no isolation) throughput, session length >= 256",
+          "rollback's speed over shared's (no isolation), session length >= 256: shared's "
+          "server CPU per request over rollback's (what each would serve with its CPU "
+          "saturated), or throughput where no CPU time was read",
           0.9, 1.0 / 0.9, '"comparable" read as within 10% either way'),
     Claim("lwc-switch-half",
           "an lwC switch takes less than half the time of a process or kernel thread switch",

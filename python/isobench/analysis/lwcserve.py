@@ -137,6 +137,23 @@ def _row(cfg, key: str, failed: int = 0) -> dict:
     return row
 
 
+def _rollback_over_shared(r: dict, base: dict, label: str) -> tuple[dict | None, str]:
+    """rollback's speed over shared's at one session length, and what it
+    is of: the server's CPU per request, shared's over rollback's (the
+    throughputs each would reach with its CPU saturated), where both have
+    it; else throughput, which the client may bound (a shared server
+    often waits for the client here)."""
+    what = f"{label}, L={r['session']}: rollback / shared"
+    cpu_of = lambda row: [v for v in row.get("server_cpu_values") or () if v]
+    mine, theirs = cpu_of(r), cpu_of(base)
+    if mine and theirs:
+        step = lambda row: (row.get("server_cpu") or {}).get("step", 0.0)
+        return (ratio_of_values(theirs, mine, step(base), step(r)),
+                what + " (server CPU per request, shared's over rollback's)")
+    return (ratio_of_values(r["throughput_values"], base["throughput_values"]),
+            what + " (throughput)")
+
+
 def _against_memcached(rows: list[dict], key: str) -> None:
     """Each row's server CPU per request over memcached's at the same key
     (L, C or offered rate), with its interval (analysis/cpu.py)."""
@@ -221,9 +238,8 @@ def build(data: RunData, doc: Mapping) -> dict | None:
             if r["server"] == "rollback" and (r["session"] or 0) >= CLAIM_SESSION and base:
                 judged.append(claims.judge(
                     "lwc-rollback-comparable",
-                    ratio_of_values(r["throughput_values"], base["throughput_values"]),
-                    f"{v['proto']}{_startup(v['startup_mb'])}, L={r['session']}: "
-                    "rollback / shared", claims.LWC_HERE))
+                    *_rollback_over_shared(r, base, f"{v['proto']}{_startup(v['startup_mb'])}"),
+                    claims.LWC_HERE))
     verdicts = {}
     for r in every:
         verdicts[r["saturated"]] = verdicts.get(r["saturated"], 0) + 1

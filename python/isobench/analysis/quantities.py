@@ -93,14 +93,16 @@ def ratio_of(a: Mapping | None, b: Mapping | None) -> dict | None:
                     "repetitions", min(ha["reps"], hb["reps"]), "x")
 
 
-def ratio_of_values(a: Sequence[float], b: Sequence[float]) -> dict | None:
+def ratio_of_values(a: Sequence[float], b: Sequence[float], step_a: float = 0.0,
+                    step_b: float = 0.0) -> dict | None:
     """The ratio of the geometric means of two sets of positive per-repetition
-    values, with the Welch t interval of its log over repetitions."""
+    values, with the Welch t interval of its log over repetitions (each side
+    widened by its resolution, step_a and step_b, as stats.ratio_interval)."""
     a = [v for v in a if v is not None]
     b = [v for v in b if v is not None]
     if not a or not b or any(v <= 0 for v in (*a, *b)):
         return None
-    iv = stats.ratio_interval(a, b)
+    iv = stats.ratio_interval(a, b, step_a, step_b)
     return quantity(units.ratio(stats.geomean(a), stats.geomean(b)),
                     [iv.low, iv.high] if iv else None, "repetitions", min(len(a), len(b)), "x")
 
