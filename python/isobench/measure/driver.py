@@ -10,7 +10,6 @@ Measurement runs are in runner.py; this module only asks and parses.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -299,15 +298,7 @@ class Driver:
         without this option must not stop a run, it only leaves the compiler
         fields of the environment empty.
         """
-        found: list[dict] = []
-
-        def on_line(text: str) -> None:
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError:
-                return
-            if isinstance(obj, dict) and "version" in obj:
-                found.append(obj)
+        found, on_line = proc.json_objects(lambda obj: "version" in obj)
 
         try:
             ex = proc.run_lines(self.argv("--version", "--json"), timeout=timeout, on_line=on_line)

@@ -39,7 +39,6 @@ lwc-serve result (lwcserve.py's params, plus ``monitor``, ``doc_bytes``,
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -161,15 +160,7 @@ def _tlsload(isob: str, port: int, handshakes: int, doc: int,
     argv += (["--handshakes", str(handshakes)] if sweep is None else
              ["--conns", str(CONNECTIONS), "--session", str(sweep[0]),
               "--duration", f"{sweep[1]:g}"])
-    found: list[dict] = []
-
-    def on_line(text: str) -> None:
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError:
-            return
-        if isinstance(obj, dict) and obj.get("type") == "tlsload":
-            found.append(obj)
+    found, on_line = proc.json_objects(lambda obj: obj.get("type") == "tlsload")
 
     limit = lwcserve.CLIENT_SLACK + (handshakes * HANDSHAKE_SLACK_S if sweep is None
                                      else sweep[1])

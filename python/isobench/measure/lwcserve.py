@@ -231,15 +231,7 @@ def run_loadgen(isob: str, port: int, server_pid: int, *, proto: str, conns: int
         argv += ["--cpu", ",".join(map(str, cpus)), "--threads", str(min(len(cpus), conns))]
     if rate:
         argv += ["--rate", f"{rate:.3f}", "--arrival", "poisson"]
-    found: list[dict] = []
-
-    def on_line(text: str) -> None:
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError:
-            return
-        if isinstance(obj, dict) and obj.get("type") == "loadgen":
-            found.append(obj)
+    found, on_line = proc.json_objects(lambda obj: obj.get("type") == "loadgen")
 
     try:
         ex = proc.run_lines(argv, timeout=seconds + CLIENT_SLACK, on_line=on_line)

@@ -19,6 +19,7 @@ and ends every process the run started, however it was started.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import selectors
 import signal
@@ -175,6 +176,22 @@ def signal_name(signo: int) -> str:
         return signal.Signals(signo).name
     except ValueError:
         return f"signal {signo}"
+
+
+def json_objects(keep: Callable[[dict], bool]) -> tuple[list[dict], Callable[[str], None]]:
+    """(found, on_line) for run_lines: on_line appends to found each line
+    that is a JSON object keep() accepts, and passes over any other line."""
+    found: list[dict] = []
+
+    def on_line(text: str) -> None:
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError:
+            return
+        if isinstance(obj, dict) and keep(obj):
+            found.append(obj)
+
+    return found, on_line
 
 
 def run_lines(argv: Sequence[str], *, timeout: float, on_line: Callable[[str], None],
