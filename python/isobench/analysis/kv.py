@@ -131,7 +131,8 @@ def build(data: RunData, doc: Mapping) -> dict | None:
     for key, row in rows.items():
         a = aggs.get(key)
         row["label"] = " ".join([row["mechanism"], *(f"{k}={v}" for k, v in row["params"].items()
-                                                     if k not in alike)])
+                                                     if k not in alike
+                                                     and k not in runs.NOTE_PARAMS)])
         row["average"] = a
         if a is not None and a.get("shared"):
             shared[place] = [r["data_bytes"] for r in a["rows"]]

@@ -121,6 +121,12 @@ OUTPUT_PARAMS = frozenset({
     "exits_per_run", "guest_bad", "guest_last", "hypervisor", "kvm_nested_param",
 })
 
+# Params that describe a configuration at length rather than name it (the
+# kvm mechanism's guest and its nested-virtualization caveat): they stay in
+# its identity, but a label leaves them out and a table says them once in a
+# note (render.table.caveat_notes), so that a row reads "kvm nested=True".
+NOTE_PARAMS = frozenset({"caveat", "guest"})
+
 # How a result finds its baseline among the `direct` results of the same run
 # and benchmark: direct's params must all equal the result's, except
 # placement (a plain call has no second context, so direct runs same-cpu
@@ -213,7 +219,7 @@ class Config:
 
     @property
     def label(self) -> str:
-        parts = [f"{k}={v}" for k, v in sorted(self.params.items())]
+        parts = [f"{k}={v}" for k, v in sorted(self.params.items()) if k not in NOTE_PARAMS]
         return " ".join([self.benchmark, self.mechanism, *parts])
 
     @property

@@ -288,6 +288,8 @@ def switch_tex(doc: Mapping) -> str | None:
                                                   for c in by.values()})
     note = (f" Not measured here (skipped or failed): {tex(', '.join(skipped))}."
             if skipped else "")
+    note += "".join(f" {tex(n)}." for n in table.caveat_notes(
+        [c for _, by in rows for c in by.values()]))
     return _table("switch", "Round trip into the compartment and back, no payload: the "
                   "headline (geometric mean over repetitions) and, under it, its 95\\% "
                   "interval; the ratio to direct's entry call with its interval. Direct's "
@@ -414,6 +416,8 @@ def kv_tex(doc: Mapping) -> str | None:
                + "$^\\circ$: the interval includes 1, so no difference from direct is shown "
                "(a ratio below 1 there is not faster than direct). -- : not measured "
                "(skipped, see the report)")
+    caption += "".join(f"; {tex(n)}" for n in table.caveat_notes(
+        [c for c in doc["configs"] if c["benchmark"] == "kv"]))
     if any_dagger:
         caption += "; $^\\dagger$: a mean over fewer sizes than the table's, not comparable " \
                    "with a mean over all of them"

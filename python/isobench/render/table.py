@@ -20,7 +20,7 @@ import textwrap
 from typing import Any, Mapping, Sequence
 
 from ..analysis import cpu, units
-from ..analysis.runs import (BASELINE, HEADLINE_PHASE, NO_MECHANISM, OUTPUT_PARAMS,
+from ..analysis.runs import (BASELINE, HEADLINE_PHASE, NO_MECHANISM, NOTE_PARAMS, OUTPUT_PARAMS,
                              server_label)
 
 # The widest line a default table or note may take: a terminal of 100
@@ -305,7 +305,7 @@ def fmt_ratio(v: float | None) -> str:
 def variant_text(params: Mapping) -> str:
     parts = [str(params["variant"])] if "variant" in params else []
     parts += [f"{k}={v}" for k, v in sorted(params.items())
-              if k not in PARAM_COLUMNS and k not in OUTPUT_PARAMS]
+              if k not in PARAM_COLUMNS and k not in OUTPUT_PARAMS and k not in NOTE_PARAMS]
     return " ".join(parts) or "-"
 
 
@@ -453,8 +453,18 @@ def config_label(c: Mapping, hide: frozenset[str] | set[str] = frozenset()) -> s
     if variant is not None and variant != "entry" and c["benchmark"] not in HEADLINE_PHASE:
         parts.append(f"({variant})" if parts else f"variant={variant}")
     parts += [f"{k}={v}" for k, v in sorted(p.items())
-              if k not in ("placement", "variant", *SIZE_PARAMS) and k not in OUTPUT_PARAMS]
+              if k not in ("placement", "variant", *SIZE_PARAMS) and k not in OUTPUT_PARAMS
+              and k not in NOTE_PARAMS]
     return " ".join(parts) or "-"
+
+
+def caveat_notes(configs: Sequence[Mapping]) -> list[str]:
+    """The caveats the rows' labels leave out (NOTE_PARAMS), once per
+    mechanism and caveat: "kvm: nested virtualization: costs more than on
+    bare metal"."""
+    seen = dict.fromkeys(f"{c['mechanism']}: {c['params']['caveat']}" for c in configs
+                         if c["params"].get("caveat"))
+    return list(seen)
 
 
 def size_text(params: Mapping) -> str:
@@ -641,7 +651,9 @@ def narrow_tables(doc: Mapping) -> list[str]:
         title = BENCHMARK_TITLES.get(bench, f"{bench}:")
         same = common_params(configs)
         if same:
-            title += " In every row: " + ", ".join(f"{k}={v}" for k, v in same.items()) + "."
+            title += " In every row: " + ", ".join(f"{k}={v}" for k, v in same.items()
+                                                   if k not in NOTE_PARAMS) + "."
+        title += "".join(f" {n}." for n in caveat_notes(configs))
         out.append(wrap(title) + "\n" + benchmark_table(doc, bench, configs))
     return out
 
