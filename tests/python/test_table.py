@@ -113,3 +113,18 @@ def test_runs_cuts_a_command_that_does_not_fit():
     argv = ["isobench", "run", "switch"] + ["--placement", "same-cpu,cross-cpu"] * 8
     line = table.runs_report([_run_row(1, argv=argv)], "/db").splitlines()[3]
     assert len(line) == table.WIDTH and line.endswith("...")
+
+
+def test_a_folded_label_breaks_between_words_not_inside_them():
+    """compare's mechanism column, 15 wide: "direct (indirect-call)" goes
+    on two lines, the second the whole word (once it was "(indirect-cal",
+    "l)"); a word wider than the column itself is still cut, never lost."""
+    from isobench.render import table
+    rows = [["direct (indirect-call)", "x" * 84], ["direct (inline)", "y" * 84]]
+    out = table.render_fit(["mechanism", "rest"], rows, flex=0, width=101)
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 101
+    labels = [line[:15].strip() for line in lines[2:]]
+    assert labels == ["direct", "(indirect-call)", "direct (inline)"]
+    out = table.render_fit(["mechanism", "rest"], [["a" * 30, "x" * 84]], flex=0, width=101)
+    assert "".join(line[:15].strip() for line in out.splitlines()[2:]) == "a" * 30

@@ -166,15 +166,28 @@ def render_fit(headers: Sequence[str], rows: Sequence[Sequence[str]],
     if natural <= room:
         return render(headers, rows, right)
     rooms = {i: max(len(headers[i]), 8, room * widths[i] // natural) for i in flexes}
+    # Continuation lines indented by two, unless a word of the column would
+    # then not fit ("(indirect-call)" one column short): none indented then.
+    indents = {i: "  " if all(len(w) + 2 <= rooms[i] for row in rows for w in row[i].split())
+               else "" for i in flexes}
     out_rows: list[list[str]] = []
     for row in rows:
-        pieces = {i: textwrap.wrap(row[i], width=rooms[i], subsequent_indent="  ",
-                                   break_long_words=True, break_on_hyphens=False) or [""]
-                  for i in flexes}
+        pieces = {i: _fold_cell(row[i], rooms[i], indents[i]) for i in flexes}
         for k in range(max(len(p) for p in pieces.values())):
             out_rows.append([(pieces[i][k] if k < len(pieces[i]) else "") if i in flexes
                              else (c if k == 0 else "") for i, c in enumerate(row)])
     return render(headers, out_rows, right)
+
+
+def _fold_cell(text: str, room: int, indent: str) -> list[str]:
+    """A cell's lines at most room wide, broken between words; a word is
+    cut only where it is wider than the column itself."""
+    lines = textwrap.wrap(text, width=room, subsequent_indent=indent,
+                          break_long_words=False, break_on_hyphens=False) or [""]
+    if all(len(line) <= room for line in lines):
+        return lines
+    return textwrap.wrap(text, width=room, subsequent_indent=indent,
+                         break_long_words=True, break_on_hyphens=False) or [""]
 
 
 # Params with a column of their own; any other param is appended to the
