@@ -35,7 +35,9 @@
  * the new key open from pkey_alloc to isob_mpk_close and calls sysconf,
  * mmap, mprotect and pkey_mprotect meanwhile, and a thread started from a
  * replaced one inherits the open key (tests/vm/mpk_window.c, c_setup).
- * Signals that
+ * System calls on the key's pages or on keys (pkey_mprotect to key 0,
+ * madvise, a key another thread allocated, freed and keeps open) are not
+ * filtered either (tests/vm/mpk_kernel.c, c_syscall_undo).  Signals that
  * arrive inside the window, rt_sigreturn of a frame whose PKRU a handler
  * rewrote, and a restartable sequence (rseq) whose abort handler the kernel
  * jumps to, key open, after a preemption inside the window, and io_uring
