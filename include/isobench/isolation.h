@@ -65,7 +65,7 @@ struct isob_cell {
     int verdict;          /* enum isob_cell_verdict */
     char method[200];     /* what was tried, or what got through */
     char evidence[640];   /* what was seen: fault codes, errno, trap kinds */
-    char condition[480];  /* what it covers; under what it was measured and holds */
+    char condition[768];  /* what it covers; under what it was measured and holds */
     /* OS-level cells only. */
     int probed;           /* the probes ran (res and who are valid) */
     struct isob_identity_info who;

@@ -567,7 +567,10 @@ static void conditions(const struct isob_mechanism *m, struct isob_isolation *r)
         snprintf(c, n, "covers loads and stores by address from untrusted code (PKRU denies the trusted "
                        "key); not sigreturn frames (a handler that writes PKRU into its frame), nor the "
                        "kernel's ways into an open window (rseq abort handlers, signals on an alternate "
-                       "stack, io_uring task work), nor code that runs WRPKRU or XRSTOR itself: "
+                       "stack, io_uring task work), nor code that runs WRPKRU or XRSTOR itself, nor C library "
+                       "code replaced before create (set-up calls it with the new key open), nor "
+                       "system calls that undo the key (pkey_mprotect to key 0, a freed key another "
+                       "thread keeps open, madvise): "
                        "not defended, shown in tests/vm (docs/mechanisms.md)");
 #endif
     else if (m->props & ISOB_SEPARATE_AS)

@@ -404,6 +404,67 @@ static void t_guest_traps_after_a_sent_segv(void)
     isob_comp_destroy(c);
 }
 
+/* The guard reservation the calling thread runs guest code in (memory.c):
+ * guarded() in wasm.c sets it around every guest call. */
+extern __thread unsigned char *isob_wasm_guard_active __attribute__((tls_model("initial-exec")));
+
+/* Seconds the forged signal's case may take before it counts as lost. */
+#define FORGED_TIMEOUT_S 5
+
+static volatile sig_atomic_t forged_seen;
+static void *volatile forged_addr;
+
+static void on_forged(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    if (si->si_code == SI_QUEUE) {
+        forged_seen++;
+        forged_addr = si->si_addr;
+    }
+}
+
+/* A sent SIGSEGV whose siginfo names an address inside the guard
+ * reservation, sent while guest code runs (rt_tgsigqueueinfo lets a sender
+ * write every field of it; only si_code, <= 0, says it was sent) is no
+ * guard fault: it goes to the handler before the wasm one, and the guest
+ * call is not turned into a trap.  A handler that judged by the address
+ * alone would longjmp out of the guest call here. */
+static void t_forged_segv_in_a_guest_call_is_not_a_trap(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_forged;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaction(SIGSEGV, &sa, NULL) == 0);
+    struct isob_wasm_linear lin;
+    struct isob_comp *c = make(&lin);
+    if (lin.reserved <= lin.size)
+        SKIP("%s has no guard reservation: its fault handler claims no fault", cur->name);
+    unsigned char *inside = lin.base + lin.size + WASM_PAGE;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = SIGSEGV;
+    si.si_code = SI_QUEUE;
+    si.si_addr = inside;
+    /* As guarded() does while the guest runs.  A handler that took the
+     * signal for a trap would longjmp to a guest call that has returned,
+     * and this case would never get back here: the alarm ends it in
+     * seconds instead of the runner's minute. */
+    alarm(FORGED_TIMEOUT_S);
+    isob_wasm_guard_active = lin.base;
+    long r = syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), SIGSEGV, &si);
+    isob_wasm_guard_active = NULL;
+    alarm(TAP_TIMEOUT_S);
+    CHECK_EQ_LONG(r, 0);
+    CHECK_EQ_LONG(forged_seen, 1);
+    CHECK(forged_addr == inside);
+    /* The guard handler is still there: a guest access past the end traps. */
+    CHECK_EQ_LONG(isob_wasm_poke(c, 0xfffffff0u, 0), -EFAULT);
+    isob_comp_destroy(c);
+}
+
 int main(void)
 {
     const char *names[] = {"wasm", "wasm-bounds"};
@@ -428,6 +489,7 @@ int main(void)
         RUN(t_host_faults_are_not_swallowed);
         RUN(t_sent_segv_kills);
         RUN(t_guest_traps_after_a_sent_segv);
+        RUN(t_forged_segv_in_a_guest_call_is_not_a_trap);
 #undef RUN
     }
     return tap_done();

@@ -195,10 +195,13 @@ def test_the_pre_attached_tracer_is_measured_by_the_real_driver():
 
 def test_mpk_in_process_cell_names_what_it_covers():
     """Measured or not (no PKU here), the in-process cell of the MPK
-    mechanisms says it covers loads and stores, not signal frames."""
+    mechanisms says it covers loads and stores, not signal frames, set-up's
+    open key or the system calls that undo the key (each shown in tests/vm)."""
     for name in ("mpk", "mpk-bridge"):
         cond = isolation_line(name)["attackers"]["in-process"]["condition"]
         assert "loads and stores" in cond and "not sigreturn frames" in cond, cond
+        assert "replaced before create" in cond and "pkey_mprotect to key 0" in cond, cond
+        assert "a freed key another thread keeps open" in cond, cond
 
 
 def test_switch_payloads_are_its_own_option(real):

@@ -10,7 +10,9 @@
  *    on the test-only legacy gate (mpk_legacy.c), which must lose them;
  *  - the GOT/PLT attack on the window (mpk_window.c) on both, which must be
  *    stopped, and on both again in mpk_init_leaky (this program linked
- *    with the leaky window build), where it must win;
+ *    with the leaky window build), where it must win; and set-up's open
+ *    key (a C library function replaced before create), not defended,
+ *    which must breach;
  *  - ERIM's call kinds behind mpk's gate (mpk_kinds.c): each runs once and
  *    returns the right value; the indirect-call kind's pointer attacked,
  *    held on mpk and lost by a test-only copy whose pointer is writable;

@@ -55,6 +55,7 @@
 #include <cpuid.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -498,6 +499,94 @@ static void c_madvise(void *arg)
     isob_comp_destroy(c);
 }
 
+/* System calls that undo the key, from untrusted code with the key closed
+ * (the PKU Pitfalls study, Connor et al., USENIX Security 2020; ERIM
+ * filters such calls, isobench does not):
+ *   retag  pkey_mprotect of the secret's page to key 0, which every thread
+ *          may access: a load then reads the secret.  Control: the same
+ *          load without it faults (SEGV_PKUERR).
+ *   reuse  a second thread allocates a key (pkey_alloc(0, 0) opens it in
+ *          that thread) and frees it: its PKRU keeps the key open.  The
+ *          next compartment gets the same key (the kernel hands out the
+ *          lowest free one), and the thread reads its secret.  Control: a
+ *          thread that allocated nothing faults (SEGV_PKUERR). */
+static volatile int reuse_key = -1;
+static volatile int reuse_stage;
+static volatile uint64_t *volatile reuse_secret;
+
+static void *reuse_thread(void *arg)
+{
+    if ((intptr_t)arg) {
+        int k = pkey_alloc(0, 0);
+        if (k < 0)
+            vm_fail(__LINE__, "pkey_alloc: %s", strerror(errno));
+        VM_EXPECT(pkey_free(k) == 0);
+        reuse_key = k;
+        printf("# a second thread allocated key %d and freed it: its PKRU 0x%08x keeps it open\n", k,
+               isob_rdpkru());
+    }
+    __atomic_store_n(&reuse_stage, 1, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&reuse_stage, __ATOMIC_ACQUIRE) != 2)
+        sched_yield();
+    uint64_t s = *reuse_secret;
+    if (s == K_SECRET)
+        vm_breach("the second thread, PKRU 0x%08x, read the secret 0x%016llx of the compartment "
+                  "created after it freed its key", isob_rdpkru(), (unsigned long long)s);
+    vm_fail(__LINE__, "the second thread read 0x%016llx, not the secret", (unsigned long long)s);
+}
+
+/* The controls' fault: SEGV_PKUERR ends the child with VM_EXIT_PKUERR. */
+static void undo_on_segv(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    if (si->si_code == SEGV_PKUERR) {
+        dprintf(1, "# fault: SIGSEGV SEGV_PKUERR at %p, key %u\n", si->si_addr, (unsigned)si->si_pkey);
+        _exit(VM_EXIT_PKUERR);
+    }
+    signal(sig, SIG_DFL);
+}
+
+static void c_syscall_undo(void *arg)
+{
+    int mode = (int)(intptr_t)arg; /* 0, 1: retag control, attack; 2, 3: reuse control, attack */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = undo_on_segv;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGSEGV, &sa, NULL);
+    pthread_t th;
+    if (mode >= 2) {
+        VM_EXPECT(pthread_create(&th, NULL, reuse_thread, (void *)(intptr_t)(mode == 3)) == 0);
+        while (!__atomic_load_n(&reuse_stage, __ATOMIC_ACQUIRE))
+            sched_yield();
+    }
+    struct isob_comp *c = vm_make(k_mech);
+    struct isob_mpk_view v;
+    vm_view(c, &v);
+    struct isob_msg *msg = k_mech->shared(c);
+    msg->arg[0] = (int64_t)K_SECRET;
+    VM_EXPECT(isob_call(c, ISOB_ENTRY_SECRET_PLANT) == 0);
+    volatile uint64_t *secret = (volatile uint64_t *)(uintptr_t)msg->arg[1];
+    if (mode >= 2) {
+        if (mode == 3)
+            VM_EXPECT(v.pkey == reuse_key);
+        reuse_secret = secret;
+        __atomic_store_n(&reuse_stage, 2, __ATOMIC_RELEASE);
+        pthread_join(th, NULL);
+        vm_fail(__LINE__, "the second thread came back");
+    }
+    if (mode == 1) {
+        uintptr_t page = (uintptr_t)secret & ~(uintptr_t)4095;
+        int r = pkey_mprotect((void *)page, 4096, PROT_READ | PROT_WRITE, 0);
+        printf("# pkey_mprotect(secret's page, key 0) with key %d closed: %s\n", v.pkey,
+               r == 0 ? "0" : strerror(errno));
+    }
+    uint64_t s = *secret;
+    if (s == K_SECRET)
+        vm_breach("read the secret 0x%016llx with PKRU 0x%08x", (unsigned long long)s, isob_rdpkru());
+    vm_fail(__LINE__, "read 0x%016llx, not the secret", (unsigned long long)s);
+}
+
 /* A system call of the window answered without running: a seccomp filter
  * of the untrusted side's makes getrusage return 0 and write nothing, so
  * whatever the window's buffer held must not come back as a result. */
@@ -577,6 +666,15 @@ void vm_kernel_attacks(const struct isob_mechanism *m)
              "(must breach)", c_madvise, (void *)(intptr_t)1, VM_BREACH);
     vm_check("control: no madvise, the secret intact (must hold)", c_madvise, (void *)(intptr_t)0,
              VM_PASS);
+    vm_check("not defended: pkey_mprotect of the secret's page to key 0, key closed, then a load "
+             "(must breach)", c_syscall_undo, (void *)(intptr_t)1, VM_BREACH);
+    vm_check("control: the same load without pkey_mprotect (must fault)", c_syscall_undo,
+             (void *)(intptr_t)0, VM_PKUERR);
+    vm_check("not defended: a second thread allocates and frees a key, keeps it open in its PKRU, "
+             "and reads the secret of the compartment that gets the key next (must breach)",
+             c_syscall_undo, (void *)(intptr_t)3, VM_BREACH);
+    vm_check("control: a second thread that freed no key (must fault)", c_syscall_undo,
+             (void *)(intptr_t)2, VM_PKUERR);
     vm_check("attack: getrusage answered by a seccomp filter without writing: no trusted stack "
              "word comes back (must hold)", c_fake_getrusage, NULL, VM_PASS);
 }

@@ -62,7 +62,9 @@ void vm_attacks(const struct isob_mechanism *m, int legacy);
 
 /* The GOT/PLT attack on the window (mpk_window.c): one check per function
  * the window once called, against compartments of m; with leaky, each
- * check runs in that program (the leaky window build) and must lose. */
+ * check runs in that program (the leaky window build) and must lose;
+ * without it, also the set-up check (create runs a replaced C library
+ * function with the new key open: not defended, must breach). */
 void vm_window_attacks(const struct isob_mechanism *m, const char *leaky);
 /* One of those checks, in this process (mpk_init_leaky --window-attack). */
 void vm_window_attack(const struct isob_mechanism *m, int target);

@@ -30,6 +30,8 @@
  * each check (vm_window_attacks). */
 #include <elf.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -352,6 +354,89 @@ static void c_syscall_reads_secret(void *arg)
     isob_comp_destroy(c);
 }
 
+/* ---- set-up: create runs the C library with the new key open ------------- */
+
+/* mpk's create allocates the key open in the creating thread
+ * (pkey_alloc(0, 0)) and, before isob_mpk_close ends the set-up, calls the
+ * C library: sysconf, mmap, mprotect and pkey_mprotect, through the PLT in
+ * a dynamic isob, directly in this static one.  The untrusted side replaces
+ * pkey_mprotect (its code, as above) before it creates a compartment: its
+ * function runs with the new key open and starts a thread, which inherits
+ * the creating thread's PKRU.  That thread waits until a secret is planted
+ * through the gate and reads it.  Not defended: set-up is trusted, as in
+ * ERIM, where the trusted side initialises before untrusted code runs
+ * (docs/mechanisms.md). */
+static volatile int setup_key = -1;
+static volatile int setup_go;
+static volatile uint64_t *volatile setup_secret;
+static pthread_t setup_thread;
+static int setup_started;
+
+static void *setup_spy(void *arg)
+{
+    (void)arg;
+    while (!setup_go)
+        sched_yield();
+    uint32_t pkru = isob_rdpkru();
+    int k = setup_key;
+    if (!(pkru & (3u << (2 * k)))) {
+        uint64_t s = *setup_secret;
+        printf("# BREACH: a thread started inside create, PKRU 0x%08x, key %d open, read the "
+               "secret 0x%016llx planted after create returned\n", pkru, k, (unsigned long long)s);
+        fflush(stdout);
+        if (s == WIN_SECRET)
+            raw_exit(VM_EXIT_BREACH);
+    }
+    printf("# the thread started inside create has PKRU 0x%08x: key %d closed to it\n", pkru, k);
+    return NULL;
+}
+
+static long hook_pkey_mprotect(void *addr, size_t len, int prot, int pkey)
+{
+    uint32_t pkru = isob_rdpkru();
+    if (!setup_started && pkey > 0 && !(pkru & (3u << (2 * pkey)))) {
+        setup_started = 1;
+        setup_key = pkey;
+        printf("# the replaced pkey_mprotect runs inside create with key %d open (PKRU 0x%08x)\n",
+               pkey, pkru);
+        if (pthread_create(&setup_thread, NULL, setup_spy, NULL) != 0)
+            setup_started = 0;
+    }
+    long r;
+    register long r10 __asm__("r10") = pkey;
+    __asm__ __volatile__("syscall"
+                         : "=a"(r)
+                         : "a"(SYS_pkey_mprotect), "D"(addr), "S"(len), "d"(prot), "r"(r10)
+                         : "rcx", "r11", "memory");
+    if (r < 0) {
+        errno = (int)-r;
+        return -1;
+    }
+    return r;
+}
+
+static void c_setup(void *arg)
+{
+    const struct isob_mechanism *m = arg;
+    struct patch pt;
+    patch_code(&pt, (void *)pkey_mprotect, (void *)hook_pkey_mprotect);
+    struct isob_comp *c = vm_make(m);
+    unpatch(&pt);
+    VM_EXPECT(setup_started);
+    struct isob_mpk_view v;
+    vm_view(c, &v);
+    VM_EXPECT(v.pkey == setup_key);
+    VM_EXPECT(isob_rdpkru() & (1u << (2 * v.pkey)));
+    struct isob_msg *msg = m->shared(c);
+    msg->arg[0] = (int64_t)WIN_SECRET;
+    VM_EXPECT(isob_call(c, ISOB_ENTRY_SECRET_PLANT) == 0);
+    setup_secret = (volatile uint64_t *)(uintptr_t)msg->arg[1];
+    setup_go = 1;
+    VM_EXPECT(pthread_join(setup_thread, NULL) == 0);
+    printf("# held: the thread started inside create could not read the secret\n");
+    isob_comp_destroy(c);
+}
+
 /* ---- the list ------------------------------------------------------------- */
 
 struct win_check {
@@ -376,9 +461,13 @@ static void c_window(void *arg)
 
 void vm_window_attacks(const struct isob_mechanism *m, const char *leaky)
 {
-    if (!leaky)
+    if (!leaky) {
         vm_check("attack: write(2) of the secret's address to a pipe, key closed (EFAULT)",
                  c_syscall_reads_secret, (void *)m, VM_PASS);
+        vm_check("not defended: pkey_mprotect replaced before create runs with the new key open "
+                 "and starts a thread that reads the secret planted later (must breach)",
+                 c_setup, (void *)m, VM_BREACH);
+    }
     for (int t = 0; t < WT__N; t++) {
         char name[200];
         snprintf(name, sizeof name, "%swindow attack: replace %s, then call the entry%s",

@@ -29,7 +29,15 @@
  * Threat model: the untrusted side may write any memory it can address,
  * from any thread, and jump to any instruction of the gate.  It does not
  * run WRPKRU or XRSTOR of its own elsewhere in the binary (ERIM ensures
- * that by inspecting the binary, which isobench does not do), signals that
+ * that by inspecting the binary and rewriting what it finds; `isob inspect`
+ * reports every such site, and rewrites none), and it replaces no C library
+ * function before it creates a compartment: set-up (mpk_create) runs with
+ * the new key open from pkey_alloc to isob_mpk_close and calls sysconf,
+ * mmap, mprotect and pkey_mprotect meanwhile, and a thread started from a
+ * replaced one inherits the open key (tests/vm/mpk_window.c, c_setup).
+ * System calls on the key's pages or on keys (pkey_mprotect to key 0,
+ * madvise, a key another thread allocated, freed and keeps open) are not
+ * filtered either (tests/vm/mpk_kernel.c, c_syscall_undo).  Signals that
  * arrive inside the window, rt_sigreturn of a frame whose PKRU a handler
  * rewrote, and a restartable sequence (rseq) whose abort handler the kernel
  * jumps to, key open, after a preemption inside the window, and io_uring
