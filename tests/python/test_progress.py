@@ -21,7 +21,12 @@ class Clock:
 
 
 def ok(job):
-    return Result.failure(job.benchmark, job.mechanism_name, "x", None, status="skipped")
+    return Result(job.benchmark, job.mechanism_name, {}, "ok", unit="ns", counter="clock",
+                  samples=(1,))
+
+
+def skipped(job):
+    return Result.failure(job.benchmark, job.mechanism_name, "no PKU", None, status="skipped")
 
 
 def test_estimate_comes_from_the_plan_and_the_history():
@@ -55,7 +60,7 @@ def test_estimate_is_refined_as_jobs_finish():
     assert 1.9 < e2.ratio() < 2.0 and 9.5 < e2.expected(("a", "y")) < 10.0
 
 
-def _run_with(est, took, jobs):
+def _run_with(est, took, jobs, outcome=ok):
     """The estimate of what is left after each job of a fake-clock run."""
     clock = Clock()
     p = progress.Progress(len(jobs), None, estimator=est, clock=clock)
@@ -64,7 +69,7 @@ def _run_with(est, took, jobs):
         for job in jobs:
             p.start(job)
             clock.t += took(job)
-            p.done(JobOutcome(job, [ok(job)]))
+            p.done(JobOutcome(job, [outcome(job)]))
             lefts.append(p.left())
     return p.first_estimate, lefts
 
@@ -97,6 +102,22 @@ def test_one_short_first_job_does_not_collapse_the_plan():
     assert lefts[19] == pytest.approx(120 * 30 * (20 * 0.2 + 30) / (20 * 30 + 30))
 
 
+def test_a_job_that_only_skipped_leaves_the_estimate_to_the_plan():
+    """make run's first job was mpk, skipped in 0.2 s (no PKU): the estimate
+    fell from 8 min to 4 min and climbed back.  A skip says nothing of the
+    plan: the jobs to come keep it, and the skipped key's own repetitions
+    are expected to skip as fast."""
+    history = {("switch", "mpk"): [5.0], ("switch", "thread"): [20.0]}
+    counts = {("switch", "mpk"): 3, ("switch", "thread"): 3}
+    jobs = [Job("switch", "mpk"), Job("switch", "thread")]
+    outcome = lambda j: skipped(j) if j.mechanism_name == "mpk" else ok(j)
+    first, lefts = _run_with(progress.Estimator(counts, history), lambda j: (
+        0.2 if j.mechanism_name == "mpk" else 20.0), jobs, outcome)
+    assert first == 3 * 5.0 + 3 * 20.0
+    assert lefts[0] == pytest.approx(2 * 0.2 + 3 * 20.0)
+    assert lefts[1] == pytest.approx(2 * 0.2 + 2 * 20.0)
+
+
 def test_the_jobs_to_come_keep_the_plans_weights():
     history = {("switch", "direct"): [1.0], ("oslat", "-"): [100.0]}
     counts = {("switch", "direct"): 2, ("oslat", "-"): 1}
@@ -116,14 +137,14 @@ def test_plain_progress_prints_the_plan_each_job_and_the_total():
         for job, took in zip(jobs, (5.0, 61.0)):
             p.start(job)
             clock.t += took
-            p.result(ok(job))
-            p.done(JobOutcome(job, [ok(job)]))
+            p.result(skipped(job))
+            p.done(JobOutcome(job, [skipped(job)]))
         p.finish()
     lines = out.getvalue().splitlines()
     assert lines[0] == ("plan: 2 jobs, about 1 min 05 s (from earlier runs in this store; "
                         "refined as jobs finish)")
     assert lines[1].startswith("[1/2] switch -m direct ... 1 result, 5.0 s, about 1 min 00 s "
-                               "left -- SKIPPED: x")
+                               "left -- SKIPPED: no PKU")
     assert lines[2].startswith("[2/2] switch -m thread ... 1 result, 61.0 s -- SKIPPED")
     assert lines[3] == "2 of 2 jobs in 1 min 06 s (estimated at the start: 1 min 05 s)"
 

@@ -16,7 +16,9 @@ one job's worth of evidence.  So the jobs to come keep the plan's weights
 jobs compare with it so far; one job that is much shorter or longer than
 planned moves the estimate at most by the factor r it earns (halving it at
 most after one job), not to that job's duration times the rest, and as
-jobs finish r becomes the measured ratio.  A job whose (benchmark,
+jobs finish r becomes the measured ratio.  A job that only skipped (no
+PKU, say) is left out of r: the instant it took says nothing of the plan.
+A job whose (benchmark,
 mechanism) has already finished in this run is expected to take the mean
 of those runs: its repetitions.  The estimate is a guide, never a
 measurement: it appears on stderr only and nothing is stored or computed
@@ -74,9 +76,16 @@ class Estimator:
     history: Mapping[Key, list[float]] = field(default_factory=dict)
     quick: bool = False
     observed: dict[Key, list[float]] = field(default_factory=dict)
+    # (measured, planned) seconds of the finished jobs that ran: the
+    # evidence of r.  A job that only skipped (no PKU, say) took no time
+    # its plan could be judged by: its key's other jobs are expected to
+    # skip as fast, and r leaves it out.
+    judged: list[tuple[float, float]] = field(default_factory=list)
 
-    def observe(self, key: Key, seconds: float) -> None:
+    def observe(self, key: Key, seconds: float, ran: bool = True) -> None:
         self.observed.setdefault(key, []).append(seconds)
+        if ran:
+            self.judged.append((seconds, self.planned(key)))
 
     def planned(self, key: Key) -> float:
         """The plan's duration of one job of key: its median in earlier runs,
@@ -90,8 +99,8 @@ class Estimator:
         jobs = sum(self.counts.values())
         w = (sum(n * self.planned(k) for k, n in self.counts.items()) / jobs if jobs
              else DEFAULT_SECONDS[self.quick])
-        measured = sum(sum(v) for v in self.observed.values())
-        planned = sum(len(v) * self.planned(k) for k, v in self.observed.items())
+        measured = sum(m for m, _ in self.judged)
+        planned = sum(p for _, p in self.judged)
         return (measured + w) / (planned + w) if planned + w > 0 else 1.0
 
     def expected(self, key: Key) -> float:
@@ -114,6 +123,12 @@ class Estimator:
     @property
     def from_history(self) -> bool:
         return any(self.history.get(k) for k in self.counts)
+
+
+def ran(out) -> bool:
+    """Whether a finished job measured something (or failed trying), as
+    opposed to skipping at once: only those tell how the plan fares."""
+    return not out.results or any(r.status != "skipped" for r in out.results)
 
 
 class OutputClosed(Exception):
@@ -227,7 +242,7 @@ class Progress:
     def done(self, out) -> None:
         took = self.clock() - self.t0
         if self.estimator is not None:
-            self.estimator.observe(self._key(out.job), took)
+            self.estimator.observe(self._key(out.job), took, ran=ran(out))
         self.job = None
         n = len(out.results)
         text = f"{n} result{'s' if n != 1 else ''}, {took:.1f} s"
@@ -290,7 +305,7 @@ class BarProgress(Progress):
     def done(self, out) -> None:
         took = self.clock() - self.t0
         key = self._key(out.job)
-        self.estimator.observe(key, took)
+        self.estimator.observe(key, took, ran=ran(out))
         self.expected_results[key] = len(out.results)
         self.done_seconds += took
         self.job = None
