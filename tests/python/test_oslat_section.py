@@ -226,7 +226,7 @@ def test_text_markdown_and_html(tmp_path):
     assert "SEIMI (pub.)" in out and "x none" in out
     assert "average, 2/2 rows" in out and "SEIMI's method " in out
     assert "SEIMI printed 33.56%" in out
-    assert "average's 95% interval: seccomp-allow:300-args 1.18..1.22, ptrace 4.93..5.07." in out
+    assert "average's 95% interval: seccomp-allow 300-args 1.18..1.22; ptrace 4.93..5.07." in out
     md = report.render_md(doc, [])
     assert "### oslat: SEIMI Table VI" in md
     assert "5.00 [" in md  # slowdowns with their intervals

@@ -128,3 +128,15 @@ def test_a_folded_label_breaks_between_words_not_inside_them():
     assert labels == ["direct", "(indirect-call)", "direct (inline)"]
     out = table.render_fit(["mechanism", "rest"], [["a" * 30, "x" * 84]], flex=0, width=101)
     assert "".join(line[:15].strip() for line in out.splitlines()[2:]) == "a" * 30
+
+
+def test_a_folded_block_leaves_out_rows_with_nothing_in_it():
+    """oslat's published column holds the averaged rows only: its block
+    (the second, here) leaves out the rows with '-' alone; the first block
+    keeps every row."""
+    from isobench.render import table
+    heads = ["row", "a", "b", "pub"]
+    rows = [["r1", "1.00", "2.00", "1.20"], ["r2", "1.00", "2.00", "-"]]
+    first, second = table.fold(heads, rows, width=17, keep=1, drop_empty=True).split("\n\n")
+    assert "r2" in first and "r1" in second and "r2" not in second
+    assert all("r2" in b for b in table.fold(heads, rows, width=17, keep=1).split("\n\n"))

@@ -179,7 +179,8 @@ def _fs_lines(section: Mapping) -> list[str]:
         dirs = f.get("dirs") or []
         where = (f" in {dirs[0]}" + (f" and {len(dirs) - 1} more test directories"
                                      if len(dirs) > 1 else "")) if dirs else ""
-        out.append(f"filesystem: {f['fs_type']}{where}: {', '.join(f['rows'])} "
+        kinds = list(dict.fromkeys(row.split()[0] for row in f["rows"]))
+        out.append(f"filesystem: {f['fs_type']}{where}: the {', '.join(kinds)} rows "
                    "(SEIMI's Table V does not say which filesystem its file figures came from)")
     return out
 
@@ -280,18 +281,23 @@ def compact(t: Mapping, width: int = table.WIDTH) -> str:
                     + ([f"{pa['seimi_method_pct']:.1f}%" if pa and pa["seimi_method_pct"]
                         is not None else "-"] if pub else []))
     return table.fold(heads, body, width=width, keep=1 + len(lead), groups=names,
-                      right_all=True)
+                      right_all=True, drop_empty=True)
 
 
 def _interval_note(t: Mapping) -> str:
     """The averages' 95% intervals and SEIMI's printed averages, under the table."""
-    parts = []
+    # A confinement's variants under its name once: "seccomp-allow 1
+    # 1.04..1.26, 300 0.989..1.06; ptrace 3.54..3.77".
+    groups: dict[str, list[str]] = {}
     for c in t["columns"]:
         g = ((t["averages"].get(c) or {}).get("geomean_ratio")) or {}
         iv = g.get("interval")
         if iv and c != "none":
-            parts.append(f"{c} {table.fmt_sig(iv['low'])}..{table.fmt_sig(iv['high'])}")
-    text = ("average's 95% interval: " + ", ".join(parts) + ".") if parts else ""
+            name, _, variant = c.partition(":")
+            span = f"{table.fmt_sig(iv['low'])}..{table.fmt_sig(iv['high'])}"
+            groups.setdefault(name, []).append(f"{variant} {span}" if variant else span)
+    parts = [f"{name} {', '.join(v)}" for name, v in groups.items()]
+    text = ("average's 95% interval: " + "; ".join(parts) + ".") if parts else ""
     pa = t.get("published_average")
     if pa and pa.get("printed") and t["has_published"]:
         text += f" SEIMI printed {pa['printed']['value_pct']:g}%."
@@ -339,9 +345,10 @@ def text(section: Mapping, doc: Mapping) -> str:
         out.append("")
     out.append(table.wrap(TEXT_NOTE.format(theirs=section["seimi_method"], pub=PUBLISHED_GROUP,
                                            note=section["published_note"]), indent=""))
-    undefined = _undefined_text(section)
-    if undefined:
-        out.append(table.wrap(undefined))
+    if _undefined_text(section):
+        # The cells say where (summary.md lists them): one line here.
+        out.append(table.wrap("undef: SEIMI's method is undefined where an overhead is zero or "
+                              "negative (the cells marked undef; summary.md lists them)."))
     for line in _fs_lines(section) + _notes(section):
         out.append(table.wrap(line))
     return "\n".join(out)

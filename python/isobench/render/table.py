@@ -236,7 +236,8 @@ def _render_widths(headers: Sequence[str], rows: Sequence[Sequence[str]],
 
 def fold(headers: Sequence[str], rows: Sequence[Sequence[str]],
          right: frozenset[str] | set[str] = frozenset(), width: int = WIDTH, keep: int = 1,
-         groups: Sequence[str] | None = None, right_all: bool = False) -> str:
+         groups: Sequence[str] | None = None, right_all: bool = False,
+         drop_empty: bool = False) -> str:
     """render(), folded to at most `width` columns: where the table is wider,
     the columns after the first `keep` (the row labels) go into blocks of
     their own, one under the other, each block repeating the first `keep`
@@ -244,7 +245,9 @@ def fold(headers: Sequence[str], rows: Sequence[Sequence[str]],
     a line above the headers over each run of columns with the same name
     (a column group: a confinement's "us" and "x none"); a group stays in
     one block.  right_all: every column but the first right-aligned.  A
-    single group wider than `width` stays whole."""
+    single group wider than `width` stays whole.  drop_empty: a block after
+    the first leaves out the rows with nothing but "-" in its own columns
+    (oslat's published column, which has the averaged rows only)."""
     widths = _widths(headers, rows)
     names = list(groups) if groups is not None else [str(i) for i in range(len(headers))]
     # Runs of equal names: (first column, end column) per group.
@@ -273,9 +276,12 @@ def fold(headers: Sequence[str], rows: Sequence[Sequence[str]],
         blocks[-1].append((a, b))
         used += w
     out = []
-    for block in blocks:
+    for k, block in enumerate(blocks):
         cols = [i for a, b in head + block for i in range(a, b)]
-        text = _render_widths([headers[i] for i in cols], [[r[i] for i in cols] for r in rows],
+        own = [i for a, b in block for i in range(a, b)]
+        shown = [r for r in rows if not (drop_empty and k > 0
+                                         and all(r[i] in ("-", "") for i in own))]
+        text = _render_widths([headers[i] for i in cols], [[r[i] for i in cols] for r in shown],
                               [flags[i] for i in cols], [widths[i] for i in cols])
         if groups is not None:
             line = []
