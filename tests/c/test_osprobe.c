@@ -397,7 +397,9 @@ static void t_pre_attached_tracer_keeps_a_fork_open(void)
  * separate address space fails its creation with -ISOB_ETRACED under the
  * pre-attached tracer.  The deliberately open variant (test-traceable,
  * process-futex without the check) is created, and the same tracer reads
- * its secret: the check is what closes the hole. */
+ * its secret: the check is what closes the hole, against this tracer,
+ * which does not hide (t_hiding_tracer_reads_process_servers: one that
+ * does gets past it). */
 static void t_traced_servers_refuse_to_start(void)
 {
     become_unprivileged();
