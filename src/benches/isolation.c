@@ -644,9 +644,8 @@ static void conditions(const struct isob_mechanism *m, struct isob_isolation *r)
     snprintf(r->cells[ISOB_ATK_PRE_ATTACHED].condition, n,
              "a same-uid tracer attached to the caller before the compartment existed, which follows forks and "
              "rewrites the dumpability calls; measured twice, as is (TracerPid names it) and hiding (it "
-             "rewrites TracerPid to 0 in what its tracees read), the worse counts: no check inside a "
-             "compartment holds against a tracer that controls its system calls; never counted in the "
-             "summary");
+             "rewrites TracerPid to 0 in what its tracees read); the cell is the worse of the two: the "
+             "server's own check of TracerPid stops only the first; never counted in the summary");
 }
 
 static void os_cells(const struct isob_mechanism *m, struct isob_comp *c, uint64_t trusted_addr,
