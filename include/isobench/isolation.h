@@ -15,7 +15,9 @@
  *               server, or for in-process mechanisms the caller's own).
  *   pre-attached  a same-uid tracer attached to the caller before the
  *               compartment existed (osprobe.h, the pre-attached tracer),
- *               in a helper that stands for a freshly started caller
+ *               in a helper that stands for a freshly started caller;
+ *               run twice, the naive tracer and the one that hides from
+ *               TracerPid (ISOB_TRACER_HIDE), and the worse of the two
  *
  * Each cell also carries its condition: what it covers and under what it
  * was measured and holds (the same-uid cell of a separate address space:
@@ -64,17 +66,26 @@ enum isob_cell_verdict {
 struct isob_cell {
     int verdict;          /* enum isob_cell_verdict */
     char method[200];     /* what was tried, or what got through */
-    char evidence[640];   /* what was seen: fault codes, errno, trap kinds */
+    char evidence[1024];  /* what was seen: fault codes, errno, trap kinds */
     char condition[768];  /* what it covers; under what it was measured and holds */
     /* OS-level cells only. */
     int probed;           /* the probes ran (res and who are valid) */
     struct isob_identity_info who;
     struct isob_osprobe_result res[ISOB_OSP__COUNT];
     /* The pre-attached cell only. */
-    int traced;           /* the tracer attached (tstats) */
+    int traced;           /* the tracer shown attached (tstats): the one that read the
+                           * secret, else the hiding one */
     int tprobed;          /* and its probes ran (tres) */
     struct isob_osprobe_result tres[ISOB_TRACER_PROBES];
     struct isob_tracer_stats tstats;
+    struct {              /* each run: [0] the naive tracer, [1] the hiding one */
+        int ran;          /* the helper reported (else verdict untested) */
+        int verdict;      /* enum isob_cell_verdict of this run alone */
+        int attach_rc;    /* 0 or the attach's negative errno */
+        int create_rc;    /* 0 or the creation's negative errno while traced */
+        long caller_tracer_pid; /* the TracerPid the traced caller read */
+        struct isob_tracer_stats stats;
+    } truns[2];
 };
 
 struct isob_isolation {

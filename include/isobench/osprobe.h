@@ -147,9 +147,13 @@ long isob_tracer_pid(pid_t pid);
  * rewrites prctl(PR_SET_DUMPABLE, 0) to 1 at its entry and makes
  * prctl(PR_GET_DUMPABLE) return 0, in every tracee, so that a process
  * believes itself closed to readers when it is not; on request it reads a
- * target with process_vm_readv and /proc/PID/mem.  It does not hide itself
- * from TracerPid.  It dies with the caller; stopping it detaches every
- * tracee, which goes on. */
+ * target with process_vm_readv and /proc/PID/mem.  The naive mode does not
+ * hide itself: TracerPid in /proc/PID/status names it, which is what a
+ * server's check finds.  The hiding mode (ISOB_TRACER_HIDE) also rewrites
+ * that number to 0 in every buffer its tracees read (read, pread64, readv,
+ * preadv, preadv2), so that the check finds no tracer (tracer.c lists each
+ * check and what the tracer does to it).  It dies with the caller;
+ * stopping it detaches every tracee, which goes on. */
 
 #define ISOB_TRACER_PROBES 2
 enum { ISOB_TRACER_VM_READV, ISOB_TRACER_MEM_READ };
@@ -159,7 +163,12 @@ struct isob_tracer_stats {
     int followed;       /* processes traced: the caller and those it started since */
     int set_rewritten;  /* prctl(PR_SET_DUMPABLE, 0) turned into 1 */
     int get_faked;      /* prctl(PR_GET_DUMPABLE) made to return 0 */
+    int hides;          /* the hiding mode (ISOB_TRACER_HIDE) */
+    int tracerpid_hidden; /* TracerPid numbers rewritten to 0 in what tracees read */
 };
+
+/* isob_tracer_attach_mode's flags. */
+#define ISOB_TRACER_HIDE 1u
 
 struct isob_tracer {
     pid_t pid;
@@ -175,6 +184,10 @@ const char *isob_tracer_probe_name(int p);
  * refusal of PTRACE_SEIZE: EPERM under Yama 1 or more, or when the caller
  * is not dumpable; -ENOTSUP where the probe is not built). */
 int isob_tracer_attach(struct isob_tracer *t, char *why, size_t len);
+
+/* The same, with flags: 0 is isob_tracer_attach's naive tracer;
+ * ISOB_TRACER_HIDE the one that also hides from TracerPid. */
+int isob_tracer_attach_mode(struct isob_tracer *t, unsigned flags, char *why, size_t len);
 
 /* Have the tracer read target (process_vm_readv, /proc/PID/mem); res as
  * the probes of isob_osprobe_run fill theirs.  0 or a negative errno. */

@@ -405,11 +405,15 @@ static void same_uid_as_root(const struct isob_mechanism *m, struct isob_cell *c
  * ISOB_OSP_OTHER_UID, as for the same-uid cell); the tracer of osprobe.h
  * attaches to it first, then it does what the matrix's caller does: makes
  * itself non-dumpable, creates the compartment, plants the secret; then the
- * tracer reads the process that holds it. */
+ * tracer reads the process that holds it.  Twice: with the naive tracer,
+ * which does not hide from TracerPid, and with the hiding one
+ * (ISOB_TRACER_HIDE), which rewrites TracerPid to 0 in what its tracees
+ * read; the cell is the worse of the two. */
 struct tracer_report {
     char why[160];          /* why the tracer did not attach */
     int attach_rc;
-    long tracer_pid;        /* the caller's TracerPid at creation */
+    long tracer;            /* the tracer's pid */
+    long tracer_pid;        /* the caller's TracerPid at creation, as the caller read it */
     int closed;             /* the caller's isob_caller_close_to_readers(), as it saw it */
     int create_rc;
     int step_rc;            /* planting or locating the secret; the tracer's probe */
@@ -421,20 +425,27 @@ struct tracer_report {
     struct isob_osprobe_result res[ISOB_TRACER_PROBES];
 };
 
+struct tracer_arg {
+    const struct isob_mechanism *m;
+    unsigned flags;         /* isob_tracer_attach_mode's */
+};
+
 /* How long the traced helper may take: every system call stops twice. */
 #define TRACER_HELPER_TIMEOUT_MS 30000
 
 static void pre_attached_helper(void *arg, void *out)
 {
-    const struct isob_mechanism *m = arg;
+    const struct tracer_arg *ta = arg;
+    const struct isob_mechanism *m = ta->m;
     struct tracer_report *rep = out;
     /* A process is dumpable when it starts; the matrix's own caller is
      * not any more (begin), and this helper is its fork. */
     prctl(PR_SET_DUMPABLE, 1);
     struct isob_tracer t;
-    rep->attach_rc = isob_tracer_attach(&t, rep->why, sizeof rep->why);
+    rep->attach_rc = isob_tracer_attach_mode(&t, ta->flags, rep->why, sizeof rep->why);
     if (rep->attach_rc)
         return;
+    rep->tracer = t.pid;
     rep->tracer_pid = isob_tracer_pid(0);
     rep->closed = close_caller(m);
     struct isob_comp_spec spec;
@@ -465,90 +476,118 @@ static void pre_attached_helper(void *arg, void *out)
     isob_tracer_stop(&t, &rep->stats);
 }
 
-static void pre_attached_cell(const struct isob_mechanism *m, struct isob_cell *cell, struct isob_isolation *r)
+/* One tracer's run: its verdict (enum isob_cell_verdict), its account
+ * added to ev, and the probes that read the secret added to leaked. */
+static int tracer_run(const struct tracer_report *rep, int rc, const char *why, char *ev, size_t n,
+                      char *leaked, size_t leaked_len)
 {
-    struct tracer_report rep;
-    char why[160] = "";
-    struct isob_cred cred = {geteuid() == 0 ? ISOB_OSP_OTHER_UID : -1, 0, TRACER_HELPER_TIMEOUT_MS};
-    int rc = isob_osprobe_helper_cred(&cred, pre_attached_helper, (void *)m, &rep, sizeof rep, why, sizeof why);
-    long uid = cred.uid >= 0 ? cred.uid : (long)getuid();
-    snprintf(cell->method, sizeof cell->method,
-             "a uid %ld tracer seizes the caller before creation, follows forks, keeps them dumpable; "
-             "process_vm_readv, /proc/PID/mem", uid);
-    cell->verdict = ISOB_CELL_UNTESTED;
     if (rc) {
-        snprintf(cell->evidence, sizeof cell->evidence, "not probed: %s", why);
-        return;
+        add(ev, n, "not probed: %s", why);
+        return ISOB_CELL_UNTESTED;
     }
-    const char *yama = r->yama < 0 ? "absent" : r->yama == 0 ? "0" : r->yama == 1 ? "1" : r->yama == 2 ? "2" : "3";
-    if (rep.attach_rc) {
-        int refused = rep.attach_rc == -EPERM || rep.attach_rc == -EACCES;
-        cell->verdict = refused ? ISOB_CELL_ENFORCED : ISOB_CELL_UNTESTED;
-        snprintf(cell->evidence, sizeof cell->evidence, "%s%s (Yama ptrace_scope: %s)",
-                 refused ? "the kernel refused the attach: " : "", rep.why, yama);
-        return;
+    if (rep->attach_rc) {
+        int refused = rep->attach_rc == -EPERM || rep->attach_rc == -EACCES;
+        add(ev, n, "%s%s", refused ? "the kernel refused the attach: " : "", rep->why);
+        return refused ? ISOB_CELL_ENFORCED : ISOB_CELL_UNTESTED;
     }
-    cell->traced = 1;
-    cell->tstats = rep.stats;
-    snprintf(cell->evidence, sizeof cell->evidence,
-             "attached (Yama ptrace_scope: %s); the caller's TracerPid at creation: %ld; followed %d "
-             "process%s, rewrote PR_SET_DUMPABLE 0 to 1 %d time%s, faked PR_GET_DUMPABLE %d time%s; the "
-             "caller's non-dumpable step %s",
-             yama, rep.tracer_pid, rep.stats.followed, rep.stats.followed == 1 ? "" : "es",
-             rep.stats.set_rewritten, rep.stats.set_rewritten == 1 ? "" : "s", rep.stats.get_faked,
-             rep.stats.get_faked == 1 ? "" : "s",
-             rep.closed == 1 ? "not taken (an in-process compartment)"
-                             : rep.closed ? isob_strerror(rep.closed) : "reported success");
-    if (rep.create_rc) {
+    const struct isob_tracer_stats *st = &rep->stats;
+    add(ev, n, "attached (pid %ld), followed %d process%s, rewrote PR_SET_DUMPABLE 0 to 1 %d time%s, faked "
+               "PR_GET_DUMPABLE %d time%s",
+        rep->tracer, st->followed, st->followed == 1 ? "" : "es", st->set_rewritten,
+        st->set_rewritten == 1 ? "" : "s", st->get_faked, st->get_faked == 1 ? "" : "s");
+    if (st->hides)
+        add(ev, n, ", rewrote TracerPid to 0 %d time%s", st->tracerpid_hidden,
+            st->tracerpid_hidden == 1 ? "" : "s");
+    add(ev, n, "; the caller read TracerPid %ld at creation; its non-dumpable step %s", rep->tracer_pid,
+        rep->closed == 1 ? "not taken (in-process)" : rep->closed ? isob_strerror(rep->closed) : "reported success");
+    if (rep->create_rc) {
         /* The same creation succeeded untraced (begin), so a refusal is the
          * server's check of TracerPid (server.h), which says EPERM. */
-        if (rep.create_rc == -ISOB_ETRACED) {
-            cell->verdict = ISOB_CELL_ENFORCED;
-            add(cell->evidence, sizeof cell->evidence,
-                "; creation refused (%s): the server found itself traced after making itself non-dumpable "
-                "and held no trusted heap", isob_errno_name(rep.create_rc));
-        } else {
-            add(cell->evidence, sizeof cell->evidence, "; creation failed while traced: %s",
-                isob_strerror(rep.create_rc));
+        if (rep->create_rc == -ISOB_ETRACED) {
+            add(ev, n, "; creation refused (%s): the server found itself traced after making itself "
+                       "non-dumpable and held no trusted heap", isob_errno_name(rep->create_rc));
+            return ISOB_CELL_ENFORCED;
         }
-        return;
+        add(ev, n, "; creation failed while traced: %s", isob_strerror(rep->create_rc));
+        return ISOB_CELL_UNTESTED;
     }
-    if (rep.step_rc) {
-        add(cell->evidence, sizeof cell->evidence, "; %s failed: %s", rep.step, isob_strerror(rep.step_rc));
-        return;
+    if (rep->step_rc) {
+        add(ev, n, "; %s failed: %s", rep->step, isob_strerror(rep->step_rc));
+        return ISOB_CELL_UNTESTED;
     }
-    memcpy(cell->tres, rep.res, sizeof rep.res);
-    cell->tprobed = 1;
-    add(cell->evidence, sizeof cell->evidence, "; target: the %s (pid %ld)",
-        rep.self ? "caller's own process" : "compartment's process", rep.target_pid);
+    add(ev, n, "; %s (pid %ld)", rep->self ? "the caller's own process" : "created; the compartment's process",
+        rep->target_pid);
     int leaks = 0, denied = 0;
-    char leaked[80] = "";
     for (int p = 0; p < ISOB_TRACER_PROBES; p++) {
-        const struct isob_osprobe_result *pr = &rep.res[p];
-        add(cell->evidence, sizeof cell->evidence, "; %s: ", isob_tracer_probe_name(p));
+        const struct isob_osprobe_result *pr = &rep->res[p];
+        add(ev, n, "; %s: ", isob_tracer_probe_name(p));
         if (pr->secret_seen) {
-            add(cell->evidence, sizeof cell->evidence, "read the secret");
-            add(leaked, sizeof leaked, "%s%s", leaks ? ", " : "", isob_tracer_probe_name(p));
+            add(ev, n, "read the secret");
+            if (leaked)
+                add(leaked, leaked_len, "%s%s", leaks ? ", " : "", isob_tracer_probe_name(p));
             leaks++;
         } else if (pr->outcome == ISOB_OSP_DENIED) {
-            add(cell->evidence, sizeof cell->evidence, "%s", errno_name(pr->err));
+            add(ev, n, "%s", errno_name(pr->err));
             denied++;
         } else if (pr->outcome == ISOB_OSP_GRANTED) {
-            add(cell->evidence, sizeof cell->evidence, "granted, other data");
+            add(ev, n, "granted, other data");
         } else {
-            add(cell->evidence, sizeof cell->evidence, "untested (%s)", pr->note[0] ? pr->note : errno_name(pr->err));
+            add(ev, n, "untested (%s)", pr->note[0] ? pr->note : errno_name(pr->err));
         }
     }
-    if (rep.intact != 1)
-        add(cell->evidence, sizeof cell->evidence, "; the secret was %s afterwards",
-            rep.intact < 0 ? "of unknown state" : "changed");
-    if (leaks) {
-        cell->verdict = ISOB_CELL_LEAKS;
-        snprintf(cell->method, sizeof cell->method,
-                 "%s, by a uid %ld tracer attached to the caller before creation", leaked, uid);
-    } else if (denied == ISOB_TRACER_PROBES) {
-        cell->verdict = ISOB_CELL_ENFORCED;
+    if (rep->intact != 1)
+        add(ev, n, "; the secret was %s afterwards", rep->intact < 0 ? "of unknown state" : "changed");
+    return leaks ? ISOB_CELL_LEAKS : denied == ISOB_TRACER_PROBES ? ISOB_CELL_ENFORCED : ISOB_CELL_UNTESTED;
+}
+
+static void pre_attached_cell(const struct isob_mechanism *m, struct isob_cell *cell, struct isob_isolation *r)
+{
+    static const char *const who[2] = {"a tracer that does not hide",
+                                       "one that rewrites TracerPid to 0 in what its tracees read"};
+    struct tracer_report rep[2];
+    int rc[2], verdict[2];
+    char why[2][160], leaked[2][80];
+    struct isob_cred cred = {geteuid() == 0 ? ISOB_OSP_OTHER_UID : -1, 0, TRACER_HELPER_TIMEOUT_MS};
+    long uid = cred.uid >= 0 ? cred.uid : (long)getuid();
+    const char *yama = r->yama < 0 ? "absent" : r->yama == 0 ? "0" : r->yama == 1 ? "1" : r->yama == 2 ? "2" : "3";
+    snprintf(cell->evidence, sizeof cell->evidence, "Yama ptrace_scope: %s", yama);
+    for (int i = 0; i < 2; i++) {
+        struct tracer_arg ta = {m, i ? ISOB_TRACER_HIDE : 0};
+        memset(&rep[i], 0, sizeof rep[i]);
+        why[i][0] = leaked[i][0] = 0;
+        rc[i] = isob_osprobe_helper_cred(&cred, pre_attached_helper, &ta, &rep[i], sizeof rep[i], why[i],
+                                         sizeof why[i]);
+        add(cell->evidence, sizeof cell->evidence, "; %s: ", who[i]);
+        verdict[i] = tracer_run(&rep[i], rc[i], why[i], cell->evidence, sizeof cell->evidence, leaked[i],
+                                sizeof leaked[i]);
+        cell->truns[i].ran = rc[i] == 0;
+        cell->truns[i].verdict = verdict[i];
+        cell->truns[i].attach_rc = rc[i] ? 0 : rep[i].attach_rc;
+        cell->truns[i].create_rc = rc[i] || rep[i].attach_rc ? 0 : rep[i].create_rc;
+        cell->truns[i].caller_tracer_pid = rep[i].tracer_pid;
+        cell->truns[i].stats = rep[i].stats;
     }
+    /* The worse of the two: leaks if either read the secret, enforced only
+     * if both were kept out. */
+    int shown = verdict[1] == ISOB_CELL_LEAKS || verdict[0] != ISOB_CELL_LEAKS ? 1 : 0;
+    cell->verdict = verdict[0] == ISOB_CELL_LEAKS || verdict[1] == ISOB_CELL_LEAKS ? ISOB_CELL_LEAKS
+                    : verdict[0] == ISOB_CELL_ENFORCED && verdict[1] == ISOB_CELL_ENFORCED ? ISOB_CELL_ENFORCED
+                    : ISOB_CELL_UNTESTED;
+    if (rc[shown] == 0 && rep[shown].attach_rc == 0) {
+        cell->traced = 1;
+        cell->tstats = rep[shown].stats;
+        if (rep[shown].create_rc == 0 && rep[shown].step_rc == 0) {
+            memcpy(cell->tres, rep[shown].res, sizeof rep[shown].res);
+            cell->tprobed = 1;
+        }
+    }
+    if (cell->verdict == ISOB_CELL_LEAKS)
+        snprintf(cell->method, sizeof cell->method, "%s, by a uid %ld tracer attached to the caller before "
+                 "creation%s", leaked[shown], uid, verdict[0] == ISOB_CELL_LEAKS ? "" : " that hides from TracerPid");
+    else
+        snprintf(cell->method, sizeof cell->method,
+                 "a uid %ld tracer seizes the caller before creation, follows forks, keeps them dumpable; "
+                 "once as is, once hiding from TracerPid; process_vm_readv, /proc/PID/mem", uid);
 }
 
 /* What each cell covers, and under what it was measured and holds. */
@@ -604,8 +643,9 @@ static void conditions(const struct isob_mechanism *m, struct isob_isolation *r)
              "the summary");
     snprintf(r->cells[ISOB_ATK_PRE_ATTACHED].condition, n,
              "a same-uid tracer attached to the caller before the compartment existed, which follows forks and "
-             "rewrites the dumpability calls but does not hide from TracerPid; one that also rewrote what its "
-             "tracee reads could pass any check inside the compartment; never counted in the summary");
+             "rewrites the dumpability calls; measured twice, as is (TracerPid names it) and hiding (it "
+             "rewrites TracerPid to 0 in what its tracees read); the cell is the worse of the two: the "
+             "server's own check of TracerPid stops only the first; never counted in the summary");
 }
 
 static void os_cells(const struct isob_mechanism *m, struct isob_comp *c, uint64_t trusted_addr,
@@ -756,7 +796,26 @@ static void emit_cell(struct isob_jw *w, const char *key, const struct isob_cell
         isob_jw_int(w, "followed", cell->tstats.followed);
         isob_jw_int(w, "set_dumpable_rewritten", cell->tstats.set_rewritten);
         isob_jw_int(w, "get_dumpable_faked", cell->tstats.get_faked);
+        isob_jw_bool(w, "hides", cell->tstats.hides);
+        isob_jw_int(w, "tracerpid_hidden", cell->tstats.tracerpid_hidden);
         isob_jw_close(w, '}');
+        isob_jw_arr(w, "tracers");
+        for (int i = 0; i < 2; i++) {
+            const struct isob_tracer_stats *st = &cell->truns[i].stats;
+            isob_jw_obj(w, NULL);
+            isob_jw_bool(w, "hides", i == 1);
+            isob_jw_str(w, "verdict", isob_cell_verdict_name(cell->truns[i].verdict));
+            isob_jw_bool(w, "attached", cell->truns[i].ran && st->attached);
+            isob_jw_str(w, "attach_errno", cell->truns[i].attach_rc ? errno_name(-cell->truns[i].attach_rc) : NULL);
+            isob_jw_str(w, "create_errno", cell->truns[i].create_rc ? errno_name(-cell->truns[i].create_rc) : NULL);
+            isob_jw_int(w, "caller_tracer_pid", cell->truns[i].caller_tracer_pid);
+            isob_jw_int(w, "followed", st->followed);
+            isob_jw_int(w, "set_dumpable_rewritten", st->set_rewritten);
+            isob_jw_int(w, "get_dumpable_faked", st->get_faked);
+            isob_jw_int(w, "tracerpid_hidden", st->tracerpid_hidden);
+            isob_jw_close(w, '}');
+        }
+        isob_jw_close(w, ']');
         isob_jw_arr(w, "probes");
         for (int p = 0; p < ISOB_TRACER_PROBES && cell->tprobed; p++) {
             const struct isob_osprobe_result *r = &cell->tres[p];

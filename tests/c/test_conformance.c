@@ -12,6 +12,7 @@
 
 #include "isobench/isolation.h"
 #include "isobench/mechanism.h"
+#include "isobench/server.h"
 #include "tap.h"
 
 /* Create/destroy cycles that must not leak, and how much the address space
@@ -225,15 +226,23 @@ static void t_isolation_matrix(void)
     for (int a = 0; a < ISOB_ATK__COUNT; a++)
         CHECK(r.cells[a].condition[0] != 0);
     CHECK(strstr(same->evidence, "TracerPid at creation: 0") != NULL);
-    /* The pre-attached tracer: a server refuses to start under it; an
-     * in-process compartment is read through the caller it holds. */
+    /* The pre-attached tracer: a server refuses to start under the naive
+     * one (TracerPid names it), and the one that hides from TracerPid gets
+     * in and reads it; an in-process compartment is read through the
+     * caller either holds. */
     const struct isob_cell *pre = &r.cells[ISOB_ATK_PRE_ATTACHED];
 #if defined(__x86_64__)
     if (isob_yama_ptrace_scope() <= 0) {
         CHECK(pre->traced);
         if (cur->props & ISOB_SEPARATE_AS) {
-            CHECK_EQ_LONG(pre->verdict, ISOB_CELL_ENFORCED);
+            CHECK_EQ_LONG(pre->truns[0].verdict, ISOB_CELL_ENFORCED);
+            CHECK_EQ_LONG(pre->truns[0].create_rc, -ISOB_ETRACED);
             CHECK(strstr(pre->evidence, "creation refused") != NULL);
+            CHECK_EQ_LONG(pre->truns[1].verdict, ISOB_CELL_LEAKS);
+            CHECK_EQ_LONG(pre->truns[1].create_rc, 0);
+            CHECK_EQ_LONG(pre->truns[1].caller_tracer_pid, 0);
+            CHECK(pre->truns[1].stats.tracerpid_hidden >= 2);
+            CHECK_EQ_LONG(pre->verdict, ISOB_CELL_LEAKS);
         } else if (!(cur->props & ISOB_ISOLATES_MEMORY)) {
             CHECK_EQ_LONG(pre->verdict, ISOB_CELL_LEAKS);
         }

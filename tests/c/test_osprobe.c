@@ -321,10 +321,10 @@ static void t_writes_touch_only_the_secret(void)
 
 /* Attach the tracer of osprobe.h to this process; a kernel that refuses
  * it for Yama is a SKIP with the reason (nothing here to measure). */
-static void attach_tracer(struct isob_tracer *t)
+static void attach_tracer_mode(struct isob_tracer *t, unsigned flags)
 {
     char why[160] = "";
-    int rc = isob_tracer_attach(t, why, sizeof why);
+    int rc = isob_tracer_attach_mode(t, flags, why, sizeof why);
     if (rc == -ENOTSUP)
         SKIP("%s", why);
     if (rc && isob_yama_ptrace_scope() >= 1)
@@ -334,13 +334,18 @@ static void attach_tracer(struct isob_tracer *t)
     CHECK_EQ_LONG(rc, 0);
 }
 
+static void attach_tracer(struct isob_tracer *t)
+{
+    attach_tracer_mode(t, 0);
+}
+
 static void show_tracer(const char *what, const struct isob_osprobe_result *res, const struct isob_tracer_stats *st)
 {
     for (int p = 0; p < ISOB_TRACER_PROBES; p++)
         fprintf(stderr, "# %s: %s: outcome %d, %s, seen %d\n", what, isob_tracer_probe_name(p), res[p].outcome,
                 res[p].err ? strerror(res[p].err) : "-", res[p].secret_seen);
-    fprintf(stderr, "# %s: followed %d, rewrote %d, faked %d\n", what, st->followed, st->set_rewritten,
-            st->get_faked);
+    fprintf(stderr, "# %s: followed %d, rewrote %d, faked %d, TracerPid hidden %d\n", what, st->followed,
+            st->set_rewritten, st->get_faked, st->tracerpid_hidden);
 }
 
 /* The probe can see a leak: a child forked while the tracer holds its
@@ -392,7 +397,9 @@ static void t_pre_attached_tracer_keeps_a_fork_open(void)
  * separate address space fails its creation with -ISOB_ETRACED under the
  * pre-attached tracer.  The deliberately open variant (test-traceable,
  * process-futex without the check) is created, and the same tracer reads
- * its secret: the check is what closes the hole. */
+ * its secret: the check is what closes the hole, against this tracer,
+ * which does not hide (t_hiding_tracer_reads_process_servers: one that
+ * does gets past it). */
 static void t_traced_servers_refuse_to_start(void)
 {
     become_unprivileged();
@@ -442,6 +449,63 @@ static void t_traced_servers_refuse_to_start(void)
     CHECK(stats.set_rewritten >= 1);
 }
 
+/* The attack on the refusal above: a tracer that also rewrites TracerPid
+ * in what its tracees read (ISOB_TRACER_HIDE) is not found by the caller
+ * or by any server, every process mechanism's creation succeeds under it,
+ * and it reads the secret of each, process-futex among them.  The naive
+ * tracer's refusal (t_traced_servers_refuse_to_start) is a defence against
+ * a tracer that does not hide, no more. */
+static void t_hiding_tracer_reads_process_servers(void)
+{
+    become_unprivileged();
+    struct isob_tracer t;
+    attach_tracer_mode(&t, ISOB_TRACER_HIDE);
+    /* Traced, and told it is not. */
+    CHECK(t.pid > 0);
+    CHECK_EQ_LONG(isob_tracer_pid(0), 0);
+    int read_futex = 0, created = 0;
+    for (const struct isob_mechanism *const *m = isob_mechanisms; *m; m++) {
+        if (!((*m)->props & ISOB_SEPARATE_AS) || ((*m)->props & ISOB_TEST_ONLY))
+            continue;
+        char why[256];
+        if ((*m)->probe(why, sizeof why) != 0) {
+            fprintf(stderr, "# %s: not available: %s\n", (*m)->name, why);
+            continue;
+        }
+        struct isob_comp_spec spec;
+        isob_spec_defaults(&spec);
+        struct isob_comp *c = NULL;
+        int rc = isob_comp_create(*m, &spec, &c);
+        fprintf(stderr, "# %s under the hiding tracer: create %s\n", (*m)->name,
+                rc ? isob_errno_name(rc) : "succeeded");
+        CHECK_EQ_LONG(rc, 0);
+        created++;
+        struct isob_msg *msg = (*m)->shared(c);
+        msg->arg[0] = (int64_t)ISOB_SECRET;
+        CHECK_EQ_LONG(isob_call(c, ISOB_ENTRY_SECRET_PLANT), 0);
+        struct isob_place where = {0, 0};
+        CHECK_EQ_LONG((*m)->locate(c, (uint64_t)msg->arg[1], &where), 0);
+        CHECK(where.pid > 0 && where.pid != getpid());
+        struct isob_osprobe_target tg = {where.pid, where.addr, ISOB_SECRET, 0};
+        struct isob_osprobe_result res[ISOB_TRACER_PROBES];
+        CHECK_EQ_LONG(isob_tracer_probe(&t, &tg, res), 0);
+        show_tracer((*m)->name, res, &t.stats);
+        isob_comp_destroy(c);
+        CHECK(res[ISOB_TRACER_VM_READV].secret_seen || res[ISOB_TRACER_MEM_READ].secret_seen);
+        if (strcmp((*m)->name, "process-futex") == 0)
+            read_futex = res[ISOB_TRACER_VM_READV].secret_seen && res[ISOB_TRACER_MEM_READ].secret_seen;
+    }
+    struct isob_tracer_stats stats;
+    isob_tracer_stop(&t, &stats);
+    CHECK(created >= 4);
+    CHECK(read_futex);
+    /* Each server's check read TracerPid, and was lied to. */
+    CHECK(stats.hides == 1);
+    CHECK(stats.tracerpid_hidden >= 1 + created);
+    CHECK(stats.set_rewritten >= created && stats.get_faked >= created);
+    CHECK_EQ_LONG(isob_tracer_pid(0), 0);
+}
+
 /* The caller's own step (isob_caller_close_to_readers) shuts out a tracer
  * that comes after it: the same attach that succeeds on a caller without
  * the step is refused with EPERM after it. */
@@ -488,6 +552,7 @@ int main(void)
     TAP_CASE(t_writes_touch_only_the_secret);
     TAP_CASE(t_pre_attached_tracer_keeps_a_fork_open);
     TAP_CASE(t_traced_servers_refuse_to_start);
+    TAP_CASE(t_hiding_tracer_reads_process_servers);
     TAP_CASE(t_closed_caller_refuses_later_tracers);
     return tap_done();
 }

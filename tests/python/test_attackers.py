@@ -85,7 +85,7 @@ def test_list_json_has_the_matrix(isobench):
     mechs = by_name(doc["mechanisms"])
     pf = mechs["process-futex"]["attackers"]
     assert [pf[a]["verdict"] for a in attackers.ATTACKERS] == ["enforced", "enforced", "enforced", "leaks",
-                                                               "enforced"]
+                                                               "leaks"]
     assert mechs["process-futex"]["isolation"] == "enforced"
     assert mechs["direct"]["attackers"]["in-process"]["verdict"] == "leaks"
     assert mechs["direct"]["isolation"] == "none"
@@ -125,7 +125,7 @@ def test_list_prints_the_matrix(isobench):
     assert max(len(line) for line in p.stdout.splitlines()) <= 100
     matrix = p.stdout[p.stdout.index("Isolation by attacker"):]
     row = next(l for l in matrix.splitlines() if l.startswith("process-futex "))
-    assert row.split()[1:] == ["enforced", "enforced", "enforced", "enforced", "leaks", "enforced"]
+    assert row.split()[1:] == ["enforced", "enforced", "enforced", "enforced", "leaks", "leaks"]
     assert "`isobench list --wide`" in matrix
     # --wide: how each cell was found, and the conditions.
     p = isobench("list", "--wide")
@@ -149,7 +149,7 @@ def test_run_records_the_matrix_and_show_and_report_print_it(isobench, tmp_path)
     # The default table names each cell's verdict; --wide adds how it was found.
     matrix = shown.stdout[shown.stdout.index("Isolation by attacker"):]
     row = next(l for l in matrix.splitlines() if l.startswith("process-futex "))
-    assert row.split()[1:] == ["enforced", "enforced", "enforced", "enforced", "leaks", "enforced"]
+    assert row.split()[1:] == ["enforced", "enforced", "enforced", "enforced", "leaks", "leaks"]
     wide = isobench("show", "--wide")
     assert any(l.startswith("process-futex") and "enforced (SEGV_MAPERR)" in l
                for l in wide.stdout.splitlines())
@@ -177,7 +177,13 @@ def test_cells_carry_their_conditions_and_evidence(isobench):
     assert "Yama ptrace_scope" in same["evidence"] and "TracerPid at creation" in same["evidence"]
     assert mechs["process-futex"]["isolation_detail"]["caller_tracer_pid"] == 0
     tracer = mechs["process-futex"]["attackers"]["pre-attached"]
-    assert tracer["verdict"] == "enforced" and "creation refused" in tracer["evidence"]
+    # Both tracers are named: the naive one refused, the hiding one in.
+    assert tracer["verdict"] == "leaks"
+    assert "a tracer that does not hide: attached; creation refused" in tracer["evidence"]
+    assert "one that rewrites TracerPid to 0" in tracer["evidence"]
+    assert [r["verdict"] for r in tracer["tracers"]] == ["enforced", "leaks"]
+    # A cell that is never counted: the summary stands on the same-uid cell's condition.
+    assert mechs["process-futex"]["isolation"] == "enforced"
     # Where the tracer gets in, the cell names the probes that read the secret.
     direct = mechs["direct"]["attackers"]["pre-attached"]
     assert direct["verdict"] == "leaks"
@@ -201,6 +207,10 @@ def test_list_prints_each_condition_once(isobench):
     line = next(l for l in out.splitlines() if l.startswith("  same-uid (process-futex"))
     assert "for compartments created while no process traced the caller" in line
     assert sum("pre-attached (" in l for l in out.splitlines()) == 1
+    row = next(l for l in p.stdout.splitlines() if l.startswith("process-futex") and "SEGV_MAPERR" in l)
+    assert row.rstrip().endswith("leaks: vm_readv,mem-read (hiding)")
+    # A cell where both tracers were kept out names how.
+    p = isobench("list", "--wide", FAKE_ISOB_MATRIX="tracer-refused")
     row = next(l for l in p.stdout.splitlines() if l.startswith("process-futex") and "SEGV_MAPERR" in l)
     assert row.rstrip().endswith("enforced (refused traced)")
 

@@ -163,10 +163,12 @@ def isolation_line(name: str, **env) -> dict:
 
 def test_the_pre_attached_tracer_is_measured_by_the_real_driver():
     """The fifth column against the real mechanisms: a tracer attached to
-    the caller before creation keeps the server dumpable and would read it,
-    so the server refuses to start while traced; the deliberately open
-    variant (test-traceable, without that refusal) shows the probe reads it
-    then, and an in-process compartment is read through the caller."""
+    the caller before creation keeps the server dumpable and would read it.
+    The naive tracer is named in TracerPid and the server refuses to start;
+    the one that rewrites TracerPid to 0 in what its tracees read is not
+    found, and reads the secret: the cell leaks.  The deliberately open
+    variant (test-traceable, without that refusal) is read by the naive
+    tracer too, and an in-process compartment is read through the caller."""
     import platform
     if platform.machine() != "x86_64":
         pytest.skip(f"the pre-attached tracer rewrites x86-64 registers; this is {platform.machine()}")
@@ -181,12 +183,24 @@ def test_the_pre_attached_tracer_is_measured_by_the_real_driver():
     if line["yama_ptrace_scope"] not in (None, 0):
         assert tracer["verdict"] == "enforced" and "refused the attach" in tracer["evidence"]
         return
-    assert tracer["verdict"] == "enforced", tracer
+    naive, hiding = tracer["tracers"]
+    assert tracer["verdict"] == "leaks", tracer
+    # The defence against the naive tracer, still measured.
+    assert naive["hides"] is False and naive["verdict"] == "enforced", naive
+    assert naive["create_errno"] == "EPERM" and naive["caller_tracer_pid"] > 0
+    assert "a tracer that does not hide: attached" in tracer["evidence"]
     assert "creation refused (EPERM)" in tracer["evidence"]
-    assert tracer["tracer"]["set_dumpable_rewritten"] >= 1
+    # The attack on it: the hiding tracer is not found, and reads the secret.
+    assert hiding["hides"] is True and hiding["verdict"] == "leaks", hiding
+    assert hiding["create_errno"] is None and hiding["caller_tracer_pid"] == 0
+    assert hiding["tracerpid_hidden"] >= 2  # the caller's read and the server's
+    assert tracer["tracer"]["hides"] is True and tracer["tracer"]["set_dumpable_rewritten"] >= 1
+    assert all(pr["secret_seen"] for pr in tracer["probes"])
+    assert "the compartment's process" in tracer["evidence"]
     open_line = isolation_line("test-traceable", ISOBENCH_TEST_MECHANISMS="1")
     leak = open_line["attackers"]["pre-attached"]
     assert leak["verdict"] == "leaks", leak
+    assert [r["verdict"] for r in leak["tracers"]] == ["leaks", "leaks"]
     assert all(pr["secret_seen"] for pr in leak["probes"])
     assert "the compartment's process" in leak["evidence"]
     direct = isolation_line("direct")["attackers"]["pre-attached"]

@@ -10,7 +10,8 @@
     pre-attached  a same-uid tracer attached to the caller before the
                   compartment existed, which follows the fork, keeps the
                   server dumpable and reads it (process_vm_readv,
-                  /proc/PID/mem)
+                  /proc/PID/mem); run as is and hiding from TracerPid
+                  (``tracers``), the worse of the two
 
 each ``{"verdict", "method", "evidence", "condition"}``, the verdict one of
 CELL_VERDICTS, the condition what the cell covers and under what it was
@@ -121,7 +122,14 @@ def short_cell(attacker: str, cell: Mapping, expected_fault: str | None = None) 
         return v
     if v == "leaks" and probes:
         got = [PROBE_SHORT.get(p["probe"], p["probe"]) for p in probes if p.get("leak")]
-        return "leaks: " + ",".join(got) if got else "leaks"
+        text = "leaks: " + ",".join(got) if got else "leaks"
+        # The pre-attached cell runs a naive tracer and one that hides from
+        # TracerPid: say so where only the hiding one got in.
+        runs = cell.get("tracers") or []
+        if (attacker == "pre-attached" and len(runs) == 2 and runs[1].get("verdict") == "leaks"
+                and runs[0].get("verdict") != "leaks"):
+            text += " (hiding)"
+        return text
     if v == "enforced" and probes:
         errs = sorted({p["errno"] for p in probes if p.get("errno")})
         return f"enforced ({'/'.join(errs)})" if errs else "enforced"
