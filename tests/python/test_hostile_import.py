@@ -342,3 +342,60 @@ def test_the_csv_guard_is_what_keeps_formulas_out(isobench, tmp_path, export, mo
     monkeypatch.setattr(store_export, "csv_text", lambda v: v)
     with pytest.raises(AssertionError, match="column host: '=HYPERLINK"):
         _no_formula_cells(written(), "unguarded")
+
+
+# Members the outputs read as one kind, given another: each stopped `show`,
+# `check`, `report` or `compare` of the run with an internal error, and an
+# integer beyond SQLite's 64 bits or JSON nested beyond Python's recursion
+# limit stopped `import` itself.  Each is refused in one line naming it.
+def _set(path, value):
+    def apply(doc):
+        obj = doc
+        for k in path[:-1]:
+            obj = _ok_results(obj)[0] if k == "ok result" else obj.setdefault(k, {})
+        obj[path[-1]] = value
+    return apply
+
+
+WRONG_KINDS = {
+    "options repeat": (_set(("options", "repeat"), "many"), "options: repeat is not a whole"),
+    "environment git": (_set(("environment", "git"), "main"), "environment: git is not an obj"),
+    "environment git dirty": (_set(("environment", "git"), {"commit": "a", "dirty": "no"}),
+                              "environment: git: dirty is not true or false"),
+    "environment host": (_set(("environment", "hostname"), ["a"]),
+                         "environment: hostname is not a string"),
+    "header counter": (_set(("ok result", "header", "counter"), [1]),
+                       "result 1: header: counter is not a string"),
+    "header tsc_hz": (_set(("ok result", "header", "tsc_hz"), "fast"),
+                      "header: tsc_hz is not a number"),
+    "count beyond 64 bits": (_set(("ok result", "n"), 10**40), "'n' is not a count"),
+    "job id beyond 64 bits": (lambda d: d["jobs"][0].__setitem__("job_id", 2**63),
+                              "job 1: 'job_id' is not a number"),
+}
+
+
+@pytest.mark.parametrize("what", list(WRONG_KINDS))
+def test_members_of_the_wrong_kind_are_refused(isobench, tmp_path, export, what):
+    change, says = WRONG_KINDS[what]
+    doc = json.loads(json.dumps(export))
+    change(doc)
+    p = isobench("import", str(_write(tmp_path, doc)))
+    line = assert_one_error_line(p)
+    assert says in line, line
+
+
+def test_the_kind_checks_are_what_refuse_them(export, monkeypatch):
+    from isobench.store import interchange
+    doc = json.loads(json.dumps(export))
+    WRONG_KINDS["header counter"][0](doc)
+    with pytest.raises(interchange.Invalid, match="header: counter"):
+        interchange.validate_run(json.loads(json.dumps(doc)), "x")
+    monkeypatch.setattr(interchange, "_kinds", lambda *a: None)
+    interchange.validate_run(doc, "x")  # the broken variant lets it through
+
+
+def test_json_nested_too_deeply_is_refused(isobench, tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100000 + "]" * 100000)
+    line = assert_one_error_line(isobench("import", str(path)))
+    assert "nests arrays or objects too deeply" in line, line

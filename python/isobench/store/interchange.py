@@ -194,8 +194,13 @@ def _need(cond: bool, where: str, what: str) -> None:
         raise Invalid(f"{where}: {what}")
 
 
+# What a store's INTEGER column holds (SQLite: signed 64 bits); a JSON
+# integer beyond it is refused here rather than failing the insert.
+INT_MIN, INT_MAX = -2**63, 2**63 - 1
+
+
 def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    return isinstance(v, int) and not isinstance(v, bool) and INT_MIN <= v <= INT_MAX
 
 
 def _is_num(v: Any) -> bool:
@@ -220,6 +225,50 @@ def _counts(values: Any) -> array.array | None:
 
 def _opt(v: Any, kind) -> bool:
     return v is None or isinstance(v, kind)
+
+
+# The members of the environment, the options and a result's header that
+# the outputs read as a given kind, each checked where it is present (null
+# is always allowed: a machine may not know it).  A member of another kind
+# would stop `show`, `report` or `compare` of the run; members not named
+# here are stored as they come and read defensively.
+_STR, _NUM, _DICT, _LIST = (str,), (int, float), (dict,), (list,)
+ENVIRONMENT_KINDS = {
+    **{k: _STR for k in ("hostname", "cpu_model", "kernel", "hypervisor", "microcode",
+                         "clocksource", "counter", "counter_why", "unit", "tsc_hz_source",
+                         "pmu_source", "smt_control", "python", "isobench_version")},
+    **{k: _DICT for k in ("git", "compiler", "mitigations", "reasons", "mechanism_props",
+                          "isolation")},
+    **{k: _LIST for k in ("cpu_flags", "cpu_flags_relevant")},
+    **{k: _NUM for k in ("tsc_hz", "memory_bytes", "nproc", "nproc_usable")},
+}
+GIT_KINDS = {"commit": _STR, "dirty": (bool,)}
+OPTION_KINDS = {"repeat": (int,), "repeat_by_benchmark": _DICT}
+HEADER_KINDS = {
+    **{k: _STR for k in ("counter", "counter_why", "benchmark", "mechanism", "type", "unit",
+                         "tsc_hz_source")},
+    **{k: _NUM for k in ("tsc_hz", "counter_step", "n")},
+    "empty_region": _DICT, "events": _LIST,
+}
+_KIND_NAMES = {_STR: "a string", _NUM: "a number", _DICT: "an object", _LIST: "a list",
+               (bool,): "true or false", (int,): "a whole number"}
+
+
+def _of_kind(v: Any, kind: tuple) -> bool:
+    if v is None:
+        return True
+    if isinstance(v, bool):
+        return bool in kind
+    if isinstance(v, int):
+        return int in kind and INT_MIN <= v <= INT_MAX
+    if isinstance(v, float):
+        return float in kind and _is_num(v)
+    return isinstance(v, kind)
+
+
+def _kinds(obj: dict, kinds: dict, where: str, what: str) -> None:
+    for k, kind in kinds.items():
+        _need(_of_kind(obj.get(k), kind), where, f"{what}{k} is not {_KIND_NAMES[kind]}")
 
 
 def document_version(doc: Any, where: str) -> int:
@@ -252,7 +301,14 @@ def validate_run(doc: Any, where: str) -> dict:
     _need(isinstance(argv, list) and all(isinstance(a, str) for a in argv), where,
           "'argv' is not a list of strings")
     _need(isinstance(doc.get("environment", {}), dict), where, "'environment' is not an object")
+    env = doc.get("environment") or {}
+    _kinds(env, ENVIRONMENT_KINDS, where, "environment: ")
+    _kinds(env.get("git") or {}, GIT_KINDS, where, "environment: git: ")
     _need(_opt(doc.get("options"), dict), where, "'options' is not an object")
+    opts = doc.get("options") or {}
+    _kinds(opts, OPTION_KINDS, where, "options: ")
+    _need(all(_is_int(v) for v in (opts.get("repeat_by_benchmark") or {}).values()), where,
+          "options: repeat_by_benchmark holds a value that is not a whole number")
     _need(_opt(doc.get("aggregates"), list), where, "'aggregates' is not a list")
     _need(_opt(doc.get("end_reason"), str), where, "'end_reason' is not a string")
     uid = doc.get("uid")
@@ -275,7 +331,7 @@ def validate_run(doc: Any, where: str) -> dict:
         _need(_opt(j.get("finished"), str), w, "'finished' is not a time")
         _need(j.get("status", "done") in JOB_STATUSES, w, f"status {j.get('status')!r}")
         _need(_opt(j.get("load"), dict), w, "'load' is not an object")
-        _need(_opt(j.get("job_id"), int), w, "'job_id' is not a number")
+        _need(j.get("job_id") is None or _is_int(j["job_id"]), w, "'job_id' is not a number")
         job_ids.add(j.get("job_id"))
     results = doc.get("results")
     _need(isinstance(results, list), where, "'results' is not a list")
@@ -308,6 +364,7 @@ def _validate_result(r: Any, w: str, job_ids: set) -> None:
               "warmup"):
         _need(r.get(k) is None or _is_num(r[k]), w, f"'{k}' is not a number")
     _need(_opt(r.get("header"), dict), w, "'header' is not an object")
+    _kinds(r.get("header") or {}, HEADER_KINDS, w, "header: ")
     _need(r.get("job_id") is None or r["job_id"] in job_ids, w,
           f"job_id {r.get('job_id')!r} names no job of the run")
     samples = r.get("samples") or {}
@@ -359,6 +416,9 @@ def read_json(path: Path, progress: Progress | None = None) -> dict:
         doc = json.loads(text)
     except ValueError as e:
         raise UsageError(f"{path} is not valid JSON ({e}): not an isobench export") from None
+    except RecursionError:
+        raise UsageError(f"{path} nests arrays or objects too deeply for JSON this reads: "
+                         "not an isobench export") from None
     if progress is not None:
         progress("checking", 0, 1)
     try:
