@@ -399,3 +399,21 @@ def test_json_nested_too_deeply_is_refused(isobench, tmp_path):
     path.write_text("[" * 100000 + "]" * 100000)
     line = assert_one_error_line(isobench("import", str(path)))
     assert "nests arrays or objects too deeply" in line, line
+
+
+def test_a_long_host_name_is_cut_in_runs(isobench, tmp_path, export):
+    from isobench.render import table
+    doc = json.loads(json.dumps(export))
+    doc["environment"]["hostname"] = "h" * 100_000
+    p = isobench("import", str(_write(tmp_path, doc)))
+    assert p.returncode == 0, p.stderr
+    p = isobench("runs")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()[1:-1]  # the table (the first line names the store)
+    # (The command keeps RUNS_COMMAND_MIN columns, so a table with a long
+    # host and status may pass WIDTH; by a host's cut length at most.)
+    assert max(map(len, lines)) <= table.WIDTH + table.RUNS_HOST_MAX, p.stdout
+    assert any("h" * (table.RUNS_HOST_MAX - 3) + "... (imported)" in ln for ln in lines), p.stdout
+    # JSON keeps it whole.
+    doc, _ = isobench.json("runs", "--json")
+    assert "h" * 100_000 in [r["host"] for r in doc["runs"]]
