@@ -418,3 +418,34 @@ def test_a_long_host_name_is_cut_in_runs(isobench, tmp_path, export):
     # JSON keeps it whole.
     doc, _ = isobench.json("runs", "--json")
     assert "h" * 100_000 in [r["host"] for r in doc["runs"]]
+
+
+def test_a_store_holding_members_of_the_wrong_kind_degrades(isobench, tmp_path, export,
+                                                             monkeypatch):
+    """A store written by another program (nothing checked on the way in):
+    a header of the wrong kind leaves its result out with a warning, an
+    environment of the wrong kind makes its run damaged; neither is an
+    internal error."""
+    import isobench.store as store_mod
+    header = json.loads(json.dumps(export))
+    WRONG_KINDS["header counter"][0](header)
+    env = json.loads(json.dumps(export))
+    WRONG_KINDS["environment git"][0](env)
+    with Store.open(isobench.db, create=True) as store:
+        store.import_run(header)
+        store.import_run(env)
+    for args, code in ((["show", "2"], 0), (["check", "2"], 3), (["compare", "1", "2"], 0),
+                       (["report", "2", "-o", str(tmp_path / "r")], 0)):
+        p = isobench(*args)
+        assert p.returncode == code and "internal error" not in p.stderr, (args, p.stderr)
+        assert "result " in p.stderr and "header: counter is not a string" in p.stderr, p.stderr
+    p = isobench("runs")
+    assert p.returncode == 0 and "DAMAGED" in p.stdout, p.stdout
+    line = assert_one_error_line(isobench("show", "3"))
+    assert "run 3: environment: git is not an object" in line, line
+    # The broken variant: without the kind check the run reads as sound.
+    with Store.open(isobench.db, create=False) as store:
+        with pytest.raises(store_mod.StoreError):
+            store.run(3)
+        monkeypatch.setattr(store_mod, "member_kind_problem", lambda *a: None)
+        assert store.run(3)["environment"]["git"] == "main"

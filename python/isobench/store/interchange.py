@@ -50,7 +50,9 @@ from typing import Any, BinaryIO, Callable, Mapping
 from ..errors import StoreError, UsageError
 from ..measure import validate
 from ..measure.records import PRIMARY_EVENT, STATUSES
-from . import JOB_STATUSES, RUN_STATUSES, SCHEMA_VERSION as STORE_SCHEMA, Store, now
+from . import (ENVIRONMENT_KINDS, HEADER_KINDS, INT_MAX, INT_MIN, JOB_STATUSES,
+               OPTION_KINDS, RUN_STATUSES, SCHEMA_VERSION as STORE_SCHEMA, Store,
+               member_kind_problem, now)
 
 SCHEMA_VERSION = 3
 READABLE = (1, 2, 3)
@@ -194,11 +196,6 @@ def _need(cond: bool, where: str, what: str) -> None:
         raise Invalid(f"{where}: {what}")
 
 
-# What a store's INTEGER column holds (SQLite: signed 64 bits); a JSON
-# integer beyond it is refused here rather than failing the insert.
-INT_MIN, INT_MAX = -2**63, 2**63 - 1
-
-
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and INT_MIN <= v <= INT_MAX
 
@@ -227,48 +224,9 @@ def _opt(v: Any, kind) -> bool:
     return v is None or isinstance(v, kind)
 
 
-# The members of the environment, the options and a result's header that
-# the outputs read as a given kind, each checked where it is present (null
-# is always allowed: a machine may not know it).  A member of another kind
-# would stop `show`, `report` or `compare` of the run; members not named
-# here are stored as they come and read defensively.
-_STR, _NUM, _DICT, _LIST = (str,), (int, float), (dict,), (list,)
-ENVIRONMENT_KINDS = {
-    **{k: _STR for k in ("hostname", "cpu_model", "kernel", "hypervisor", "microcode",
-                         "clocksource", "counter", "counter_why", "unit", "tsc_hz_source",
-                         "pmu_source", "smt_control", "python", "isobench_version")},
-    **{k: _DICT for k in ("git", "compiler", "mitigations", "reasons", "mechanism_props",
-                          "isolation")},
-    **{k: _LIST for k in ("cpu_flags", "cpu_flags_relevant")},
-    **{k: _NUM for k in ("tsc_hz", "memory_bytes", "nproc", "nproc_usable")},
-}
-GIT_KINDS = {"commit": _STR, "dirty": (bool,)}
-OPTION_KINDS = {"repeat": (int,), "repeat_by_benchmark": _DICT}
-HEADER_KINDS = {
-    **{k: _STR for k in ("counter", "counter_why", "benchmark", "mechanism", "type", "unit",
-                         "tsc_hz_source")},
-    **{k: _NUM for k in ("tsc_hz", "counter_step", "n")},
-    "empty_region": _DICT, "events": _LIST,
-}
-_KIND_NAMES = {_STR: "a string", _NUM: "a number", _DICT: "an object", _LIST: "a list",
-               (bool,): "true or false", (int,): "a whole number"}
-
-
-def _of_kind(v: Any, kind: tuple) -> bool:
-    if v is None:
-        return True
-    if isinstance(v, bool):
-        return bool in kind
-    if isinstance(v, int):
-        return int in kind and INT_MIN <= v <= INT_MAX
-    if isinstance(v, float):
-        return float in kind and _is_num(v)
-    return isinstance(v, kind)
-
-
 def _kinds(obj: dict, kinds: dict, where: str, what: str) -> None:
-    for k, kind in kinds.items():
-        _need(_of_kind(obj.get(k), kind), where, f"{what}{k} is not {_KIND_NAMES[kind]}")
+    why = member_kind_problem(obj, kinds)
+    _need(why is None, where, f"{what}{why}")
 
 
 def document_version(doc: Any, where: str) -> int:
@@ -303,12 +261,9 @@ def validate_run(doc: Any, where: str) -> dict:
     _need(isinstance(doc.get("environment", {}), dict), where, "'environment' is not an object")
     env = doc.get("environment") or {}
     _kinds(env, ENVIRONMENT_KINDS, where, "environment: ")
-    _kinds(env.get("git") or {}, GIT_KINDS, where, "environment: git: ")
     _need(_opt(doc.get("options"), dict), where, "'options' is not an object")
     opts = doc.get("options") or {}
     _kinds(opts, OPTION_KINDS, where, "options: ")
-    _need(all(_is_int(v) for v in (opts.get("repeat_by_benchmark") or {}).values()), where,
-          "options: repeat_by_benchmark holds a value that is not a whole number")
     _need(_opt(doc.get("aggregates"), list), where, "'aggregates' is not a list")
     _need(_opt(doc.get("end_reason"), str), where, "'end_reason' is not a string")
     uid = doc.get("uid")
