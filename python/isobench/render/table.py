@@ -891,6 +891,8 @@ def runs_report(runs: Sequence[Mapping], db: str) -> str:
                   + (f" ({r['end_reason']})" if r.get("end_reason") else ""))
         started = (r.get("started") or "-").replace("T", " ")[:16]
         host = r.get("host") or "?"
+        if len(host) > RUNS_HOST_MAX:  # an imported run's host is anyone's text
+            host = host[:RUNS_HOST_MAX - 3] + "..."
         if r.get("origin"):
             host += " (imported)"
         argv = " ".join(r["argv"]) if r.get("argv") is not None else "?"
@@ -915,6 +917,9 @@ def runs_report(runs: Sequence[Mapping], db: str) -> str:
 # is, and for a status (an interrupted run's reason) before the command is cut.
 RUNS_COMMAND_MIN = 32
 RUNS_STATUS_MIN = 20
+# The most of a host name `isobench runs` shows (a DNS name has at most 253
+# characters; an imported one may hold anything): longer ones are cut.
+RUNS_HOST_MAX = 40
 
 
 def list_report(mechanisms: Sequence[Mapping], benchmarks: Sequence[Mapping],

@@ -61,7 +61,7 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from ..measure import owner as owner_mod
 from ..analysis import stats
@@ -240,6 +240,77 @@ def _column(text: Any, what: str, kind: type | tuple[type, ...], null: bool = Tr
         raise StoreError(f"{what} is not valid JSON ({e})") from None
     if not isinstance(value, kind) or (value is None and not null):
         raise StoreError(f"{what} is a JSON {type(value).__name__}, not what isobench wrote")
+    return value
+
+
+# What a store's INTEGER column holds (SQLite: signed 64 bits); an imported
+# integer beyond it is refused rather than failing the insert.
+INT_MIN, INT_MAX = -2**63, 2**63 - 1
+
+# The members of the environment, the options and a result's header that
+# the outputs read as a given kind, each checked where it is present (null
+# is always allowed: a machine may not know it).  A member of another kind
+# would stop `show`, `report` or `compare` of the run; members not named
+# here are stored as they come and read defensively.  `import` refuses a
+# document with one of another kind (interchange.py); a store written by
+# another program holding one has that run or result read as damaged.
+_STR, _NUM, _DICT, _LIST = (str,), (int, float), (dict,), (list,)
+ENVIRONMENT_KINDS = {
+    **{k: _STR for k in ("hostname", "cpu_model", "kernel", "hypervisor", "microcode",
+                         "clocksource", "counter", "counter_why", "unit", "tsc_hz_source",
+                         "pmu_source", "smt_control", "python", "isobench_version")},
+    **{k: _DICT for k in ("git", "compiler", "mitigations", "reasons", "mechanism_props",
+                          "isolation")},
+    **{k: _LIST for k in ("cpu_flags", "cpu_flags_relevant")},
+    **{k: _NUM for k in ("tsc_hz", "memory_bytes", "nproc", "nproc_usable")},
+}
+GIT_KINDS = {"commit": _STR, "dirty": (bool,)}
+OPTION_KINDS = {"repeat": (int,), "repeat_by_benchmark": _DICT}
+HEADER_KINDS = {
+    **{k: _STR for k in ("counter", "counter_why", "benchmark", "mechanism", "type", "unit",
+                         "tsc_hz_source")},
+    **{k: _NUM for k in ("tsc_hz", "counter_step", "n")},
+    "empty_region": _DICT, "events": _LIST,
+}
+_KIND_NAMES = {_STR: "a string", _NUM: "a number", _DICT: "an object", _LIST: "a list",
+               (bool,): "true or false", (int,): "a whole number"}
+
+
+def _of_kind(v: Any, kind: tuple) -> bool:
+    if v is None:
+        return True
+    if isinstance(v, bool):
+        return bool in kind
+    if isinstance(v, int):
+        return int in kind and INT_MIN <= v <= INT_MAX
+    if isinstance(v, float):
+        return float in kind and v == v and v not in (_INF, -_INF)
+    return isinstance(v, kind)
+
+
+def member_kind_problem(obj: Mapping, kinds: Mapping[str, tuple]) -> str | None:
+    """Which member of obj is not of its kind in kinds (or null), said in
+    words; None when all are."""
+    for k, kind in kinds.items():
+        if not _of_kind(obj.get(k), kind):
+            return f"{k} is not {_KIND_NAMES[kind]}"
+    if "git" in kinds and isinstance(obj.get("git"), dict):
+        why = member_kind_problem(obj["git"], GIT_KINDS)
+        if why:
+            return f"git: {why}"
+    if "repeat_by_benchmark" in kinds and isinstance(obj.get("repeat_by_benchmark"), dict):
+        if not all(_of_kind(v, (int,)) and v is not None
+                   for v in obj["repeat_by_benchmark"].values()):
+            return "repeat_by_benchmark holds a value that is not a whole number"
+    return None
+
+
+def _members(value: dict | None, kinds: Mapping[str, tuple], what: str) -> dict | None:
+    """A JSON object column whose members the outputs read, checked for their
+    kinds; StoreError naming the member otherwise."""
+    why = member_kind_problem(value, kinds) if value is not None else None
+    if why:
+        raise StoreError(f"{what}: {why}, not what isobench wrote")
     return value
 
 
@@ -869,8 +940,10 @@ def _run_dict(row: tuple, path: Path | str) -> dict:
             "finished": _text(row[3], f"{what} finished"),
             "argv": _column(row[4], f"{what} argv", list, null=False), "status": status,
             "end_reason": _text(row[6], f"{what} end_reason"),
-            "environment": _column(row[7], f"{what} environment", dict, null=False),
-            "options": _column(row[8], f"{what} options", dict),
+            "environment": _members(_column(row[7], f"{what} environment", dict, null=False),
+                                    ENVIRONMENT_KINDS, f"{what} environment"),
+            "options": _members(_column(row[8], f"{what} options", dict), OPTION_KINDS,
+                                f"{what} options"),
             "aggregates": _column(row[9], f"{what} aggregates", list),
             "origin": _column(row[10], f"{what} origin", dict)}
 
@@ -970,7 +1043,8 @@ def _result_dict(row: tuple, path: Path | str = "store") -> dict:
     if d["status"] not in STATUSES:
         raise StoreError(f"{what} status {d['status']!r} is not one isobench writes")
     d["params"] = _column(d["params"], f"{what} params", dict, null=False)
-    d["header"] = _column(d["header"], f"{what} header", dict)
+    d["header"] = _members(_column(d["header"], f"{what} header", dict), HEADER_KINDS,
+                           f"{what} header")
     d["batched_reps"] = _column(d["batched_reps"], f"{what} batched_reps", list)
     if d["batched_reps"] is not None and not all(
             isinstance(x, (int, float)) and x == x and x not in (_INF, -_INF)

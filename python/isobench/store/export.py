@@ -24,6 +24,7 @@ import numpy as np
 from .interchange import SCHEMA_VERSION, export_document
 from . import Store
 from ..measure.sysinfo import RUN_COLUMNS, run_columns
+from ..measure.validate import csv_text
 
 FORMATS = ("csv", "json")
 
@@ -39,7 +40,7 @@ Progress = Callable[[int, int], None]
 def _cell(v):
     if isinstance(v, bool):
         return "true" if v else "false"
-    return v
+    return csv_text(v)
 
 
 def write_csv(store: Store, run_id: int, out: BinaryIO, progress: Progress | None = None) -> None:

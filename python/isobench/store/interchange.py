@@ -50,7 +50,9 @@ from typing import Any, BinaryIO, Callable, Mapping
 from ..errors import StoreError, UsageError
 from ..measure import validate
 from ..measure.records import PRIMARY_EVENT, STATUSES
-from . import JOB_STATUSES, RUN_STATUSES, SCHEMA_VERSION as STORE_SCHEMA, Store, now
+from . import (ENVIRONMENT_KINDS, HEADER_KINDS, INT_MAX, INT_MIN, JOB_STATUSES,
+               OPTION_KINDS, RUN_STATUSES, SCHEMA_VERSION as STORE_SCHEMA, Store,
+               member_kind_problem, now)
 
 SCHEMA_VERSION = 3
 READABLE = (1, 2, 3)
@@ -195,7 +197,7 @@ def _need(cond: bool, where: str, what: str) -> None:
 
 
 def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    return isinstance(v, int) and not isinstance(v, bool) and INT_MIN <= v <= INT_MAX
 
 
 def _is_num(v: Any) -> bool:
@@ -220,6 +222,11 @@ def _counts(values: Any) -> array.array | None:
 
 def _opt(v: Any, kind) -> bool:
     return v is None or isinstance(v, kind)
+
+
+def _kinds(obj: dict, kinds: dict, where: str, what: str) -> None:
+    why = member_kind_problem(obj, kinds)
+    _need(why is None, where, f"{what}{why}")
 
 
 def document_version(doc: Any, where: str) -> int:
@@ -252,7 +259,11 @@ def validate_run(doc: Any, where: str) -> dict:
     _need(isinstance(argv, list) and all(isinstance(a, str) for a in argv), where,
           "'argv' is not a list of strings")
     _need(isinstance(doc.get("environment", {}), dict), where, "'environment' is not an object")
+    env = doc.get("environment") or {}
+    _kinds(env, ENVIRONMENT_KINDS, where, "environment: ")
     _need(_opt(doc.get("options"), dict), where, "'options' is not an object")
+    opts = doc.get("options") or {}
+    _kinds(opts, OPTION_KINDS, where, "options: ")
     _need(_opt(doc.get("aggregates"), list), where, "'aggregates' is not a list")
     _need(_opt(doc.get("end_reason"), str), where, "'end_reason' is not a string")
     uid = doc.get("uid")
@@ -275,7 +286,7 @@ def validate_run(doc: Any, where: str) -> dict:
         _need(_opt(j.get("finished"), str), w, "'finished' is not a time")
         _need(j.get("status", "done") in JOB_STATUSES, w, f"status {j.get('status')!r}")
         _need(_opt(j.get("load"), dict), w, "'load' is not an object")
-        _need(_opt(j.get("job_id"), int), w, "'job_id' is not a number")
+        _need(j.get("job_id") is None or _is_int(j["job_id"]), w, "'job_id' is not a number")
         job_ids.add(j.get("job_id"))
     results = doc.get("results")
     _need(isinstance(results, list), where, "'results' is not a list")
@@ -308,6 +319,7 @@ def _validate_result(r: Any, w: str, job_ids: set) -> None:
               "warmup"):
         _need(r.get(k) is None or _is_num(r[k]), w, f"'{k}' is not a number")
     _need(_opt(r.get("header"), dict), w, "'header' is not an object")
+    _kinds(r.get("header") or {}, HEADER_KINDS, w, "header: ")
     _need(r.get("job_id") is None or r["job_id"] in job_ids, w,
           f"job_id {r.get('job_id')!r} names no job of the run")
     samples = r.get("samples") or {}
@@ -359,6 +371,9 @@ def read_json(path: Path, progress: Progress | None = None) -> dict:
         doc = json.loads(text)
     except ValueError as e:
         raise UsageError(f"{path} is not valid JSON ({e}): not an isobench export") from None
+    except RecursionError:
+        raise UsageError(f"{path} nests arrays or objects too deeply for JSON this reads: "
+                         "not an isobench export") from None
     if progress is not None:
         progress("checking", 0, 1)
     try:
