@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import __version__
-from .analysis import (attackers, checks, compare, precision, reference, runs, stats,
-                       summary)
+from .core import stats, validate
+from .analysis import attackers, checks, compare, precision, reference, runs, summary
 from .measure import (kvserver, lifecycle, lwcserve, progress, runner, scrape, serve, sysinfo,
-                      system, validate)
+                      system)
 from .render import plots, report, table
 from .store import export, interchange
 from .analysis import campaign as analysis_campaign
@@ -67,7 +67,7 @@ class Formatter(argparse.RawDescriptionHelpFormatter):
 
 
 # ---- option value types: each raises ArgumentTypeError with a plain message ----
-# Plain ASCII digits only (validate.py says why); ranges of options that
+# Plain ASCII digits only (core/validate.py says why); ranges of options that
 # reach isob are checked against `isob --limits --json` in cmd_run.
 
 def positive_int(text: str) -> int:

@@ -6,7 +6,8 @@ known (synthetic_runs.py)."""
 
 import pytest
 
-from isobench.analysis import callkinds, stats
+from isobench.analysis import callkinds
+from isobench.core import stats
 from isobench.render import report, sections as render_sections
 from isobench.render import table
 

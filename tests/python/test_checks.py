@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from isobench.analysis import checks, summary
-from isobench.measure import owner
+from isobench.core import owner
 
 from conftest import REPO, assert_one_error_line
 from fixture_runs import fixture, import_doc, load_doc, with_repetitions

@@ -12,7 +12,8 @@ import random
 import numpy as np
 import pytest
 
-from isobench.analysis import compare, stats, summary
+from isobench.analysis import compare, summary
+from isobench.core import stats
 from isobench.render import table
 
 from conftest import assert_one_error_line

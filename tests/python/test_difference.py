@@ -15,7 +15,7 @@ import random
 import pytest
 from scipy import stats as scipy_stats
 
-from isobench.analysis import stats
+from isobench.core import stats
 
 import coverage_sim as sim
 

@@ -83,7 +83,8 @@ def test_mean_interval_needs_two_values():
 
 import numpy as np  # noqa: E402
 
-from isobench.analysis import lwc, stats  # noqa: E402
+from isobench.analysis import lwc  # noqa: E402
+from isobench.core import stats  # noqa: E402
 
 scipy_optimize = pytest.importorskip("scipy.optimize")
 

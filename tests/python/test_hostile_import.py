@@ -324,7 +324,7 @@ def test_csv_cells_a_spreadsheet_would_evaluate_are_text(isobench, tmp_path, exp
 
 
 def test_the_csv_guard_is_what_keeps_formulas_out(isobench, tmp_path, export, monkeypatch):
-    from isobench.measure import validate
+    from isobench.core import validate
     from isobench.store import export as store_export
     assert [validate.csv_text(v) for v in ("=1", "+a", "-x", "@f", "\tx", "-3.5", "+7", "ab", "")] \
         == ["'=1", "'+a", "'-x", "'@f", "'\tx", "-3.5", "+7", "ab", ""]

@@ -13,7 +13,8 @@ import sys
 import pytest
 
 from conftest import assert_one_error_line, load_fake
-from isobench.analysis import attackers, inspect, quantities, stats
+from isobench.analysis import attackers, inspect, quantities
+from isobench.core import stats
 
 FAKE = load_fake()
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from isobench.measure import kvserver
-from isobench.measure.records import Result
+from isobench.core.records import Result
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from isobench import store as store_mod
-from isobench.measure import owner
+from isobench.core import owner
 from isobench.store import Store
 
 from conftest import CHILD_TIMEOUT, assert_one_error_line

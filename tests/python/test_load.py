@@ -4,7 +4,7 @@ from a fake /proc (never the real one), so every number here is known."""
 
 from isobench.analysis import checks, summary
 from isobench.measure import load
-from isobench.measure.records import Result
+from isobench.core.records import Result
 
 from fixture_runs import fixture, load_doc, with_repetitions
 

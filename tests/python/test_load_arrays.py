@@ -8,7 +8,8 @@ import random
 
 import numpy as np
 
-from isobench.analysis import runs, stats
+from isobench.analysis import runs
+from isobench.core import stats
 from isobench.store import Store, decode_sample_array, decode_samples, encode_samples
 
 from fixture_runs import fixture, import_doc

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from isobench.analysis import (claims, lwcmonitor as section, reference, runs, sections, stats,
+from isobench.analysis import (claims, lwcmonitor as section, reference, runs, sections,
                                summary)
+from isobench.core import stats
 from isobench.measure import lwcmonitor, lwcserve, proc
 from isobench.measure.driver import _catalog_from
-from isobench.measure.records import NO_MECHANISM, Result
+from isobench.core.records import NO_MECHANISM, Result
 from isobench.render import lwcmonitor as render, plots, report, table
 from isobench.store import Store
 

@@ -20,7 +20,7 @@ import pytest
 from isobench.analysis import lwcserve as section, runs, sections, summary
 from isobench.measure import lwcserve, proc
 from isobench.measure.driver import _catalog_from
-from isobench.measure.records import NO_MECHANISM, Result
+from isobench.core.records import NO_MECHANISM, Result
 from isobench.render import lwcserve as render, plots, report, table
 from isobench.store import Store
 
@@ -253,7 +253,7 @@ def test_sigterm_mid_run_leaves_no_process(isobench):
 def _serve_result(server: str, session: int, latencies_ns: list[int], rep: int,
                   status: str = "ok") -> dict:
     """A stored lwc-serve result whose loadgen figures are those of its samples."""
-    from isobench.analysis import stats
+    from isobench.core import stats
     xs = sorted(latencies_ns)
     p = {"server": server, "proto": "memcache", "startup_mb": 0, "session": session,
          "conns": 16}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from isobench.analysis import stats, summary
+from isobench.analysis import summary
+from isobench.core import stats
 from isobench.render import plots, report, table
 
 from fixture_runs import fixture, load_doc

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from isobench.analysis import checks, oslat, stats, summary
+from isobench.analysis import checks, oslat, summary
+from isobench.core import stats
 from isobench.render import oslat as render_oslat
 from isobench.render import plots, report, table
 

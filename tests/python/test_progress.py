@@ -8,7 +8,7 @@ import io
 import pytest
 
 from isobench.measure import progress
-from isobench.measure.records import Result
+from isobench.core.records import Result
 from isobench.measure.runner import Job, JobOutcome
 
 

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from isobench.measure.records import (NO_MECHANISM, Header, ProtocolError, Result, parse_line)
+from isobench.core.records import (NO_MECHANISM, Header, ProtocolError, Result, parse_line)
 
 HEADER = {"schema_version": 1, "type": "header", "benchmark": "switch", "mechanism": "direct",
           "counter": "tsc", "unit": "tsc_ticks", "counter_why": "no PMU", "events": ["tsc"],

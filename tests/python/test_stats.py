@@ -2,7 +2,7 @@
 
 import pytest
 
-from isobench.analysis import stats
+from isobench.core import stats
 
 
 def test_summary_of_known_samples():

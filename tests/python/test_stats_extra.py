@@ -7,7 +7,8 @@ import statistics
 
 import pytest
 
-from isobench.analysis import stats, units
+from isobench.analysis import units
+from isobench.core import stats
 
 scipy_stats = pytest.importorskip("scipy.stats")
 

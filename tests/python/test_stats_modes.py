@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from isobench.analysis import stats
+from isobench.core import stats
 
 scipy_stats = pytest.importorskip("scipy.stats")
 

@@ -15,7 +15,7 @@ import random
 import numpy as np
 import pytest
 
-from isobench.analysis import stats
+from isobench.core import stats
 
 
 # ---- the reference: the definitions as they were written in pure Python ----

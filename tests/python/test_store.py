@@ -6,7 +6,7 @@ import pytest
 
 from isobench import store as store_mod
 from isobench.errors import StoreError, UsageError
-from isobench.measure.records import Header, Result
+from isobench.core.records import Header, Result
 from isobench.store import Store
 
 from test_records import HEADER, RESULT

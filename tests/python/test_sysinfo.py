@@ -1,7 +1,7 @@
 """The environment of a run, read from fixture /proc and /sys trees."""
 
 from isobench.measure import sysinfo
-from isobench.measure.records import Header
+from isobench.core.records import Header
 
 from conftest import FIXTURES, REPO
 from test_records import HEADER

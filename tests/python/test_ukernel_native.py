@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from conftest import REPO
-from isobench.measure.records import Result, parse_line
+from isobench.core.records import Result, parse_line
 
 ISOB = REPO / "build" / "isob"
 

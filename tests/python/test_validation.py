@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from isobench.measure import validate
+from isobench.core import validate
 from isobench.errors import UsageError
 
 from conftest import FAKE_ISOB, REPO, assert_one_error_line, load_fake
@@ -202,7 +202,7 @@ def test_python_and_isob_agree(option, value):
 def test_parameter_text_isob_prints_is_accepted_and_markup_is_not():
     """A parameter's text value may be free text as isob prints it (kv's
     pmu_reason), but nothing a table, a formula or markup would read."""
-    from isobench.measure import validate as v
+    from isobench.core import validate as v
     reason = ("perf unavailable (perf_event_open(cycles): No such file or directory (no "
               "hardware PMU, as in most VMs)); TSC: constant and nonstop, read with "
               "lfence;rdtsc;lfence")

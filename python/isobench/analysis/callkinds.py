@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from . import reference, stats, units
+from . import reference, units
+from ..core import stats
 from .runs import RunData
 
 KINDS = ("inline", "direct-call", "indirect-call")

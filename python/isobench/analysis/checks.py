@@ -33,10 +33,9 @@ import socket
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
-from . import stats
-from ..measure import owner
+from ..core import owner, stats
 from .runs import CLIENT_COUNTERS, MACRO, Config, RunData, needs_baseline
-from ..measure.records import NO_MECHANISM
+from ..core.records import NO_MECHANISM
 
 DOC = "docs/reducing-variance.md"
 
@@ -143,7 +142,7 @@ def _where(r: Mapping) -> str:
 def _owner_state(run: Mapping) -> tuple[bool | None, str]:
     """Whether the process that started a `running` run still exists (None:
     the store does not say which process that was, or it ran on another
-    machine), and why not when it does not (owner.py)."""
+    machine), and why not when it does not (core/owner.py)."""
     rec = run.get("owner")
     if not isinstance(rec, Mapping) or not isinstance(rec.get("pid"), int):
         return None, "no owner process is recorded, and it never finished"

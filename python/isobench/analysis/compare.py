@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Mapping, Sequence
 
-from . import runs, stats, units
+from . import runs, units
+from ..core import stats
 from ..render import table
 from .summary import config_by_key
 
@@ -50,7 +51,7 @@ NORMALIZED, ABSOLUTE = "vs direct", "absolute"
 MEDIAN, BATCHED = "median", "batched"
 
 # Fewer repetitions than this in any group of a row, and the row gets no
-# verdict word (stats.py says why).
+# verdict word (core/stats.py says why).
 MIN_REPS_FOR_VERDICT = stats.MIN_REPS_FOR_VERDICT
 # A difference inside +-NOISE_BAND is not called slower or faster even when
 # significant: two runs of one build on one machine differ by a few percent

@@ -26,7 +26,8 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
-from . import claims, fit, stats, units
+from . import claims, fit, units
+from ..core import stats
 from .quantities import (entries, geomean_of, inverse, middle, not_ok, outputs, published,
                          quantity, ratio_of, rep_medians_ns, scaled, time_of)
 from .runs import RunData

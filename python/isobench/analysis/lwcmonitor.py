@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from . import claims as claim_rule, reference, runs, stats
+from . import claims as claim_rule, reference, runs
+from ..core import stats
 from .lwcserve import SERVE, _row
 from .quantities import ratio_of_values
 from .runs import RunData

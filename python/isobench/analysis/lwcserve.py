@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from . import claims, cpu, runs, stats, tails
+from . import claims, cpu, runs, tails
+from ..core import stats
 from .quantities import ratio_of_values
 from .runs import RunData
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from . import stats, units
+from . import units
+from ..core import stats
 from .runs import RunData
 
 PINGPONG, DELEGATE, SCHED = "pingpong", "delegate", "sched"

@@ -53,7 +53,8 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from . import averages, reference, stats, units
+from . import averages, reference, units
+from ..core import stats
 from .runs import RunData
 
 BENCHMARK = "oslat"

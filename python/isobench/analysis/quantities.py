@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping, Sequence
 
-from . import reference, stats, units
+from . import reference, units
+from ..core import stats
 
 
 def entries(doc: Mapping, benchmark: str) -> list[dict]:

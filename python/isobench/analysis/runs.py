@@ -23,18 +23,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from . import stats, units
-from ..measure.records import NO_MECHANISM, PRIMARY_EVENT
+from . import units
+from ..core import stats
+from ..core.records import NO_MECHANISM, PRIMARY_EVENT, REFERENCES
 from ..store import Store
 
 BASELINE = "direct"
-
-# Results that are not isob under a mechanism but an outside program run
-# beside it as the point of comparison (kv-server runs real memcached next
-# to `isob serve`).  They are measured in the same run and the same way, but
-# have no `direct` baseline: they are a baseline of their own, and the
-# kv-server table gives every server's ratio to them.
-REFERENCES: dict[str, str] = {"kv-server": "memcached"}
 
 # Counters that are an outside client's wall-clock view (kv-server's
 # throughput and latencies as memcaslap reports them).  A PMU would not

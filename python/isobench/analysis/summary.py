@@ -56,7 +56,8 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from .. import __version__
-from . import checks, cpu, lwcserve, reference, runs, sections, stats, tails, units
+from . import checks, cpu, lwcserve, reference, runs, sections, tails, units
+from ..core import stats
 from .runs import Config, RunData
 
 SUMMARY_VERSION = 1

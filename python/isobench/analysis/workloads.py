@@ -25,7 +25,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from . import fit, stats, units
+from . import fit, units
+from ..core import stats
 from .quantities import (entries, geomean_of, inverse, middle, not_ok, outputs, per_rep,
                          published, quantity, ratio_of, ratio_of_values, time_of)
 from .runs import BASELINE, RunData

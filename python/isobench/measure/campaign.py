@@ -53,7 +53,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
-from . import proc, validate
+from . import proc
+from ..core import validate
 from ..errors import UsageError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "campaign"

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from . import proc, records
+from . import proc
+from ..core import records
 from ..analysis import attackers
 from ..errors import DriverError, UsageError
-from .validate import Limits
+from ..core.validate import Limits
 
 ENV_ISOB = "ISOBENCH_ISOB"
 

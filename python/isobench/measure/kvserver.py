@@ -50,8 +50,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import cputime, proc
-from ..analysis.runs import REFERENCES
-from .records import Result
+from ..core.records import REFERENCES, Result
 
 BENCHMARK = "kv-server"
 REFERENCE = REFERENCES[BENCHMARK]  # the mechanism column of the reference server's result

@@ -12,7 +12,7 @@ A run ends in one of three ways, and the store always says which:
   happens, so that the cleanup itself is not cut short;
 - a run whose process died without a word (SIGKILL, a power cut) stays
   ``running`` until the next isobench opens the store and finds that its
-  owner process is gone (store.Store.open, owner.py).
+  owner process is gone (store.Store.open, core/owner.py).
 
 Each job is recorded as it starts (benchmark, mechanism, repetition, its
 place in the order) and as it ends, with the machine's load around it
@@ -29,7 +29,7 @@ from typing import Callable, Iterable, Iterator
 from . import load, proc, runner, sysinfo
 from . import progress as progress_
 from .driver import Driver
-from .records import Header, Result
+from ..core.records import Header, Result
 from ..store import Store
 
 # The signals that stop a run cleanly.

@@ -49,7 +49,7 @@ from . import lwcserve, proc
 from .kvserver import StartError
 from .lwcserve import (CONNECTIONS, FD_SLACK, MODES, QUICK_LENGTHS, LENGTHS, SERVE,
                        SERVE_MECHANISM, run_loadgen, result_from, start_isob)
-from .records import NO_MECHANISM, Result
+from ..core.records import NO_MECHANISM, Result
 from ..store import now_ms
 
 MONITORS = ("none", "inline", "procsep", "lwc")

@@ -81,7 +81,7 @@ from typing import Callable, Iterator, Sequence
 
 from . import cputime, kvserver, proc
 from .kvserver import Server, StartError, _cpus, start_serve
-from .records import NO_MECHANISM, Result
+from ..core.records import NO_MECHANISM, Result
 from ..store import now_ms
 
 SERVE = "lwc-serve"

@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence, TextIO
 
-from .records import Result
+from ..core.records import Result
 
 # Seconds a job is expected to take before anything is known about it:
 # about what one (benchmark, mechanism) of the default suite takes here.

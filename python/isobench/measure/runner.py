@@ -33,7 +33,7 @@ isob measures `none` first in the same process to give every other
 protection its delta; the list it is given is shuffled per repetition.
 
 Options only some benchmarks take (--primitive, --payload, --depth, ...) are
-validated beforehand (validate.py, `isob BENCH --check`) and reach only the
+validated beforehand (core/validate.py, `isob BENCH --check`) and reach only the
 benchmarks that take them (Options.bench_args).
 """
 
@@ -52,7 +52,7 @@ from typing import Callable, Iterable, Iterator, Mapping, Sequence, TextIO
 from . import kvserver, lwcmonitor, lwcserve, proc
 from . import progress as progress_
 from .driver import EXIT_FAILED, EXIT_OK, EXIT_SKIP, EXIT_USAGE, Catalog, Driver, describe_exit
-from .records import NO_MECHANISM, Header, ProtocolError, Result, parse_line
+from ..core.records import NO_MECHANISM, Header, ProtocolError, Result, parse_line
 from ..store import now_ms
 
 # The benchmarks `isobench run` runs when none are named.  Grows as
@@ -93,7 +93,7 @@ QUICK_TIMEOUT = 180.0
 LONG_TIMEOUTS = {"cpuwork": 3600.0, "memops": 3600.0}
 
 # Which benchmarks read the options of `isobench run` that isob does not
-# list per benchmark (isob lists --payload, --depth, ...: validate.py).  An
+# list per benchmark (isob lists --payload, --depth, ...: core/validate.py).  An
 # option that no benchmark asked for reads is refused (validate.scoped), and
 # each reaches only the benchmarks that read it (isob_args).
 #
@@ -159,7 +159,7 @@ class Options:
     sizes: tuple[str, ...] | None = None  # kv, memops: sizes as isob --sizes takes them
     timeout_given: bool = False  # --timeout was passed: no benchmark gets its own
     # Per benchmark, the validated options only it takes, as isob arguments
-    # (--primitive, --payload, --depth, ...: validate.py).
+    # (--primitive, --payload, --depth, ...: core/validate.py).
     bench_args: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     counter: str | None = None  # isob --counter (default: isob's best available)
     scope: str | None = None  # isob --scope (default: isob's, thread)

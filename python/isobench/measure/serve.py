@@ -18,7 +18,7 @@ import os
 from typing import Sequence
 
 from .driver import find_isob
-from .validate import bounded_whole
+from ..core.validate import bounded_whole
 
 # Defaults of `isob serve` (include/isobench/serve.h), repeated only for the
 # help text: an option left out is not passed, so isob's own default applies.

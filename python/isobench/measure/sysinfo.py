@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Mapping
 
 from .. import __version__
-from .records import Header
+from ..core.records import Header
 
 # Flags that decide which mechanisms and counters can work, or how fast they
 # are; `isobench show` prints these, the store keeps all of them.
@@ -278,25 +278,3 @@ def _run_git(repo: Path, *args: str) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return p.stdout.strip() if p.returncode == 0 else None
-
-
-# The run's own columns of a CSV row (the export's and the report's results.csv),
-# each from the run's environment: a CSV read beside one from another
-# machine tells them apart.
-RUN_COLUMNS = ("host", "cpu_model", "kernel", "commit", "commit_dirty", "run_started")
-_FROM_ENVIRONMENT = {"host": ("hostname",), "cpu_model": ("cpu_model",), "kernel": ("kernel",),
-                     "commit": ("git", "commit"), "commit_dirty": ("git", "dirty")}
-
-
-def run_columns(run: dict) -> dict:
-    """Host, CPU model, kernel, commit (and whether the tree had changes) and
-    start time of a run (Store.run, or a summary document's "run")."""
-    env = run.get("environment") or {}
-    out = {}
-    for name, path in _FROM_ENVIRONMENT.items():
-        v = env
-        for k in path:
-            v = v.get(k) if isinstance(v, dict) else None
-        out[name] = v
-    out["run_started"] = run.get("started")
-    return out

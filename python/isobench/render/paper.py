@@ -47,8 +47,8 @@ from typing import Mapping, Sequence
 
 from ..analysis.kv import STEPS_FEW
 from ..analysis.runs import BASELINE, OUTPUT_PARAMS
-from ..measure.sysinfo import RUN_COLUMNS, run_columns
-from ..measure.validate import csv_text
+from ..core.records import RUN_COLUMNS, run_columns
+from ..core.validate import csv_text
 from . import table
 
 # ---- LaTeX ----

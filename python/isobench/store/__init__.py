@@ -63,10 +63,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from ..measure import owner as owner_mod
-from ..analysis import stats
+from ..core import owner as owner_mod, stats
 from ..errors import StoreError, UsageError
-from ..measure.records import PRIMARY_EVENT, STATUSES, Result, thaw
+from ..core.records import PRIMARY_EVENT, STATUSES, Result, thaw
 
 SAMPLE_ENCODING = "zlib-u64le"
 

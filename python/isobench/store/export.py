@@ -23,8 +23,8 @@ import numpy as np
 
 from .interchange import SCHEMA_VERSION, export_document
 from . import Store
-from ..measure.sysinfo import RUN_COLUMNS, run_columns
-from ..measure.validate import csv_text
+from ..core.records import RUN_COLUMNS, run_columns
+from ..core.validate import csv_text
 
 FORMATS = ("csv", "json")
 

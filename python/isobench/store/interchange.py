@@ -26,7 +26,7 @@ and refuses anything else with one line.  Everything in a document is
 checked before any of it is stored (validate_run): a damaged or foreign
 file never leaves half a run behind.  Benchmark, mechanism, parameter,
 event and unit names are held to the form isob gives them
-(measure/validate.py: stored_name_problem, params_problem), so that a
+(core/validate.py: stored_name_problem, params_problem), so that a
 name cannot turn into markup, a formula or a terminal sequence; free text
 (host names, reasons, the command line) is stored as it is and escaped by
 every output.  Reading another store that is damaged imports every intact
@@ -48,8 +48,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Mapping
 
 from ..errors import StoreError, UsageError
-from ..measure import validate
-from ..measure.records import PRIMARY_EVENT, STATUSES
+from ..core import validate
+from ..core.records import PRIMARY_EVENT, STATUSES
 from . import (ENVIRONMENT_KINDS, HEADER_KINDS, INT_MAX, INT_MIN, JOB_STATUSES,
                OPTION_KINDS, RUN_STATUSES, SCHEMA_VERSION as STORE_SCHEMA, Store,
                member_kind_problem, now)

@@ -22,7 +22,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from ..analysis import stats
+from ..core import stats
 
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "failed", "skipped")
@@ -30,6 +30,13 @@ STATUSES = ("ok", "failed", "skipped")
 # The mechanism column of benchmarks that take no mechanism (pingpong): they
 # measure an OS primitive, which is named in params (e.g. "primitive").
 NO_MECHANISM = "-"
+
+# Results that are not isob under a mechanism but an outside program run
+# beside it as the point of comparison (kv-server runs real memcached next
+# to `isob serve`).  They are measured in the same run and the same way, but
+# have no `direct` baseline: they are a baseline of their own, and the
+# kv-server table gives every server's ratio to them.
+REFERENCES: dict[str, str] = {"kv-server": "memcached"}
 
 # The name under which a result's primary samples (those in the result's unit)
 # are stored; further events (perf: instructions, TLB misses) use their names.
@@ -270,3 +277,25 @@ class Result:
         # Sorted keys: the same params always give the same text, so results
         # of two runs can be matched on it.
         return json.dumps(thaw(self.params), sort_keys=True)
+
+
+# The run's own columns of a CSV row (the export's and the report's results.csv),
+# each from the run's environment: a CSV read beside one from another
+# machine tells them apart.
+RUN_COLUMNS = ("host", "cpu_model", "kernel", "commit", "commit_dirty", "run_started")
+_FROM_ENVIRONMENT = {"host": ("hostname",), "cpu_model": ("cpu_model",), "kernel": ("kernel",),
+                     "commit": ("git", "commit"), "commit_dirty": ("git", "dirty")}
+
+
+def run_columns(run: dict) -> dict:
+    """Host, CPU model, kernel, commit (and whether the tree had changes) and
+    start time of a run (Store.run, or a summary document's "run")."""
+    env = run.get("environment") or {}
+    out = {}
+    for name, path in _FROM_ENVIRONMENT.items():
+        v = env
+        for k in path:
+            v = v.get(k) if isinstance(v, dict) else None
+        out[name] = v
+    out["run_started"] = run.get("started")
+    return out
