@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import __version__
-from .core import stats, validate
-from .analysis import attackers, checks, compare, precision, reference, runs, summary
+from .core import attackers, stats, validate
+from .analysis import checks, compare, inspect, precision, reference, runs, summary
 from .measure import (kvserver, lifecycle, lwcserve, progress, runner, scrape, serve, sysinfo,
                       system)
-from .render import plots, report, table
+from .render import matrix, plots, report, table
 from .store import export, interchange
 from .analysis import campaign as analysis_campaign
 from .measure import campaign as measure_campaign, slurm as measure_slurm
@@ -481,14 +481,14 @@ def cmd_list(args: argparse.Namespace) -> int:
     mechs, context = isolation_entries(driver, catalog.mechanisms, args.timeout, args.skip_isolation)
     # ERIM's binary inspection: the mpk mechanisms' stray PKRU writers.
     inspected = ([] if args.skip_isolation else
-                 attackers.with_inspection(mechs, *driver.inspect(timeout=args.timeout)))
+                 inspect.with_inspection(mechs, *driver.inspect(timeout=args.timeout)))
     benches = [{"name": b.name, "summary": b.summary, "needs_mechanism": b.needs_mechanism}
                for b in catalog.benchmarks]
     if args.json:
         _print_json({"mechanisms": mechs, "benchmarks": benches, "isolation_context": context})
     else:
         print(table.list_report(mechs, benches, wide=args.wide))
-        print("\n" + attackers.format_matrix(mechs, context, brief=not args.wide, listing=True))
+        print("\n" + matrix.format_matrix(mechs, context, brief=not args.wide, listing=True))
         if inspected:
             print("\n".join(inspected if args.wide else
                             [table.wrap(line, indent="    ") for line in inspected]))
@@ -1554,9 +1554,9 @@ def _print_run(store: Store, run_id: int, as_json: bool, doc: dict | None = None
     if wide and any(len(c["repetitions"]) > 1 for c in doc["configs"]):
         extra.append(table.repetition_report(doc))
     extra.append(table.wrap(checks.one_line(doc["findings"], run_id)))
-    matrix = attackers.from_environment(doc["run"].get("environment"))
-    if matrix:
-        extra.append(attackers.format_matrix(*matrix, brief=not wide))
+    recorded = attackers.from_environment(doc["run"].get("environment"))
+    if recorded:
+        extra.append(matrix.format_matrix(*recorded, brief=not wide))
     # Names, host names and reasons may come from another machine (import).
     print(table.terminal(table.run_report(doc, extra, wide=wide)))
 

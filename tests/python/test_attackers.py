@@ -3,7 +3,7 @@ matrix printed by list, show and the report (against the fake driver)."""
 
 import pytest
 
-from isobench.analysis import attackers
+from isobench.core import attackers
 from isobench.measure.driver import _isolation_from
 
 

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from conftest import assert_one_error_line, load_fake
-from isobench.analysis import attackers, inspect, quantities
+from isobench.analysis import inspect, quantities
 from isobench.core import stats
 
 FAKE = load_fake()
@@ -171,7 +171,7 @@ def test_an_available_mpk_cell_states_the_strays_in_its_evidence(fake):
                                 "evidence": "SEGV_PKUERR"}}},
              {"name": "thread", "available": True, "attackers": {
                  "in-process": {"verdict": "leaks", "method": None, "evidence": None}}}]
-    notes = attackers.with_inspection(mechs, lines, None)
+    notes = inspect.with_inspection(mechs, lines, None)
     cell = mechs[0]["attackers"]["in-process"]
     assert cell["verdict"] == "enforced"
     assert cell["evidence"].startswith("SEGV_PKUERR; stray PKRU writers outside the gate: ")

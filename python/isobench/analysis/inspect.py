@@ -6,13 +6,14 @@ over repetitions, beside ERIM's published 3.5 to 6.2 us per page
 
 The same site records and attack sentences serve `isobench list`, which
 states the stray sites in the evidence of the mpk mechanisms
-(attackers.with_inspection)."""
+(with_inspection, below)."""
 
 from __future__ import annotations
 
 import os
 from typing import Mapping, Sequence
 
+from ..core.attackers import untested_cells
 from .quantities import (entries, geomean_of, not_ok, outputs, published, quantity, scaled,
                          time_of)
 from .runs import RunData
@@ -139,3 +140,49 @@ def summary_of(lines: Sequence[Mapping]) -> dict | None:
                     "mappings": p.get("mappings"), "unscanned": list(p.get("unscanned") or [])}
     return None
 
+
+# ---- ERIM's binary inspection as evidence of the MPK mechanisms ----
+
+def with_inspection(mechanisms: Sequence[dict], lines: Sequence[Mapping],
+                    why: str | None) -> list[str]:
+    """Attach the inspection of an isob process (``isob inspect``: the binary
+    the mpk mechanisms run in and every library it maps) to the in-process
+    cell of each MPK mechanism, as ``inspection``, and state each stray
+    WRPKRU or XRSTOR in its evidence with the attack it enables.  The
+    in-process verdict is left as measured: it covers loads and stores, and
+    a stray site is reached only by an attacker who controls the untrusted
+    side's control flow.  A mechanism not available here keeps its evidence
+    (why it is not); the scan is attached all the same.  Returns the lines
+    to print under the matrix."""
+    mpk = [m for m in mechanisms if str(m.get("name", "")).startswith("mpk")]
+    if not mpk:
+        return []
+    scan = summary_of(lines) if why is None else None
+    if scan is None:
+        scan = {"status": "untested", "reason": why or "isob inspect printed no result"}
+    out = []
+    for m in mpk:
+        cells = m.setdefault("attackers", untested_cells(None))
+        cell = cells.setdefault("in-process", {"verdict": "untested", "method": None,
+                                               "evidence": None})
+        cell["inspection"] = scan
+        strays = scan.get("strays") or []
+        if strays and m.get("available", True):
+            extra = "stray PKRU writers outside the gate: " + "; ".join(strays)
+            cell["evidence"] = f"{cell['evidence']}; {extra}" if cell.get("evidence") else extra
+    names = ", ".join(m["name"] for m in mpk)
+    if scan.get("status") != "ok":
+        out.append(f"{names}: ERIM's binary inspection: untested: "
+                   f"{scan.get('reason') or 'no reason given'}")
+        return out
+    unscanned = scan.get("unscanned") or []
+    out.append(f"{names}: ERIM's binary inspection of {scan.get('target_exe') or 'isob'} and "
+               f"its libraries ({scan.get('mappings')} executable mappings, "
+               f"{len(unscanned)} unscanned): {scan.get('gate_sites_found')} of "
+               f"{scan.get('gate_sites_recorded')} recorded gate WRPKRUs, "
+               f"{len(scan.get('strays') or [])} stray sites user mode can run"
+               + (" (mpk is not available here: the sites are in the binary all the same)"
+                  if not any(m.get("available", True) for m in mpk) else ""))
+    out += [f"  {s}" for s in scan.get("strays") or []]
+    out += [f"  UNSCANNED {u.get('file')} {u.get('range')}: {u.get('why')}" for u in unscanned]
+    return out

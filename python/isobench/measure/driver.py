@@ -18,7 +18,7 @@ from typing import Mapping
 
 from . import proc
 from ..core import records
-from ..analysis import attackers
+from ..core import attackers
 from ..errors import DriverError, UsageError
 from ..core.validate import Limits
 

@@ -50,9 +50,10 @@ import shutil
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from . import paper, plots, reportdir, sections, table
+from . import matrix, paper, plots, reportdir, sections, table
 from .. import __version__
-from ..analysis import attackers, checks
+from ..core import attackers
+from ..analysis import checks
 from ..analysis import kv as kv_analysis
 from ..errors import UsageError
 
@@ -356,9 +357,9 @@ def _aggregate_rows(aggs: Sequence[Mapping]) -> list[list[str]]:
 def _matrix_html(env: Mapping) -> list[str]:
     m = attackers.from_environment(env)
     return ["<h2 id=\"attackers\">Isolation by attacker</h2>",
-            f"<p>{inline(attackers.context_line(m[1]))}; rule and threat models in "
+            f"<p>{inline(matrix.context_line(m[1]))}; rule and threat models in "
             f"{inline('docs/mechanisms.md')}.</p>",
-            html_table(attackers.MATRIX_HEADERS, attackers.matrix_rows(m[0]))] if m else []
+            html_table(matrix.MATRIX_HEADERS, matrix.matrix_rows(m[0]))] if m else []
 
 
 SWITCH_HEADERS = ("mechanism", "placement", "value", "from", "ns", "95% interval ns",
@@ -578,8 +579,8 @@ def render_md(doc: Mapping, plot_list, all_published: bool = False) -> str:
             or ["No findings: none of the soundness checks fired."])
     m = attackers.from_environment(run.get("environment") or {})
     if m:
-        out += ["", "## Isolation by attacker", "", attackers.context_line(m[1]) + ".", "",
-                table.md_table(attackers.MATRIX_HEADERS, attackers.matrix_rows(m[0]))]
+        out += ["", "## Isolation by attacker", "", matrix.context_line(m[1]) + ".", "",
+                table.md_table(matrix.MATRIX_HEADERS, matrix.matrix_rows(m[0]))]
     sw = _switch_md_rows(doc)
     if sw:
         out += ["", "## Switch cost (payload 0, round trip)", "",
