@@ -37,6 +37,7 @@ from .analysis import checks, compare, inspect, precision, reference, runs, summ
 from .measure import (kvserver, lifecycle, lwcserve, progress, runner, scrape, serve, sysinfo,
                       system)
 from .render import matrix, plots, report, table
+from .render import compare as render_compare, reference as render_reference
 from .store import export, interchange
 from .analysis import campaign as analysis_campaign
 from .measure import campaign as measure_campaign, slurm as measure_slurm
@@ -1104,7 +1105,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(doc)
     else:
-        print(table.terminal(compare.render(result["rows"], doc)))
+        print(table.terminal(render_compare.render(result["rows"], doc)))
     if not result["rows"]:
         _err("the two runs have no results in common (same benchmark, mechanism and params)")
         return EXIT_FAILED
@@ -1141,7 +1142,7 @@ def cmd_reference(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"references": [r.as_dict() for r in refs]})
     else:
-        print(reference.render(refs))
+        print(render_reference.render(refs))
     return EXIT_OK
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from isobench.analysis import compare, summary
 from isobench.core import stats
-from isobench.render import table
+from isobench.render import compare as render_compare, table
 
 from conftest import assert_one_error_line
 from fixture_runs import fixture, import_doc, load_doc
@@ -89,7 +89,7 @@ def test_a_costlier_mechanism_shows_in_the_normalized_ratio(tmp_path):
     assert mpk.ratio == pytest.approx(3.0, rel=0.02)
     assert mpk.interval.low > 1.0 and mpk.test.p < 0.05
     # Four repetitions a side: the ratio and its interval, but no verdict word.
-    assert compare.verdict_text(mpk, interval=False) == "inconclusive (n=4)"
+    assert render_compare.verdict_text(mpk, interval=False) == "inconclusive (n=4)"
     futex = rows[("switch", "process-futex", "same-cpu")]
     assert futex.ratio == pytest.approx(1.0)
 
@@ -230,7 +230,8 @@ def test_compare_in_words(tmp_path):
     v = mpk.verdict
     assert v["word"] == "slower" and v["factor"] == pytest.approx(1.5, rel=0.02)
     assert v["low"] <= v["factor"] <= v["high"]
-    assert compare.verdict_text(mpk).startswith("1.5") and "x slower [" in compare.verdict_text(mpk)
+    text = render_compare.verdict_text(mpk)
+    assert text.startswith("1.5") and "x slower [" in text
     # The other way round: faster, by the inverse factor and interval.
     back = rows_by(compare.compare(b, a))[("switch", "mpk", "same-cpu")]
     assert back.verdict["word"] == "faster"
@@ -238,8 +239,8 @@ def test_compare_in_words(tmp_path):
     assert back.verdict["low"] == pytest.approx(v["low"])
     futex = rows_by(res)[("switch", "process-futex", "same-cpu")]
     assert futex.verdict["word"] == "not significant"
-    text = compare.render(res["rows"], compare.document(a, b, res))
-    assert compare.verdict_text(mpk, interval=False) in text and "not significant" in text
+    text = render_compare.render(res["rows"], compare.document(a, b, res))
+    assert render_compare.verdict_text(mpk, interval=False) in text and "not significant" in text
 
 
 def test_warnings_when_the_runs_were_not_measured_alike(tmp_path):
@@ -408,10 +409,10 @@ def test_no_verdict_below_five_repetitions(n, word):
                        lognormal(rng, 300, 0.01, n), lognormal(rng, 100, 0.01, n))
     # A factor of 2 with 1% spread: the interval excludes 1 whatever n.
     assert row.interval.low > 1.5 and row.ratio == pytest.approx(2.0, rel=0.05)
-    assert compare.verdict_text(row, interval=False).endswith(word)
-    cells = compare._row_cells(row)
+    assert render_compare.verdict_text(row, interval=False).endswith(word)
+    cells = render_compare._row_cells(row)
     assert cells[5].startswith(table.fmt_sig(row.ratio) + " [")  # the ratio, always shown
-    text = compare.render(res["rows"], compare.document(*res["docs"], res))
+    text = render_compare.render(res["rows"], compare.document(*res["docs"], res))
     if n < 5:
         assert row.p_holm is None and res["correction"]["family"] == 0
         assert "no verdict: every row has fewer than 5 repetitions" in text
@@ -503,7 +504,7 @@ def test_no_estimator_in_common_is_flagged():
     res = compare.compare(synthetic(1, da, {"m": a_m}), synthetic(2, db, {"m": b_m}))
     row = {r.a["mechanism"]: r for r in res["rows"]}["m"]
     assert row.verdict["word"] == "inconclusive"
-    assert compare.verdict_text(row) == "inconclusive (estimators differ)"
+    assert render_compare.verdict_text(row) == "inconclusive (estimators differ)"
     assert row.p_holm is None and res["correction"]["family"] == 1  # direct only
     assert any("no estimator in common" in n for n in row.notes)
 
@@ -531,7 +532,7 @@ def test_the_geometric_mean_has_an_interval_with_a_shared_direct_counted_once():
     q = sp.t.ppf(0.975, df)
     assert g["interval"]["low"] == pytest.approx(g["value"] * math.exp(-q * se))
     assert g["interval"]["high"] == pytest.approx(g["value"] * math.exp(q * se))
-    text = compare.render(res["rows"], compare.document(synthetic(1, da, ma),
+    text = render_compare.render(res["rows"], compare.document(synthetic(1, da, ma),
                                                         synthetic(2, db, mb), res))
     assert "geometric mean of B/A over 3 'vs direct' row(s)" in text and "(n=3 rows" in text
 

@@ -3,6 +3,7 @@
 import pytest
 
 from isobench.analysis import reference
+from isobench.render import reference as render_reference
 
 
 def test_every_row_is_complete():
@@ -179,9 +180,9 @@ def test_every_source_has_a_doi_or_url_or_says_it_has_none():
             "Light-Weight Contexts (OSDI 2016)", "SEIMI (IEEE S&P 2020)"} <= linked
     # One source, one link.
     assert all(len({r.link for r in refs if r.source == s}) == 1 for s in {r.source for r in refs})
-    text = reference.render(refs)
+    text = render_reference.render(refs)
     assert "https://doi.org/10.1145/3503222.3507759" in text
-    assert text.count(reference.NO_LINK) == len({r.source for r in refs if not r.link})
+    assert text.count(render_reference.NO_LINK) == len({r.source for r in refs if not r.link})
 
 
 def test_the_metric_has_a_column_and_the_listing_fits_100_columns(isobench):

@@ -14,6 +14,7 @@ import pytest
 
 from isobench.analysis import reference
 from isobench.analysis.oslat import SINGLE_VARIANT
+from isobench.render import reference as render_reference
 
 from fixture_runs import load_doc
 from os_fixtures import oslat_run
@@ -159,7 +160,7 @@ def test_derived_figures_say_how():
     for rid in ("konrad-gate-overhead-low", "konrad-gate-overhead-high",
                 "cheri-ukernel-ipc-total-nocap"):
         assert refs[rid].derived, rid
-        assert "[derived:" in reference.metric_cell(refs[rid])
+        assert "[derived:" in render_reference.metric_cell(refs[rid])
     # 73 to 84 follows from Table 5.1 (v)'s printed medians.
     v = {k: refs[f"konrad-erim-{k}"].value for k in ("inlined", "direct", "indirect",
                                                        "gate-inlined", "gate-direct",
@@ -180,7 +181,7 @@ def test_text_prints_the_source_digits():
     by = {r.id: r for r in refs}
     assert by["konrad-kthread-switch-cycles"].text() == "11041.67"
     assert by["konrad-lwc-switch-us"].text() == "3.80"
-    assert reference.value_cell(by["konrad-lwc-switch-us"]) == "3.80 (sd 0.00)"
+    assert render_reference.value_cell(by["konrad-lwc-switch-us"]) == "3.80 (sd 0.00)"
     assert by["morello-pipe-write-in"].text() == "0.003"
 
 

@@ -1,7 +1,7 @@
 """The native driver ``isob``: where it is, and the questions asked before a run.
 
 ``isob list --json``       what mechanisms and benchmarks exist, which are available
-``isob isolation -m M``    who can reach M's trusted heap: the attacker matrix (attackers.py)
+``isob isolation -m M``    who can reach M's trusted heap: the attacker matrix (core/attackers.py)
 ``isob --version --json``  how the binary was built (optional: tolerated if absent)
 ``isob --limits --json``   the bounds of its numeric options (validate.Limits)
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from ..core.text import render as render_table
 from .driver import Driver, describe_exit, find_isob
 from ..errors import UsageError
 
@@ -332,7 +333,6 @@ def context_of(lines: Sequence[Mapping]) -> dict:
 
 def render(lines: Sequence[Mapping], cells: Sequence[Cell], expected: Path,
            broken: Sequence[str]) -> str:
-    from ..render.table import render as table  # the one table renderer
     ctx = context_of(lines)
     yama = ctx["yama_ptrace_scope"]
     out = [
@@ -364,7 +364,7 @@ def render(lines: Sequence[Mapping], cells: Sequence[Cell], expected: Path,
                     text += f" !{c.expected or 'no rule'}"
                 row.append(text)
             rows.append(row)
-        out.append(table(("target", *METHODS), rows))
+        out.append(render_table(("target", *METHODS), rows))
     out += ["", *textwrap.wrap(
         "words: found = read the target and found the canary (bytes read); missed = read it, no "
         "canary; denied = the kernel refused (errno); untested = could not be tried here; "

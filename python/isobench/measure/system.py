@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import sysinfo
-from ..render import table
+from ..core.text import render as render_table
 from ..errors import UsageError
 from ..store import now
 
@@ -460,7 +460,7 @@ def reset(root: Path, state_path: Path,
 def render(outcomes: Sequence[Outcome], note: str | None = None) -> str:
     rows = [[o.name, o.status.upper() if o.status in FAILURES else o.status, o.detail]
             for o in outcomes]
-    out = [table.render(("setting", "state", "detail"), rows)]
+    out = [render_table(("setting", "state", "detail"), rows)]
     if note:
         out += ["", note]
     return "\n".join(out)

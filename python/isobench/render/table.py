@@ -19,14 +19,10 @@ import re
 import textwrap
 from typing import Any, Mapping, Sequence
 
+from ..core.text import WIDTH, column_widths, render, render_widths, wrap
 from ..analysis import cpu, units
 from ..analysis.runs import (BASELINE, HEADLINE_PHASE, NO_MECHANISM, NOTE_PARAMS, OUTPUT_PARAMS,
                              server_label)
-
-# The widest line a default table or note may take: a terminal of 100
-# columns, or a paper's listing, shows it without wrapping.
-WIDTH = 100
-
 
 # ---- text that came from outside: stored names, host names, reasons ----
 
@@ -143,12 +139,6 @@ def fmt_ratio_interval(value: float | None, iv: Mapping | None) -> str:
     return text
 
 
-def wrap(text: str, width: int = WIDTH, indent: str = "  ") -> str:
-    """A note in lines of at most width columns; continuation lines indented."""
-    return "\n".join(textwrap.wrap(text, width=width, subsequent_indent=indent,
-                                    break_long_words=True, break_on_hyphens=False)) or text
-
-
 def render_fit(headers: Sequence[str], rows: Sequence[Sequence[str]],
                right: frozenset[str] | set[str] = frozenset(),
                flex: int | Sequence[int] = 0, width: int = WIDTH) -> str:
@@ -206,34 +196,6 @@ KV_RIGHT = {"data", "value", "95% interval", "median", "mean", "store/data", "ve
             "passes", "~ns", "ratio [95%]", "reps"}
 
 
-def render(headers: Sequence[str], rows: Sequence[Sequence[str]],
-           right: frozenset[str] | set[str] = frozenset()) -> str:
-    """Columns padded to their widest cell, two spaces apart."""
-    return _render_widths(headers, rows, right, _widths(headers, rows))
-
-
-def _widths(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
-    widths = [len(h) for h in headers]
-    for row in rows:
-        widths = [max(w, len(cell)) for w, cell in zip(widths, row)]
-    return widths
-
-
-def _render_widths(headers: Sequence[str], rows: Sequence[Sequence[str]],
-                   right: frozenset[str] | set[str] | Sequence[bool],
-                   widths: Sequence[int]) -> str:
-    # right: header names, or one flag per column (a folded table's repeated
-    # header names may differ in alignment).
-    flags = (list(right) if isinstance(right, (list, tuple))
-             else [h in right for h in headers])
-
-    def line(cells: Sequence[str]) -> str:
-        out = [c.rjust(w) if r else c.ljust(w) for r, c, w in zip(flags, cells, widths)]
-        return "  ".join(out).rstrip()
-
-    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
-
-
 def fold(headers: Sequence[str], rows: Sequence[Sequence[str]],
          right: frozenset[str] | set[str] = frozenset(), width: int = WIDTH, keep: int = 1,
          groups: Sequence[str] | None = None, right_all: bool = False,
@@ -248,7 +210,7 @@ def fold(headers: Sequence[str], rows: Sequence[Sequence[str]],
     single group wider than `width` stays whole.  drop_empty: a block after
     the first leaves out the rows with nothing but "-" in its own columns
     (oslat's published column, which has the averaged rows only)."""
-    widths = _widths(headers, rows)
+    widths = column_widths(headers, rows)
     names = list(groups) if groups is not None else [str(i) for i in range(len(headers))]
     # Runs of equal names: (first column, end column) per group.
     units: list[tuple[int, int]] = []
@@ -281,8 +243,8 @@ def fold(headers: Sequence[str], rows: Sequence[Sequence[str]],
         own = [i for a, b in block for i in range(a, b)]
         shown = [r for r in rows if not (drop_empty and k > 0
                                          and all(r[i] in ("-", "") for i in own))]
-        text = _render_widths([headers[i] for i in cols], [[r[i] for i in cols] for r in shown],
-                              [flags[i] for i in cols], [widths[i] for i in cols])
+        text = render_widths([headers[i] for i in cols], [[r[i] for i in cols] for r in shown],
+                             [flags[i] for i in cols], [widths[i] for i in cols])
         if groups is not None:
             line = []
             for a, b in head + block:
