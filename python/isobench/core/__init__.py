@@ -13,6 +13,10 @@ more than one stage needs lives here, below them all, and imports no stage:
                params a stored or imported run may hold
     attackers  the isolation matrix's data model: attackers, cell verdicts,
                the cells of an isolation line and the one-word summary
+    text       the one plain text-table function, WIDTH and wrap (measure's
+               own commands print with them; render/table.py builds on them)
 
-Text (tables, units on screen) belongs to render/, never here.
+Tables of results, units on screen and every other rendering belong to
+render/.  errors.py and the package's __version__ sit in this layer too.
+tests/python/test_layers.py checks that nothing here imports a stage.
 """
