@@ -58,6 +58,7 @@ from typing import Mapping, Sequence
 from .. import __version__
 from . import checks, cpu, lwcserve, reference, runs, sections, tails, units
 from ..core import stats
+from ..core.records import NO_MECHANISM
 from .runs import Config, RunData
 
 SUMMARY_VERSION = 1
@@ -433,7 +434,7 @@ def _role(cfg: Config) -> str:
         return "reference"
     if cfg.mechanism == runs.BASELINE:
         return "direct-variant"
-    if cfg.mechanism == runs.NO_MECHANISM:
+    if cfg.mechanism == NO_MECHANISM:
         return "primitive"
     return "mechanism"
 

@@ -19,10 +19,10 @@ import re
 import textwrap
 from typing import Any, Mapping, Sequence
 
+from ..core.records import NO_MECHANISM
 from ..core.text import WIDTH, column_widths, render, render_widths, wrap
 from ..analysis import cpu, units
-from ..analysis.runs import (BASELINE, HEADLINE_PHASE, NO_MECHANISM, NOTE_PARAMS, OUTPUT_PARAMS,
-                             server_label)
+from ..analysis.runs import BASELINE, HEADLINE_PHASE, NOTE_PARAMS, OUTPUT_PARAMS, server_label
 
 # ---- text that came from outside: stored names, host names, reasons ----
 
