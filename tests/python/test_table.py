@@ -140,3 +140,17 @@ def test_a_folded_block_leaves_out_rows_with_nothing_in_it():
     first, second = table.fold(heads, rows, width=17, keep=1, drop_empty=True).split("\n\n")
     assert "r2" in first and "r1" in second and "r2" not in second
     assert all("r2" in b for b in table.fold(heads, rows, width=17, keep=1).split("\n\n"))
+
+
+def test_two_folding_columns_share_the_room_without_cutting_words():
+    """compare folds the label and the verdict: each gets its longest word
+    first ("(indirect-call)", "significant"), then the split that takes the
+    fewest lines; proportional shares had cut "(indir" / "ect-call)"."""
+    from isobench.render import table
+    rows = [["direct (indirect-call)", "y" * 60, "not significant"],
+            ["direct (inline)", "y" * 60, "not significant"]]
+    out = table.render_fit(["mechanism", "x", "verdict"], rows, flex=(0, 2), width=94)
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 94
+    assert "(indirect-call)" in out and out.count("not significant") == 2
+    assert len(lines) == 2 + 3

@@ -118,8 +118,10 @@ def render(rows: Sequence[Row], doc: dict) -> str:
     for (bench, basis), members in tables.items():
         title = (f"{bench}, each run normalized to its own direct:" if basis == NORMALIZED else
                  f"{bench}, absolute (B / A):")
+        # The label and the verdict fold where the row is too wide: both
+        # are words, the numbers between them are not.
         out += [title, table.render_fit(HEADERS, [_row_cells(r) for r in members], RIGHT,
-                                        flex=0), ""]
+                                        flex=(0, len(HEADERS) - 1)), ""]
     if not rows:
         out += ["(no results in common)", ""]
     if rows:

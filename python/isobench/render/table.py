@@ -143,8 +143,9 @@ def render_fit(headers: Sequence[str], rows: Sequence[Sequence[str]],
                right: frozenset[str] | set[str] = frozenset(),
                flex: int | Sequence[int] = 0, width: int = WIDTH) -> str:
     """render(), but at most `width` columns: the column `flex` (the label),
-    or the columns `flex` names, share what the others leave (in proportion
-    to their widths), and a longer cell continues on the next line(s) of its
+    or the columns `flex` names, share what the others leave (each its
+    longest word where they all fit, the rest in proportion to their
+    widths), and a longer cell continues on the next line(s) of its
     column, with the other cells blank, so that nothing is cut off."""
     flexes = [flex] if isinstance(flex, int) else list(flex)
     widths = [len(h) for h in headers]
@@ -155,7 +156,28 @@ def render_fit(headers: Sequence[str], rows: Sequence[Sequence[str]],
     natural = sum(widths[i] for i in flexes)
     if natural <= room:
         return render(headers, rows, right)
-    rooms = {i: max(len(headers[i]), 8, room * widths[i] // natural) for i in flexes}
+    # Each flexible column first gets its longest word (a label is cut
+    # inside a word only where the words cannot all fit), then the rest of
+    # the room in proportion to what its cells still want.
+    need = {i: max([len(headers[i])] + [len(w) for row in rows for w in row[i].split()])
+            for i in flexes}
+    if sum(need.values()) <= room and len(flexes) == 2:
+        # Two: the split that takes the fewest lines, the first column
+        # (the label) the wider on a tie.
+        a, b = flexes
+
+        def lines(wa: int) -> int:
+            wb = room - wa
+            return sum(max(len(_fold_cell(r[a], wa, "")), len(_fold_cell(r[b], wb, "")))
+                       for r in rows)
+        best = min(range(need[a], room - need[b] + 1), key=lambda wa: (lines(wa), -wa))
+        rooms = {a: best, b: room - best}
+    elif sum(need.values()) <= room:
+        spare, want = room - sum(need.values()), {i: widths[i] - need[i] for i in flexes}
+        total = sum(want.values()) or 1
+        rooms = {i: need[i] + spare * want[i] // total for i in flexes}
+    else:
+        rooms = {i: max(len(headers[i]), 8, room * widths[i] // natural) for i in flexes}
     # Continuation lines indented by two, unless a word of the column would
     # then not fit ("(indirect-call)" one column short): none indented then.
     indents = {i: "  " if all(len(w) + 2 <= rooms[i] for row in rows for w in row[i].split())
