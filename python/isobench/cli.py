@@ -833,7 +833,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.quiet:
         for line in (baseline_note, note):
             if line:
-                print(line, file=sys.stderr)
+                print(table.wrap(line), file=sys.stderr)
     path = db_path(args)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
     repeat = args.repeat or (runner.QUICK_REPEAT if args.quick else runner.DEFAULT_REPEAT)

@@ -164,7 +164,7 @@ def test_bar_shows_jobs_the_time_left_and_the_current_job():
     console.print(bar)
     text = out.getvalue()
     assert "0/2 jobs" in text and "10 s elapsed, about 50 s left" in text
-    assert "now: kv -m direct (repetition 1/2): 3 results, 10 s" in text
+    assert "now: kv -m direct (rep. 1/2): 3 results, 10 s" in text
     bar.done(JobOutcome(job, [ok(job)] * 3))
     bar.start(Job("kv", "direct", 2, 2))
     console.print(bar)

@@ -32,7 +32,7 @@ def test_jitter_adds_repetitions_up_to_the_cap(isobench):
                        "--target-ci", "0.1", "--max-repeat", "5", FAKE_ISOB_JITTER="0.3")
     assert p.returncode == 0, p.stderr
     assert p.stderr.count("more jobs") == 2  # rounds 4 and 5
-    assert "(repetition 5/5)" in p.stderr
+    assert "(rep. 5/5)" in p.stderr
     assert "not within it (after 2 added rounds; at most 5 repetitions each" in p.stderr
     doc, reps = _reps(isobench)
     assert reps == [5]

@@ -31,8 +31,9 @@ twin) are SEIMI's native and SEIMI figures for the same operation, on
 other hardware: they are set beside ours, never mixed into any statistic
 of ours.  Table IV's figures are LMbench's context-switch time (the raw
 hop less the pipe and working-set overhead): they stand beside each ctx
-row's switch_us, the same subtraction, not beside its raw hop.  Table III's figures are not in the evaluation excerpt the
-reference file was made from, so it has no published column.
+row's switch_us, the same subtraction, not beside its raw hop.  Table III's
+figures have not been transcribed into the reference file, so it has no
+published column.
 
 Beside SEIMI's tables, LMbench's bandwidths (table "BW": bw_pipe, bw_unix,
 bw_tcp, bw_mem rd/wr/cp, bw_file_rd, bw_mmap_rd; McVoy & Staelin, USENIX
@@ -336,7 +337,7 @@ def build(data: RunData, doc: Mapping) -> dict | None:
         "our_method": OUR_METHOD, "seimi_method": SEIMI_METHOD,
         "filesystems": _filesystems(entries), "bandwidth_unit": BANDWIDTH_UNIT,
         "published_note": "SEIMI (IEEE S&P 2020): native Linux and SEIMI, LMbench, on other "
-                          "hardware (not stated in the excerpt); published, not measured here",
+                          "hardware (not recorded here); published, not measured here",
     }
 
 

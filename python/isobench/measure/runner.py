@@ -142,7 +142,7 @@ class Job:
         text = f"{self.benchmark} -m {self.mechanism}" if self.mechanism else self.benchmark
         if self.args:
             text += " " + " ".join(self.args)
-        return text + (f" (repetition {self.repetition}/{self.repeat})" if self.repeat > 1 else "")
+        return text + (f" (rep. {self.repetition}/{self.repeat})" if self.repeat > 1 else "")
 
     @property
     def mechanism_name(self) -> str:
