@@ -181,7 +181,7 @@ def _fs_lines(section: Mapping) -> list[str]:
                                      if len(dirs) > 1 else "")) if dirs else ""
         kinds = list(dict.fromkeys(row.split()[0] for row in f["rows"]))
         out.append(f"filesystem: {f['fs_type']}{where}: the {', '.join(kinds)} rows "
-                   "(SEIMI's Table V does not say which filesystem its file figures came from)")
+                   "(SEIMI's Table V names none)")
     return out
 
 
@@ -325,11 +325,11 @@ def _undefined_text(section: Mapping) -> str:
                                                     for k, v in per.items()) + ".")
 
 
-TEXT_NOTE = ("us: none's time per operation; under each confinement its slowdown x none, the "
-             "cell's headline over none's in the same row and run (1 = no cost); * SEIMI's "
-             "columns, averaged (geometric mean of the ratios; rows: how many every "
-             "confinement has); SEIMI's method: {theirs}; {pub}: SEIMI's published slowdown, "
-             "{note}.  Times under each confinement: `isobench show RUN --wide` or summary.md.")
+TEXT_NOTE = ("us: none's time per operation; under each confinement, its slowdown x none: the "
+             "cell's headline over none's, same row and run (1 = no cost). *: SEIMI's rows, "
+             "averaged (geometric mean of the ratios over the rows every confinement has). "
+             "SEIMI's method: {theirs}. {pub}: {note}. Times per confinement: --wide, or "
+             "summary.md.")
 
 
 def text(section: Mapping, doc: Mapping) -> str:
