@@ -48,8 +48,15 @@ def test_jitter_adds_repetitions_up_to_the_cap(isobench):
 def test_plan_says_the_estimate_leaves_the_target_out(isobench):
     p = isobench.as_is("run", "switch", "-m", "direct", "--repeat", "2", "--target-ci", "5")
     assert p.returncode == 0, p.stderr
-    plan = next(line for line in p.stderr.splitlines() if line.startswith("plan:"))
+    # The plan line, wrapped to the terminal's 100 columns: its continuation
+    # lines are indented.
+    lines = p.stderr.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("plan:"))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")),
+               len(lines))
+    plan = " ".join(line.strip() for line in lines[start:end])
     assert "+-5%" in plan and "up to 20 per (benchmark, mechanism)" in plan
+    assert max(len(line) for line in lines[start:end]) <= 100
 
 
 @pytest.mark.parametrize("args, says", [

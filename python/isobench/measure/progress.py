@@ -43,6 +43,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence, TextIO
 
+from ..core.text import wrap
 from ..core.records import Result
 
 # Seconds a job is expected to take before anything is known about it:
@@ -162,7 +163,7 @@ class Progress:
         self.run_t0 = self.clock()
         if self.estimator is not None:
             self.first_estimate = self.estimator.remaining()
-            self._write(self.plan_line() + "\n")
+            self._write(wrap(self.plan_line()) + "\n")
         return self
 
     def __exit__(self, *exc) -> None:
