@@ -97,8 +97,11 @@ def test_oslat_default_is_every_confinement_available_and_says_so(isobench):
     assert p.returncode == 0, p.stderr
     confs = [c[c.index("--confine") + 1] for c in _runs(isobench, "oslat")]
     assert confs == ["none", "seccomp-allow", "ptrace"]
+    # The note is wrapped to 100 columns: read it with its line breaks undone.
     assert ("oslat: confinements none, seccomp-allow, ptrace (every confinement available "
-            "here); not available here: landlock (Landlock is not enabled (fake))") in p.stderr
+            "here); not available here: landlock (Landlock is not enabled (fake))") in " ".join(
+                p.stderr.split())
+    assert max(len(line) for line in p.stderr.splitlines()) <= 100
 
 
 def test_oslat_all_includes_the_unavailable_as_skipped(isobench):
