@@ -190,7 +190,9 @@ struct lg_opts {
 
 /* LG_WAITING: open loop only, nothing in flight, the next scheduled send
  * not yet due. */
-enum lg_state { LG_IDLE, LG_CONNECTING, LG_SENDING, LG_READING, LG_WAITING };
+/* LG_PARKED: open, but done with: the run is over and the connection is kept
+ * open (out of epoll) until the server's figures have been read. */
+enum lg_state { LG_IDLE, LG_CONNECTING, LG_SENDING, LG_READING, LG_WAITING, LG_PARKED };
 
 struct lg_conn {
     int fd;
@@ -348,6 +350,17 @@ static void lg_close(struct lg *g, struct lg_conn *c, int abortive)
     close(c->fd);
     c->fd = -1;
     c->state = LG_IDLE;
+}
+
+/* The run is over for this connection: it sends and reads no more, but
+ * stays open until the server's figures have been read (lg_thread), so
+ * that no session of the server ends, nor its process with it, before. */
+static void lg_park(struct lg *g, struct lg_conn *c)
+{
+    if (c->fd < 0)
+        return;
+    epoll_ctl(g->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    c->state = LG_PARKED;
 }
 
 static int lg_watch(struct lg *g, struct lg_conn *c, uint32_t events, int op)
@@ -567,7 +580,7 @@ static void lg_readable(struct lg *g, struct lg_conn *c)
         return;
     }
     if (g->stopping) {
-        lg_close(g, c, 1);
+        lg_park(g, c);
         return;
     }
     lg_next(g, c);
@@ -700,10 +713,49 @@ static int stat_of(long pid, long *ppid, unsigned long *ut, unsigned long *st)
     return 0;
 }
 
+/* The times every live thread of process pid blocked (voluntary_ctxt_switches
+ * of /proc/PID/task/TID/status): a thread that waits for a request sleeps
+ * once per wait.  The threads that ended are not counted. */
+static unsigned long long blocked_of(long pid)
+{
+    char path[96], line[128];
+    snprintf(path, sizeof path, "/proc/%ld/task", pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    unsigned long long sum = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/%ld/task/%.20s/status", pid, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "voluntary_ctxt_switches:", 24) == 0) {
+                sum += strtoull(line + 24, NULL, 10);
+                break;
+            }
+        fclose(f);
+    }
+    closedir(d);
+    return sum;
+}
+
+/* A server's process tree as one reading saw it: its processes' pids and
+ * their threads' voluntary switches (blocked_of). */
+struct tree {
+    long *pids;
+    long n;
+    unsigned long long blocked;
+};
+
 /* CPU seconds of pid and every live process below it (a server's
  * compartments run in processes of their own), those it reaped included,
- * and how many there were; 0 or -1 when pid is gone. */
-static int proc_cpu(long pid, double *user, double *sys, long *nproc)
+ * and how many there were; 0 or -1 when pid is gone.  tr: where given, the
+ * tree's pids and switches too (tr->pids is the caller's to free). */
+static int proc_cpu(long pid, double *user, double *sys, long *nproc, struct tree *tr)
 {
     long pp;
     unsigned long ut, st;
@@ -757,6 +809,19 @@ static int proc_cpu(long pid, double *user, double *sys, long *nproc)
             }
         }
     }
+    if (tr) {
+        tr->n = 0;
+        tr->blocked = blocked_of(pid);
+        tr->pids = malloc((size_t)count * sizeof *tr->pids);
+        if (tr->pids)
+            tr->pids[tr->n++] = pid;
+        for (long i = 0; in && all && i < n; i++)
+            if (in[i]) {
+                tr->blocked += blocked_of(all[i][0]);
+                if (tr->pids && tr->n < count)
+                    tr->pids[tr->n++] = all[i][0];
+            }
+    }
     free(in);
     free(all);
     free(t);
@@ -769,8 +834,23 @@ static int proc_cpu(long pid, double *user, double *sys, long *nproc)
 
 static double tv_s(struct timeval t) { return (double)t.tv_sec + (double)t.tv_usec / 1e6; }
 
+/* The processes of the first reading that the second did not see: they
+ * ended during the run, and their threads' switches went with them. */
+static long tree_ended(const struct tree *a, const struct tree *b)
+{
+    long gone = 0;
+    for (long i = 0; a->pids && i < a->n; i++) {
+        long j = 0;
+        while (b->pids && j < b->n && b->pids[j] != a->pids[i])
+            j++;
+        gone += !b->pids || j == b->n;
+    }
+    return gone;
+}
+
 static void lg_report(struct lg *g, double wall, struct rusage *r0, struct rusage *r1, int have_srv,
-                      double su0, double ss0, double su1, double ss1, long nproc)
+                      double su0, double ss0, double su1, double ss1, long nproc,
+                      const struct tree *tr0, const struct tree *tr1)
 {
     struct isob_jw w;
     isob_jw_begin(&w, stdout, "loadgen");
@@ -854,6 +934,17 @@ static void lg_report(struct lg *g, double wall, struct rusage *r0, struct rusag
         isob_jw_double(&w, "busy", wall > 0 ? (su1 - su0 + ss1 - ss0) / wall : 0);
         isob_jw_double(&w, "us_per_request",
                        g->requests ? (su1 - su0 + ss1 - ss0) * 1e6 / (double)g->requests : 0);
+        /* The times the server's threads blocked during the run, over the
+         * threads alive at its end; a lower bound where processes ended
+         * (processes_ended > 0: a process per session). */
+        long long blocked = (long long)(tr1->blocked - tr0->blocked);
+        if (tr1->blocked >= tr0->blocked && tr0->pids && tr1->pids) {
+            isob_jw_int(&w, "blocked", blocked);
+            isob_jw_int(&w, "processes_ended", tree_ended(tr0, tr1));
+        } else {
+            isob_jw_raw(&w, "blocked", "null");
+            isob_jw_raw(&w, "processes_ended", "null");
+        }
         isob_jw_close(&w, '}');
     } else {
         isob_jw_raw(&w, "server_cpu", "null");
@@ -901,11 +992,11 @@ static void lg_loop(struct lg *g)
         size_t open = 0;
         for (size_t i = 0; i < g->n; i++) {
             struct lg_conn *c = &g->c[i];
-            if (c->fd < 0)
+            if (c->fd < 0 || c->state == LG_PARKED)
                 continue;
             if (c->state == LG_WAITING) {
                 if (g->stopping) {
-                    lg_close(g, c, 1);
+                    lg_park(g, c);
                 } else if (c->next_ns <= now && c->next_ns < g->end) {
                     uint64_t lag = now - c->next_ns;
                     if (lag > LG_LATE_NS)
@@ -928,7 +1019,7 @@ static void lg_loop(struct lg *g)
                 continue;
             }
             if (g->stopping && c->state == LG_CONNECTING)
-                lg_close(g, c, 1);
+                lg_park(g, c);
             else
                 open++;
         }
@@ -954,7 +1045,7 @@ static void lg_loop(struct lg *g)
                 g->timer_at = 0;
                 continue;
             }
-            if (c->fd < 0)
+            if (c->fd < 0 || c->state == LG_PARKED)
                 continue;
             if (c->state == LG_WAITING) {
                 if (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
@@ -1094,7 +1185,8 @@ static int lg_run(struct lg *g)
     }
     double su0 = 0, ss0 = 0, su1 = 0, ss1 = 0;
     long nproc = 0;
-    int have_srv = g->o.server_pid > 0 && proc_cpu(g->o.server_pid, &su0, &ss0, NULL) == 0;
+    struct tree tr0 = {0}, tr1 = {0};
+    int have_srv = g->o.server_pid > 0 && proc_cpu(g->o.server_pid, &su0, &ss0, NULL, &tr0) == 0;
     struct rusage r0, r1;
     getrusage(RUSAGE_SELF, &r0);
     uint64_t t0 = now_ns(), end = t0 + (uint64_t)(g->o.duration * 1e9);
@@ -1110,14 +1202,17 @@ static int lg_run(struct lg *g)
     }
     pthread_barrier_wait(&stopped);
     getrusage(RUSAGE_SELF, &r1);
-    if (have_srv && proc_cpu(g->o.server_pid, &su1, &ss1, &nproc) != 0)
+    if (have_srv && proc_cpu(g->o.server_pid, &su1, &ss1, &nproc, &tr1) != 0)
         have_srv = 0;
     pthread_barrier_wait(&read);
     for (size_t i = 0; i < nt; i++)
         pthread_join(tid[i], NULL);
     for (size_t i = 0; i < nt; i++)
         lg_merge(g, &ts[i]);
-    lg_report(g, (double)(g->t_end - t0) / 1e9, &r0, &r1, have_srv, su0, ss0, su1, ss1, nproc);
+    lg_report(g, (double)(g->t_end - t0) / 1e9, &r0, &r1, have_srv, su0, ss0, su1, ss1, nproc,
+              &tr0, &tr1);
+    free(tr0.pids);
+    free(tr1.pids);
     if (g->errors)
         fprintf(stderr, "isob loadgen: %llu errors; the first: %s\n", (unsigned long long)g->errors,
                 g->error_first);
@@ -1455,7 +1550,7 @@ int isob_loadgen_main(int argc, char **argv)
         double u, s;
         char pid[24];
         snprintf(pid, sizeof pid, "%ld", o->server_pid);
-        if (proc_cpu(o->server_pid, &u, &s, NULL) != 0)
+        if (proc_cpu(o->server_pid, &u, &s, NULL, NULL) != 0)
             return usage_error("--server-pid %s: no such process to read", pid);
     }
     /* Without --cpu, the threads keep off the CPUs the server may run on,

@@ -450,3 +450,71 @@ def test_threads_keep_off_the_servers_cpus(serve_direct):
     p, doc = loadgen("--port", str(port), "--duration", "0.2", "--keys", "10",
                      "--cpu", str(allowed[0]), "--server-pid", str(proc.pid))
     assert doc["cpu"]["pinned_cpus"] == [allowed[0]] and doc["cpu"]["pinned_by"] == "--cpu"
+
+
+# ---- how often the server blocked ----
+
+# A server in a process of its own (so that --server-pid names a tree this
+# test made): a thread per connection that sleeps 1 ms before each reply,
+# so that each request blocks its thread at least once.  With an argument,
+# it first starts a child that exits after that many seconds: a process of
+# the tree that ends during the run.
+_SLEEPING_SERVER = r'''
+import os, signal, socket, sys, threading, time
+body = sys.argv[1].encode()
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the child is reaped as it ends
+if len(sys.argv) > 2:
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(float(sys.argv[2]))
+        os._exit(0)
+ls = socket.socket()
+ls.bind(("127.0.0.1", 0))
+ls.listen(16)
+print(ls.getsockname()[1], flush=True)
+def serve(c):
+    buf = b""
+    while True:
+        while b"\r\n\r\n" not in buf:
+            chunk = c.recv(4096)
+            if not chunk:
+                return
+            buf += chunk
+        _, buf = buf.split(b"\r\n\r\n", 1)
+        time.sleep(0.001)
+        c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\nConnection: keep-alive\r\n\r\n"
+                  % len(body) + body)
+while True:
+    c, _ = ls.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+'''
+
+
+@pytest.fixture
+def sleeping_server(request):
+    extra = [] if getattr(request, "param", None) is None else [str(request.param)]
+    proc = subprocess.Popen(["python3", "-c", _SLEEPING_SERVER, DOC.decode(), *extra],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        assert sel.select(timeout=START_TIMEOUT), "the test server did not start"
+        yield proc, int(proc.stdout.readline())
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=RUN_TIMEOUT)
+
+
+@pytest.mark.parametrize("sleeping_server", [None, 0.2], indirect=True)
+def test_server_blocks_counted_with_the_processes_that_ended(sleeping_server, request):
+    proc, port = sleeping_server
+    ends = request.node.callspec.params["sleeping_server"] is not None
+    p, doc = loadgen("--proto", "http", "--port", str(port), "--conns", "2",
+                     "--session", "1000000", "--duration", "0.6", "--server-pid", str(proc.pid))
+    assert p.returncode == 0, p.stderr
+    srv = doc["server_cpu"]
+    # Every request's sleep blocked its thread: at least one switch each.
+    assert doc["requests"] > 0 and srv["blocked"] >= doc["requests"]
+    # The child alive at the first reading and gone at the second.
+    assert srv["processes_ended"] == (1 if ends else 0)
