@@ -100,6 +100,8 @@ OUTPUT_PARAMS = frozenset({
     "handshake_max_us",
     # Server CPU per request (analysis/cpu.py), kv-server and lwc-*: outputs.
     "server_cpu_us_per_req", "client_cpu_us_per_req", "cpu_source",
+    # How often the server's threads blocked per request (lwcserve.py).
+    "server_blocked_per_req", "server_processes_ended",
     # lwc-curve (lwcserve.py): what the open loop achieved at the offered rate.
     "achieved_rps", "achieved_ratio", "queued", "unsent", "knee", "late",
     "send_lag_max_us",

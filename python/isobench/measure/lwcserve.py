@@ -58,6 +58,11 @@ or memcached).  One result per point:
   process below it (fork and rollback sessions are processes).  Each is
   pinned to a CPU of its own when two are allowed, so a figure near 1 is a
   saturated CPU: the section says which of the two saturated first;
+- ``params.server_blocked_per_req``: the times the server's threads
+  blocked (voluntary context switches, /proc/PID/task/TID/status, read by
+  loadgen before and after) over the requests verified, and
+  ``params.server_processes_ended``: processes of the server that ended
+  during the run, whose switches are missing (a lower bound then);
 - rollback only: ``params.rollback_*`` from the server's last line (its
   rollbacks over the run, summed over the workers): the method that ran,
   the sessions rolled back, the pages copied back and the time spent, and
@@ -279,6 +284,13 @@ def result_from(benchmark: str, params: dict, line: dict) -> Result:
     p["server_cpu_us_per_req"] = _round(cputime.us_per_request(p["server_cpu_s"] if srv else None,
                                                                verified), 4)
     p["client_cpu_us_per_req"] = _round(cputime.us_per_request(p["client_cpu_s"], verified), 4)
+    # The times the server's threads blocked (voluntary context switches)
+    # per request: one each where a process serves one connection whose
+    # client has one request in flight.  A lower bound where processes of
+    # the server ended during the run (their switches went with them).
+    if srv.get("blocked") is not None and verified:
+        p["server_blocked_per_req"] = _round(srv["blocked"] / verified, 4)
+        p["server_processes_ended"] = srv.get("processes_ended")
     if line.get("rate_rps"):
         offered = float(line["rate_rps"])
         achieved = float(line.get("throughput_rps") or 0)
