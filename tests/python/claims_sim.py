@@ -46,6 +46,7 @@ CASES = (("lwc-refmon-2x", "low end", 1.5), ("lwc-refmon-2x", "middle", 2.0),
          ("lwc-refmon-2x", "high end", 2.5), ("lwc-refmon-2x", "outside", 1.4),
          ("lwc-rollback-comparable", "low end", 0.9),
          ("lwc-rollback-comparable", "middle", 1.0),
+         ("lwc-event-comparable", "high end", 1 / 0.9),
          ("lwc-switch-half", "low end", 2.0),
          ("lwc-refmon-2x-serve", "low end", 1.5),
          ("lwc-tls-free", "low end", 1 / 1.05), ("lwc-tls-free", "high end", 1.05))

@@ -70,6 +70,7 @@ def test_the_verdict_is_never_printed_without_its_interval():
 # (the band allows the simulation's own noise: 1,000 runs, sd 0.5%).
 @pytest.mark.parametrize("cid, truth", [("lwc-refmon-2x", 1.5), ("lwc-refmon-2x", 2.5),
                                         ("lwc-rollback-comparable", 0.9),
+                                        ("lwc-event-comparable", 1 / 0.9),
                                         ("lwc-switch-half", 2.0),
                                         ("lwc-refmon-2x-serve", 1.5),
                                         ("lwc-tls-free", 1.05), ("lwc-tls-free", 1 / 1.05)])

@@ -21,8 +21,8 @@ What is recorded and why it is honest (docs/kv.md, "kv-server"):
   ``params.samples`` says so.  memcaslap never prints raw per-request values.
 - ``params.server_cpu_us_per_req``: the CPU time of the server's process
   tree (measure/cputime.py) over the client's run, per request memcaslap
-  completed: the headline of the table, since it does not depend on which
-  side saturated; ``params.client_cpu_us_per_req`` the same of memcaslap
+  completed: the headline of the table, since the side that saturated
+  does not bound it (the load still moves it: docs/serve.md); ``params.client_cpu_us_per_req`` the same of memcaslap
   (its rusage once reaped), and ``server_busy``/``client_busy`` each over
   the run's wall-clock time, so that the table says which side saturated.
 - ``params.latency_*``: the run's min, mean, max and standard deviation, and

@@ -20,7 +20,8 @@ COLOURS = {"shared": "#1f77b4", "fork": "#ff7f0e", "rollback": "#2ca02c",
 
 HEAD = ("server", "{key}", "server CPU [us/req] [95%]", "x memcached", "loadgen CPU [us/req]",
         "throughput [req/s]", "95% interval", "p50 [us]", "p99 [us]",
-        "p99.9 [us]", "loadgen busy", "server busy", "procs", "saturated", "reps")
+        "p99.9 [us]", "loadgen busy", "server busy", "procs", "blocked/req", "saturated",
+        "reps")
 
 CURVE_HEAD = ("server", "offered [req/s]", "achieved [req/s]", "achieved/offered",
               "p50 [us]", "p99 [us]", "p99.9 [us]", "server CPU [us/req] [95%]",
@@ -58,8 +59,15 @@ def _cells(r: Mapping, key: str) -> list[str]:
             ("<= " if bound else "") + _num(r.get("throughput_rps")), iv,
             _tail(lat.get("p50"), bound), _tail(lat.get("p99"), bound),
             _tail(lat.get("p999"), bound), _num(r.get("client_busy"), 2),
-            _num(r.get("server_busy"), 2), _num(r.get("server_processes")),
+            _num(r.get("server_busy"), 2), _num(r.get("server_processes")), _blocked(r),
             str(r.get("saturated")), reps]
+
+
+def _blocked(r: Mapping) -> str:
+    b = r.get("blocked_per_req")
+    if not b:
+        return "-"
+    return (">= " if b.get("at_least") else "") + _num(b["value"], 3)
 
 
 def _curve_cells(r: Mapping) -> list[str]:
@@ -123,13 +131,51 @@ def _tables(section: Mapping) -> list[tuple[str, str, list[list[str]]]]:
     return out
 
 
+ROLLBACK_HEAD = ("variant, L", "rollback / prefork", "rollback / shared", "prefork / shared",
+                 "a rollback [us] [95%]", "pages", "us/req", "lwC [us]")
+
+
+def _variant(r: Mapping) -> str:
+    return (str(r.get("proto")) + (f", {r['startup_mb']} MiB start-up" if r.get("startup_mb")
+                                   else "")
+            + (f", {r['doc_bytes']} B document" if r.get("doc_bytes") else ""))
+
+
+def _rollback_cells(r: Mapping) -> list[str]:
+    return [f"{_variant(r)}, L={r.get('session')}", cpu.text(r.get("vs_prefork")),
+            cpu.text(r.get("vs_shared")), cpu.text(r.get("prefork_vs_shared")),
+            cpu.text(r.get("rollback_us"), 1), _num(r.get("pages"), 1),
+            _num(r.get("us_per_request"), 3), _num(r.get("lwc_us"), 1)]
+
+
+def _rollback_note() -> str:
+    return ("rollback against its baselines: server CPU per request, rollback's over "
+            "prefork's (what the rollback costs: lwC's Fig. 2 sets its Apache against "
+            "prefork), over shared's (the rollback and a process per session, against one "
+            "event loop), and prefork's over shared's (the process per session alone: a "
+            "worker serves one connection, whose client has one request in flight, so it "
+            "blocks and is woken for every request, where one event loop finds another "
+            "connection ready: blocked/req above); geometric means over repetitions, Welch 95% interval.  a "
+            "rollback: the server's CPU time per session from the session's end to the jump "
+            "back (isob serve's own count), pages: pages copied back per session, us/req: a "
+            "rollback over the session's L requests.  lwC: its published create, switch and "
+            "destroy of a context with that many dirty pages (87.7 us + 3.4 us per page, "
+            "Litton et al., OSDI 2016, evaluation of lwC creation), another operation, "
+            "shown for scale (docs/serve.md).")
+
+
 def _cpu_note() -> str:
     return ("server CPU [us/req]: the server's process tree's CPU time (user + system, reaped "
             "children included) over the requests verified, geometric mean over repetitions "
-            "with its 95% t interval widened by the CPU clock's 10 ms step; it does not "
-            "depend on which side saturated.  x memcached: its ratio to memcached -t 1 "
+            "with its 95% t interval widened by the CPU clock's 10 ms step; unlike the "
+            "throughput, the side that saturated does not bound it, but the load moves it "
+            "(a busy server serves more requests per wake-up: blocked/req), so servers "
+            "compare under the same load.  x memcached: its ratio to memcached -t 1 "
             "under the same load in this run; '(higher)': loadgen spent more CPU per "
-            "request than the server.  busy: CPU seconds over the run's wall-clock seconds.")
+            "request than the server.  busy: CPU seconds over the run's wall-clock seconds.  "
+            "blocked/req: the times the server's threads blocked (voluntary context "
+            "switches) per request, mean over repetitions; '>=' where processes of the "
+            "server ended during the run and took theirs with them.")
 
 
 def _saturation_line(section: Mapping) -> str:
@@ -165,6 +211,12 @@ def text(section: Mapping, doc: Mapping) -> str:
     notes = [_cpu_note(), *_notes(section), _saturation_line(section),
              "threat model: " + section["threat_model"], *_failed_lines(section)]
     lines += ["", *(table.wrap(n) for n in notes)]
+    if section.get("rollback_costs"):
+        rows = [_rollback_cells(r) for r in section["rollback_costs"]]
+        lines += ["", table.wrap("lwc-serve: rollback against prefork and shared, and what a "
+                                 "rollback costs"),
+                  table.fold(list(ROLLBACK_HEAD), rows, set(ROLLBACK_HEAD)),
+                  table.wrap(_rollback_note())]
     if section.get("claims"):
         lines += ["", claims.text(section["claims"])]
     return "\n".join(lines).lstrip("\n")
@@ -182,6 +234,12 @@ def markdown(section: Mapping, doc: Mapping) -> str:
     out += [f"- {_cpu_note()}", *(f"- {n}" for n in _notes(section)), "", _saturation_line(section), "",
             "Threat model: " + section["threat_model"], ""]
     out += [f"- {line}" for line in _failed_lines(section)]
+    if section.get("rollback_costs"):
+        out += ["", "**lwc-serve: rollback against prefork and shared, and what a rollback "
+                "costs**", "", table.md_table(list(ROLLBACK_HEAD),
+                                              [_rollback_cells(r)
+                                               for r in section["rollback_costs"]]),
+                "", _rollback_note()]
     if section.get("claims"):
         out += ["", claims.markdown(section["claims"])]
     return "\n".join(out)

@@ -742,8 +742,9 @@ def kv_server_table(doc: Mapping) -> str:
     lines = [wrap("kv-server, server CPU per request (the server's process tree, user + "
                   "system, over the requests memcaslap completed; geometric mean over "
                   "repetitions with its 95% t interval, widened by the CPU clock's 10 ms step; "
-                  "x memcached: ratio to memcached -t 1 under the same load; it does not "
-                  "depend on which side saturated):"),
+                  "x memcached: ratio to memcached -t 1 under the same load; the side that "
+                  "saturated does not bound it, as it bounds the throughput, but the load "
+                  "moves it (a busy server serves more requests per wake-up)):"),
              render(cpu_head, cpu_rows, set(cpu_head[1:])),
              wrap("saturated: the side whose CPU was busy >= 0.9 of the run, which bounds "
                   "the throughput below; '(higher)': the client spent more CPU per request "
