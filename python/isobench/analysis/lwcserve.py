@@ -258,7 +258,7 @@ CLAIM_PAIRS = (("lwc-rollback-comparable", "rollback", "prefork", claims.ROLLBAC
 
 
 def _startup(mb) -> str:
-    return f", {mb} MB start-up" if mb else ""
+    return f", {mb} MiB start-up" if mb else ""
 
 
 def build(data: RunData, doc: Mapping) -> dict | None:
