@@ -693,7 +693,8 @@ static double pct(const uint32_t *v, size_t n, double p)
  * (cutime, cstime): a server that forks a process per session, or makes a
  * context per connection, reaps them during the run, and their time would
  * be lost with them otherwise. */
-static int stat_of(long pid, long *ppid, unsigned long *ut, unsigned long *st)
+static int stat_of(long pid, long *ppid, unsigned long *ut, unsigned long *st,
+                   unsigned long *reaped)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
@@ -710,45 +711,61 @@ static int stat_of(long pid, long *ppid, unsigned long *ut, unsigned long *st)
         return -1;
     *ut += cut > 0 ? (unsigned long)cut : 0;
     *st += cst > 0 ? (unsigned long)cst : 0;
+    if (reaped)
+        *reaped = (cut > 0 ? (unsigned long)cut : 0) + (cst > 0 ? (unsigned long)cst : 0);
     return 0;
 }
 
-/* The times every live thread of process pid blocked (voluntary_ctxt_switches
- * of /proc/PID/task/TID/status): a thread that waits for a request sleeps
- * once per wait.  The threads that ended are not counted. */
-static unsigned long long blocked_of(long pid)
+/* Over every live thread of process pid: the times it blocked
+ * (voluntary_ctxt_switches of /proc/PID/task/TID/status: a thread that
+ * waits for a request sleeps once per wait) and its CPU time in ns (the
+ * first field of /proc/PID/task/TID/schedstat, the scheduler's own count,
+ * where the kernel keeps it).  The threads that ended are not counted. */
+static void tasks_of(long pid, unsigned long long *blocked, unsigned long long *ns)
 {
     char path[96], line[128];
     snprintf(path, sizeof path, "/proc/%ld/task", pid);
     DIR *d = opendir(path);
     if (!d)
-        return 0;
-    unsigned long long sum = 0;
+        return;
     struct dirent *e;
     while ((e = readdir(d))) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
             continue;
         snprintf(path, sizeof path, "/proc/%ld/task/%.20s/status", pid, e->d_name);
         FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        while (fgets(line, sizeof line, f))
-            if (strncmp(line, "voluntary_ctxt_switches:", 24) == 0) {
-                sum += strtoull(line + 24, NULL, 10);
-                break;
-            }
-        fclose(f);
+        if (f) {
+            while (fgets(line, sizeof line, f))
+                if (strncmp(line, "voluntary_ctxt_switches:", 24) == 0) {
+                    *blocked += strtoull(line + 24, NULL, 10);
+                    break;
+                }
+            fclose(f);
+        }
+        snprintf(path, sizeof path, "/proc/%ld/task/%.20s/schedstat", pid, e->d_name);
+        f = fopen(path, "r");
+        if (f) {
+            unsigned long long v;
+            if (fscanf(f, "%llu", &v) == 1)
+                *ns += v;
+            fclose(f);
+        }
     }
     closedir(d);
-    return sum;
 }
 
-/* A server's process tree as one reading saw it: its processes' pids and
- * their threads' voluntary switches (blocked_of). */
+/* A server's process tree as one reading saw it: its processes' pids,
+ * their threads' voluntary switches (tasks_of), and its CPU time in ns:
+ * per process, its live threads' schedstat time, or its own clock ticks
+ * where those are more (threads that ended), plus the clock ticks of the
+ * children it reaped.  /proc/PID/stat counts in ticks of 10 ms, each
+ * process truncated on its own: a server of 65 processes that each ran 2
+ * ms would read 0. */
 struct tree {
     long *pids;
     long n;
     unsigned long long blocked;
+    unsigned long long cpu_ns;
 };
 
 /* CPU seconds of pid and every live process below it (a server's
@@ -758,13 +775,13 @@ struct tree {
 static int proc_cpu(long pid, double *user, double *sys, long *nproc, struct tree *tr)
 {
     long pp;
-    unsigned long ut, st;
-    if (stat_of(pid, &pp, &ut, &st) != 0)
+    unsigned long ut, st, rp;
+    if (stat_of(pid, &pp, &ut, &st, &rp) != 0)
         return -1;
     /* Processes and parents, read once; then the tree, level by level. */
     long cap = 4096, n = 0;
     long (*all)[2] = malloc((size_t)cap * sizeof *all);
-    unsigned long (*t)[2] = malloc((size_t)cap * sizeof *t);
+    unsigned long (*t)[3] = malloc((size_t)cap * sizeof *t);
     DIR *d = opendir("/proc");
     struct dirent *e;
     while (all && t && d && (e = readdir(d))) {
@@ -774,14 +791,14 @@ static int proc_cpu(long pid, double *user, double *sys, long *nproc, struct tre
             long (*a2)[2] = realloc(all, (size_t)cap * 2 * sizeof *all);
             if (a2)
                 all = a2;
-            unsigned long (*t2)[2] = a2 ? realloc(t, (size_t)cap * 2 * sizeof *t) : NULL;
+            unsigned long (*t2)[3] = a2 ? realloc(t, (size_t)cap * 2 * sizeof *t) : NULL;
             if (t2)
                 t = t2;
             if (!a2 || !t2)
                 break;
             cap *= 2;
         }
-        if (q > 0 && q != pid && stat_of(q, &all[n][1], &t[n][0], &t[n][1]) == 0) {
+        if (q > 0 && q != pid && stat_of(q, &all[n][1], &t[n][0], &t[n][1], &t[n][2]) == 0) {
             all[n][0] = q;
             n++;
         }
@@ -810,17 +827,24 @@ static int proc_cpu(long pid, double *user, double *sys, long *nproc, struct tre
         }
     }
     if (tr) {
+        double tick_ns = 1e9 / hz;
         tr->n = 0;
-        tr->blocked = blocked_of(pid);
+        tr->blocked = tr->cpu_ns = 0;
         tr->pids = malloc((size_t)count * sizeof *tr->pids);
-        if (tr->pids)
-            tr->pids[tr->n++] = pid;
-        for (long i = 0; in && all && i < n; i++)
-            if (in[i]) {
-                tr->blocked += blocked_of(all[i][0]);
-                if (tr->pids && tr->n < count)
-                    tr->pids[tr->n++] = all[i][0];
-            }
+        for (long i = -1; i < n; i++) {
+            if (i >= 0 && !(in && all && t && in[i]))
+                continue;
+            long q = i < 0 ? pid : all[i][0];
+            unsigned long tot = i < 0 ? ut + st : t[i][0] + t[i][1];
+            unsigned long reaped = i < 0 ? rp : t[i][2];
+            unsigned long long ns = 0;
+            tasks_of(q, &tr->blocked, &ns);
+            double own = (double)(tot - reaped) * tick_ns;
+            tr->cpu_ns += (unsigned long long)((double)ns > own ? (double)ns : own)
+                          + (unsigned long long)((double)reaped * tick_ns);
+            if (tr->pids && tr->n < count)
+                tr->pids[tr->n++] = q;
+        }
     }
     free(in);
     free(all);
@@ -926,14 +950,24 @@ static void lg_report(struct lg *g, double wall, struct rusage *r0, struct rusag
                                             : NULL);
     isob_jw_close(&w, '}');
     if (have_srv) {
+        /* cpu_s: the tree's CPU time by the scheduler's count (struct
+         * tree); user_s and sys_s in clock ticks, each process truncated
+         * to one, as /proc/PID/stat splits them. */
+        double cpu = su1 - su0 + ss1 - ss0;
+        const char *clock = "ticks";
+        if (tr0->pids && tr1->pids && tr1->cpu_ns >= tr0->cpu_ns) {
+            cpu = (double)(tr1->cpu_ns - tr0->cpu_ns) / 1e9;
+            clock = "schedstat";
+        }
         isob_jw_obj(&w, "server_cpu");
         isob_jw_int(&w, "pid", g->o.server_pid);
         isob_jw_int(&w, "processes", nproc);
         isob_jw_double(&w, "user_s", su1 - su0);
         isob_jw_double(&w, "sys_s", ss1 - ss0);
-        isob_jw_double(&w, "busy", wall > 0 ? (su1 - su0 + ss1 - ss0) / wall : 0);
-        isob_jw_double(&w, "us_per_request",
-                       g->requests ? (su1 - su0 + ss1 - ss0) * 1e6 / (double)g->requests : 0);
+        isob_jw_double(&w, "cpu_s", cpu);
+        isob_jw_str(&w, "clock", clock);
+        isob_jw_double(&w, "busy", wall > 0 ? cpu / wall : 0);
+        isob_jw_double(&w, "us_per_request", g->requests ? cpu * 1e6 / (double)g->requests : 0);
         /* The times the server's threads blocked during the run, over the
          * threads alive at its end; a lower bound where processes ended
          * (processes_ended > 0: a process per session). */
@@ -953,6 +987,8 @@ static void lg_report(struct lg *g, double wall, struct rusage *r0, struct rusag
     /* The generator should cost less per request than what it measures;
      * where it does not, a saturated client bounds the throughput. */
     double mine = u + s, theirs = su1 - su0 + ss1 - ss0;
+    if (tr0->pids && tr1->pids && tr1->cpu_ns >= tr0->cpu_ns)
+        theirs = (double)(tr1->cpu_ns - tr0->cpu_ns) / 1e9;
     if (have_srv && g->requests && mine > theirs)
         fprintf(stderr, "isob loadgen: note: loadgen's CPU per request (%.2f us) is higher than the "
                 "server's (%.2f us)\n", mine * 1e6 / (double)g->requests, theirs * 1e6 / (double)g->requests);

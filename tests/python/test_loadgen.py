@@ -299,7 +299,7 @@ def test_threads_spread_connections_and_verify(serve_direct):
     assert cpu["us_per_request"] == pytest.approx(
         (cpu["user_s"] + cpu["sys_s"]) * 1e6 / doc["requests"], rel=1e-3)
     assert srv["us_per_request"] == pytest.approx(
-        (srv["user_s"] + srv["sys_s"]) * 1e6 / doc["requests"], rel=1e-3, abs=1e-6)
+        srv["cpu_s"] * 1e6 / doc["requests"], rel=1e-3, abs=1e-6)
     # The note names the side that costs more, exactly when it does.
     higher = cpu["user_s"] + cpu["sys_s"] > srv["user_s"] + srv["sys_s"]
     assert ("loadgen's CPU per request" in p.stderr) == higher
@@ -456,18 +456,27 @@ def test_threads_keep_off_the_servers_cpus(serve_direct):
 
 # A server in a process of its own (so that --server-pid names a tree this
 # test made): a thread per connection that sleeps 1 ms before each reply,
-# so that each request blocks its thread at least once.  With an argument,
-# it first starts a child that exits after that many seconds: a process of
-# the tree that ends during the run.
+# so that each request blocks its thread at least once.  "end:S": it first
+# starts a child that exits after S seconds, a process of the tree that
+# ends during the run.  "burn:N:MS": at its first connection it starts N
+# children that each spend MS ms of CPU time, then wait.
 _SLEEPING_SERVER = r'''
 import os, signal, socket, sys, threading, time
 body = sys.argv[1].encode()
-signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the child is reaped as it ends
-if len(sys.argv) > 2:
-    pid = os.fork()
-    if pid == 0:
-        time.sleep(float(sys.argv[2]))
+mode = sys.argv[2] if len(sys.argv) > 2 else ""
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # a child is reaped as it ends
+if mode.startswith("end:"):
+    if os.fork() == 0:
+        time.sleep(float(mode[4:]))
         os._exit(0)
+def burn(n, ms):
+    for _ in range(n):
+        if os.fork() == 0:
+            t = time.process_time()
+            while time.process_time() - t < ms / 1000:
+                pass
+            time.sleep(60)
+            os._exit(0)
 ls = socket.socket()
 ls.bind(("127.0.0.1", 0))
 ls.listen(16)
@@ -484,8 +493,12 @@ def serve(c):
         time.sleep(0.001)
         c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\nConnection: keep-alive\r\n\r\n"
                   % len(body) + body)
+first = True
 while True:
     c, _ = ls.accept()
+    if first and mode.startswith("burn:"):
+        burn(*map(int, mode[5:].split(":")))
+    first = False
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 '''
 
@@ -506,7 +519,7 @@ def sleeping_server(request):
         proc.wait(timeout=RUN_TIMEOUT)
 
 
-@pytest.mark.parametrize("sleeping_server", [None, 0.2], indirect=True)
+@pytest.mark.parametrize("sleeping_server", [None, "end:0.2"], indirect=True)
 def test_server_blocks_counted_with_the_processes_that_ended(sleeping_server, request):
     proc, port = sleeping_server
     ends = request.node.callspec.params["sleeping_server"] is not None
@@ -518,3 +531,21 @@ def test_server_blocks_counted_with_the_processes_that_ended(sleeping_server, re
     assert doc["requests"] > 0 and srv["blocked"] >= doc["requests"]
     # The child alive at the first reading and gone at the second.
     assert srv["processes_ended"] == (1 if ends else 0)
+
+
+@pytest.mark.parametrize("sleeping_server", ["burn:20:6"], indirect=True)
+def test_server_cpu_of_many_short_processes_is_not_lost_to_clock_ticks(sleeping_server):
+    # 20 processes born during the run, each 6 ms of CPU: /proc/PID/stat
+    # gives each 0 ticks of 10 ms, so a sum of ticks loses all of them.
+    proc, port = sleeping_server
+    p, doc = loadgen("--proto", "http", "--port", str(port), "--conns", "2",
+                     "--session", "1000000", "--duration", "1.5", "--server-pid", str(proc.pid))
+    assert p.returncode == 0, p.stderr
+    srv = doc["server_cpu"]
+    assert srv["clock"] == "schedstat" and srv["processes"] == 21
+    # What the children spent is there, and not in the tick counts: those
+    # give each child 0 (the parent's own ticks are in both).
+    assert srv["cpu_s"] >= 20 * 0.006
+    assert srv["cpu_s"] - (srv["user_s"] + srv["sys_s"]) >= 20 * 0.006 / 2
+    assert srv["us_per_request"] == pytest.approx(srv["cpu_s"] * 1e6 / doc["requests"],
+                                                  rel=1e-3)

@@ -70,6 +70,39 @@ def test_tree_counts_live_and_reaped_children():
     assert cputime.tree_cpu(2 ** 22 + 1) is None
 
 
+def test_tree_of_many_short_processes_keeps_their_time():
+    # 20 live children of 6 ms of CPU each: 0 clock ticks each, so a sum of
+    # /proc/PID/stat ticks would lose them; the scheduler's count keeps them.
+    me = os.getpid()
+    before = cputime.tree_cpu(me)
+    kids, reads = [], []
+    try:
+        for _ in range(20):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(r)
+                t = time.process_time()
+                while time.process_time() - t < 0.006:
+                    pass
+                os.write(w, b"x")
+                time.sleep(30)
+                os._exit(0)
+            os.close(w)
+            kids.append(pid)
+            reads.append(r)
+        assert all(os.read(r, 1) == b"x" for r in reads)
+        after = cputime.tree_cpu(me)
+        assert after.processes >= before.processes + 20
+        assert after.seconds - before.seconds >= 20 * 0.006
+    finally:
+        for pid in kids:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        for r in reads:
+            os.close(r)
+
+
 def test_kvserver_cpu_params():
     a, b = cputime.TreeCpu(1.0, 2), cputime.TreeCpu(1.5, 3)
     p = kvserver.cpu_params(a, b, 0.25, 2.0, 100_000)
