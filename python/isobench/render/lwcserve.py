@@ -25,7 +25,7 @@ HEAD = ("server", "{key}", "server CPU [us/req] [95%]", "x memcached", "loadgen 
 
 CURVE_HEAD = ("server", "offered [req/s]", "achieved [req/s]", "achieved/offered",
               "p50 [us]", "p99 [us]", "p99.9 [us]", "server CPU [us/req] [95%]",
-              "x memcached", "late sends", "knee", "reps")
+              "x memcached", "blocked/req", "late sends", "knee", "reps")
 
 
 def _num(v, digits: int = 0) -> str:
@@ -78,7 +78,7 @@ def _curve_cells(r: Mapping) -> list[str]:
             _num(r.get("achieved_ratio"), 2), _tail(lat.get("p50"), bound),
             _tail(lat.get("p99"), bound), _tail(lat.get("p999"), bound),
             cpu.text(r.get("server_cpu")), cpu.text(r.get("server_cpu_vs_memcached")),
-            "-" if r.get("late_share") is None else f"{100 * r['late_share']:.1f}%", knee,
+            _blocked(r), "-" if r.get("late_share") is None else f"{100 * r['late_share']:.1f}%", knee,
             str(r.get("reps"))]
 
 
@@ -92,8 +92,8 @@ def _curve_note(section: Mapping) -> str:
             "`max (n=...)`.  late sends: requests an idle connection sent over 100 us after "
             "their time (the generator lagged, not the server; many of them mean the "
             "latencies measured the client too).  CPU per request falls as the rate "
-            "rises (a busy server amortizes its wake-ups over more requests): compare "
-            "servers at the same offered rate.")
+            "rises (a busy server amortizes its wake-ups over more requests: blocked/req "
+            "falls with it): compare servers at the same offered rate.")
 
 
 def _rows(section: Mapping) -> list[Mapping]:
