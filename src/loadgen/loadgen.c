@@ -721,7 +721,8 @@ static int stat_of(long pid, long *ppid, unsigned long *ut, unsigned long *st,
  * waits for a request sleeps once per wait) and its CPU time in ns (the
  * first field of /proc/PID/task/TID/schedstat, the scheduler's own count,
  * where the kernel keeps it).  The threads that ended are not counted. */
-static void tasks_of(long pid, unsigned long long *blocked, unsigned long long *ns)
+static void tasks_of(long pid, unsigned long long *blocked, unsigned long long *ns,
+                     long *counted)
 {
     char path[96], line[128];
     snprintf(path, sizeof path, "/proc/%ld/task", pid);
@@ -746,8 +747,10 @@ static void tasks_of(long pid, unsigned long long *blocked, unsigned long long *
         f = fopen(path, "r");
         if (f) {
             unsigned long long v;
-            if (fscanf(f, "%llu", &v) == 1)
+            if (fscanf(f, "%llu", &v) == 1 && v > 0) {
                 *ns += v;
+                (*counted)++;
+            }
             fclose(f);
         }
     }
@@ -766,6 +769,7 @@ struct tree {
     long n;
     unsigned long long blocked;
     unsigned long long cpu_ns;
+    long scheduled;     /* threads whose schedstat gave a count (0: ticks only) */
 };
 
 /* CPU seconds of pid and every live process below it (a server's
@@ -830,6 +834,7 @@ static int proc_cpu(long pid, double *user, double *sys, long *nproc, struct tre
         double tick_ns = 1e9 / hz;
         tr->n = 0;
         tr->blocked = tr->cpu_ns = 0;
+        tr->scheduled = 0;
         tr->pids = malloc((size_t)count * sizeof *tr->pids);
         for (long i = -1; i < n; i++) {
             if (i >= 0 && !(in && all && t && in[i]))
@@ -838,7 +843,7 @@ static int proc_cpu(long pid, double *user, double *sys, long *nproc, struct tre
             unsigned long tot = i < 0 ? ut + st : t[i][0] + t[i][1];
             unsigned long reaped = i < 0 ? rp : t[i][2];
             unsigned long long ns = 0;
-            tasks_of(q, &tr->blocked, &ns);
+            tasks_of(q, &tr->blocked, &ns, &tr->scheduled);
             double own = (double)(tot - reaped) * tick_ns;
             tr->cpu_ns += (unsigned long long)((double)ns > own ? (double)ns : own)
                           + (unsigned long long)((double)reaped * tick_ns);
@@ -957,7 +962,9 @@ static void lg_report(struct lg *g, double wall, struct rusage *r0, struct rusag
         const char *clock = "ticks";
         if (tr0->pids && tr1->pids && tr1->cpu_ns >= tr0->cpu_ns) {
             cpu = (double)(tr1->cpu_ns - tr0->cpu_ns) / 1e9;
-            clock = "schedstat";
+            /* Where the kernel keeps no scheduler count, every process
+             * fell back to its ticks. */
+            clock = tr0->scheduled && tr1->scheduled ? "schedstat" : "ticks";
         }
         isob_jw_obj(&w, "server_cpu");
         isob_jw_int(&w, "pid", g->o.server_pid);

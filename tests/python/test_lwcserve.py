@@ -344,7 +344,7 @@ def test_lwc_rollback_claim_is_judged_against_prefork_from_session_length_256(tm
     sec = doc["sections"]["lwc-serve"]
     (v,) = sec["claims"]
     assert v["claim"]["id"] == "lwc-rollback-comparable" and "L=256" in v["what"]
-    assert "rollback / prefork" in v["what"]
+    assert "rollback's speed / prefork's" in v["what"]
     assert v["value"] == pytest.approx(16000 / 16500, rel=1e-3)
     assert v["verdict"] == "reproduces"
     assert "(throughput)" in v["what"]  # no CPU time read: throughput, said so
@@ -371,15 +371,23 @@ def test_lwc_event_claim_sets_a_context_per_connection_against_the_event_loop(tm
     # The nginx figure: lwc-event (a context per session in the event loop)
     # against nginx (the loop alone): here per-connection against shared.
     from synthetic_runs import summary_of
+    # Judged at the session lengths the figure shows (64 to 256) only.
     res = _points({("shared", 256): (67000.0, 4.0, {}),
                    ("per-connection", 256): (20000.0, 16.0, {}),
                    ("per-connection", 16): (5000.0, 40.0, {}),
-                   ("shared", 16): (60000.0, 4.5, {})})
+                   ("shared", 16): (60000.0, 4.5, {}),
+                   ("per-connection", 64): (15000.0, 4.2, {}),
+                   ("shared", 64): (60000.0, 4.2, {}),
+                   ("per-connection", 4096): (30000.0, 8.0, {}),
+                   ("shared", 4096): (68000.0, 4.0, {})})
     doc = summary_of(tmp_path, res)
     sec = doc["sections"]["lwc-serve"]
-    (v,) = sec["claims"]
-    assert v["claim"]["id"] == "lwc-event-comparable"
-    assert "L=256: per-connection / shared" in v["what"]
+    at64, at256 = sec["claims"]
+    assert {at64["claim"]["id"], at256["claim"]["id"]} == {"lwc-event-comparable"}
+    assert "L=64: per-connection's speed / shared's" in at64["what"]
+    assert at64["value"] == pytest.approx(1.0, rel=1e-3) and at64["verdict"] == "reproduces"
+    v = at256
+    assert "L=256: per-connection's speed / shared's" in v["what"]
     assert v["value"] == pytest.approx(0.25, rel=1e-3) and v["verdict"] == "does not reproduce"
     text = " ".join(render.text(sec, doc).split())
     assert "Nginx" in text and "isobench's emulation on stock Linux" in text
@@ -431,6 +439,15 @@ def test_blocked_per_request_and_its_lower_bounds(tmp_path):
     assert rows["shared"]["blocked_per_req"]["at_least"] is True
     text = render.text(sec, doc)
     assert ">= 0.200" in text and "1.000" in text and "blocked/req" in text
+    # In lwc-conns a connection's context lasts the whole run: no bound there.
+    conns = []
+    for r in _points({("per-connection", 16): (20000.0, 9.0, {"server_blocked_per_req": 0.9})}):
+        r["benchmark"] = "lwc-conns"
+        del r["params"]["session"]
+        r["params"]["conns"] = 16
+        conns.append(r)
+    (row,) = summary_of(tmp_path / "conns", conns)["sections"]["lwc-serve"]["conns"]
+    assert row["blocked_per_req"]["at_least"] is False
 
 
 def test_curve_rates_and_knee():

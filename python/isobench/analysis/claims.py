@@ -78,9 +78,10 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
           "configuration without isolation for session lengths of 256 and larger",
           "Litton et al., Light-Weight Contexts (OSDI 2016), slides: Experimental Results, "
           "Apache, Fig. 2",
-          "rollback's speed over prefork's, session length >= 256 (Fig. 2 plots Apache "
-          "prefork, fork per session and lwC: its configuration without isolation is "
-          "prefork, the same workers without the rollback): prefork's server CPU per "
+          "rollback's speed over prefork's, session length >= 256 (Fig. 2's lines are "
+          "prefork, fork and lwc: Apache prefork, a process forked per session, and lwC's "
+          "snapshot and rollback; its configuration without isolation is prefork, the same "
+          "workers without the rollback): prefork's server CPU per "
           "request over rollback's (what each would serve with its CPU saturated), or "
           "throughput where no CPU time was read",
           0.9, 1.0 / 0.9, '"comparable" read as within 10% either way'),
@@ -91,8 +92,8 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
           "Litton et al., Light-Weight Contexts (OSDI 2016), slides: Experimental Results, "
           "Nginx, session isolation figure (HTTP)",
           "per-connection's speed over shared's (one event loop with a context per "
-          "connection over the plain event loop), session length >= 256 (the figure "
-          "shows 64 to 256): shared's server CPU per request over per-connection's, or "
+          "connection over the plain event loop), at the session lengths the figure shows, "
+          "64 to 256: shared's server CPU per request over per-connection's, or "
           "throughput where no CPU time was read",
           0.9, 1.0 / 0.9, '"comparably", "no significant impact" read as within 10% '
                           'either way'),

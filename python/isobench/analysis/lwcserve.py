@@ -27,9 +27,11 @@ REFERENCE = "memcached"
 CONNS_ORDER = ("per-connection", "direct", "memcached")
 CURVE_ORDER = ("shared", "rollback", "memcached")
 
-# Servers whose processes end while they serve: fork (a process per
-# session), per-connection (a context per connection); rollback by fork
-# (--rollback-method fork) too, told by its params.
+# Servers whose processes end while they serve, in lwc-serve: fork (a
+# process per session), per-connection (a context per connection, which
+# ends with its session of L requests); rollback by fork (--rollback-method
+# fork) too, told by its params.  In lwc-conns a connection, and its
+# context, lasts the whole run.
 ENDS_PROCESSES = ("fork", "per-connection")
 
 # A CPU busy for at least this share of the run's wall-clock time is called
@@ -137,8 +139,9 @@ def _row(cfg, key: str, failed: int = 0) -> dict:
     # processes as it serves (a process per session or connection).
     blocked = [p.get("server_blocked_per_req") for p in ps
                if isinstance(p.get("server_blocked_per_req"), (int, float))]
-    churns = (cfg.params.get("server") in ENDS_PROCESSES
-              or any(p.get("rollback_method") == "fork" for p in ps))
+    churns = cfg.benchmark == SERVE and (cfg.params.get("server") in ENDS_PROCESSES
+                                         or any(p.get("rollback_method") == "fork"
+                                                for p in ps))
     row["blocked_per_req"] = ({"value": stats.mean(blocked), "reps": len(blocked),
                                "at_least": churns or any(p.get("server_processes_ended")
                                                          for p in ps)}
@@ -171,7 +174,8 @@ def _speed_over(r: dict, base: dict, label: str) -> tuple[dict | None, str]:
     which the client may bound (a shared server often waits for the client
     here)."""
     mine_name, theirs_name = r["server"], base["server"]
-    what = f"{label}, L={r['session']}: {mine_name} / {theirs_name}"
+    # A speed ratio: the reverse of the tables' CPU ratios, and named so.
+    what = f"{label}, L={r['session']}: {mine_name}'s speed / {theirs_name}'s"
     cpu_of = lambda row: [v for v in row.get("server_cpu_values") or () if v]
     mine, theirs = cpu_of(r), cpu_of(base)
     if mine and theirs:
@@ -243,8 +247,10 @@ def _failed(data: RunData, bench: str, key: str) -> list[dict]:
 
 
 # The session length from which lwC claims rollback matches no isolation
-# (Fig. 2), and which its nginx figure reaches (64 to 256).
+# (Fig. 2: "for session lengths of 256 and larger").
 CLAIM_SESSION = 256
+# The session lengths lwC's nginx figure shows.
+NGINX_SESSIONS = (64, 256)
 
 # lwC's claims on its servers: (claim, the server it is about, the
 # configuration without isolation it is set against, what stands for lwC
@@ -253,8 +259,10 @@ CLAIM_SESSION = 256
 # figure sets a context per session in the event loop (lwc-event) against
 # the plain event loop.  shared is an event loop, not prefork: rollback
 # against it is in the rollback table (rollback_costs), not a claim.
-CLAIM_PAIRS = (("lwc-rollback-comparable", "rollback", "prefork", claims.ROLLBACK_HERE),
-               ("lwc-event-comparable", "per-connection", "shared", claims.LWC_HERE))
+CLAIM_PAIRS = (("lwc-rollback-comparable", "rollback", "prefork", claims.ROLLBACK_HERE,
+                (CLAIM_SESSION, None)),
+               ("lwc-event-comparable", "per-connection", "shared", claims.LWC_HERE,
+                NGINX_SESSIONS))
 
 
 def _startup(mb) -> str:
@@ -307,11 +315,10 @@ def build(data: RunData, doc: Mapping) -> dict | None:
         by = {(r["server"], r["session"]): r for r in v["rows"]}
         label = f"{v['proto']}{_startup(v['startup_mb'])}"
         for r in v["rows"]:
-            if (r["session"] or 0) < CLAIM_SESSION:
-                continue
-            for cid, mine, theirs, here in CLAIM_PAIRS:
+            for cid, mine, theirs, here, (lo, hi) in CLAIM_PAIRS:
                 base = by.get((theirs, r["session"]))
-                if r["server"] == mine and base:
+                inside = lo <= (r["session"] or 0) and (hi is None or r["session"] <= hi)
+                if r["server"] == mine and base and inside:
                     judged.append(claims.judge(cid, *_speed_over(r, base, label), here))
     verdicts = {}
     for r in every:

@@ -331,8 +331,9 @@ def cpu_params(server: cputime.TreeCpu | None, server_after: cputime.TreeCpu | N
             "client_busy": r(cputime.busy(client_s, wall_s)),
             "server_cpu_us_per_req": r(cputime.us_per_request(srv, requests)),
             "client_cpu_us_per_req": r(cputime.us_per_request(client_s, requests)),
-            "cpu_source": "server: /proc/PID/stat of its process tree (reaped children "
-                          "included); client: its rusage once reaped"}
+            "cpu_source": "server: its process tree's threads by /proc/PID/task/TID/"
+                          "schedstat (or /proc/PID/stat ticks), reaped children included; "
+                          "client: its rusage once reaped"}
 
 
 def run_client(port: int, seconds: int, cpu: int | None) -> tuple[Memcaslap, str]:

@@ -45,7 +45,7 @@ import signal
 import subprocess
 from typing import Callable, Iterator, Mapping, Sequence
 
-from . import lwcserve, proc
+from . import cputime, lwcserve, proc
 from .kvserver import StartError
 from .lwcserve import (CONNECTIONS, FD_SLACK, MODES, QUICK_LENGTHS, LENGTHS, SERVE,
                        SERVE_MECHANISM, run_loadgen, result_from, start_isob)
@@ -136,20 +136,11 @@ def _measure(params: dict, extra: list[str], isob: str, doc: int, length: int,
 
 
 def tree_cpu(pid: int) -> float | None:
-    """CPU seconds (user + system) of pid and every live process below it,
-    from /proc; None where pid is gone."""
-    total = 0.0
-    tick = os.sysconf("SC_CLK_TCK")
-    for p in [pid, *proc.descendants(pid)]:
-        try:
-            with open(f"/proc/{p}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            if p == pid:
-                return None
-            continue
-        total += (int(fields[11]) + int(fields[12])) / tick
-    return total
+    """CPU seconds of pid and every live process below it, reaped children
+    included, by the scheduler's count (measure/cputime.py); None where pid
+    is gone."""
+    t = cputime.tree_cpu(pid)
+    return None if t is None else t.seconds
 
 
 def _tlsload(isob: str, port: int, handshakes: int, doc: int,
