@@ -17,6 +17,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 ISOB = REPO / "build" / "isob"
 MEMCACHED = shutil.which("memcached")
@@ -159,3 +161,19 @@ def recv_exactly(sock: socket.socket, n: int) -> bytes:
             break
         got += chunk
     return bytes(got)
+
+
+def scheduler_counts() -> bool:
+    """Whether this kernel keeps the scheduler's CPU count per thread
+    (/proc/PID/task/TID/schedstat): the CPU readings fall back to clock
+    ticks where it does not."""
+    try:
+        with open(f"/proc/self/task/{os.getpid()}/schedstat") as f:
+            return int(f.read().split()[0]) > 0
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+NEEDS_SCHEDSTAT = pytest.mark.skipif(not scheduler_counts(),
+                                     reason="no per-thread schedstat here: the CPU readings "
+                                            "fall back to clock ticks")

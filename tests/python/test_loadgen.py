@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from serve_helpers import NEEDS_SCHEDSTAT
+
 REPO = Path(__file__).resolve().parents[2]
 ISOB = REPO / "build" / "isob"
 
@@ -545,19 +547,8 @@ def test_server_blocks_counted_with_the_processes_that_ended(sleeping_server, re
     # The child alive at the first reading and gone at the second.
     assert srv["processes_ended"] == (1 if ends else 0)
 
-def _scheduler_counts() -> bool:
-    """Whether this kernel keeps the scheduler's CPU count per thread
-    (/proc/PID/task/TID/schedstat): the readings fall back to clock ticks
-    where it does not."""
-    try:
-        with open(f"/proc/self/task/{os.getpid()}/schedstat") as f:
-            return int(f.read().split()[0]) > 0
-    except (OSError, ValueError, IndexError):
-        return False
 
-
-@pytest.mark.skipif(not _scheduler_counts(), reason="no per-thread schedstat here: "
-                    "the CPU readings fall back to clock ticks")
+@NEEDS_SCHEDSTAT
 @pytest.mark.parametrize("sleeping_server", ["burn:20:6"], indirect=True)
 def test_server_cpu_of_many_short_processes_is_not_lost_to_clock_ticks(sleeping_server):
     # 20 processes born during the run, each 6 ms of CPU: /proc/PID/stat

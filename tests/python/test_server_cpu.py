@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from serve_helpers import NEEDS_SCHEDSTAT
+
 from isobench.analysis import cpu, summary
 from isobench.measure import cputime, kvserver
 from isobench.render import lwcserve as render_serve, table
@@ -69,19 +71,8 @@ def test_tree_counts_live_and_reaped_children():
         os.close(r)
     assert cputime.tree_cpu(2 ** 22 + 1) is None
 
-def _scheduler_counts() -> bool:
-    """Whether this kernel keeps the scheduler's CPU count per thread
-    (/proc/PID/task/TID/schedstat): the readings fall back to clock ticks
-    where it does not."""
-    try:
-        with open(f"/proc/self/task/{os.getpid()}/schedstat") as f:
-            return int(f.read().split()[0]) > 0
-    except (OSError, ValueError, IndexError):
-        return False
 
-
-@pytest.mark.skipif(not _scheduler_counts(), reason="no per-thread schedstat here: "
-                    "the CPU readings fall back to clock ticks")
+@NEEDS_SCHEDSTAT
 def test_tree_of_many_short_processes_keeps_their_time():
     # 20 live children of 6 ms of CPU each: 0 clock ticks each, so a sum of
     # /proc/PID/stat ticks would lose them; the scheduler's count keeps them.
