@@ -246,6 +246,34 @@ static void t_identity_unavailable_is_untested(void)
     CHECK_EQ_LONG(r.cells[ISOB_ATK_SAME_UID].verdict, ISOB_CELL_ENFORCED);
 }
 
+/* Whether m claims its own address space, is not a test-only variant, and
+ * runs here (else it says why not on stderr). */
+static int process_mechanism_here(const struct isob_mechanism *m)
+{
+    if (!(m->props & ISOB_SEPARATE_AS) || (m->props & ISOB_TEST_ONLY))
+        return 0;
+    char why[256];
+    if (m->probe(why, sizeof why) != 0) {
+        fprintf(stderr, "# %s: not available: %s\n", m->name, why);
+        return 0;
+    }
+    return 1;
+}
+
+/* The secret planted in c's compartment, and where it lies: an address in
+ * a process other than this one. */
+static struct isob_osprobe_target plant_secret(const struct isob_mechanism *m,
+                                               struct isob_comp *c)
+{
+    struct isob_msg *msg = m->shared(c);
+    msg->arg[0] = (int64_t)ISOB_SECRET;
+    CHECK_EQ_LONG(isob_call(c, ISOB_ENTRY_SECRET_PLANT), 0);
+    struct isob_place where = {0, 0};
+    CHECK_EQ_LONG(m->locate(c, (uint64_t)msg->arg[1], &where), 0);
+    CHECK(where.pid > 0 && where.pid != getpid());
+    return (struct isob_osprobe_target){where.pid, where.addr, ISOB_SECRET, 0};
+}
+
 /* Each OS-level probe, as the other uid and as the same uid without
  * capabilities, against every mechanism that claims its own address
  * space: none may get through. */
@@ -259,25 +287,15 @@ static void probe_process_mechanisms(enum isob_identity id)
         become_unprivileged();
     int tried = 0;
     for (const struct isob_mechanism *const *m = isob_mechanisms; *m; m++) {
-        if (!((*m)->props & ISOB_SEPARATE_AS) || ((*m)->props & ISOB_TEST_ONLY))
+        if (!process_mechanism_here(*m))
             continue;
-        char why[256];
-        if ((*m)->probe(why, sizeof why) != 0) {
-            fprintf(stderr, "# %s: not available: %s\n", (*m)->name, why);
-            continue;
-        }
         CHECK((*m)->locate != NULL);
         struct isob_comp_spec spec;
         isob_spec_defaults(&spec);
         struct isob_comp *c;
         CHECK_EQ_LONG(isob_comp_create(*m, &spec, &c), 0);
+        struct isob_osprobe_target t = plant_secret(*m, c);
         struct isob_msg *msg = (*m)->shared(c);
-        msg->arg[0] = (int64_t)ISOB_SECRET;
-        CHECK_EQ_LONG(isob_call(c, ISOB_ENTRY_SECRET_PLANT), 0);
-        struct isob_place where;
-        CHECK_EQ_LONG((*m)->locate(c, (uint64_t)msg->arg[1], &where), 0);
-        CHECK(where.pid > 0 && where.pid != getpid());
-        struct isob_osprobe_target t = {where.pid, where.addr, ISOB_SECRET, 0};
         struct isob_osprobe_result res[ISOB_OSP__COUNT];
         struct isob_identity_info who;
         CHECK_EQ_LONG(isob_osprobe_as(id, &t, res, &who), 0);
@@ -410,13 +428,8 @@ static void t_traced_servers_refuse_to_start(void)
     for (const struct isob_mechanism *const *m = isob_mechanisms; *m; m++) {
         if (strcmp((*m)->name, "test-traceable") == 0)
             open_variant = *m;
-        if (!((*m)->props & ISOB_SEPARATE_AS) || ((*m)->props & ISOB_TEST_ONLY))
+        if (!process_mechanism_here(*m))
             continue;
-        char why[256];
-        if ((*m)->probe(why, sizeof why) != 0) {
-            fprintf(stderr, "# %s: not available: %s\n", (*m)->name, why);
-            continue;
-        }
         struct isob_comp_spec spec;
         isob_spec_defaults(&spec);
         struct isob_comp *c = NULL;
@@ -433,12 +446,7 @@ static void t_traced_servers_refuse_to_start(void)
     isob_spec_defaults(&spec);
     struct isob_comp *c;
     CHECK_EQ_LONG(isob_comp_create(open_variant, &spec, &c), 0);
-    struct isob_msg *msg = open_variant->shared(c);
-    msg->arg[0] = (int64_t)ISOB_SECRET;
-    CHECK_EQ_LONG(isob_call(c, ISOB_ENTRY_SECRET_PLANT), 0);
-    struct isob_place where;
-    CHECK_EQ_LONG(open_variant->locate(c, (uint64_t)msg->arg[1], &where), 0);
-    struct isob_osprobe_target tg = {where.pid, where.addr, ISOB_SECRET, 0};
+    struct isob_osprobe_target tg = plant_secret(open_variant, c);
     struct isob_osprobe_result res[ISOB_TRACER_PROBES];
     CHECK_EQ_LONG(isob_tracer_probe(&t, &tg, res), 0);
     isob_comp_destroy(c);
@@ -465,13 +473,8 @@ static void t_hiding_tracer_reads_process_servers(void)
     CHECK_EQ_LONG(isob_tracer_pid(0), 0);
     int read_futex = 0, created = 0;
     for (const struct isob_mechanism *const *m = isob_mechanisms; *m; m++) {
-        if (!((*m)->props & ISOB_SEPARATE_AS) || ((*m)->props & ISOB_TEST_ONLY))
+        if (!process_mechanism_here(*m))
             continue;
-        char why[256];
-        if ((*m)->probe(why, sizeof why) != 0) {
-            fprintf(stderr, "# %s: not available: %s\n", (*m)->name, why);
-            continue;
-        }
         struct isob_comp_spec spec;
         isob_spec_defaults(&spec);
         struct isob_comp *c = NULL;
@@ -480,13 +483,7 @@ static void t_hiding_tracer_reads_process_servers(void)
                 rc ? isob_errno_name(rc) : "succeeded");
         CHECK_EQ_LONG(rc, 0);
         created++;
-        struct isob_msg *msg = (*m)->shared(c);
-        msg->arg[0] = (int64_t)ISOB_SECRET;
-        CHECK_EQ_LONG(isob_call(c, ISOB_ENTRY_SECRET_PLANT), 0);
-        struct isob_place where = {0, 0};
-        CHECK_EQ_LONG((*m)->locate(c, (uint64_t)msg->arg[1], &where), 0);
-        CHECK(where.pid > 0 && where.pid != getpid());
-        struct isob_osprobe_target tg = {where.pid, where.addr, ISOB_SECRET, 0};
+        struct isob_osprobe_target tg = plant_secret(*m, c);
         struct isob_osprobe_result res[ISOB_TRACER_PROBES];
         CHECK_EQ_LONG(isob_tracer_probe(&t, &tg, res), 0);
         show_tracer((*m)->name, res, &t.stats);
