@@ -31,8 +31,8 @@ class TreeCpu:
     processes: int    # the process and those below it, alive when read
 
 
-def _stat(pid: int) -> tuple[int, float] | None:
-    """(parent pid, CPU seconds with reaped children) of pid, or None."""
+def _stat(pid: int) -> tuple[int, int, int] | None:
+    """(parent pid, own CPU clock ticks, reaped children's) of pid, or None."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             text = f.read().decode("ascii", errors="replace")
@@ -42,12 +42,18 @@ def _stat(pid: int) -> tuple[int, float] | None:
     try:
         # state ppid pgrp session tty tpgid flags minflt cminflt majflt
         # cmajflt utime stime cutime cstime
-        ppid = int(rest[1])
         own, reaped = (sum(max(0, int(rest[i])) for i in idx) for idx in ((11, 12), (13, 14)))
+        return int(rest[1]), own, reaped
     except (IndexError, ValueError):
         return None
+
+
+def _seconds(pid: int, own: int, reaped: int) -> float:
+    """pid's CPU seconds: its live threads' scheduler count, or its own
+    ticks where those are more (threads that ended), and its reaped
+    children's ticks."""
     tick = 1.0 / os.sysconf("SC_CLK_TCK")
-    return ppid, max(own * tick, _threads_ns(pid) / 1e9) + reaped * tick
+    return max(own * tick, _threads_ns(pid) / 1e9) + reaped * tick
 
 
 def _threads_ns(pid: int) -> int:
@@ -73,31 +79,21 @@ def tree_cpu(pid: int) -> TreeCpu | None:
     own = _stat(pid)
     if own is None:
         return None
-    parents: dict[int, list[int]] = {}
+    # Every process's stat, read once; the threads only of the tree's.
+    parents: dict[int, list[tuple[int, int, int]]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == pid:
             continue
-        ppid = _ppid(int(name))
-        if ppid is not None:
-            parents.setdefault(ppid, []).append(int(name))
-    seconds, count, todo = own[1], 1, [pid]
+        st = _stat(int(name))
+        if st is not None:
+            parents.setdefault(st[0], []).append((int(name), st[1], st[2]))
+    seconds, count, todo = _seconds(pid, own[1], own[2]), 1, [pid]
     while todo:
-        for child in parents.get(todo.pop(), ()):
-            st = _stat(child)
-            if st is not None:
-                seconds += st[1]
-                count += 1
-                todo.append(child)
+        for child, ticks, reaped in parents.get(todo.pop(), ()):
+            seconds += _seconds(child, ticks, reaped)
+            count += 1
+            todo.append(child)
     return TreeCpu(seconds, count)
-
-
-def _ppid(pid: int) -> int | None:
-    """The parent of pid, or None."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return int(f.read().rsplit(b")", 1)[-1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def us_per_request(cpu_s: float | None, requests: int | float | None) -> float | None:
