@@ -167,6 +167,11 @@ def _row(cfg, key: str, failed: int = 0) -> dict:
     return row
 
 
+def _step(row: dict) -> float:
+    """The CPU clock's step in a row's CPU per request (cpu.resolution)."""
+    return (row.get("server_cpu") or {}).get("step", 0.0)
+
+
 def _speed_over(r: dict, base: dict, label: str) -> tuple[dict | None, str]:
     """r's speed over base's at one session length, and what it is of: the
     server's CPU per request, base's over r's (the throughputs each would
@@ -179,8 +184,7 @@ def _speed_over(r: dict, base: dict, label: str) -> tuple[dict | None, str]:
     cpu_of = lambda row: [v for v in row.get("server_cpu_values") or () if v]
     mine, theirs = cpu_of(r), cpu_of(base)
     if mine and theirs:
-        step = lambda row: (row.get("server_cpu") or {}).get("step", 0.0)
-        return (ratio_of_values(theirs, mine, step(base), step(r)),
+        return (ratio_of_values(theirs, mine, _step(base), _step(r)),
                 what + " (server CPU per request)")
     return (ratio_of_values(r["throughput_values"], base["throughput_values"]),
             what + " (throughput)")
@@ -193,9 +197,8 @@ def _against_memcached(rows: list[dict], key: str) -> None:
     for r in rows:
         m = ref.get(r[key])
         if m is not None and r is not m:
-            step = lambda row: (row.get("server_cpu") or {}).get("step", 0.0)
             r["server_cpu_vs_memcached"] = cpu.ratio(r["server_cpu_values"],
-                                                     m["server_cpu_values"], step(r), step(m))
+                                                     m["server_cpu_values"], _step(r), _step(m))
 
 
 def _rollback_costs(serve_out: list[dict]) -> list[dict]:
@@ -217,9 +220,8 @@ def _rollback_costs(serve_out: list[dict]) -> list[dict]:
             if r["server"] != "rollback":
                 continue
             pre, sha = by.get(("prefork", r["session"])), by.get(("shared", r["session"]))
-            step = lambda row: (row.get("server_cpu") or {}).get("step", 0.0)
             over = lambda a, b: (cpu.ratio(a["server_cpu_values"], b["server_cpu_values"],
-                                           step(a), step(b)) if a and b else None)
+                                           _step(a), _step(b)) if a and b else None)
             rb = r.get("rollback") or {}
             us, pages = (rb.get("us") or {}).get("value"), rb.get("pages")
             out.append({"proto": v["proto"], "startup_mb": v["startup_mb"],
