@@ -113,7 +113,12 @@ enum {
     /* The system calls of LWC_RES_SYSCALL entries, made in the new context,
      * switch to its creator instead of running: lwc_switch returns
      * LWC_TRAPPED there, and lwc_syscall decides the call.  Seccomp user
-     * notification, with the creator as supervisor. */
+     * notification, with the creator as supervisor.  Every other call runs
+     * as made: a context that must not open files another way is confined
+     * by a second filter of its own (src/monitor's rm_confine).  The
+     * context makes itself dumpable, since the supervisor reads it; a
+     * supervisor should hide its own memory (PR_SET_DUMPABLE 0) before it
+     * creates the context. */
     LWC_SYSTRAP = 1u << 0,
 };
 

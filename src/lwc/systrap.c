@@ -138,6 +138,14 @@ int lwc_systrap_install(const int *nrs, size_t n)
 {
     if (n > LWC_MAX_SPEC)
         return -EINVAL;
+    /* The supervisor takes the listener from this context (pidfd_getfd)
+     * and reads the paths of its calls (process_vm_readv): the kernel
+     * allows both only on a dumpable target.  A supervisor that hid its
+     * own memory before creating this context (as a monitor must, or the
+     * context writes over its policy through /proc/PID/mem) left it
+     * non-dumpable; the context has nothing to hide from its supervisor. */
+    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
+        return -errno;
     struct bpf_prog p = {.n = 0};
     emit_head(&p);
     for (size_t i = 0; i <= n; i++) {

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -40,64 +41,194 @@ int rm_policy_path_ok(const struct rm_policy *p, const char *path)
     return 1;
 }
 
-/* ---- seccomp filters ---- */
+/* ---- seccomp filters ----
+ *
+ * Every isolating monitor confines its workload with a default-deny
+ * filter: the calls the monitor checks (trapped to it, or an argument
+ * test), then an allow-list of calls that name no file by path, reach no
+ * other process's memory and run no program, then a deny-list refused
+ * with EPERM (the ways around a monitor of opens: open, creat, openat2,
+ * open_by_handle_at, io_uring, execve, process_vm_*, ptrace, seccomp,
+ * mmap of a file), and everything else, unknown numbers included,
+ * refused with ENOSYS (so that the C library falls back where it can, as
+ * from clone3 to clone).  Only the native ABI passes: another
+ * architecture's calls (i386 on x86-64) kill the process, x32's numbers
+ * fail. */
+
+/* Calls a workload may make as made.  None opens a file, reads or writes
+ * another process's memory, or executes: reads and writes go to
+ * descriptors the workload already holds. */
+static const int rm_allowed[] = {
+    SYS_read, SYS_write, SYS_readv, SYS_writev, SYS_close, SYS_fstat, SYS_lseek, SYS_fcntl,
+    SYS_dup, SYS_dup3, SYS_pipe2, SYS_ftruncate, SYS_fsync, SYS_fdatasync,
+    SYS_brk, SYS_munmap, SYS_mremap, SYS_mprotect, SYS_madvise, SYS_membarrier,
+    SYS_rt_sigaction, SYS_rt_sigprocmask, SYS_rt_sigreturn, SYS_rt_sigtimedwait, SYS_sigaltstack,
+    SYS_getpid, SYS_gettid, SYS_getppid, SYS_getuid, SYS_geteuid, SYS_getgid, SYS_getegid,
+    SYS_getrusage, SYS_times, SYS_clock_gettime, SYS_clock_getres, SYS_clock_nanosleep,
+    SYS_nanosleep, SYS_gettimeofday, SYS_setitimer, SYS_getitimer,
+    SYS_futex, SYS_set_robust_list, SYS_set_tid_address, SYS_sched_yield, SYS_sched_getaffinity,
+    SYS_getrandom, SYS_exit, SYS_exit_group, SYS_restart_syscall, SYS_uname, SYS_prctl,
+    SYS_close_range,
+    SYS_eventfd2, SYS_epoll_create1, SYS_epoll_ctl, SYS_epoll_pwait, SYS_ppoll, SYS_pselect6,
+    SYS_signalfd4, SYS_timerfd_create, SYS_timerfd_settime, SYS_timerfd_gettime,
+    SYS_accept, SYS_accept4, SYS_recvfrom, SYS_recvmsg, SYS_recvmmsg, SYS_shutdown,
+    SYS_getsockopt, SYS_setsockopt, SYS_getsockname, SYS_getpeername, SYS_socketpair,
+    SYS_clone, SYS_wait4, SYS_waitid, SYS_kill, SYS_tgkill, SYS_tkill,
+#ifdef SYS_rseq
+    SYS_rseq,
+#endif
+#ifdef SYS_epoll_pwait2
+    SYS_epoll_pwait2,
+#endif
+#ifdef SYS_open
+    /* The older forms x86-64 still has (arm64 never had them). */
+    SYS_dup2, SYS_pipe, SYS_epoll_wait, SYS_epoll_create, SYS_poll, SYS_select, SYS_arch_prctl,
+    SYS_getrlimit, SYS_time, SYS_fork, SYS_vfork,
+#endif
+};
+
+/* Calls refused by name (EPERM): each reads a file, runs a program or
+ * reaches another process without passing the monitor. */
+static const int rm_refused[] = {
+    SYS_openat2, SYS_open_by_handle_at, SYS_name_to_handle_at, SYS_io_uring_setup,
+    SYS_io_uring_enter, SYS_io_uring_register, SYS_execve, SYS_execveat, SYS_process_vm_readv,
+    SYS_process_vm_writev, SYS_ptrace, SYS_seccomp, SYS_pidfd_getfd, SYS_memfd_create,
+    SYS_openat, SYS_pread64, SYS_pwrite64, SYS_preadv, SYS_pwritev, SYS_preadv2, SYS_pwritev2,
+    SYS_sendfile, SYS_splice, SYS_socket, SYS_connect, SYS_bind, SYS_sendmsg, SYS_sendmmsg,
+#ifdef SYS_open
+    SYS_open, SYS_creat,
+#endif
+};
 
 struct rm_bpf {
-    struct sock_filter f[32];
+    struct sock_filter f[256];
     unsigned n;
 };
 
 static void op(struct rm_bpf *b, unsigned short code, unsigned char jt, unsigned char jf, uint32_t k)
 {
-    b->f[b->n++] = (struct sock_filter){code, jt, jf, k};
+    if (b->n < sizeof b->f / sizeof b->f[0])
+        b->f[b->n] = (struct sock_filter){code, jt, jf, k};
+    b->n++;
 }
 
-/* Architecture check, then the call's number in the accumulator. */
-static void head(struct rm_bpf *b)
+#define RM_LD(field) op(b, BPF_LD | BPF_W | BPF_ABS, 0, 0, (uint32_t)offsetof(struct seccomp_data, field))
+/* The low and high words of argument i (little-endian, as both
+ * architectures run here). */
+#define RM_ARG_LO(i) (uint32_t)offsetof(struct seccomp_data, args[i])
+#define RM_ARG_HI(i) (uint32_t)(offsetof(struct seccomp_data, args[i]) + 4)
+
+/* The rules after the monitor's own: with the call's number in the
+ * accumulator, decide it.  Each block reloads the number when it leaves
+ * it changed. */
+static void rm_rules_tail(struct rm_bpf *b)
 {
-    op(b, BPF_LD | BPF_W | BPF_ABS, 0, 0, (uint32_t)offsetof(struct seccomp_data, arch));
+    /* mmap: only without a file (MAP_ANONYMOUS), since a mapped file is
+     * read and written without a call the monitor sees. */
+    op(b, BPF_JMP | BPF_JEQ | BPF_K, 0, 4, SYS_mmap);
+    op(b, BPF_LD | BPF_W | BPF_ABS, 0, 0, RM_ARG_LO(3));
+    op(b, BPF_JMP | BPF_JSET | BPF_K, 0, 1, MAP_ANONYMOUS);        /* -> refuse */
+    op(b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ALLOW);
+    op(b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ERRNO | EPERM);
+    /* sendto: only without an address (send on a connected socket); an
+     * address could name a socket by path. */
+    op(b, BPF_JMP | BPF_JEQ | BPF_K, 0, 6, SYS_sendto);
+    op(b, BPF_LD | BPF_W | BPF_ABS, 0, 0, RM_ARG_LO(4));
+    op(b, BPF_JMP | BPF_JEQ | BPF_K, 0, 3, 0);                     /* -> refuse */
+    op(b, BPF_LD | BPF_W | BPF_ABS, 0, 0, RM_ARG_HI(4));
+    op(b, BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0);                     /* -> refuse */
+    op(b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ALLOW);
+    op(b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ERRNO | EPERM);
+    /* prlimit64: only on the workload itself (pid 0), which getrlimit
+     * and setrlimit use. */
+    op(b, BPF_JMP | BPF_JEQ | BPF_K, 0, 6, SYS_prlimit64);
+    op(b, BPF_LD | BPF_W | BPF_ABS, 0, 0, RM_ARG_LO(0));
+    op(b, BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0);                     /* -> refuse */
+    op(b, BPF_LD | BPF_W | BPF_ABS, 0, 0, RM_ARG_HI(0));
+    op(b, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 0);                     /* -> allow */
+    op(b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ERRNO | EPERM);
+    op(b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ALLOW);
+    /* The allow-list: each match jumps to the allow at its end. */
+    const unsigned na = sizeof rm_allowed / sizeof rm_allowed[0];
+    for (unsigned i = 0; i < na; i++)
+        op(b, BPF_JMP | BPF_JEQ | BPF_K, (unsigned char)(na - i), 0, (uint32_t)rm_allowed[i]);
+    /* Not allowed: refused by name, else unknown. */
+    const unsigned nr = sizeof rm_refused / sizeof rm_refused[0];
+    op(b, BPF_JMP | BPF_JA, 0, 0, 1);                              /* over the allow */
+    op(b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ALLOW);
+    for (unsigned i = 0; i < nr; i++)
+        op(b, BPF_JMP | BPF_JEQ | BPF_K, (unsigned char)(nr - i), 0, (uint32_t)rm_refused[i]);
+    op(b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ERRNO | ENOSYS);
+    op(b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ERRNO | EPERM);
+}
+
+/* Architecture check, x32 refused, then the call's number in the
+ * accumulator. */
+static void rm_head(struct rm_bpf *b)
+{
+    RM_LD(arch);
     op(b, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, ISOB_AUDIT_ARCH);
     op(b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_KILL_PROCESS);
-    op(b, BPF_LD | BPF_W | BPF_ABS, 0, 0, (uint32_t)offsetof(struct seccomp_data, nr));
+    RM_LD(nr);
+#if ISOB_SYSCALL_ALIAS_BIT
+    op(b, BPF_JMP | BPF_JGE | BPF_K, 0, 1, ISOB_SYSCALL_ALIAS_BIT);
+    op(b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ERRNO | ENOSYS);
+#endif
 }
 
 static int load(struct rm_bpf *b)
 {
+    if (b->n > sizeof b->f / sizeof b->f[0])
+        return -E2BIG;
     struct sock_fprog prog = {.len = (unsigned short)b->n, .filter = b->f};
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         return -errno;
     return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0 ? 0 : -errno;
 }
 
-/* seccomp: pread64 and pwrite64 only on descriptors 3 to 65535 (an
- * argument check, which the kernel's cache of constant decisions cannot
- * short-cut), everything else allowed. */
-static int install_fd_filter(void)
+int rm_confine(enum rm_confinement how)
 {
-    struct rm_bpf b = {.n = 0};
-    head(&b);
-    op(&b, BPF_JMP | BPF_JEQ | BPF_K, 2, 0, SYS_pread64);         /* -> load fd */
-    op(&b, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, SYS_pwrite64);        /* -> load fd */
-    op(&b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ALLOW);
-    op(&b, BPF_LD | BPF_W | BPF_ABS, 0, 0, (uint32_t)offsetof(struct seccomp_data, args[0]));
-    op(&b, BPF_JMP | BPF_JGE | BPF_K, 2, 0, 65536);              /* -> deny */
-    op(&b, BPF_JMP | BPF_JGE | BPF_K, 0, 1, 3);                  /* -> allow : deny */
-    op(&b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ALLOW);
-    op(&b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ERRNO | EPERM);
-    return load(&b);
-}
-
-/* ptrace: openat, pread64 and pwrite64 stop for the tracer. */
-static __attribute__((unused)) int install_trace_filter(void)
-{
-    struct rm_bpf b = {.n = 0};
-    head(&b);
-    op(&b, BPF_JMP | BPF_JEQ | BPF_K, 3, 0, SYS_openat);
-    op(&b, BPF_JMP | BPF_JEQ | BPF_K, 2, 0, SYS_pread64);
-    op(&b, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, SYS_pwrite64);
-    op(&b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ALLOW);
-    op(&b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_TRACE);
-    return load(&b);
+    struct rm_bpf bb = {.n = 0}, *b = &bb;
+    rm_head(b);
+    switch (how) {
+    case RM_CONFINE_FD:
+        /* pread64 and pwrite64 only on descriptors 3 to 65535 (an argument
+         * check, which the kernel's cache of constant decisions cannot
+         * short-cut); no open at all, since a filter cannot read a path. */
+        op(b, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, SYS_pread64);
+        op(b, BPF_JMP | BPF_JEQ | BPF_K, 0, 5, SYS_pwrite64);      /* -> the rules */
+        RM_LD(args[0]);
+        op(b, BPF_JMP | BPF_JGE | BPF_K, 2, 0, 65536);             /* -> deny */
+        op(b, BPF_JMP | BPF_JGE | BPF_K, 0, 1, 3);                 /* -> allow : deny */
+        op(b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ALLOW);
+        op(b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ERRNO | EPERM);
+        break;
+    case RM_CONFINE_TRACE:
+        /* openat, pread64 and pwrite64 stop for the tracer. */
+        op(b, BPF_JMP | BPF_JEQ | BPF_K, 3, 0, SYS_openat);
+        op(b, BPF_JMP | BPF_JEQ | BPF_K, 2, 0, SYS_pread64);
+        op(b, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, SYS_pwrite64);
+        op(b, BPF_JMP | BPF_JA, 0, 0, 1);                          /* -> the rules */
+        op(b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_TRACE);
+        break;
+    case RM_CONFINE_LWC:
+        /* openat, pread64 and pwrite64 pass to the context's trap filter
+         * (installed before this one), which sends them to the
+         * supervisor, as is its switch up. */
+        op(b, BPF_JMP | BPF_JEQ | BPF_K, 3, 0, SYS_openat);
+        op(b, BPF_JMP | BPF_JEQ | BPF_K, 2, 0, SYS_pread64);
+        op(b, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, SYS_pwrite64);
+        op(b, BPF_JMP | BPF_JEQ | BPF_K, 0, 1, LWC_SYSTRAP_SWITCH_NR);
+        op(b, BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ALLOW);
+        break;
+    case RM_CONFINE_BROKER:
+        /* No file call at all: the broker makes them. */
+        break;
+    default:
+        return -EINVAL;
+    }
+    rm_rules_tail(b);
+    return load(b);
 }
 
 /* In a forked child: die with the parent, which was `parent`. */
@@ -106,6 +237,27 @@ static void die_with(pid_t parent)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(RM_EXIT_SETUP);
+}
+
+/* The monitor hides its memory before it creates what it monitors: a
+ * non-dumpable process's /proc/PID/mem, process_vm_* and ptrace are
+ * refused to every process of its uid without CAP_SYS_PTRACE, so the
+ * workload cannot write over the policy, whatever its filter lets
+ * through.  The previous setting, to restore when the workload is gone
+ * (children forked later inherit the setting, and some of those must be
+ * readable). */
+static int hide_monitor(int *was)
+{
+    *was = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+    if (*was < 0)
+        return -errno;
+    return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 ? 0 : -errno;
+}
+
+static void unhide_monitor(int was)
+{
+    if (was > 0)
+        prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 }
 
 static int wait_child(pid_t pid, int *st)
@@ -123,22 +275,42 @@ static int child_result(int st)
     return -EOWNERDEAD;
 }
 
-int rm_run_seccomp(rm_workload_fn fn, void *arg)
+/* Fork a child that confines itself as how says and runs fn; wait for
+ * it.  The monitor is non-dumpable meanwhile. */
+static int run_confined(enum rm_confinement how, rm_workload_fn fn, void *arg)
 {
+    int was, rc = hide_monitor(&was);
+    if (rc)
+        return rc;
     pid_t parent = getpid();
     fflush(NULL);
     pid_t pid = fork();
-    if (pid < 0)
-        return -errno;
+    if (pid < 0) {
+        rc = -errno;
+        unhide_monitor(was);
+        return rc;
+    }
     if (pid == 0) {
         die_with(parent);
-        if (install_fd_filter() != 0)
+        if (rm_confine(how) != 0)
             _exit(RM_EXIT_SETUP);
         fn(arg);
         _exit(0);
     }
-    int st = 0, rc = wait_child(pid, &st);
+    int st = 0;
+    rc = wait_child(pid, &st);
+    unhide_monitor(was);
     return rc ? rc : child_result(st);
+}
+
+int rm_run_seccomp(rm_workload_fn fn, void *arg)
+{
+    return run_confined(RM_CONFINE_FD, fn, arg);
+}
+
+int rm_run_brokered(rm_workload_fn fn, void *arg)
+{
+    return run_confined(RM_CONFINE_BROKER, fn, arg);
 }
 
 /* A NUL-terminated string of another process, page by page. */
@@ -160,6 +332,10 @@ static __attribute__((unused)) int read_string(pid_t pid, uintptr_t addr, char *
     return -ENAMETOOLONG;
 }
 
+#if defined(__x86_64__)
+static int trace(const struct rm_policy *p, rm_workload_fn fn, void *arg, struct rm_tally *t);
+#endif
+
 int rm_run_ptrace(const struct rm_policy *p, rm_workload_fn fn, void *arg, struct rm_tally *t)
 {
 #if !defined(__x86_64__)
@@ -168,6 +344,18 @@ int rm_run_ptrace(const struct rm_policy *p, rm_workload_fn fn, void *arg, struc
     (void)p, (void)fn, (void)arg, (void)t;
     return -ENOTSUP;
 #else
+    int was, rc = hide_monitor(&was);
+    if (rc)
+        return rc;
+    rc = trace(p, fn, arg, t);
+    unhide_monitor(was);
+    return rc;
+#endif
+}
+
+#if defined(__x86_64__)
+static int trace(const struct rm_policy *p, rm_workload_fn fn, void *arg, struct rm_tally *t)
+{
     pid_t parent = getpid();
     fflush(NULL);
     pid_t pid = fork();
@@ -175,10 +363,12 @@ int rm_run_ptrace(const struct rm_policy *p, rm_workload_fn fn, void *arg, struc
         return -errno;
     if (pid == 0) {
         die_with(parent);
-        if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0)
+        /* The tracer reads this process's memory (the path): it must be
+         * dumpable, which it did not inherit from the hidden tracer. */
+        if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0 || ptrace(PTRACE_TRACEME, 0, 0, 0) != 0)
             _exit(RM_EXIT_SETUP);
         raise(SIGSTOP);
-        if (install_trace_filter() != 0)
+        if (rm_confine(RM_CONFINE_TRACE) != 0)
             _exit(RM_EXIT_SETUP);
         fn(arg);
         _exit(0);
@@ -244,16 +434,26 @@ int rm_run_lwcmon(const struct rm_policy *p, rm_workload_fn fn, void *arg, void 
         {.res = LWC_RES_SYSCALL, .sys = {SYS_pread64}},
         {.res = LWC_RES_SYSCALL, .sys = {SYS_pwrite64}},
     };
-    int caller;
+    int caller, was, rc = hide_monitor(&was);
+    if (rc)
+        return rc;
     int h = lwc_create(sp, sizeof sp / sizeof sp[0], LWC_SYSTRAP, &caller, NULL);
     if (h == LWC_SWITCHED) {
+        /* The context's second filter, on top of the trap filter: the
+         * calls the supervisor does not see are refused unless the
+         * allow-list names them.  Installed before the workload's first
+         * instruction; a failure ends the context, which the supervisor
+         * reports as its death. */
+        if (rm_confine(RM_CONFINE_LWC) != 0)
+            _exit(RM_EXIT_SETUP);
         fn(arg);
         lwc_switch(caller, NULL, NULL, NULL);
         _exit(0);
     }
-    if (h < 0)
+    if (h < 0) {
+        unhide_monitor(was);
         return h;
-    int rc;
+    }
     struct lwc_msg in;
     char path[RM_PATH_MAX];
     while ((rc = lwc_switch(h, NULL, NULL, &in)) == LWC_TRAPPED) {
@@ -274,6 +474,7 @@ int rm_run_lwcmon(const struct rm_policy *p, rm_workload_fn fn, void *arg, void 
         lwc_syscall(h, &r);
     }
     lwc_destroy(h);
+    unhide_monitor(was);
     return rc;
 }
 

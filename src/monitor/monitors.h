@@ -10,11 +10,13 @@
  *
  *   inline    in the monitored process itself, before the call (a wrapper:
  *             no isolation, the workload could skip it)
- *   seccomp   a seccomp-bpf filter in the monitored process: the fd rule,
- *             nothing for paths (a filter cannot read them); no monitor
+ *   seccomp   a seccomp-bpf filter in the monitored process: the fd rule;
+ *             every open refused, since a filter cannot read a path (the
+ *             workload's file is opened before the filter); no monitor
  *   broker    a separate process makes every call: opens (the descriptor
  *             comes back over SCM_RIGHTS), reads and writes into a buffer
- *             both share; requests over a socketpair
+ *             both share; requests over a socketpair; the workload runs
+ *             in a child whose filter refuses every file call
  *   ptrace    a tracer: SECCOMP_RET_TRACE stops the monitored process at
  *             each call, the tracer reads the registers (and the path with
  *             process_vm_readv) and lets it run or skips it with EPERM
@@ -50,16 +52,44 @@ struct rm_tally {
 /* A workload: runs in the monitored process and returns when done. */
 typedef void (*rm_workload_fn)(void *arg);
 
-/* seccomp: fork, install the filter in the child, run fn there, wait.  0
- * or -errno (the child's failure to install its filter included). */
+/* How a workload is confined (rm_confine): a default-deny seccomp filter
+ * whose allow-list holds the calls that open no file, reach no other
+ * process's memory and run no program; open, creat, openat2,
+ * open_by_handle_at, io_uring_*, execve*, process_vm_*, ptrace, seccomp
+ * and mmap of a file are refused (EPERM), unknown numbers fail (ENOSYS),
+ * another ABI's calls kill the process.  What differs is the monitored
+ * calls (openat, pread64, pwrite64):
+ *   FD      pread64 and pwrite64 only on descriptors 3 to 65535; openat
+ *           refused (a filter cannot read the path)
+ *   TRACE   the three stop for the tracer (SECCOMP_RET_TRACE)
+ *   LWC     the three pass to the lwc trap filter beneath (and its switch
+ *           number)
+ *   BROKER  the three refused: a broker makes them */
+enum rm_confinement { RM_CONFINE_FD = 1, RM_CONFINE_TRACE, RM_CONFINE_LWC, RM_CONFINE_BROKER };
+
+/* Install that filter in this process, for good (no_new_privs).  0 or
+ * -errno. */
+int rm_confine(enum rm_confinement how);
+
+/* Every rm_run_* makes this process non-dumpable while its workload
+ * lives (restoring the setting after), so the workload cannot reach the
+ * policy in the monitor's memory through /proc/PID/mem. */
+
+/* seccomp: fork, confine the child (FD), run fn there, wait.  0 or -errno
+ * (the child's failure to install its filter included). */
 int rm_run_seccomp(rm_workload_fn fn, void *arg);
 
-/* ptrace: fork a tracee that runs fn under SECCOMP_RET_TRACE for openat,
- * pread64 and pwrite64; trace it to its end.  0 or -errno. */
+/* broker: fork, confine the child (BROKER), run fn there, wait: fn makes
+ * its file calls through a broker (rm_broker_*) started before.  0 or
+ * -errno. */
+int rm_run_brokered(rm_workload_fn fn, void *arg);
+
+/* ptrace: fork a tracee that runs fn confined (TRACE); trace it to its
+ * end.  0 or -errno. */
 int rm_run_ptrace(const struct rm_policy *p, rm_workload_fn fn, void *arg, struct rm_tally *t);
 
-/* lwc-mon: an lwc context under LWC_SYSTRAP runs fn; this process
- * supervises it to its end.  shared/shared_len: memory of
+/* lwc-mon: an lwc context under LWC_SYSTRAP, confined (LWC), runs fn;
+ * this process supervises it to its end.  shared/shared_len: memory of
  * lwc_alloc_shared the workload reports into (LWC_SHARED there).  0 or
  * -errno. */
 int rm_run_lwcmon(const struct rm_policy *p, rm_workload_fn fn, void *arg, void *shared,

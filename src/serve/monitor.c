@@ -17,17 +17,28 @@
  *             no isolation; lwC used LD_PRELOAD, "a lower bound on overhead")
  *   procsep   a broker process makes the calls: the open (the descriptor
  *             stays in the broker), the read into a buffer both share, the
- *             close; three round trips over a socketpair per GET
+ *             close; three round trips over a socketpair per GET.  The
+ *             serving loop runs in a child of this process under a
+ *             default-deny filter that refuses it every file call
+ *             (rm_run_brokered), so the broker is the only way to a file
  *   lwc       the whole server runs in a light-weight context under
  *             LWC_SYSTRAP whose creator, this process, is the monitor: a
  *             trapped openat is checked and performed by the monitor (the
- *             descriptor injected), a trapped pread64 checked and let run
+ *             descriptor injected), a trapped pread64 checked and let run;
+ *             a default-deny filter refuses the context the other ways to
+ *             a file (open, openat2, io_uring, mmap of a file, ...)
+ *
+ * procsep's and lwc's monitor is non-dumpable while the server runs, so
+ * the server cannot write over the policy through /proc/PID/mem; the
+ * attacks each monitor stops and those it does not are tested in
+ * tests/c/test_monitors.c and tabled in docs/serve.md.
  *
  * Under lwc the monitor sees every openat and pread64 of the serving
  * context, not only a GET's: the server's spare descriptor, reopened on
  * /dev/null after the descriptors ran out (server.c), is refused and
  * counted, so such a server then refuses new connections less gracefully
- * (its spare stays closed).  inline and procsep see the GET's calls only.
+ * (its spare stays closed); under procsep the filter refuses that reopen
+ * uncounted.  inline and procsep count the GET's calls only.
  *
  * At exit the server prints what the monitor checked:
  * "isob serve: monitor KIND: N system calls checked, D refused". */
@@ -228,7 +239,8 @@ int serve_monitor_init(struct server *sv)
     return 0;
 }
 
-/* lwc: what the context reports to its monitor, in memory both share. */
+/* lwc and procsep: what the serving context or child reports to its
+ * monitor, in memory both share. */
 struct lwc_job {
     struct server *sv;
     int (*fn)(struct server *);
@@ -243,7 +255,7 @@ static void lwc_workload(void *arg)
 
 int serve_monitor_run(struct server *sv, int (*fn)(struct server *))
 {
-    if (M.kind != MONITOR_LWC)
+    if (M.kind != MONITOR_LWC && M.kind != MONITOR_PROCSEP)
         return fn(sv);
     size_t ps = (size_t)sysconf(_SC_PAGESIZE);
     size_t len = (sizeof(struct lwc_job) + ps - 1) & ~(ps - 1);
@@ -253,11 +265,15 @@ int serve_monitor_run(struct server *sv, int (*fn)(struct server *))
         return 1;
     }
     *j = (struct lwc_job){.sv = sv, .fn = fn, .status = 1};
-    /* This process only supervises from here on; the context serves. */
-    int rc = rm_run_lwcmon(&M.policy, lwc_workload, j, j, len, &M.tally);
+    /* This process only supervises (lwc) or waits (procsep) from here on;
+     * a confined context or child serves.  A stop signal reaches the
+     * serving loop through the stop pipe it shares with this process. */
+    int rc = M.kind == MONITOR_LWC ? rm_run_lwcmon(&M.policy, lwc_workload, j, j, len, &M.tally)
+                                   : rm_run_brokered(lwc_workload, j);
     int status = j->status;
     if (rc < 0) {
-        fprintf(stderr, "isob serve: error: --monitor lwc: the serving context: %s\n",
+        fprintf(stderr, "isob serve: error: --monitor %s: the serving %s: %s\n",
+                serve_monitor_name(M.kind), M.kind == MONITOR_LWC ? "context" : "child",
                 isob_strerror(rc));
         status = 1;
     }

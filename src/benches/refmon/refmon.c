@@ -52,15 +52,26 @@ static const size_t rc_bytes[RC__COUNT] = {0, 4096, 4096, RM_FILE_BYTES, RM_FILE
 enum rm_config { CF_NATIVE, CF_INLINE, CF_SECCOMP, CF_BROKER, CF_PTRACE, CF_LWCMON, CF__COUNT };
 static const char *const cf_names[CF__COUNT] = {"native", "inline", "seccomp", "broker", "ptrace",
                                                 "lwc-mon"};
+/* What each configuration stops and what it does not; the attacks named
+ * are those tests/c/test_monitors.c makes against each (open(2) and
+ * openat2 of a file outside the directory, a write over the policy through
+ * /proc/MONITOR/mem).  Every isolating one confines the workload with a
+ * default-deny filter (monitors.h, rm_confine). */
 static const char *const cf_isolation[CF__COUNT] = {
     "none: no policy",
-    "none: the check runs in the monitored process, which could skip it",
-    "kernel filter in the monitored process: descriptors checked, paths not (a filter cannot read them)",
-    "a separate process makes every call; requests over a socketpair, data in a shared buffer",
-    "a separate tracer checks each call; it reads the path from the tracee, which another thread "
-    "could change after the check",
-    "a separate supervisor (seccomp user notification): opens performed by the supervisor from its "
-    "own copy of the path, reads and writes let through after a register check",
+    "none: the check runs in the monitored process, which could skip it (open(2), openat2 and "
+    "/proc/PID/mem all get through)",
+    "kernel filter in the monitored process, default-deny: descriptors checked; no open at all "
+    "(a filter cannot read a path), so open+close is not measured; stops open(2), openat2, "
+    "io_uring, exec, mmap of a file; does not stop reads of descriptors it already holds",
+    "a separate process makes every call; the workload's default-deny filter refuses it every file "
+    "call; stops open(2), openat2, /proc/PID/mem; does not stop signals to processes of its uid",
+    "a separate, non-dumpable tracer checks each openat, pread64, pwrite64 under a default-deny "
+    "filter; stops open(2), openat2, /proc/PID/mem; does not stop a second thread changing a path "
+    "after the check",
+    "a separate, non-dumpable supervisor (seccomp user notification) opens from its own copy of "
+    "the path; default-deny filter; stops open(2), openat2, /proc/PID/mem; does not stop signals "
+    "to processes of its uid",
 };
 
 /* The job, in memory the monitored process shares (lwc_alloc_shared). */
@@ -75,6 +86,7 @@ struct rm_job {
     uint64_t bad[RC__COUNT];      /* calls that did not return what they must */
     int64_t bad_first[RC__COUNT]; /* the first such return value */
     int64_t probe_ret;            /* the forbidden call's result (-errno) */
+    int pre_fd;                   /* CF_SECCOMP: the file, opened before the filter */
     int finished;
     unsigned char pattern[RM_FILE_BYTES];
     unsigned char buf[RM_FILE_BYTES] __attribute__((aligned(64)));
@@ -146,8 +158,9 @@ static void rm_workload(void *arg)
         if (fd >= 0)
             close(fd);
     }
-    int fd = j->config == CF_BROKER ? rm_broker_open_kept(j->broker, j->path, O_RDWR)
-                                    : job_open(j, j->path, O_RDWR);
+    int fd = j->config == CF_BROKER    ? rm_broker_open_kept(j->broker, j->path, O_RDWR)
+             : j->config == CF_SECCOMP ? j->pre_fd
+                                       : job_open(j, j->path, O_RDWR);
     if (fd < 0) {
         for (int k = 0; k < RC__COUNT; k++)
             job_bad(j, (enum rm_call)k, fd);
@@ -158,6 +171,9 @@ static void rm_workload(void *arg)
     for (int k = 0; k < RC__COUNT; k++) {
         size_t len = rc_bytes[k];
         int write = k == RC_WRITE4K || k == RC_WRITE128K;
+        /* Under seccomp every open is refused: nothing to time. */
+        if (k == RC_OPEN && j->config == CF_SECCOMP)
+            continue;
         for (long rep = -1; rep < (long)j->reps; rep++) {
             uint64_t t0 = job_now(j);
             for (size_t i = 0; i < j->calls; i++) {
@@ -181,7 +197,7 @@ static void rm_workload(void *arg)
         if (!write && len && memcmp(data, j->pattern, len) != 0)
             job_bad(j, (enum rm_call)k, -EIO);
     }
-    if (j->config != CF_BROKER)
+    if (j->config != CF_BROKER && j->config != CF_SECCOMP)
         close(fd);
     j->finished = 1;
 }
@@ -240,6 +256,12 @@ static void rm_emit(struct isob_xclock *x, struct rm_job *j, const char *fs, int
                  k == RC_OPEN ? "openat (monitored), close" : (k == RC_READ4K || k == RC_READ128K) ? "pread64" : "pwrite64",
                  cf_isolation[j->config], j->probe_ret ? isob_strerror((int)j->probe_ret) : "allowed",
                  x->tsc ? "tsc" : "clock", mon);
+        if (rc == 0 && j->config == CF_SECCOMP && k == RC_OPEN) {
+            isob_emit_result(&x->ctx, "refmon", params, NULL, NULL, "skipped",
+                             "a seccomp filter cannot read a path, so this monitor refuses every "
+                             "open; there is no allowed open to time", NULL);
+            continue;
+        }
         if (rc == -ENOTSUP) {
             isob_emit_result(&x->ctx, "refmon", params, NULL, NULL, "skipped",
                              "this monitor is not built for this architecture (the ptrace "
@@ -317,13 +339,16 @@ static int refmon_run(struct isob_bench_ctx *ctx)
             rm_workload(j);
             break;
         case CF_SECCOMP:
-            rc = rm_run_seccomp(rm_workload, j);
+            j->pre_fd = open(j->path, O_RDWR | O_CLOEXEC);
+            rc = j->pre_fd < 0 ? -errno : rm_run_seccomp(rm_workload, j);
+            if (j->pre_fd >= 0)
+                close(j->pre_fd);
             break;
         case CF_BROKER:
             rc = rm_broker_start(&broker, &j->policy, RM_FILE_BYTES);
             if (rc == 0) {
                 j->broker = &broker;
-                rm_workload(j);
+                rc = rm_run_brokered(rm_workload, j);
                 tally = *broker.tally;
                 rm_broker_stop(&broker);
                 counts = 1;
