@@ -422,8 +422,8 @@ static int trace(const struct rm_policy *p, rm_workload_fn fn, void *arg, struct
             ptrace(PTRACE_SETREGS, pid, 0, &regs);
         }
     }
-#endif
 }
+#endif
 
 int rm_run_lwcmon(const struct rm_policy *p, rm_workload_fn fn, void *arg, void *shared,
                   size_t shared_len, struct rm_tally *t)
