@@ -16,14 +16,20 @@
  * Every result proves its work: each call returned what it must (a
  * descriptor, the byte count; the bytes read equal the file's), a
  * forbidden call made first failed with EPERM under every configuration
- * but native (the policy was in force), and a monitor that sees calls saw
- * every one of them (params.monitored_calls). */
+ * but native (the policy was in force), the ways around a monitor of
+ * openat (open(2), openat2 of the forbidden path) failed under every
+ * isolating configuration (params.bypass; inline lets them through, as
+ * its isolation says), and a monitor that sees calls saw every one of
+ * them (params.monitored_calls). */
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -86,6 +92,7 @@ struct rm_job {
     uint64_t bad[RC__COUNT];      /* calls that did not return what they must */
     int64_t bad_first[RC__COUNT]; /* the first such return value */
     int64_t probe_ret;            /* the forbidden call's result (-errno) */
+    int64_t bypass_ret[2];        /* open(2) and openat2 of the forbidden path: fd or -errno */
     int pre_fd;                   /* CF_SECCOMP: the file, opened before the filter */
     int finished;
     unsigned char pattern[RM_FILE_BYTES];
@@ -143,6 +150,27 @@ static void job_bad(struct rm_job *j, enum rm_call k, int64_t got)
         j->bad_first[k] = got;
 }
 
+/* The ways around a monitor of openat (open(2) where the architecture
+ * has it, and openat2) tried on the forbidden path: the descriptor (closed
+ * again) or -errno. */
+static void try_bypass(struct rm_job *j)
+{
+#ifdef SYS_open
+    long fd = syscall(SYS_open, RM_FORBIDDEN, O_RDONLY | O_CLOEXEC, 0);
+#else
+    long fd = -1;
+    errno = ENOSYS;
+#endif
+    j->bypass_ret[0] = fd < 0 ? -errno : fd;
+    if (fd >= 0)
+        close((int)fd);
+    struct open_how how = {.flags = O_RDONLY | O_CLOEXEC};
+    fd = syscall(SYS_openat2, AT_FDCWD, RM_FORBIDDEN, &how, sizeof how);
+    j->bypass_ret[1] = fd < 0 ? -errno : fd;
+    if (fd >= 0)
+        close((int)fd);
+}
+
 /* The workload: the probe, then every kind of call, timed. */
 static void rm_workload(void *arg)
 {
@@ -158,6 +186,7 @@ static void rm_workload(void *arg)
         if (fd >= 0)
             close(fd);
     }
+    try_bypass(j);
     int fd = j->config == CF_BROKER    ? rm_broker_open_kept(j->broker, j->path, O_RDWR)
              : j->config == CF_SECCOMP ? j->pre_fd
                                        : job_open(j, j->path, O_RDWR);
@@ -244,18 +273,22 @@ static void rm_emit(struct isob_xclock *x, struct rm_job *j, const char *fs, int
 {
     uint64_t expected = (uint64_t)j->calls * (j->reps + 1) * RC__COUNT + 2;
     for (int k = 0; k < RC__COUNT; k++) {
-        char params[1024], reason[256] = "", mon[160] = "";
+        char params[2048], reason[256] = "", mon[160] = "", bypass[2][64];
+        for (int b = 0; b < 2; b++)
+            snprintf(bypass[b], sizeof bypass[b], "%s",
+                     j->bypass_ret[b] >= 0 ? "opened" : isob_strerror((int)j->bypass_ret[b]));
         if (counts)
             snprintf(mon, sizeof mon, ",\"monitored_calls\":%llu,\"monitored_expected\":%llu,\"denied\":%llu",
                      (unsigned long long)tally->checked, (unsigned long long)expected,
                      (unsigned long long)tally->denied);
         snprintf(params, sizeof params,
                  "{\"config\":\"%s\",\"call\":\"%s\",\"calls\":%zu,\"bytes_per_call\":%zu,\"fs\":\"%s\","
-                 "\"syscalls\":\"%s\",\"isolation\":\"%s\",\"probe\":\"%s\",\"timebase\":\"%s\"%s}",
+                 "\"syscalls\":\"%s\",\"isolation\":\"%s\",\"probe\":\"%s\","
+                 "\"bypass\":\"open(2) of the forbidden path: %s; openat2: %s\",\"timebase\":\"%s\"%s}",
                  cf_names[j->config], rc_names[k], j->calls, rc_bytes[k], fs,
                  k == RC_OPEN ? "openat (monitored), close" : (k == RC_READ4K || k == RC_READ128K) ? "pread64" : "pwrite64",
                  cf_isolation[j->config], j->probe_ret ? isob_strerror((int)j->probe_ret) : "allowed",
-                 x->tsc ? "tsc" : "clock", mon);
+                 bypass[0], bypass[1], x->tsc ? "tsc" : "clock", mon);
         if (rc == 0 && j->config == CF_SECCOMP && k == RC_OPEN) {
             isob_emit_result(&x->ctx, "refmon", params, NULL, NULL, "skipped",
                              "a seccomp filter cannot read a path, so this monitor refuses every "
@@ -278,6 +311,10 @@ static void rm_emit(struct isob_xclock *x, struct rm_job *j, const char *fs, int
         else if (j->config != CF_NATIVE && j->probe_ret != -EPERM)
             snprintf(reason, sizeof reason, "the policy was not in force: the forbidden call returned %s",
                      j->probe_ret ? isob_strerror((int)j->probe_ret) : "success");
+        else if (j->config != CF_NATIVE && j->config != CF_INLINE &&
+                 (j->bypass_ret[0] >= 0 || j->bypass_ret[1] >= 0))
+            snprintf(reason, sizeof reason, "the workload walked around the monitor: %s of %s opened",
+                     j->bypass_ret[0] >= 0 ? "open(2)" : "openat2", RM_FORBIDDEN);
         else if (counts && tally->checked != expected)
             snprintf(reason, sizeof reason, "the monitor saw %llu calls of %llu",
                      (unsigned long long)tally->checked, (unsigned long long)expected);
