@@ -33,11 +33,34 @@ CLAIM = ("lwC: lwc-mon outperforms a process-separated monitor (procsep) by a fa
 THREAT = ("the monitor must refuse a request's system call outside the policy (openat outside "
           "the document directory or with \"..\", pread64 on descriptors below 3): inline "
           "only checks (the server could skip it: no isolation), procsep and lwc make the "
-          "server unable to make the call itself.  Proven by tests/c/test_serve_monitor.c "
-          "(a GET of /../../etc/passwd: 403 under every monitor, the file under none), not "
-          "by these figures.")
+          "server unable to make the call itself (a default-deny filter on the server, the "
+          "monitor non-dumpable).  Proven by tests/c/test_serve_monitor.c (a GET of "
+          "/../../etc/passwd: 403 under every monitor, the file under none) and "
+          "tests/c/test_monitors.c (open(2), openat2 and a write over the policy through "
+          "/proc/MONITOR/mem: refused under procsep's broker and lwc-mon, through under "
+          "inline), not by these figures.")
 
 MONITOR_CLAIM = "lwc-refmon-2x-serve"
+
+# What each monitor stops and what it does not, as tests/c/test_monitors.c
+# and tests/c/test_serve_monitor.c measure them (the attacks: a GET outside
+# the directory; the server's own open(2) or openat2 of a file outside it;
+# a write over the monitor's policy through /proc/MONITOR/mem; a same-uid
+# process opening the monitor's memory).  docs/serve.md tables the same.
+ISOLATION = {
+    "none": "no check: stops nothing",
+    "inline": ("no isolation: stops a GET outside the directory only; the server's own open(2), "
+               "openat2 and a write over the policy get through (the check is in the server)"),
+    "procsep": ("stops a GET outside the directory, the server's open(2), openat2, exec, "
+                "io_uring, mmap of a file (default-deny filter: every file call refused, the "
+                "broker makes them) and a write over the broker's policy (non-dumpable); does not "
+                "stop the server's signals to processes of its uid, nor reads of descriptors it "
+                "holds"),
+    "lwc": ("stops a GET outside the directory, the server's open(2), openat2, exec, io_uring, "
+            "mmap of a file (default-deny filter; openat and pread64 go to the monitor) and a "
+            "write over the monitor's policy (non-dumpable monitor); does not stop the server's "
+            "signals to processes of its uid, nor reads of descriptors it holds"),
+}
 
 
 def _tputs(cfg) -> list[float]:
@@ -73,6 +96,7 @@ def build(data: RunData, doc: Mapping) -> dict | None:
             c = by[mon]
             row = _row(c, "session", failed_of(c))
             row["monitor"] = mon
+            row["isolation"] = ISOLATION.get(mon)
             ps = [r["params"] for r in c.results]
             per = [p["monitored_calls"] / p["requests"] for p in ps
                    if p.get("monitored_calls") is not None and p.get("requests")]

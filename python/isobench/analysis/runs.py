@@ -88,7 +88,7 @@ OUTPUT_PARAMS = frozenset({
     # written, switches checked on the other side, calls the monitor saw.
     "reps", "minflt_min", "minflt_median", "minflt_max", "minflt", "pages", "pages_saved",
     "scanned_pages", "round_trips", "b_ran", "median_a_to_b", "median_b_to_a",
-    "monitored_calls", "monitored_expected", "denied", "probe",
+    "monitored_calls", "monitored_expected", "denied", "probe", "bypass",
     # lwc-serve, lwc-conns (lwcserve.py): what isob loadgen reported.
     "throughput_rps", "sessions_done", "connects", "duration_s", "samples_every",
     "client_busy", "client_cpu_s", "server_busy", "server_cpu_s", "server_processes",

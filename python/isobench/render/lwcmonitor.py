@@ -58,7 +58,18 @@ def _notes(section: Mapping) -> list[str]:
             "read), geometric means; checked/req: system calls the monitor checked per request "
             "(openat and pread64: 2; none checks nothing)",
             "inline is a check in the server itself (lwC's LD_PRELOAD wrapper): no isolation, "
-            "a lower bound on the cost"]
+            "a lower bound on the cost",
+            *_isolation_lines(section)]
+
+
+def _isolation_lines(section: Mapping) -> list[str]:
+    """What each monitor in the tables stops and does not, once per monitor."""
+    seen: dict[str, str] = {}
+    for t in section.get("tables") or []:
+        for r in t["rows"]:
+            if r.get("isolation"):
+                seen.setdefault(str(r.get("monitor")), r["isolation"])
+    return [f"{m}: {text}" for m, text in seen.items()]
 
 
 def _failed_lines(section: Mapping) -> list[str]:
