@@ -91,8 +91,10 @@ def test_every_monitor_real_run(monkeypatch, tmp_path):
             # openat and pread64 of every GET served: loadgen's count, and
             # at most one request per connection in flight when it stopped.
             assert 2 * p["requests"] <= p["monitored_calls"] <= 2 * (p["requests"] + p["conns"])
-        # lwc serves in a context, a second process; procsep has its broker.
-        assert p["server_processes"] == (1 if p["monitor"] in ("none", "inline") else 2)
+        # lwc serves in a context, a second process; procsep has its broker
+        # and serves in a confined child (the third).
+        assert p["server_processes"] == {"none": 1, "inline": 1, "lwc": 2,
+                                         "procsep": 3}[p["monitor"]]
 
     doc = _store(tmp_path, out)
     assert "lwc-serve" not in doc["sections"]
@@ -283,6 +285,13 @@ def test_monitor_claim_judged_by_the_claims_rule(tmp_path, factor, verdict):
     assert f"45 B, L=4: lwc / procsep {factor:.2f} [" in text and verdict in text
     assert "isobench's emulation on stock Linux" in text
     assert f"{verdict}: 95% interval" in render.markdown(sec, doc)
+    # Each monitor's row says what it stops and what it does not, once per
+    # monitor under the tables.
+    for row in sec["tables"][0]["rows"]:
+        assert row["isolation"] == section.ISOLATION[row["monitor"]]
+    for mon in ("procsep", "lwc"):
+        line = " ".join(f"{mon}: {section.ISOLATION[mon]}".split())
+        assert text.count(line) == 1 and "does not stop" in line
 
 
 @pytest.mark.parametrize("factor, verdict", [(1.007, claims.REPRODUCES),
