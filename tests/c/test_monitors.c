@@ -17,6 +17,8 @@
  *   refused   mmap of a file, execve, io_uring_setup and a number Linux
  *             does not have (the default-deny filter's tail, which every
  *             isolating monitor shares)
+ *   abi       open(2) of the secret as an i386 call (int $0x80) and as an
+ *             x32 number (x86-64)
  *
  * and, so that the cases cannot pass by refusing everything, the allowed
  * work: an open of the file inside the directory reads it (seccomp, which
@@ -418,6 +420,102 @@ static void t_refused_broker(void) { refused_under(M_BROKER); }
 static void t_refused_ptrace(void) { refused_under(M_PTRACE); }
 static void t_refused_lwcmon(void) { refused_under(M_LWCMON); }
 
+/* The other ABIs of x86-64: an i386 call (int $0x80) and an x32 number
+ * (bit 30 set), each an open(2) of the secret, whose numbers a filter
+ * that checked only x86-64's would not know.  The filter kills a process
+ * that makes an i386 call and refuses x32 numbers. */
+struct abi {
+    char *path32;          /* the secret's path, below 4 GiB (i386 pointers) */
+    long x32_ret, i386_ret;
+    int x32_leak, i386_leak, i386_tried;
+};
+
+#if defined(__x86_64__)
+static void abi_work(void *arg)
+{
+    struct abi *a = arg;
+    long fd = syscall(0x40000000L | 2, a->path32, O_RDONLY | O_CLOEXEC, 0);
+    a->x32_ret = try_fd(fd, &a->x32_leak);
+    a->i386_tried = 1;
+    long ret;
+    /* i386's open is 5: ebx the path, ecx the flags. */
+    __asm__ volatile("int $0x80"
+                     : "=a"(ret)
+                     : "a"(5L), "b"(a->path32), "c"((long)O_RDONLY)
+                     : "memory", "r8", "r9", "r10", "r11");
+    a->i386_ret = ret;
+    if (ret >= 0) {
+        a->i386_leak = leaked((int)ret);
+        close((int)ret);
+    }
+}
+#endif
+
+static void abi_under(enum mon m)
+{
+#if !defined(__x86_64__)
+    (void)m;
+    SKIP("the i386 and x32 ABIs are x86-64's");
+#else
+    drop_ptrace_cap();
+    const char *tmp = getenv("TMPDIR");
+    char dir[200], secret[240];
+    snprintf(dir, sizeof dir, "%s/isob-test-abi-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(secret, sizeof secret, "%s/secret", dir);
+    write_file(secret, SECRET);
+    snprintf(policy.dir, sizeof policy.dir, "%s/docs", dir);
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    struct abi *a = lwc_alloc_shared(ps);
+    CHECK(a != NULL);
+    memset(a, 0, sizeof *a);
+    a->x32_ret = a->i386_ret = -ENODATA;
+    a->path32 = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+    CHECK(a->path32 != MAP_FAILED);
+    snprintf(a->path32, ps, "%s", secret);
+    struct rm_tally t = {0, 0};
+    struct rm_broker b;
+    int rc = 0;
+    switch (m) {
+    case M_INLINE: abi_work(a); break;
+    case M_SECCOMP: rc = rm_run_seccomp(abi_work, a); break;
+    case M_BROKER:
+        CHECK_EQ_LONG(rm_broker_start(&b, &policy, 4096), 0);
+        rc = rm_run_brokered(abi_work, a);
+        rm_broker_stop(&b);
+        break;
+    case M_PTRACE: rc = rm_run_ptrace(&policy, abi_work, a, &t); break;
+    case M_LWCMON: rc = rm_run_lwcmon(&policy, abi_work, a, a, ps, &t); break;
+    }
+    fprintf(stderr, "# %s: run %d; x32 open %ld%s; i386 open %ld%s%s\n", mon_names[m], rc, a->x32_ret,
+            a->x32_leak ? " LEAKED" : "", a->i386_ret, a->i386_leak ? " LEAKED" : "",
+            a->i386_tried && a->i386_ret == -ENODATA ? " (the process died making it)" : "");
+    struct abi got = *a;
+    lwc_free_shared(a);
+    unlink(secret);
+    rmdir(dir);
+    if (m == M_INLINE) {
+        /* The attack is real where the kernel runs i386 calls. */
+        if (got.i386_ret == -ENOSYS)
+            SKIP("this kernel runs no i386 calls (no IA32 emulation)");
+        CHECK(got.i386_ret >= 0 && got.i386_leak);
+        return;
+    }
+    /* x32: refused (also where the kernel has no x32, as here it may not). */
+    CHECK(got.x32_ret < 0 && !got.x32_leak);
+    /* i386: the call killed the workload before it returned. */
+    CHECK(got.i386_tried && !got.i386_leak);
+    CHECK_EQ_LONG(got.i386_ret, -ENODATA);
+    CHECK_EQ_LONG(rc, -EOWNERDEAD);
+#endif
+}
+
+static void t_abi_inline(void) { abi_under(M_INLINE); }
+static void t_abi_seccomp(void) { abi_under(M_SECCOMP); }
+static void t_abi_broker(void) { abi_under(M_BROKER); }
+static void t_abi_ptrace(void) { abi_under(M_PTRACE); }
+static void t_abi_lwcmon(void) { abi_under(M_LWCMON); }
+
 int main(void)
 {
     TAP_CASE(t_inline_does_not);
@@ -429,5 +527,10 @@ int main(void)
     TAP_CASE(t_refused_broker);
     TAP_CASE(t_refused_ptrace);
     TAP_CASE(t_refused_lwcmon);
+    TAP_CASE(t_abi_inline);
+    TAP_CASE(t_abi_seccomp);
+    TAP_CASE(t_abi_broker);
+    TAP_CASE(t_abi_ptrace);
+    TAP_CASE(t_abi_lwcmon);
     return tap_done();
 }
