@@ -14,6 +14,10 @@
  *   racer     a process of the same uid outside the monitor (started
  *             before it) opens /proc/MONITOR/mem while the workload runs:
  *             refused when the monitor hid its memory (non-dumpable)
+ *
+ * Where the tests run as root, each case first gives up CAP_SYS_PTRACE
+ * (nocap.h), so that the monitor, the workload and the racer are processes
+ * of one uid without it, the attacker a monitor must stand.
  *   refused   mmap of a file, execve, io_uring_setup and a number Linux
  *             does not have (the default-deny filter's tail, which every
  *             isolating monitor shares)
@@ -27,7 +31,6 @@
  * bytes, and the error of each try.  Nothing is timed. */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <linux/openat2.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,6 +45,7 @@
 
 #include "isobench/lwc.h"
 #include "tap.h"
+#include "nocap.h"
 #include "../../src/monitor/monitors.h"
 
 #ifndef SYS_openat2
@@ -204,23 +208,6 @@ static pid_t start_racer(pid_t monitor, int go_r, int answer_w)
     return pid;
 }
 
-/* Where the tests run as root: give up CAP_SYS_PTRACE in this case's
- * process, before the monitor, the workload and the racer exist, so that
- * all three are the attacker the monitor must stand, a process of the
- * same uid without it (with it, any process's memory opens, dumpable or
- * not; the kernel also refuses a process whose capabilities are fewer
- * than its target's, so all three give it up). */
-static void drop_ptrace_cap(void)
-{
-    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct d[2];
-    CHECK(syscall(SYS_capget, &h, d) == 0);
-    d[CAP_TO_INDEX(CAP_SYS_PTRACE)].effective &= ~CAP_TO_MASK(CAP_SYS_PTRACE);
-    d[CAP_TO_INDEX(CAP_SYS_PTRACE)].permitted &= ~CAP_TO_MASK(CAP_SYS_PTRACE);
-    d[CAP_TO_INDEX(CAP_SYS_PTRACE)].inheritable &= ~CAP_TO_MASK(CAP_SYS_PTRACE);
-    CHECK(syscall(SYS_capset, &h, d) == 0);
-}
-
 static void write_file(const char *path, const char *text)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -232,7 +219,7 @@ static void write_file(const char *path, const char *text)
 /* Run the attacks under monitor m; the workload's view in *out. */
 static void attack(enum mon m, struct seen *out)
 {
-    drop_ptrace_cap();
+    tap_drop_ptrace_cap();
     const char *tmp = getenv("TMPDIR");
     char base[200], dir[220], other[220];
     snprintf(base, sizeof base, "%s/isob-test-monitors-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -457,7 +444,7 @@ static void abi_under(enum mon m)
     (void)m;
     SKIP("the i386 and x32 ABIs are x86-64's");
 #else
-    drop_ptrace_cap();
+    tap_drop_ptrace_cap();
     const char *tmp = getenv("TMPDIR");
     char dir[200], secret[240];
     snprintf(dir, sizeof dir, "%s/isob-test-abi-XXXXXX", tmp && *tmp ? tmp : "/tmp");

@@ -4,12 +4,16 @@
  * procsep and lwc, while without a check (none) it really reads
  * /etc/passwd, which is the attack the monitors stop; the monitor's count
  * at exit is two checked calls (openat, pread64) per GET plus the refused
- * open; bad combinations are refused.
+ * open; procsep and lwc serve from a process under the monitors' seccomp
+ * filters, and keep the monitor's memory closed to a process of the same
+ * uid (inline does neither); bad combinations are refused.
  *
  * Each case runs the server (isob_serve_main) in a child process on a
  * loopback port it picks, and talks to it over real sockets.  Nothing is
  * timed: the socket time-outs only keep a broken server from hanging. */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +29,7 @@
 #include "isobench/serve.h"
 #include "tap.h"
 #include "children.h"
+#include "nocap.h"
 
 #define IO_TIMEOUT_S 20
 /* GETs each monitor case sends before the refused one. */
@@ -151,6 +156,84 @@ static void check_monitor(const char *mon, int refuses)
     CHECK(strstr(said, want) != NULL);
 }
 
+/* The number of seccomp filters of process pid (/proc/PID/status). */
+static int filters_of(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    int n = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Seccomp_filters: %d", &n) == 1)
+            break;
+    fclose(f);
+    CHECK(n >= 0);
+    return n;
+}
+
+/* 0 when this process opens /proc/PID/mem, else -errno. */
+static int mem_opens(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    close(fd);
+    return 0;
+}
+
+/* The server's confinement as the processes show it: under procsep the
+ * serving loop runs in a child under one filter (the broker, another
+ * child, has none); under lwc in the context under two (the trap filter
+ * and the default-deny one).  The monitor's memory (the server process;
+ * under procsep the broker's too) does not open for a process of the same
+ * uid without CAP_SYS_PTRACE, this test; inline's does. */
+static void check_confined(const char *mon, int filters)
+{
+    tap_drop_ptrace_cap();
+    const char *args[] = {"-m", "direct", "--port", "0", "--heap-mb", "4", "--http",
+                          "--monitor", mon, NULL};
+    struct srv s = run_serve(args, 1);
+    CHECK(strncmp(get(s.port, "/"), "HTTP/1.0 200 ", 13) == 0);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)s.pid, (int)s.pid);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    int pid, confined = 0, others = 0;
+    while (fscanf(f, "%d", &pid) == 1) {
+        int n = filters_of(pid);
+        fprintf(stderr, "# %s: child %d has %d seccomp filters; its memory: %s\n", mon, pid, n,
+                n ? "-" : mem_opens(pid) == 0 ? "opens" : strerror(-mem_opens(pid)));
+        if (n == filters && n > 0) {
+            confined++;
+        } else {
+            others++;
+            CHECK_EQ_LONG(n, 0);
+            if (filters)
+                CHECK_EQ_LONG(mem_opens(pid), -EACCES);
+        }
+    }
+    fclose(f);
+    int own = mem_opens(s.pid);
+    fprintf(stderr, "# %s: the server's own memory: %s\n", mon, own == 0 ? "opens" : strerror(-own));
+    CHECK_EQ_LONG(filters_of(s.pid), 0);
+    if (filters) {
+        CHECK_EQ_LONG(confined, 1);
+        CHECK_EQ_LONG(own, -EACCES);
+    } else {
+        CHECK_EQ_LONG(confined + others, 0);
+        CHECK_EQ_LONG(own, 0);
+    }
+    char said[4096];
+    CHECK_EQ_LONG(stop_serve(&s, said, sizeof said), 0);
+}
+
+static void t_procsep_serves_confined(void) { check_confined("procsep", 1); }
+static void t_lwc_serves_confined(void) { check_confined("lwc", 2); }
+static void t_inline_serves_unconfined(void) { check_confined("inline", 0); }
+
 static void t_none_serves_what_the_path_names(void) { check_monitor("none", 0); }
 static void t_inline_refuses_outside(void) { check_monitor("inline", 1); }
 static void t_procsep_refuses_outside(void) { check_monitor("procsep", 1); }
@@ -223,6 +306,9 @@ int main(void)
     TAP_CASE(t_inline_refuses_outside);
     TAP_CASE(t_procsep_refuses_outside);
     TAP_CASE(t_lwc_refuses_outside);
+    TAP_CASE(t_inline_serves_unconfined);
+    TAP_CASE(t_procsep_serves_confined);
+    TAP_CASE(t_lwc_serves_confined);
     TAP_CASE(t_bad_options_refused);
     return tap_done();
 }
