@@ -1,13 +1,16 @@
 /* The isolation matrix (see include/isobench/isolation.h). */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "isobench/bench.h"
+#include "isobench/inspect.h"
 #include "isobench/isolation.h"
 #include "isobench/server.h"
 
@@ -604,9 +607,12 @@ static void conditions(const struct isob_mechanism *m, struct isob_isolation *r)
 #ifdef SEGV_PKUERR
     else if (m->fault_code == SEGV_PKUERR)
         snprintf(c, n, "covers loads and stores by address from untrusted code (PKRU denies the trusted "
-                       "key); not sigreturn frames (a handler that writes PKRU into its frame), nor the "
+                       "key) and a call of the C library's pkey_set(key, 0) (closed: the mechanism traps "
+                       "stray WRPKRUs before create); not the dynamic loader's XRSTOR reached by a jump "
+                       "into _dl_runtime_resolve_xsave with chosen registers and stack, nor sigreturn frames "
+                       "(a handler or a forged rt_sigreturn frame that writes PKRU), nor the "
                        "kernel's ways into an open window (rseq abort handlers, signals on an alternate "
-                       "stack, io_uring task work), nor code that runs WRPKRU or XRSTOR itself, nor C library "
+                       "stack, io_uring task work), nor C library "
                        "code replaced before create (set-up calls it with the new key open), nor "
                        "system calls that undo the key (pkey_mprotect to key 0, a freed key another "
                        "thread keeps open, madvise): "
@@ -741,12 +747,130 @@ static int begin(const struct isob_mechanism *m, struct isob_isolation *r, struc
     return 0;
 }
 
+/* glibc exports a WRPKRU as a function since 2.27: pkey_set(key, rights). */
+#if defined(__x86_64__) && defined(SEGV_PKUERR) && defined(__GLIBC__) && \
+    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 27))
+#define HAVE_PKEY_SET 1
+#include <dlfcn.h>
+#include <sys/mman.h>
+
+/* Where the forked attacker was when it faulted (1 in pkey_set, 2 in the
+ * read), for its exit code. */
+static volatile sig_atomic_t pkey_set_step;
+
+static void on_pkey_set_fault(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    int kind = sig == SIGILL || sig == SIGTRAP ? 1 : sig == SIGSEGV && si->si_code == SEGV_PKUERR ? 2 : 3;
+    _exit(10 * pkey_set_step + kind);
+}
+
+struct pkey_set_found {
+    size_t off;
+    int n;
+};
+
+static void on_pkey_set_wrpkru(void *ctx, size_t off, enum isob_insn k)
+{
+    struct pkey_set_found *f = ctx;
+    if (k == ISOB_INSN_WRPKRU && !f->n++)
+        f->off = off;
+}
+
+/* The untrusted side calls the C library's exported PKRU writer,
+ * pkey_set(key, 0) for every key, then reads the secret by its address: an
+ * ordinary call, within "jumps to any instruction with any registers".  In
+ * a child, so that keys it opens stay open in the child only.  Appends to
+ * the in-process cell; 1 when the secret was read. */
+static int in_process_pkey_set(uint64_t trusted_addr, struct isob_isolation *r)
+{
+    struct isob_cell *cell = &r->cells[ISOB_ATK_IN_PROCESS];
+    const unsigned char *fn = (const unsigned char *)(uintptr_t)&pkey_set;
+    /* Its WRPKRU, as isob inspect finds it; none when the mechanism
+     * closed it (UD2 in its place). */
+    struct pkey_set_found f = {0, 0};
+    isob_insn_scan(fn, 128, on_pkey_set_wrpkru, &f);
+    Dl_info info;
+    const char *file = dladdr(fn, &info) && info.dli_fname ? info.dli_fname : "the program";
+    const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+    char site[96];
+    if (f.n)
+        snprintf(site, sizeof site, "its WRPKRU at pkey_set+%#zx in %s", f.off, base);
+    else
+        snprintf(site, sizeof site, "its WRPKRU closed, a trap in its place");
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        add(cell->evidence, sizeof cell->evidence, "; pkey_set(key, 0): not tried: fork: %s",
+            isob_strerror(-errno));
+        return -1;
+    }
+    if (pid == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_pkey_set_fault;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGSEGV, &sa, NULL);
+        sigaction(SIGBUS, &sa, NULL);
+        sigaction(SIGILL, &sa, NULL);
+        sigaction(SIGTRAP, &sa, NULL);
+        alarm(60);
+        pkey_set_step = 1;
+        for (int k = 1; k < 16; k++)
+            pkey_set(k, 0);
+        pkey_set_step = 2;
+        uint64_t v = *(volatile uint64_t *)(uintptr_t)trusted_addr;
+        _exit(v == ISOB_SECRET ? 0 : 1);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    const char *what = code == 0 ? "returned, then the read got the secret"
+                       : code == 1 ? "returned, then the read found other data"
+                       : code == 11 ? "trapped in pkey_set (SIGILL or SIGTRAP)"
+                       : code == 12 ? "SEGV_PKUERR in pkey_set"
+                       : code == 21 ? "returned, then the read trapped (SIGILL or SIGTRAP)"
+                       : code == 22 ? "returned, then the read faulted: SIGSEGV (SEGV_PKUERR)"
+                       : code == 13 || code == 23 ? "another fault"
+                                                  : "the attacker died otherwise";
+    add(cell->evidence, sizeof cell->evidence,
+        "; then called the C library's pkey_set(key, 0) for keys 1-15 (%s) and read again: %s", site,
+        what);
+    if (code == 0)
+        return 1;
+    /* Held when pkey_set could not write PKRU or the read still met the
+     * key; anything else did not test what it is there to test. */
+    return code == 11 || code == 22 ? 0 : -1;
+}
+#endif
+
 static void in_process(struct isob_comp *c, uint64_t trusted_addr, struct isob_isolation *r)
 {
-    if (c->mech->escape)
+    if (c->mech->escape) {
         in_process_escape(c, trusted_addr, r);
-    else
-        in_process_by_address(c, trusted_addr, r);
+        return;
+    }
+    in_process_by_address(c, trusted_addr, r);
+#ifdef HAVE_PKEY_SET
+    struct isob_cell *cell = &r->cells[ISOB_ATK_IN_PROCESS];
+    if (r->claims && c->mech->fault_code == SEGV_PKUERR && cell->verdict == ISOB_CELL_ENFORCED) {
+        add(cell->method, sizeof cell->method, "; then calls pkey_set(key, 0), glibc's WRPKRU, and reads");
+        int got = in_process_pkey_set(trusted_addr, r);
+        if (got == 1) {
+            cell->verdict = ISOB_CELL_LEAKS;
+            r->verdict = "leaked";
+            snprintf(r->reason, sizeof r->reason,
+                     "the untrusted side called the C library's pkey_set(key, 0) and read the secret");
+        } else if (got < 0) {
+            cell->verdict = ISOB_CELL_UNTESTED;
+            r->verdict = "unexpected";
+            snprintf(r->reason, sizeof r->reason, "the pkey_set attack did not show what it tests");
+            add(cell->evidence, sizeof cell->evidence, " (%s)", r->reason);
+        }
+    }
+#endif
 }
 
 int isob_isolation_test(const struct isob_mechanism *m, struct isob_isolation *r)

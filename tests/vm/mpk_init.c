@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/reboot.h>
@@ -216,6 +217,7 @@ static void c_probe(void *arg)
  * exactly the gate's closed value. */
 static void c_results_equal_direct(void *arg)
 {
+    isob_mpk_test_leave_strays = 0;
     (void)arg;
     struct isob_comp *c = vm_make(cur), *ref = vm_make(isob_mechanism_find("direct"));
     struct isob_msg *m = cur->shared(c), *r = ref->mech->shared(ref);
@@ -242,6 +244,7 @@ static void c_results_equal_direct(void *arg)
 
 static void c_errors_propagate(void *arg)
 {
+    isob_mpk_test_leave_strays = 0;
     (void)arg;
     struct isob_comp *c = vm_make(cur);
     struct isob_msg *m = cur->shared(c);
@@ -273,6 +276,7 @@ static long vm_size_kib(void)
  * each serves its own calls. */
 static void c_create_destroy_repeatable(void *arg)
 {
+    isob_mpk_test_leave_strays = 0;
     (void)arg;
     isob_comp_destroy(vm_make(cur));
     long kib = vm_size_kib();
@@ -300,6 +304,7 @@ static void c_create_destroy_repeatable(void *arg)
  * other fault would mean the test touched the wrong memory. */
 static void c_isolation(void *arg)
 {
+    isob_mpk_test_leave_strays = 0;
     (void)arg;
     struct isob_isolation r;
     EXPECT_EQ(isob_isolation_test(cur, &r), 0);
@@ -309,6 +314,51 @@ static void c_isolation(void *arg)
     EXPECT(strstr(r.read, "SIGSEGV") && strstr(r.read, "SEGV_PKUERR"));
     EXPECT(strstr(r.write, "SIGSEGV") && strstr(r.write, "SEGV_PKUERR"));
     EXPECT_EQ(r.intact, 1);
+    /* The call of the C library's pkey_set met the closed WRPKRU. */
+    printf("# in-process evidence: %s\n", r.cells[ISOB_ATK_IN_PROCESS].evidence);
+    EXPECT(strstr(r.cells[ISOB_ATK_IN_PROCESS].evidence, "trapped in pkey_set"));
+}
+
+/* The untrusted side calls the C library's exported PKRU writer,
+ * pkey_set(key, 0) for every key, then loads the secret.  arg 0: the
+ * mechanism as it is, which closed the WRPKRU before create (pkey_set must
+ * trap); arg 1: the deliberately unclosed variant, which must lose. */
+static void on_pkey_set_trap(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    dprintf(1, "# held: pkey_set raised signal %d (si_code %d) at %p\n", sig, si->si_code, si->si_addr);
+    _exit(0);
+}
+
+static void c_pkey_set(void *arg)
+{
+    isob_mpk_test_leave_strays = arg != NULL;
+    struct isob_comp *c = vm_make(cur);
+    struct isob_msg *msg = c->mech->shared(c);
+    msg->arg[0] = (int64_t)ISOB_SECRET;
+    EXPECT_EQ(isob_call(c, ISOB_ENTRY_SECRET_PLANT), 0);
+    volatile uint64_t *secret = (volatile uint64_t *)(uintptr_t)msg->arg[1];
+    EXPECT(secret != NULL);
+    const struct isob_mpk_closed *closed;
+    size_t n = isob_mpk_closed_sites(&closed);
+    for (size_t i = 0; i < n; i++)
+        printf("# closed: WRPKRU at %p (%s+%#llx%s%s)\n", closed[i].addr, closed[i].file,
+               (unsigned long long)closed[i].file_offset, closed[i].symbol[0] ? ", " : "",
+               closed[i].symbol);
+    if (!arg)
+        EXPECT(n > 0);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_pkey_set_trap;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGILL, &sa, NULL);
+    sigaction(SIGTRAP, &sa, NULL);
+    for (int k = 1; k < 16; k++)
+        pkey_set(k, 0);
+    uint64_t v = *secret;
+    if (v == ISOB_SECRET)
+        vm_breach("pkey_set(key, 0) returned and the load read the secret (PKRU 0x%08x)", isob_rdpkru());
+    vm_fail(__LINE__, "pkey_set returned, the load found %#llx", (unsigned long long)v);
 }
 
 /* ---- isob switch ------------------------------------------------------ */
@@ -519,6 +569,10 @@ static void run_mechanism(const char *name)
     vm_check("errors propagate", c_errors_propagate, NULL, VM_PASS);
     vm_check("create/destroy repeatable", c_create_destroy_repeatable, NULL, VM_PASS);
     vm_check("isolation enforced by PKU", c_isolation, NULL, VM_PASS);
+    vm_check("attack: the C library's pkey_set(key, 0), then a load of the secret (must trap)",
+             c_pkey_set, NULL, VM_PASS);
+    vm_check("control: the same with the stray WRPKRUs left (must breach)", c_pkey_set, (void *)1,
+             VM_BREACH);
     vm_check("outside readers ignore the key (scrape)", c_scrape, (void *)name, VM_PASS);
     vm_attacks(cur, 0);
     vm_window_attacks(cur, NULL);
@@ -531,6 +585,8 @@ int main(int argc, char **argv)
      * the leaky build (this same program, linked with it). */
     if (argc == 4 && strcmp(argv[1], "--window-attack") == 0) {
         setvbuf(stdout, NULL, _IONBF, 0);
+        /* Its judge opens the key with a WRPKRU of its own (below). */
+        isob_mpk_test_leave_strays = 1;
         const struct isob_mechanism *m = isob_mechanism_find(argv[2]);
         if (!m)
             vm_fail(__LINE__, "no mechanism %s", argv[2]);
@@ -557,6 +613,11 @@ int main(int argc, char **argv)
     unsigned a = 0, b = 0, c = 0, d = 0;
     if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 4)))
         printf("# PKRU at start: 0x%08x\n", isob_rdpkru());
+    /* The checks' own judges open keys with WRPKRUs of their own (peek
+     * the secret, the legacy gate, the kinds' test copies), which a create
+     * would close, as it closes every WRPKRU outside the gate; only the
+     * checks that concern the closing, and use no such judge, turn it on. */
+    isob_mpk_test_leave_strays = 1;
     char why[256] = "";
     const struct isob_mechanism *mpk = isob_mechanism_find("mpk");
     if (mpk && mpk->probe(why, sizeof why) != 0) {

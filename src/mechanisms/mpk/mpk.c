@@ -58,6 +58,14 @@
 #include "isobench/mechanism.h"
 #include "mpk.h"
 
+/* Why the last create failed closing the stray WRPKRUs, "" otherwise. */
+static char mpk_why[200];
+
+static const char *mpk_limit_why(void)
+{
+    return mpk_why[0] ? mpk_why : NULL;
+}
+
 #if defined(__x86_64__)
 
 #include <cpuid.h>
@@ -203,6 +211,12 @@ static int mpk_create(const struct isob_comp_spec *spec, struct isob_comp **out)
         return -EINVAL;
     if (mpk_slots_err)
         return mpk_slots_err;
+    /* Before the key exists: a WRPKRU outside the gate (glibc's pkey_set)
+     * would let one call of the untrusted side open it (strays.c). */
+    mpk_why[0] = 0;
+    int closed = isob_mpk_close_strays(mpk_why, sizeof mpk_why);
+    if (closed)
+        return closed;
     struct mpk_comp *m = calloc(1, sizeof *m);
     if (!m)
         return -ENOMEM;
@@ -416,6 +430,7 @@ const struct isob_mechanism isob_mech_mpk = {
     .shared = mpk_shared,
     .destroy = mpk_destroy,
     .call_kind = MPK_KINDS,
+    .limit_why = mpk_limit_why,
 };
 
 const struct isob_mechanism isob_mech_mpk_bridge = {
@@ -429,6 +444,7 @@ const struct isob_mechanism isob_mech_mpk_bridge = {
     .call = mpk_bridge_call,
     .shared = mpk_shared,
     .destroy = mpk_destroy,
+    .limit_why = mpk_limit_why,
 };
 
 #if defined(__x86_64__)

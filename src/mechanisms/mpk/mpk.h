@@ -72,4 +72,27 @@ size_t isob_mpk_test_sites(const struct isob_mpk_site **sites);
 /* The code of the gates (gate_x86.S), from its first byte; *len bytes. */
 const void *isob_mpk_test_text(size_t *len);
 
+/* Closing the process's stray WRPKRUs (strays.c), which every create does
+ * before its key exists: each executable mapping inspected, each page with
+ * a WRPKRU outside the gate replaced by a copy with a trap in its place.
+ * 0, or a negative errno with why (create then fails with it). */
+int isob_mpk_close_strays(char *why, size_t len);
+
+/* One closed site: where it was, in which file and symbol. */
+#define ISOB_MPK_CLOSED_MAX 128
+struct isob_mpk_closed {
+    const void *addr;
+    uint64_t file_offset;
+    char file[256];
+    char symbol[128];          /* "pkey_set+0x32", or "" */
+};
+
+/* The sites closed so far in this process; their count. */
+size_t isob_mpk_closed_sites(const struct isob_mpk_closed **out);
+
+/* Test-only: nonzero before a create leaves the strays as they are (the
+ * deliberately unclosed variant that the pkey_set attack must win
+ * against).  No mechanism sets it. */
+extern int isob_mpk_test_leave_strays;
+
 #endif
