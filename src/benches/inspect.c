@@ -98,9 +98,49 @@ static uintptr_t self_addr(const struct isob_inspect *self, const struct isob_xm
     return 0;
 }
 
+/* The mpk mechanisms close every stray WRPKRU of their process before a
+ * create (src/mechanisms/mpk/strays.c).  For a scan of this process, one
+ * mpk compartment is created and destroyed after the sites are found, so
+ * that each stray can be reported as closed or open as a program that
+ * uses mpk would have it.  1 when the closing ran, 0 with why. */
+static int close_as_mpk(char *why, size_t len)
+{
+    const struct isob_mechanism *m = isob_mechanism_find("mpk");
+    if (!m) {
+        snprintf(why, len, "mpk is not in this build");
+        return 0;
+    }
+    if (m->probe(why, len) != 0)
+        return 0;
+    struct isob_comp_spec spec;
+    isob_spec_defaults(&spec);
+    struct isob_comp *c = NULL;
+    int rc = isob_comp_create(m, &spec, &c);
+    if (rc) {
+        const char *lw = m->limit_why ? m->limit_why() : NULL;
+        snprintf(why, len, "create mpk: %s", lw ? lw : isob_strerror(rc));
+        return 0;
+    }
+    isob_comp_destroy(c);
+    return 1;
+}
+
+/* 1 when the stray at addr was closed by mpk (in its record of closed
+ * sites, and no longer the instruction in memory), 0 when it is open. */
+static int site_closed(const struct isob_site *site, const struct isob_xmap *m)
+{
+    const struct isob_mpk_closed *closed;
+    size_t n = isob_mpk_closed_sites(&closed);
+    for (size_t i = 0; i < n; i++)
+        if ((uintptr_t)closed[i].addr == site->addr)
+            return m->perms[0] != 'r' ||
+                   isob_insn_match((const unsigned char *)site->addr, ISOB_INSN_MAX) != (int)site->kind;
+    return 0;
+}
+
 static void in_emit(struct isob_xclock *x, const struct isob_inspect *in, const struct isob_inspect *self,
                     int is_self, size_t gates_recorded, size_t gates_found, unsigned passes,
-                    struct isob_samples *s, const char *failure)
+                    struct isob_samples *s, const char *failure, int closing, const char *closing_why)
 {
     char *buf = NULL;
     size_t blen = 0;
@@ -131,6 +171,8 @@ static void in_emit(struct isob_xclock *x, const struct isob_inspect *in, const 
     for (size_t i = 0; i < in->nsites; i++)
         stray += !in->sites[i].gate;
     isob_jw_int(&w, "stray_sites", (long long)stray);
+    isob_jw_str(&w, "mpk_closing", closing ? "applied" : NULL);
+    isob_jw_str(&w, "mpk_closing_why", closing ? NULL : closing_why);
     isob_jw_arr(&w, "sites");
     for (size_t i = 0; i < in->nsites; i++) {
         const struct isob_site *site = &in->sites[i];
@@ -146,6 +188,10 @@ static void in_emit(struct isob_xclock *x, const struct isob_inspect *in, const 
         snprintf(t, sizeof t, "%02x %02x %02x", site->bytes[0], site->bytes[1], site->bytes[2]);
         isob_jw_str(&w, "bytes", t);
         isob_jw_bool(&w, "gate", site->gate);
+        if (site->gate || !closing)
+            isob_jw_raw(&w, "closed", "null");
+        else
+            isob_jw_bool(&w, "closed", site_closed(site, m));
         if (site->spans)
             isob_jw_bool(&w, "spans_mappings", 1);
         uintptr_t here = is_self ? site->addr : self_addr(self, m, site->file_offset);
@@ -232,6 +278,8 @@ static int in_run(struct isob_bench_ctx *ctx)
             addrs[gates++] = (uintptr_t)sites[i].addr;
     size_t found = isob_inspect_mark_gate(in, &self, addrs, gates);
     free(addrs);
+    char closing_why[256] = "the target is another process: the mpk creates of that process close its strays";
+    int closing = is_self ? close_as_mpk(closing_why, sizeof closing_why) : 0;
     /* Sites that span two mappings are found apart from the passes. */
     size_t expect = 0;
     for (size_t i = 0; i < in->nsites; i++)
@@ -253,7 +301,7 @@ static int in_run(struct isob_bench_ctx *ctx)
             }
         }
     }
-    in_emit(&x, in, &self, is_self, gates, found, passes, &s, failure);
+    in_emit(&x, in, &self, is_self, gates, found, passes, &s, failure, closing, closing_why);
     isob_samples_free(&s);
     isob_inspect_free(&self);
     isob_inspect_free(&target);

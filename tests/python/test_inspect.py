@@ -159,27 +159,49 @@ def test_list_states_the_stray_sites_in_the_mpk_evidence(isobench):
     assert "2 of 2 recorded gate WRPKRUs, 2 stray sites" in p.stdout
 
 
-def test_an_available_mpk_cell_states_the_strays_in_its_evidence(fake):
-    """with_inspection on a matrix where mpk ran: the strays join its
-    evidence, the verdict stays what was measured, other mechanisms are
-    untouched."""
+def _matrix_with(fake, mode):
     out = subprocess.run([sys.executable, str(fake.__file__), "inspect", "--quick"],
-                         capture_output=True, text=True, env={"FAKE_ISOB_INSPECT": "1"})
+                         capture_output=True, text=True, env={"FAKE_ISOB_INSPECT": mode})
     lines = [json.loads(l) for l in out.stdout.splitlines()]
     mechs = [{"name": "mpk", "available": True, "attackers": {
                  "in-process": {"verdict": "enforced", "method": "load, store",
                                 "evidence": "SEGV_PKUERR"}}},
              {"name": "thread", "available": True, "attackers": {
                  "in-process": {"verdict": "leaks", "method": None, "evidence": None}}}]
-    notes = inspect.with_inspection(mechs, lines, None)
+    return mechs, inspect.with_inspection(mechs, lines, None)
+
+
+def test_an_open_callable_stray_makes_the_mpk_cell_leak(fake):
+    """with_inspection on a matrix where mpk ran and the scan found libc's
+    pkey_set open: one call opens every key, so the cell leaks, its method
+    the call; the jump-only XRSTOR is stated as not defended; other
+    mechanisms are untouched."""
+    mechs, notes = _matrix_with(fake, "1")
     cell = mechs[0]["attackers"]["in-process"]
-    assert cell["verdict"] == "enforced"
-    assert cell["evidence"].startswith("SEGV_PKUERR; stray PKRU writers outside the gate: ")
-    assert "WRPKRU pkey_set+0x32 at libc.so.6+0x109352" in cell["evidence"]
-    assert "XRSTOR ld-linux-x86-64.so.2+0x12254" in cell["evidence"]
+    assert cell["verdict"] == "leaks"
+    assert cell["method"].startswith("untrusted code calls pkey_set (libc.so.6), whose WRPKRU at "
+                                     "pkey_set+0x32 at libc.so.6+0x109352 mpk did not close")
+    assert cell["evidence"].startswith("SEGV_PKUERR; ")
+    assert "open: WRPKRU pkey_set+0x32 at libc.so.6+0x109352: untrusted code that calls" in cell["evidence"]
+    assert ("not defended, reached only by a jump into the middle of code with chosen registers: "
+            "XRSTOR ld-linux-x86-64.so.2+0x12254") in cell["evidence"]
     assert "inspection" not in mechs[1]["attackers"]["in-process"]
+    assert mechs[1]["attackers"]["in-process"]["verdict"] == "leaks"
     assert notes[0].startswith("mpk: ERIM's binary inspection of /opt/isob/build/isob")
-    assert "not available" not in notes[0]
+    assert "0 of them closed (mpk's closing not applied: CPU has no PKU" in notes[0]
+
+
+def test_a_closed_stray_leaves_the_measured_verdict(fake):
+    """The same scan after mpk's closing: pkey_set's WRPKRU is a trap, the
+    cell stays as measured and says what was closed."""
+    mechs, notes = _matrix_with(fake, "closed")
+    cell = mechs[0]["attackers"]["in-process"]
+    assert cell["verdict"] == "enforced" and cell["method"] == "load, store"
+    assert ("closed by mpk before create (a trap in its place): WRPKRU pkey_set+0x32 at "
+            "libc.so.6+0x109352") in cell["evidence"]
+    assert "XRSTOR ld-linux-x86-64.so.2+0x12254" in cell["evidence"]
+    assert "1 of them closed by mpk" in notes[0]
+    assert "  WRPKRU pkey_set+0x32 at libc.so.6+0x109352: " + inspect.CLOSED in notes
 
 
 def test_list_says_when_the_inspection_did_not_run(isobench):

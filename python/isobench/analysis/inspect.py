@@ -23,15 +23,18 @@ from .runs import RunData
 ERIM_PAGES = 3918
 PUBLISHED_IDS = ("erim-inspect-page-low", "erim-inspect-page-high", "erim-inspect-total")
 
-# What each instruction lets an attacker who controls the untrusted side's
-# control flow do, when it is not the gate's.
+# What each instruction lets untrusted code do, when it is not the gate's.
 ATTACKS = {
-    "wrpkru": "an in-process attacker that jumps there with chosen eax (ecx = edx = 0) writes "
-              "PKRU: every key opens",
-    "xrstor": "an in-process attacker that jumps there with edx:eax selecting PKRU (bit 9) "
-              "and an XSAVE area of its own restores PKRU from it: every key opens",
+    "wrpkru": "untrusted code that calls the function holding it (one ordinary call: glibc's "
+              "pkey_set(key, 0) writes its argument there) or jumps there with chosen eax "
+              "(ecx = edx = 0) writes PKRU: every key opens",
+    "xrstor": "untrusted code that jumps there with edx:eax selecting PKRU (bit 9) and the "
+              "operand's registers at an XSAVE area of its own restores PKRU from it: every key opens",
     "xrstors": "none from user mode: XRSTORS is privileged (#GP at CPL 3)",
 }
+# A stray the mpk mechanisms replaced with a trap before create
+# (src/mechanisms/mpk/strays.c), as `isob inspect` saw it after one create.
+CLOSED = "closed by mpk before create (a trap in its place)"
 
 
 def where(site: Mapping) -> str:
@@ -51,16 +54,28 @@ def classify(site: Mapping) -> dict:
             "bytes": site.get("bytes"), "symbol": site.get("symbol"), "where": where(site),
             "role": "gate" if gate else "stray",
             "attack": None if gate else ATTACKS.get(insn, "unknown instruction"),
+            "closed": site.get("closed"),
             "spans_mappings": bool(site.get("spans_mappings"))}
 
 
 def stray_lines(sites: Sequence[Mapping]) -> list[str]:
-    """One sentence per stray site that user mode can execute."""
+    """One sentence per stray site that user mode can execute: the attack,
+    or that mpk closed it."""
     out = []
     for s in map(classify, sites):
         if s["role"] == "stray" and s["insn"] != "xrstors":
-            out.append(f"{s['insn'].upper()} {s['where']}: {s['attack']}")
+            out.append(f"{s['insn'].upper()} {s['where']}: {CLOSED if s['closed'] else s['attack']}")
     return out
+
+
+def open_strays(sites: Sequence[Mapping]) -> tuple[list[dict], list[dict]]:
+    """The strays user mode can run that mpk did not close, of sites as
+    classify gives them, as (callable, jump-only): callable when an
+    exported function holds the site (its symbol is known), so that a call
+    reaches it; jump-only otherwise."""
+    found = [s for s in sites
+             if s["role"] == "stray" and s["insn"] != "xrstors" and not s["closed"]]
+    return [s for s in found if s["symbol"]], [s for s in found if not s["symbol"]]
 
 
 def per_page(entry: Mapping) -> dict | None:
@@ -135,6 +150,7 @@ def summary_of(lines: Sequence[Mapping]) -> dict | None:
             sites = [classify(s) for s in p.get("sites") or []]
             return {"status": "ok", "target_exe": p.get("target_exe"), "sites": sites,
                     "strays": stray_lines(p.get("sites") or []),
+                    "mpk_closing": p.get("mpk_closing"), "mpk_closing_why": p.get("mpk_closing_why"),
                     "gate_sites_found": p.get("gate_sites_found"),
                     "gate_sites_recorded": p.get("gate_sites_recorded"),
                     "mappings": p.get("mappings"), "unscanned": list(p.get("unscanned") or [])}
@@ -146,29 +162,51 @@ def summary_of(lines: Sequence[Mapping]) -> dict | None:
 def with_inspection(mechanisms: Sequence[dict], lines: Sequence[Mapping],
                     why: str | None) -> list[str]:
     """Attach the inspection of an isob process (``isob inspect``: the binary
-    the mpk mechanisms run in and every library it maps) to the in-process
-    cell of each MPK mechanism, as ``inspection``, and state each stray
-    WRPKRU or XRSTOR in its evidence with the attack it enables.  The
-    in-process verdict is left as measured: it covers loads and stores, and
-    a stray site is reached only by an attacker who controls the untrusted
-    side's control flow.  A mechanism not available here keeps its evidence
-    (why it is not); the scan is attached all the same.  Returns the lines
-    to print under the matrix."""
+    the mpk mechanisms run in and every library it maps, after one mpk
+    create closed what it closes) to the in-process cell of each MPK
+    mechanism, as ``inspection``, and judge that cell by it: a stray WRPKRU
+    or XRSTOR that an exported function holds and mpk did not close is a
+    call away from opening every key, so the cell reads ``leaks`` with that
+    call as its method, whatever the loads and stores showed.  Closed
+    strays and jump-only ones (reached only by a jump into the middle of
+    code with chosen registers: not defended) are stated in the evidence.
+    A mechanism not available here keeps its evidence (why it is not); the
+    scan is attached all the same.  Returns the lines to print under the
+    matrix."""
     mpk = [m for m in mechanisms if str(m.get("name", "")).startswith("mpk")]
     if not mpk:
         return []
     scan = summary_of(lines) if why is None else None
     if scan is None:
         scan = {"status": "untested", "reason": why or "isob inspect printed no result"}
+    callable_, jump_only = open_strays(scan.get("sites") or []) if scan.get("status") == "ok" else ([], [])
+    closed = [s for s in scan.get("sites") or [] if s.get("role") == "stray" and s.get("closed")]
     out = []
     for m in mpk:
         cells = m.setdefault("attackers", untested_cells(None))
         cell = cells.setdefault("in-process", {"verdict": "untested", "method": None,
                                                "evidence": None})
         cell["inspection"] = scan
-        strays = scan.get("strays") or []
-        if strays and m.get("available", True):
-            extra = "stray PKRU writers outside the gate: " + "; ".join(strays)
+        if not m.get("available", True) or scan.get("status") != "ok":
+            continue
+        notes = []
+        if closed:
+            notes.append(CLOSED + ": " + "; ".join(f"{s['insn'].upper()} {s['where']}" for s in closed))
+        if jump_only:
+            notes.append("not defended, reached only by a jump into the middle of code with chosen "
+                         "registers: " + "; ".join(f"{s['insn'].upper()} {s['where']}" for s in jump_only))
+        if callable_:
+            s = callable_[0]
+            fn = str(s["symbol"]).split("+")[0]
+            notes.append("open: " + "; ".join(f"{c['insn'].upper()} {c['where']}: {c['attack']}"
+                                              for c in callable_))
+            if cell.get("verdict") in ("enforced", "untested"):
+                cell["verdict"] = "leaks"
+                cell["method"] = (f"untrusted code calls {fn} ({os.path.basename(str(s['file']))}), "
+                                  f"whose {s['insn'].upper()} at {s['where']} mpk did not close "
+                                  "(isob inspect)")
+        extra = "; ".join(notes)
+        if extra:
             cell["evidence"] = f"{cell['evidence']}; {extra}" if cell.get("evidence") else extra
     names = ", ".join(m["name"] for m in mpk)
     if scan.get("status") != "ok":
@@ -176,11 +214,15 @@ def with_inspection(mechanisms: Sequence[dict], lines: Sequence[Mapping],
                    f"{scan.get('reason') or 'no reason given'}")
         return out
     unscanned = scan.get("unscanned") or []
+    closing = ("closed by mpk (the scanned process made one mpk compartment)"
+               if scan.get("mpk_closing") == "applied"
+               else f"closed (mpk's closing not applied: {scan.get('mpk_closing_why') or 'not reported'})")
     out.append(f"{names}: ERIM's binary inspection of {scan.get('target_exe') or 'isob'} and "
                f"its libraries ({scan.get('mappings')} executable mappings, "
                f"{len(unscanned)} unscanned): {scan.get('gate_sites_found')} of "
                f"{scan.get('gate_sites_recorded')} recorded gate WRPKRUs, "
-               f"{len(scan.get('strays') or [])} stray sites user mode can run"
+               f"{len(scan.get('strays') or [])} stray sites user mode can run, "
+               f"{len(closed)} of them {closing}"
                + (" (mpk is not available here: the sites are in the binary all the same)"
                   if not any(m.get("available", True) for m in mpk) else ""))
     out += [f"  {s}" for s in scan.get("strays") or []]
