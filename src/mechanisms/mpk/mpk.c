@@ -27,10 +27,14 @@
  * slot; tests/callgraph checks the built binary).
  *
  * Threat model: the untrusted side may write any memory it can address,
- * from any thread, and jump to any instruction of the gate.  It does not
- * run WRPKRU or XRSTOR of its own elsewhere in the binary (ERIM ensures
- * that by inspecting the binary and rewriting what it finds; `isob inspect`
- * reports every such site, and rewrites none), and it replaces no C library
+ * from any thread, jump to any instruction of the gate, and call any
+ * function of the process.  Every create first closes the process's stray
+ * WRPKRUs (strays.c: glibc's pkey_set is one call that opens a key): each
+ * becomes a trap, as ERIM rewrites what its inspection finds.  XRSTOR
+ * sites are left (the dynamic loader's lazy binding runs one; no call
+ * reaches it with PKRU selected, only a jump into its middle with chosen
+ * registers, which is not defended; `isob inspect` lists each), and the
+ * untrusted side replaces no C library
  * function before it creates a compartment: set-up (mpk_create) runs with
  * the new key open from pkey_alloc to isob_mpk_close and calls sysconf,
  * mmap, mprotect and pkey_mprotect meanwhile, and a thread started from a

@@ -1,8 +1,10 @@
-/* Private interface of the mpk mechanisms, for their tests only.
+/* Private interface of the mpk mechanisms, for their tests and the
+ * inspect benchmark.
  *
- * No mechanism calls these (the inspect benchmark reads the gate's
+ * No other mechanism calls these (the inspect benchmark reads the gate's
  * recorded sites through isob_mpk_test_sites() to tell gate sites from
- * stray ones): they exist so that the QEMU TCG test
+ * stray ones, and which strays mpk closed through isob_mpk_closed_sites()):
+ * the test_ ones exist so that the QEMU TCG test
  * (tests/vm) can attack the gate where an attacker would (the descriptor in
  * ordinary memory, every instruction of the gate, the trusted stack and gate
  * state) and judge the outcome, and so that the native test can inspect the
