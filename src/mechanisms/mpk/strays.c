@@ -9,9 +9,10 @@
  * before a compartment's key exists, every executable mapping is inspected
  * as `isob inspect` does (src/osprobe/inspect.c) and each page that holds a
  * stray WRPKRU is replaced, atomically by mremap, with a private copy whose
- * WRPKRU bytes are UD2 and INT3: the rest of the page (glibc's other pkey
- * functions, which mpk itself calls, share pkey_set's page) keeps working,
- * and a call of pkey_set raises SIGILL instead of writing PKRU.
+ * WRPKRU bytes are UD2 and INT3: the rest of the page keeps working (in
+ * glibc 2.36, pkey_mprotect, which mpk itself calls, and mremap, whose
+ * system call returns into the copy at the same offset, share pkey_set's
+ * page), and a call of pkey_set raises SIGILL instead of writing PKRU.
  *
  * What is not closed, and why (docs/mechanisms.md says the same):
  *  - XRSTOR in the dynamic loader (_dl_runtime_resolve_xsave and _xsavec)
