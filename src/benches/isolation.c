@@ -607,16 +607,15 @@ static void conditions(const struct isob_mechanism *m, struct isob_isolation *r)
 #ifdef SEGV_PKUERR
     else if (m->fault_code == SEGV_PKUERR)
         snprintf(c, n, "covers loads and stores by address from untrusted code (PKRU denies the trusted "
-                       "key) and a call of the C library's pkey_set(key, 0) (closed: the mechanism traps "
-                       "stray WRPKRUs before create); not the dynamic loader's XRSTOR reached by a jump "
-                       "into _dl_runtime_resolve_xsave with chosen registers and stack, nor sigreturn frames "
-                       "(a handler or a forged rt_sigreturn frame that writes PKRU), nor the "
+                       "key) and a call of the C library's pkey_set(key, 0) (closed: create traps "
+                       "stray WRPKRUs); not a jump with chosen registers to an XRSTOR (the dynamic "
+                       "loader's), nor sigreturn frames (a handler's or a forged one that writes PKRU), nor the "
                        "kernel's ways into an open window (rseq abort handlers, signals on an alternate "
                        "stack, io_uring task work), nor C library "
                        "code replaced before create (set-up calls it with the new key open), nor "
                        "system calls that undo the key (pkey_mprotect to key 0, a freed key another "
                        "thread keeps open, madvise): "
-                       "not defended, shown in tests/vm (docs/mechanisms.md)");
+                       "not defended, shown in tests/vm and mpk-strays (docs/mechanisms.md)");
 #endif
     else if (m->props & ISOB_SEPARATE_AS)
         snprintf(c, n, "covers loads and stores by address from the caller: the trusted heap is not mapped "
