@@ -434,8 +434,16 @@ static void c_kernel(void *arg)
     isob_comp_destroy(c);
 }
 
-/* Outside any window: the handler opens every key in its frame's PKRU. */
+/* Outside any window: the handler opens every key in its frame's PKRU
+ * (k_rewrite 1), or leaves the frame and keeps a copy of it, from its
+ * ucontext to the end of its XSAVE area, for a forged rt_sigreturn later
+ * with no signal at all (2: PKRU 0 in the copy; 3: as it was). */
 static volatile int k_rewrite;
+#define K_FRAME_MAX (64u * 1024u)
+static unsigned char k_frame_copy[K_FRAME_MAX + 64] __attribute__((aligned(64)));
+static unsigned char *k_frame_uc;       /* the copy's ucontext */
+static unsigned char k_land_stack[64 * 1024] __attribute__((aligned(16)));
+static volatile uint64_t *k_land_secret;
 
 static void k_rewrite_handler(int sig, siginfo_t *si, void *ctx)
 {
@@ -443,8 +451,36 @@ static void k_rewrite_handler(int sig, siginfo_t *si, void *ctx)
     (void)si;
     uint32_t *pk = frame_pkru(ctx);
     k_frame_pkru = pk ? *pk : 0xffffffffu;
-    if (pk && k_rewrite)
+    if (pk && k_rewrite == 1)
         *pk = 0;
+    ucontext_t *uc = ctx;
+    unsigned char *fx = (unsigned char *)uc->uc_mcontext.fpregs;
+    if (k_rewrite < 2 || !fx || fx < (unsigned char *)ctx)
+        return;
+    uint32_t ext;
+    memcpy(&ext, fx + 468, sizeof ext);  /* _fpx_sw_bytes.extended_size */
+    size_t len = (size_t)(fx - (unsigned char *)ctx) + ext;
+    if (len > K_FRAME_MAX)
+        return;
+    /* The same offset from a 64-byte boundary, so that the copy's XSAVE
+     * area stays aligned as XRSTOR needs. */
+    k_frame_uc = k_frame_copy + ((uintptr_t)ctx & 63);
+    memcpy(k_frame_uc, ctx, len);
+    ((ucontext_t *)(void *)k_frame_uc)->uc_mcontext.fpregs =
+        (void *)(k_frame_uc + (fx - (unsigned char *)ctx));
+}
+
+/* Where the forged rt_sigreturn resumes: a load of the secret with the
+ * PKRU the copy held. */
+static void k_forged_land(void)
+{
+    uint32_t pkru = isob_rdpkru();
+    printf("# resumed by rt_sigreturn of the forged frame with PKRU 0x%08x\n", pkru);
+    uint64_t s = *k_land_secret;  /* faults (SEGV_PKUERR) while the key is closed */
+    if (s == K_SECRET)
+        vm_breach("read the secret 0x%016llx after a forged rt_sigreturn, no signal, loaded "
+                  "PKRU 0x%08x", (unsigned long long)s, pkru);
+    vm_fail(__LINE__, "read 0x%016llx, not the secret", (unsigned long long)s);
 }
 
 static void c_sigreturn(void *arg)
@@ -464,6 +500,26 @@ static void c_sigreturn(void *arg)
     VM_EXPECT(sigaction(SIGUSR1, &sa, NULL) == 0);
     VM_EXPECT(isob_rdpkru() == MPK_PKRU_CLOSED);
     raise(SIGUSR1);
+    if (k_rewrite >= 2) {
+        /* The handler has returned; no signal is pending.  The untrusted
+         * side edits its copy of the frame (PKRU, RIP, RSP) and enters
+         * rt_sigreturn itself, with RSP at the copy's ucontext. */
+        if (!k_frame_uc)
+            vm_fail(__LINE__, "the handler kept no copy of its frame");
+        ucontext_t *fuc = (ucontext_t *)(void *)k_frame_uc;
+        uint32_t *pk = frame_pkru(fuc);
+        if (!pk)
+            vm_fail(__LINE__, "the frame copy has no PKRU");
+        if (k_rewrite == 2)
+            *pk = 0;
+        k_land_secret = secret;
+        fuc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)k_forged_land;
+        fuc->uc_mcontext.gregs[REG_RSP] = (greg_t)(uintptr_t)(k_land_stack + sizeof k_land_stack - 8);
+        printf("# PKRU 0x%08x; rt_sigreturn of a forged frame whose PKRU is 0x%08x\n", isob_rdpkru(),
+               *pk);
+        fflush(stdout);
+        __asm__ volatile("movq %0, %%rsp\n\tmovl $15, %%eax\n\tsyscall\n\tud2" : : "r"(k_frame_uc) : "memory");
+    }
     uint32_t pkru = isob_rdpkru();
     printf("# the frame held PKRU 0x%08x; after rt_sigreturn PKRU is 0x%08x\n", k_frame_pkru,
            pkru);
@@ -662,6 +718,11 @@ void vm_kernel_attacks(const struct isob_mechanism *m)
              "(must breach)", c_sigreturn, (void *)(intptr_t)1, VM_BREACH);
     vm_check("control: the frame's PKRU left as it is (must fault)", c_sigreturn,
              (void *)(intptr_t)0, VM_HELD);
+    vm_check("not defended: rt_sigreturn called with no signal on a frame the untrusted side forged "
+             "(a copy with PKRU 0), then a load (must breach)", c_sigreturn, (void *)(intptr_t)2,
+             VM_BREACH);
+    vm_check("control: the same forged frame with its PKRU as it was (must fault)", c_sigreturn,
+             (void *)(intptr_t)3, VM_HELD);
     vm_check("not defended: madvise(MADV_DONTNEED) of the secret's page, key closed, zeroes it "
              "(must breach)", c_madvise, (void *)(intptr_t)1, VM_BREACH);
     vm_check("control: no madvise, the secret intact (must hold)", c_madvise, (void *)(intptr_t)0,
