@@ -6,6 +6,9 @@
  * can be checked for real there:
  *  - conformance against `direct` and the isolation test (a PKU fault, not
  *    merely some fault) for mpk and mpk-bridge;
+ *  - the C library's pkey_set(key, 0) called by untrusted code: it traps,
+ *    as create closed its WRPKRU, and reads the secret on the deliberately
+ *    unclosed variant (isob_mpk_test_leave_strays);
  *  - the attacks of mpk_attacks.c on both, which must all be stopped, and
  *    on the test-only legacy gate (mpk_legacy.c), which must lose them;
  *  - the GOT/PLT attack on the window (mpk_window.c) on both, which must be
