@@ -1,10 +1,12 @@
 /* The isolation matrix (see include/isobench/isolation.h). */
+#include <dlfcn.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -750,8 +752,6 @@ static int begin(const struct isob_mechanism *m, struct isob_isolation *r, struc
 #if defined(__x86_64__) && defined(SEGV_PKUERR) && defined(__GLIBC__) && \
     (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 27))
 #define HAVE_PKEY_SET 1
-#include <dlfcn.h>
-#include <sys/mman.h>
 
 /* Where the forked attacker was when it faulted (1 in pkey_set, 2 in the
  * read), for its exit code. */
