@@ -869,6 +869,10 @@ static void in_process(struct isob_comp *c, uint64_t trusted_addr, struct isob_i
             add(cell->evidence, sizeof cell->evidence, " (%s)", r->reason);
         }
     }
+#elif defined(SEGV_PKUERR)
+    if (r->claims && c->mech->fault_code == SEGV_PKUERR)
+        add(r->cells[ISOB_ATK_IN_PROCESS].evidence, sizeof r->cells[0].evidence,
+            "; no pkey_set to call: this C library exports none (isob inspect lists any other stray)");
 #endif
 }
 
