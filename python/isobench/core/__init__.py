@@ -1,12 +1,15 @@
 """The bottom layer: what every stage shares, and nothing of any stage.
 
 Data flows one way (docs/design.md, "One way through"): isob's JSON lines
--> measure/ -> store/ -> analysis/ -> render/, with cli.py on top.  What
+-> measure/ -> store/ -> analysis/ -> render/, with cli/ on top.  What
 more than one stage needs lives here, below them all, and imports no stage:
 
     records    the data model: isob's JSON-lines protocol, Header, Result,
                statuses, NO_MECHANISM, REFERENCES, PRIMARY_EVENT, freeze/thaw,
                and a run's identifying columns in flat tables (RUN_COLUMNS)
+    benchmarks one record per benchmark: its kind, output params, the run
+               options it reads, repetitions, time-out, headline phase,
+               baseline rule, sections and the help of its own options
     stats      pure statistics over samples and repetitions
     owner      which process owns a running run, and whether it still exists
     validate   validation at the edge: option values, and the names and

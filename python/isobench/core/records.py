@@ -22,7 +22,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from ..core import stats
+from ..core import benchmarks, stats
 
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "failed", "skipped")
@@ -35,8 +35,9 @@ NO_MECHANISM = "-"
 # beside it as the point of comparison (kv-server runs real memcached next
 # to `isob serve`).  They are measured in the same run and the same way, but
 # have no `direct` baseline: they are a baseline of their own, and the
-# kv-server table gives every server's ratio to them.
-REFERENCES: dict[str, str] = {"kv-server": "memcached"}
+# kv-server table gives every server's ratio to them.  Each benchmark's
+# record (core/benchmarks.py) names its reference program.
+REFERENCES: dict[str, str] = {b.name: b.reference for b in benchmarks.RECORDS if b.reference}
 
 # The name under which a result's primary samples (those in the result's unit)
 # are stored; further events (perf: instructions, TLB misses) use their names.
