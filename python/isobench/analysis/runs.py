@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from . import units
-from ..core import stats
+from ..core import benchmarks, stats
 from ..core.records import NO_MECHANISM, PRIMARY_EVENT, REFERENCES
 from ..store import Store
 
@@ -35,87 +35,20 @@ BASELINE = "direct"
 # change them, so the "no-pmu" check does not count them.
 CLIENT_COUNTERS = frozenset({"memcaslap", "loadgen"})
 
-MICRO, MACRO, UNKNOWN_KIND = "micro", "macro", "unknown"
+MICRO, MACRO, UNKNOWN_KIND = benchmarks.MICRO, benchmarks.MACRO, "unknown"
 # Microbenchmarks isolate one cost (a switch, an OS primitive); macrobenchmarks
 # run a workload with its data inside the compartment.  A paper needs both:
-# a switch cost alone says little about what an application pays.
-BENCHMARK_KINDS = {"switch": MICRO, "pingpong": MICRO, "oslat": MICRO, "kv": MACRO, "kv-server": MACRO,
-                   # docs/workloads.md: work per crossing and compartment count are
-                   # micro; the kernels, memory and I/O run with their data inside.
-                   "worksweep": MICRO, "scale": MICRO,
-                   "cpuwork": MACRO, "memops": MACRO, "pipeio": MACRO,
-                   # docs/microkernel.md
-                   "delegate": MICRO, "sched": MICRO,
-                   # docs/lwc.md: creation, switch and monitored calls are micro;
-                   # signing with the key in a context is the use case itself.
-                   "lwc-create": MICRO, "lwc-switch": MICRO, "refmon": MICRO,
-                   "lwc-sign": MACRO,
-                   # docs/serve.md: servers under isob loadgen.
-                   "lwc-serve": MACRO, "lwc-conns": MACRO, "lwc-curve": MACRO,
-                   # docs/inspect.md: the cost of ERIM's scan per page.
-                   "inspect": MICRO,
-                   # docs/kvm.md: exits out of a KVM guest, SEIMI's Table I.
-                   "vmcall": MICRO}
+# a switch cost alone says little about what an application pays.  Each
+# benchmark's record (core/benchmarks.py) says which it is.
+BENCHMARK_KINDS = {b.name: b.kind for b in benchmarks.RECORDS}
 
 # Result params that report what happened rather than select what was
 # measured (the kv benchmark prints its own mean, request counts, store
 # sizes, ...).  They are left out when results are grouped and matched, so
 # that repetitions and runs of different length line up.  A benchmark that
-# adds such an output param should add it here; if it is missing, the only
-# harm is that its repetitions are not pooled.
-OUTPUT_PARAMS = frozenset({
-    "mean", "requests", "verified", "pmu_reason", "sample_stride", "iterations",
-    "iterations_asked", "entries", "store_bytes", "heap_bytes", "store_ratio", "heap_ratio",
-    "throughput", "ops_per_s", "ops_per_sec", "requests_per_s", "elapsed_s", "errors",
-    # kv-server (kvserver.py): what memcaslap reported, and labels of it.
-    "ops", "get_misses", "latency_source", "samples", "latency_events", "latency_min_ns",
-    "latency_avg_ns", "latency_max_ns", "latency_std_ns", "latency_p50_lo_ns",
-    "latency_p50_hi_ns", "latency_p95_lo_ns", "latency_p95_hi_ns", "latency_p99_lo_ns",
-    "latency_p99_hi_ns",
-    # oslat: the confinement's evidence and what each primitive did and checked.
-    "work", "confine_evidence", "confine_events", "confine_threat", "budget_ms",
-    # The workloads (docs/workloads.md): what each result measured or where
-    # it happened, beside the params that select it.
-    "calls_checked", "ns_per_iteration", "batch_k", "values", "warmup_iterations",
-    "crossings_per_trial", "minor_faults", "fault_site", "gbps", "operations", "cold",
-    "write_calls", "short_reads", "io_by", "pss_kb", "pss_kb_before", "pss_kb_per_compartment",
-    "processes", "calls_verified", "limit_cap", "created", "cause", "errno", "errno_name", "dead",
-    "shared_bytes", "mem_available_mib", "destroyed", "processes_left",
-    # pingpong, delegate, sched (docs/microkernel.md): the protection's evidence,
-    # percentiles and the delta against none computed in the same run.
-    "protect_evidence", "protect_threat", "spread", "delta_vs_none",
-    # lwC's experiments (docs/lwc.md): faults counted where the pages were
-    # written, switches checked on the other side, calls the monitor saw.
-    "reps", "minflt_min", "minflt_median", "minflt_max", "minflt", "pages", "pages_saved",
-    "scanned_pages", "round_trips", "b_ran", "median_a_to_b", "median_b_to_a",
-    "monitored_calls", "monitored_expected", "denied", "probe", "bypass",
-    # lwc-serve, lwc-conns (lwcserve.py): what isob loadgen reported.
-    "throughput_rps", "sessions_done", "connects", "duration_s", "samples_every",
-    "client_busy", "client_cpu_s", "server_busy", "server_cpu_s", "server_processes",
-    "latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p999_us",
-    "latency_mean_us", "latency_max_us",
-    # lwc-serve --tls (lwcmonitor.py): what isob tlsload reported.
-    "handshakes_done", "handshake_seconds", "handshakes_per_s", "server_cpu_per_handshake_us",
-    "handshake_p50_us", "handshake_p90_us", "handshake_p99_us", "handshake_mean_us",
-    "handshake_max_us",
-    # Server CPU per request (analysis/cpu.py), kv-server and lwc-*: outputs.
-    "server_cpu_us_per_req", "client_cpu_us_per_req", "cpu_source",
-    # How often the server's threads blocked per request (lwcserve.py).
-    "server_blocked_per_req", "server_processes_ended",
-    # lwc-curve (lwcserve.py): what the open loop achieved at the offered rate.
-    "achieved_rps", "achieved_ratio", "queued", "unsent", "knee", "late",
-    "send_lag_max_us",
-    # lwc-serve's rollback: the server's totals (isob serve --session rollback).
-    "rollback_method", "rollback_workers", "rollback_sessions", "rollback_pages", "rollback_ns",
-    "rollback_failed", "rollback_us_per_session", "rollback_pages_per_session",
-    # inspect (docs/inspect.md): what the scan found and covered; what it
-    # scanned (target, patterns) stays the identity.
-    "target_exe", "patterns", "passes", "bytes_scanned", "mappings", "mappings_unscanned",
-    "bytes_unscanned", "gate_sites_recorded", "gate_sites_found", "stray_sites", "sites",
-    "unscanned",
-    # vmcall (docs/kvm.md): what the guest checked and how it was built.
-    "exits_per_run", "guest_bad", "guest_last", "hypervisor", "kvm_nested_param",
-})
+# adds such an output param adds it to its record's output_params; if it is
+# missing, the only harm is that its repetitions are not pooled.
+OUTPUT_PARAMS = benchmarks.output_params()
 
 # Params that describe a configuration at length rather than name it (the
 # kvm mechanism's guest and its nested-virtualization caveat): they stay in
@@ -131,12 +64,13 @@ NOTE_PARAMS = frozenset({"caveat", "guest"})
 # same call through the entry table every mechanism uses).  Params only the
 # mechanism has (wasm's "checks") are not looked at.
 BASELINE_IGNORED = frozenset({"placement"})
-BASELINE_FIXED: dict[str, dict[str, Any]] = {"switch": {"variant": "entry"}}
+BASELINE_FIXED: dict[str, Mapping[str, Any]] = {
+    b.name: b.baseline_fixed for b in benchmarks.RECORDS if b.baseline_fixed}
 # ...except ERIM's call kinds of switch (a gate around an empty function
 # inlined, called directly or through a pointer: mpk's): their baseline is
 # direct's same kind, the plain call (analysis/callkinds.py subtracts it).
 BASELINE_OWN_VARIANT: dict[str, frozenset[str]] = {
-    "switch": frozenset({"inline", "direct-call", "indirect-call"})}
+    b.name: b.baseline_own_variant for b in benchmarks.RECORDS if b.baseline_own_variant}
 
 # The params that make two numbers different populations: a number is
 # averaged or compared only with numbers that agree in all of them (and in
@@ -148,7 +82,8 @@ POPULATION_PARAMS = ("placement", "payload", "variant", "primitive")
 # The phase that stands for a benchmark where it has several: kv's headline
 # is the time per get; its set and warm-up phases are stored and shown
 # apart, never averaged with it.
-HEADLINE_PHASE: dict[str, str] = {"kv": "get"}
+HEADLINE_PHASE: dict[str, str] = {
+    b.name: b.headline_phase for b in benchmarks.RECORDS if b.headline_phase}
 
 # Params that sweep one workload over a range (kv's data size): an average
 # of ratios may run over them, since every point is the same population.

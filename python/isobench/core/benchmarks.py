@@ -117,7 +117,7 @@ _MICROKERNEL_OUTPUTS = frozenset({"protect_evidence", "protect_threat", "spread"
 _LWC_OUTPUTS = frozenset({
     "reps", "minflt_min", "minflt_median", "minflt_max", "minflt", "pages", "pages_saved",
     "scanned_pages", "round_trips", "b_ran", "median_a_to_b", "median_b_to_a",
-    "monitored_calls", "monitored_expected", "denied", "probe",
+    "monitored_calls", "monitored_expected", "denied", "probe", "bypass",
 })
 # Server CPU per request (analysis/cpu.py), kv-server and lwc-*: outputs.
 _SERVER_CPU_OUTPUTS = frozenset({"server_cpu_us_per_req", "client_cpu_us_per_req",
