@@ -52,6 +52,7 @@ from typing import Callable, Iterable, Iterator, Mapping, Sequence, TextIO
 from . import kvserver, lwcmonitor, lwcserve, proc
 from . import progress as progress_
 from .driver import EXIT_FAILED, EXIT_OK, EXIT_SKIP, EXIT_USAGE, Catalog, Driver, describe_exit
+from ..core import benchmarks
 from ..core.records import NO_MECHANISM, Header, ProtocolError, Result, parse_line
 from ..store import now_ms
 
@@ -75,11 +76,10 @@ SCOPES = ("thread", "cpu")
 DEFAULT_REPEAT = 5
 QUICK_REPEAT = 3
 
-# Benchmarks whose experiment asks for more repetitions than DEFAULT_REPEAT:
-# they get this many when --repeat is not given (and --quick is not: a quick
-# run keeps QUICK_REPEAT).  refmon: lwC's reference-monitor figure gives
-# seconds per 10,000 calls over 10 repetitions.
-BENCHMARK_REPEAT = {"refmon": 10}
+# Benchmarks whose experiment asks for more repetitions than DEFAULT_REPEAT
+# (their record's repeat: refmon, lwC's 10): they get this many when --repeat
+# is not given (and --quick is not: a quick run keeps QUICK_REPEAT).
+BENCHMARK_REPEAT = {b.name: b.repeat for b in benchmarks.RECORDS if b.repeat}
 
 # Time-out of one isob child (seconds): generous, since a full switch run
 # over all placements takes about a minute on slow machines; --quick runs
@@ -88,22 +88,22 @@ DEFAULT_TIMEOUT = 300.0
 QUICK_TIMEOUT = 180.0
 
 # Benchmarks whose full run lasts longer than DEFAULT_TIMEOUT by design
-# (cpuwork: Morello's 1e8 iterations per trial; memops: blocks of up to
-# 1000 MiB): this is their time-out unless --timeout or --quick is given.
-LONG_TIMEOUTS = {"cpuwork": 3600.0, "memops": 3600.0}
+# (their record's timeout: cpuwork, memops): this is their time-out unless
+# --timeout or --quick is given.
+LONG_TIMEOUTS = {b.name: b.timeout for b in benchmarks.RECORDS if b.timeout}
 
 # Which benchmarks read the options of `isobench run` that isob does not
 # list per benchmark (isob lists --payload, --depth, ...: core/validate.py).  An
 # option that no benchmark asked for reads is refused (validate.scoped), and
 # each reaches only the benchmarks that read it (isob_args).
 #
-# --sizes: kv's data sizes, memops' block sizes, delegate's region sizes.
-SIZED = ("kv", "memops", "delegate")
-# --placement: the benchmarks that place a second context or a server; sched
-# refuses it (where its workers run is its --cpus), and lwc-create, lwc-sign,
-# refmon and inspect have nothing to place.
-PLACED = ("switch", "pingpong", "kv", "oslat", "worksweep", "cpuwork", "memops", "pipeio",
-          "scale", "delegate", "lwc-switch")
+# --sizes: the benchmarks whose record says they read it where isob does
+# not list it (kv's data sizes, memops' block sizes; delegate lists it).
+SIZED = tuple(b.name for b in benchmarks.RECORDS if b.sized)
+# --placement: the benchmarks that place a second context or a server (their
+# record says so); sched refuses it (where its workers run is its --cpus),
+# and lwc-create, lwc-sign, refmon and inspect have nothing to place.
+PLACED = tuple(b.name for b in benchmarks.RECORDS if b.placed)
 # --seconds: how long a client loads each server, in the benchmarks that
 # Python drives (kvserver.py, lwcserve.py).
 TIMED = (kvserver.BENCHMARK, *lwcserve.BENCHMARKS)
