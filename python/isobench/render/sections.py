@@ -8,6 +8,7 @@ thing a reader sees).  Renderers read the section and the document only."""
 from __future__ import annotations
 
 from . import table as _table
+from ..core import benchmarks
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -25,11 +26,6 @@ class Renderer:
     # time_axis); a function without a width parameter draws at its own size.
     plots: Callable[..., list] | None = None
     first: bool = False
-    # The benchmarks whose results the text block shows in full: when they
-    # run without mechanisms, the console's generic per-result table leaves
-    # them to this block (their rows are cells, not mechanisms) and prints
-    # them with --wide only.
-    benchmarks: tuple[str, ...] = ()
 
 
 from . import callkinds, inspect, lwc, lwcmonitor, lwcserve, microkernel, oslat, vmcall, workloads  # noqa: E402  (the families' renderers, in modules of their own)
@@ -40,37 +36,30 @@ RENDERERS: dict[str, Renderer] = {
     # choosing a mechanism is how much work a crossing needs to be affordable.
     "worksweep": Renderer(workloads.worksweep_text, workloads.worksweep_md,
                           plots=workloads.worksweep_plots, first=True),
-    "cpuwork": Renderer(workloads.cpuwork_text, workloads.cpuwork_md, benchmarks=("cpuwork",)),
-    "memops": Renderer(workloads.memops_text, workloads.memops_md, benchmarks=("memops",)),
-    "pipeio": Renderer(workloads.pipeio_text, workloads.pipeio_md, benchmarks=("pipeio",)),
-    "scale": Renderer(workloads.scale_text, workloads.scale_md, plots=workloads.scale_plots,
-                      benchmarks=("scale",)),
-    "lwc-create": Renderer(lwc.create_text, lwc.create_md, plots=lwc.create_plots,
-                           benchmarks=("lwc-create",)),
-    "lwc-switch": Renderer(lwc.switch_text, lwc.switch_md, plots=lwc.switch_plots,
-                           benchmarks=("lwc-switch",)),
-    "refmon": Renderer(lwc.refmon_text, lwc.refmon_md, plots=lwc.refmon_plots,
-                       benchmarks=("refmon",)),
-    "lwc-sign": Renderer(lwc.sign_text, lwc.sign_md, benchmarks=("lwc-sign",)),
-    "oslat": Renderer(text=oslat.text, markdown=oslat.markdown, plots=oslat.plots,
-                      benchmarks=("oslat",)),
-    "microkernel-ipc": Renderer(text=microkernel.ipc_text, markdown=microkernel.ipc_markdown,
-                                benchmarks=("pingpong",)),
+    "cpuwork": Renderer(workloads.cpuwork_text, workloads.cpuwork_md),
+    "memops": Renderer(workloads.memops_text, workloads.memops_md),
+    "pipeio": Renderer(workloads.pipeio_text, workloads.pipeio_md),
+    "scale": Renderer(workloads.scale_text, workloads.scale_md, plots=workloads.scale_plots),
+    "lwc-create": Renderer(lwc.create_text, lwc.create_md, plots=lwc.create_plots),
+    "lwc-switch": Renderer(lwc.switch_text, lwc.switch_md, plots=lwc.switch_plots),
+    "refmon": Renderer(lwc.refmon_text, lwc.refmon_md, plots=lwc.refmon_plots),
+    "lwc-sign": Renderer(lwc.sign_text, lwc.sign_md),
+    "oslat": Renderer(text=oslat.text, markdown=oslat.markdown, plots=oslat.plots),
+    "microkernel-ipc": Renderer(text=microkernel.ipc_text, markdown=microkernel.ipc_markdown),
     "microkernel-delegate": Renderer(text=microkernel.delegate_text,
                                      markdown=microkernel.delegate_markdown,
-                                     plots=microkernel.delegate_plots,
-                                     benchmarks=("delegate",)),
+                                     plots=microkernel.delegate_plots),
     "microkernel-sched": Renderer(text=microkernel.sched_text,
                                   markdown=microkernel.sched_markdown,
-                                  plots=microkernel.sched_plots, benchmarks=("sched",)),
+                                  plots=microkernel.sched_plots),
     "lwc-serve": Renderer(text=lwcserve.text, markdown=lwcserve.markdown, plots=lwcserve.plots),
     "lwc-monitor": Renderer(text=lwcmonitor.text, markdown=lwcmonitor.markdown,
                             plots=lwcmonitor.plots),
     "lwc-tls": Renderer(text=lwcmonitor.tls_text, markdown=lwcmonitor.tls_markdown,
                         plots=lwcmonitor.tls_plots),
-    "inspect": Renderer(text=inspect.text, markdown=inspect.markdown, benchmarks=("inspect",)),
+    "inspect": Renderer(text=inspect.text, markdown=inspect.markdown),
     "switch-call-kinds": Renderer(text=callkinds.text, markdown=callkinds.markdown),
-    "vmcall": Renderer(text=vmcall.text, markdown=vmcall.markdown, benchmarks=("vmcall",)),
+    "vmcall": Renderer(text=vmcall.text, markdown=vmcall.markdown),
 }
 
 
@@ -82,8 +71,11 @@ def each(doc: Mapping):
 
 
 def covered(doc: Mapping) -> set[str]:
-    """The benchmarks a section of this document shows in full."""
-    return {b for _, _, r in each(doc) if r.text for b in r.benchmarks}
+    """The benchmarks a section of this document shows in full (their
+    records' full_section): when they run without mechanisms, the console's
+    generic per-result table leaves them to the section's text block (their
+    rows are cells, not mechanisms) and prints them with --wide only."""
+    return {b for name, _, r in each(doc) if r.text for b in benchmarks.shown_in_full(name)}
 
 
 def text_blocks(doc: Mapping) -> list[str]:
