@@ -7,8 +7,9 @@ and measure/ prints its own commands' tables (tune, scrape) with them."""
 
 from __future__ import annotations
 
+import re
 import textwrap
-from typing import Sequence
+from typing import Any, Sequence
 
 # The widest line a default table or note may take: a terminal of 100
 # columns, or a paper's listing, shows it without wrapping.
@@ -49,3 +50,24 @@ def render_widths(headers: Sequence[str], rows: Sequence[Sequence[str]],
         return "  ".join(out).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+# What a terminal acts on instead of printing: C0 controls but newline and
+# tab (ESC starts the sequences that retitle the window or clear the
+# screen, CR overwrites a line), DEL, C1 controls (0x9b is a one-byte CSI)
+# and the bidirectional marks and overrides that reorder a line.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f"
+                      "\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(m: re.Match) -> str:
+    o = ord(m.group())
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+
+
+def terminal(text: Any) -> str:
+    """text as a terminal shows it literally: every control character
+    written as a visible escape (ESC as \\x1b), newlines and tabs kept.  Every
+    command's text output goes through it (cli/), since a run may carry
+    names, host names and reasons from another machine (`isobench import`)."""
+    return _CONTROL.sub(_visible, str(text))

@@ -20,32 +20,12 @@ import textwrap
 from typing import Any, Mapping, Sequence
 
 from ..core.records import NO_MECHANISM
-from ..core.text import WIDTH, column_widths, render, render_widths, wrap
+from ..core.text import WIDTH, column_widths, render, render_widths, terminal, wrap
 from ..analysis import cpu, units
 from ..analysis.runs import BASELINE, HEADLINE_PHASE, NOTE_PARAMS, OUTPUT_PARAMS, server_label
 
 # ---- text that came from outside: stored names, host names, reasons ----
-
-# What a terminal acts on instead of printing: C0 controls but newline and
-# tab (ESC starts the sequences that retitle the window or clear the
-# screen, CR overwrites a line), DEL, C1 controls (0x9b is a one-byte CSI)
-# and the bidirectional marks and overrides that reorder a line.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f"
-                      "\u202a-\u202e\u2066-\u2069]")
-
-
-def _visible(m: re.Match) -> str:
-    o = ord(m.group())
-    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
-
-
-def terminal(text: Any) -> str:
-    """text as a terminal shows it literally: every control character
-    written as a visible escape (ESC as \\x1b), newlines and tabs kept.  Every
-    command's text output goes through it (cli.py), since a run may carry
-    names, host names and reasons from another machine (`isobench import`)."""
-    return _CONTROL.sub(_visible, str(text))
-
+# (terminal, in core/text.py, shows it literally on a terminal)
 
 def html_text(text: Any) -> str:
     """text for HTML that shows it literally: &, <, > and quotes as entities,
