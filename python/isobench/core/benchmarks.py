@@ -160,11 +160,11 @@ RECORDS: tuple[Benchmark, ...] = (
               sections=("microkernel-ipc",), full_section="microkernel-ipc",
               options=(Option("--primitive", NAMES,
                               "futex, pipe, socket, socket-fd, eventfd, spin", "all"),
-                       _PAYLOAD,
                        Option("--protect", NAMES,
                               "none, seccomp, userns, landlock or seccomp-allow:VARIANT, "
                               "confining both endpoints (isob measures none first, for the "
-                              "delta)", "none"))),
+                              "delta)", "none"),
+                       _PAYLOAD)),
     Benchmark("kv", MACRO, placed=True, sized=True, headline_phase="get",
               # kv's table as a paper holds it (render/paper.py's kv.tex).
               sections=("kv",),
@@ -251,7 +251,7 @@ RECORDS: tuple[Benchmark, ...] = (
                   "mappings_unscanned", "bytes_unscanned", "gate_sites_recorded",
                   "gate_sites_found", "stray_sites", "sites", "unscanned"}),
               options=(Option("--pid", PID, "the process whose executable mappings are "
-                                            "scanned", "an isob process"),)),
+                                            "scanned", "this isob process"),)),
     # docs/kvm.md: exits out of a KVM guest, SEIMI's Table I.  What the
     # guest checked and how it was built are outputs.
     Benchmark("vmcall", MICRO, sections=("vmcall",), full_section="vmcall",
@@ -284,8 +284,14 @@ def option_kind(flag: str) -> str:
 
 
 def option_help(flag: str) -> str:
-    """An option's help: what it is for each benchmark that takes it."""
-    return "; ".join(f"{b.name}: {o.text}" for b in RECORDS for o in b.options if o.flag == flag)
+    """An option's help: what it is for each benchmark that takes it, the
+    benchmarks that take it alike named together."""
+    alike: dict[Option, list[str]] = {}
+    for b in RECORDS:
+        o = b.option(flag)
+        if o is not None:
+            alike.setdefault(o, []).append(b.name)
+    return "; ".join(f"{', '.join(names)}: {o.text}" for o, names in alike.items())
 
 
 def sections() -> tuple[str, ...]:
