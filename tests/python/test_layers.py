@@ -10,7 +10,7 @@ Every module under python/isobench belongs to one layer, lowest first:
               so it sits above the store
     analysis  analysis/: reads the store, builds the summary document
     render    render/: text, Markdown, HTML, LaTeX and plots of it
-    cli       cli.py, __main__.py: the commands
+    cli       cli/, __main__.py: the commands
 
 A module may import its own layer and any layer below it, never one above.
 One edge is forbidden although it points down: analysis reads what the

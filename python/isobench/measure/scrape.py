@@ -19,9 +19,8 @@ bad usage (an unknown target, an unreadable or malformed table); 3 some
 cells differ from the table (listed), as for findings that make numbers
 wrong.
 
-Wiring into cli.py (one line in build_parser)::
-
-    scrape.add_parser(sub)          # sets func=scrape.cmd_scrape
+Wiring into the cli: one line of cli.COMMANDS, its one-line help and this
+module, whose add_parser(sub) adds the subcommand and sets func=scrape.cmd_scrape.
 """
 
 from __future__ import annotations
@@ -441,10 +440,9 @@ def _seconds(text: str) -> float:
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    """Add the ``scrape`` subcommand to cli.py's subparsers."""
+    """Add the ``scrape`` subcommand to the cli's subparsers."""
     p = sub.add_parser(
         "scrape", formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="outside readers against a canary in each compartment (the trust-model table)",
         description="Plant a 32-byte random canary in each target and read the target from "
                     "outside, as\nsix identities (root; root without CAP_SYS_PTRACE; the same "
                     "uid, the target\ndumpable and not; another uid; a user namespace) with "

@@ -6,9 +6,8 @@ it, so that signals (Ctrl-C, SIGTERM from a benchmark script) reach the server
 directly and it stops cleanly, and so that no Python sits between a load
 generator and the process it measures.
 
-Wiring into cli.py (one line in build_parser)::
-
-    serve.add_parser(sub)          # sets func=serve.serve_main
+Wiring into the cli: one line of cli.COMMANDS, its one-line help and this
+module, whose add_parser(sub) adds the subcommand and sets func=serve.serve_main.
 """
 
 from __future__ import annotations
@@ -59,10 +58,9 @@ def _whole(low: int, high: int):
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    """Add the ``serve`` subcommand to cli.py's subparsers."""
+    """Add the ``serve`` subcommand to the cli's subparsers."""
     p = sub.add_parser(
         "serve", formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="serve the memcached text protocol from a store inside one compartment",
         description="Run `isob serve`: a memcached text-protocol server (get, gets, gat, gats,\n"
                     "set, add, replace, cas, touch, delete, flush_all, stats, version, quit;\n"
                     "exptime, cas uniques, noreply, eviction; see docs/serve.md) whose store\n"
