@@ -19,7 +19,7 @@ import re
 import textwrap
 from typing import Any, Mapping, Sequence
 
-from ..core.records import NO_MECHANISM
+from ..core.records import NO_MECHANISM, REFERENCES
 from ..core.text import WIDTH, column_widths, render, render_widths, terminal, wrap
 from ..analysis import cpu, units
 from ..analysis.runs import BASELINE, HEADLINE_PHASE, NOTE_PARAMS, OUTPUT_PARAMS, server_label
@@ -401,9 +401,10 @@ def _asked(doc: Mapping, benchmark: str | None = None) -> int | None:
 
 def results_tables(doc: Mapping) -> list[str]:
     """One table per kind of benchmark.  For kv only the measured get phase
-    is shown; the set and warm-up phases are stored beside it.  kv-server
-    has a table of its own (kv_server_table)."""
-    configs = [c for c in doc["configs"] if c["benchmark"] != "kv-server"]
+    is shown; the set and warm-up phases are stored beside it.  A benchmark
+    measured against a reference program (kv-server: REFERENCES) has a table
+    of its own (kv_server_table)."""
+    configs = [c for c in doc["configs"] if c["benchmark"] not in REFERENCES]
     kv = [c for c in configs if c["benchmark"] == "kv" and c["headline_phase"]]
     other = [c for c in configs if c["benchmark"] != "kv"]
     asked = _asked(doc)
@@ -619,10 +620,10 @@ def narrow_tables(doc: Mapping) -> list[str]:
     benches: dict[str, list[Mapping]] = {}
     skip = set(in_sections(doc))
     for r in doc["results"]:
-        if r["benchmark"] != "kv-server":
+        if r["benchmark"] not in REFERENCES:
             benches.setdefault(r["benchmark"], [])
     for c in doc["configs"]:
-        if c["benchmark"] != "kv-server" and c["headline_phase"]:
+        if c["benchmark"] not in REFERENCES and c["headline_phase"]:
             benches.setdefault(c["benchmark"], []).append(c)
     out = []
     for bench, configs in benches.items():
@@ -815,7 +816,7 @@ def run_report(doc: Mapping, extra: Sequence[str] = (), wide: bool = False) -> s
     # time) are one reason, shown with the first repetition's figures.
     counted: dict[str, list] = {}
     for r in doc["results"]:
-        if r["status"] != "ok" and r["benchmark"] != "kv-server":
+        if r["status"] != "ok" and r["benchmark"] not in REFERENCES:
             head = (f"{'FAILED' if r['status'] == 'failed' else r['status']}: "
                     f"{r['benchmark']} -m {r['mechanism']}{_where(r)}: ")
             reason = str(r["reason"])
