@@ -58,7 +58,7 @@ from typing import Mapping, Sequence
 from .. import __version__
 from . import checks, cpu, lwcserve, reference, runs, sections, tails, units
 from ..core import stats
-from ..core.records import NO_MECHANISM
+from ..core.records import NO_MECHANISM, REFERENCES
 from .runs import Config, RunData
 
 SUMMARY_VERSION = 1
@@ -674,10 +674,11 @@ def build(data: RunData) -> dict:
             e["ratio"] = ratio_of(e, by_key[tuple(base.key)])
     refs = {e["benchmark"]: e for e in entries if e["role"] == "reference"}
     for e in entries:
-        if e["benchmark"] == "kv-server":
-            # memcached is the reference: no ratio of it to itself (an
-            # interval around 1 would read as a measured difference).
-            ref = refs.get("kv-server")
+        if e["benchmark"] in REFERENCES:
+            # The reference program (kv-server's memcached): no ratio of it
+            # to itself (an interval around 1 would read as a measured
+            # difference).
+            ref = refs.get(e["benchmark"])
             e["kv_server"] = _kv_server(e, None if ref is e else ref)
     run = data.run
     opts = run.get("options") or {}
