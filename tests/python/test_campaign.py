@@ -21,6 +21,7 @@ from fixture_runs import fixture
 
 from isobench.analysis import campaign as analysis_campaign
 from isobench.measure import campaign as measure_campaign, slurm
+from isobench.measure import inventory
 from isobench.render import campaign as render_campaign
 from isobench.errors import UsageError
 from isobench.store import Store, interchange
@@ -46,7 +47,7 @@ def test_init_writes_an_inventory_that_ansible_parses(isobench, tmp_path, name):
     # That it cannot run until edited is test_campaign_guard.py's.
     p = isobench("campaign", "init", str(tmp_path / name))
     assert p.returncode == 0, p.stderr
-    hostvars, names = measure_campaign.list_inventory(tmp_path / name)
+    hostvars, names = inventory.list_inventory(tmp_path / name)
     assert names == ["replace-me-skylake", "replace-me-icelake", "replace-me-graviton"]
     assert hostvars["replace-me-icelake"]["isobench_workdir"] == "/scratch/isobench"
     # Never over an existing file.

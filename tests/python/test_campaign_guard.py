@@ -24,6 +24,7 @@ import pytest
 from conftest import assert_one_error_line
 from isobench.errors import UsageError
 from isobench.measure import campaign as mc
+from isobench.measure import inventory
 
 
 def _have_ansible() -> bool:
@@ -40,8 +41,8 @@ needs_ansible = pytest.mark.skipif(not _have_ansible(),
 INV = Path("lab.ini")
 
 
-def check(hv: dict, name: str = "h1", env: dict | None = None, **kw) -> mc.Inventory:
-    return mc.check_hosts({name: hv}, [name], INV, env=env or {}, **kw)
+def check(hv: dict, name: str = "h1", env: dict | None = None, **kw) -> inventory.Inventory:
+    return inventory.check_hosts({name: hv}, [name], INV, env=env or {}, **kw)
 
 
 def refused(hv: dict, name: str = "h1", env: dict | None = None, **kw) -> str:
@@ -73,7 +74,7 @@ def test_a_template_in_an_isobench_variable_is_refused(var, value):
 def test_the_template_check_is_what_stops_the_payload(monkeypatch):
     # A deliberately broken variant (no template marks): the payload, which
     # is printable ASCII without spaces, would then pass as a work folder.
-    monkeypatch.setattr(mc, "TEMPLATE_MARKS", ())
+    monkeypatch.setattr(inventory, "TEMPLATE_MARKS", ())
     assert check({"isobench_workdir": PAYLOAD}).hosts[0].workdir == PAYLOAD
 
 
@@ -161,7 +162,7 @@ def test_insecure_host_keys_accepts_them_with_a_warning(hv, says):
 
 def test_the_key_check_is_what_refuses_them(monkeypatch):
     # A deliberately broken variant that finds nothing: the same inventory passes.
-    monkeypatch.setattr(mc, "host_key_problems", lambda name, hv: [])
+    monkeypatch.setattr(inventory, "host_key_problems", lambda name, hv: [])
     for hv, _ in KEY_OFF:
         assert check(hv).warnings == []
 
@@ -360,10 +361,10 @@ def test_the_init_template_cannot_run_until_edited(isobench, tmp_path, name):
     made = isobench("campaign", "init", str(tmp_path / name))
     assert made.returncode == 0, made.stderr
     assert "placeholders" in made.stdout and "refuses" in made.stdout
-    hostvars, names = mc.list_inventory(tmp_path / name)
+    hostvars, names = inventory.list_inventory(tmp_path / name)
     assert names == ["replace-me-skylake", "replace-me-icelake", "replace-me-graviton"]
     # Root only for tune and reset: no host is given ansible_become.
-    assert not any(k in hv for hv in hostvars.values() for k in mc.BECOME_VARS)
+    assert not any(k in hv for hv in hostvars.values() for k in inventory.BECOME_VARS)
     # Following the printed hint as written: refused by name, and no ssh started.
     log = _stand_in_ssh(tmp_path / "bin")
     path = f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"
@@ -385,7 +386,7 @@ def test_the_init_template_cannot_run_until_edited(isobench, tmp_path, name):
     for doc, real in (("192.0.2.", "10.9.8."), ("2001:db8::", "fd00::")):
         text = text.replace(doc, real)
     (tmp_path / name).write_text(text)
-    sky, ice, grav = mc.load_inventory(tmp_path / name).hosts
+    sky, ice, grav = inventory.load_inventory(tmp_path / name).hosts
     assert (sky.name, sky.cpus, sky.tune, sky.workdir) == ("skylake", "2-3", True, None)
     assert (ice.cpus, ice.tune, ice.workdir) == ("4-7", False, "/scratch/isobench")
     assert (grav.cpus, grav.tune, grav.prebuilt) == (None, False, None)
@@ -448,8 +449,8 @@ def test_an_ansible_cfg_that_turns_it_off_is_refused(tmp_path, text, says):
     line = refused({}, env={"ANSIBLE_CONFIG": str(f)})
     assert line.startswith(says.format(f=f)) and "--insecure-host-keys" in line, line
     # Found in the current folder too, as Ansible finds it.
-    assert mc.config_key_problems({}, cwd=tmp_path)[0] == says.format(f=f)
-    assert mc.config_key_problems({"ANSIBLE_CONFIG": str(tmp_path / "none.cfg")},
+    assert inventory.config_key_problems({}, cwd=tmp_path)[0] == says.format(f=f)
+    assert inventory.config_key_problems({"ANSIBLE_CONFIG": str(tmp_path / "none.cfg")},
                                   cwd=tmp_path / "elsewhere") == []
 
 
@@ -460,9 +461,9 @@ def test_every_environment_switch_of_the_check_is_forced_on():
                        "ANSIBLE_PARAMIKO_HOST_KEY_AUTO_ADD": "True"})
     try:
         env = mc.ansible_env()
-        assert all(env[k] == "True" for k in mc.HOST_KEY_ENV)
+        assert all(env[k] == "True" for k in inventory.HOST_KEY_ENV)
         assert "ANSIBLE_PARAMIKO_HOST_KEY_AUTO_ADD" not in env
-        problems = mc.environment_key_problems(os.environ)
+        problems = inventory.environment_key_problems(os.environ)
         assert len(problems) == 3, problems
     finally:
         os.environ.clear()
@@ -485,7 +486,7 @@ def test_the_real_ssh_tests_inventory_passes(tmp_path):
     inv = sshd_hosts.Hosts.inventory(fake, REPO, "not-a-password")
     # test_campaign_hosts.py allows the checkout's parent folder as a root
     # (a clone may live anywhere, e.g. below /check): so does this test.
-    loaded = mc.load_inventory(inv, roots=(str(REPO.parent),))
+    loaded = inventory.load_inventory(inv, roots=(str(REPO.parent),))
     assert [h.name for h in loaded.hosts] == ["alpha", "beta"] and loaded.warnings == []
     assert loaded.hosts[0].prebuilt == str(REPO)
 
@@ -514,7 +515,7 @@ def test_the_playbook_reads_only_the_checked_values():
     # (extra vars written from what check_hosts accepted), never from the
     # inventory, where a value could differ from what was checked.
     code = [l.split("#")[0] for l in mc.PLAYBOOK.read_text().splitlines()]
-    for var in mc.HOST_VARS:
+    for var in inventory.HOST_VARS:
         assert not any(re.search(rf"\b{var}\b", l) for l in code), var
     assert any("isobench_hosts[inventory_hostname]" in l for l in code)
     # Root for exactly two tasks: tune and reset.

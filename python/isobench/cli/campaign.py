@@ -13,6 +13,7 @@ from .common import (EXIT_FAILED, EXIT_OK, PROG, Formatter, OutputError, Parser,
 from ..core import validate
 from ..analysis import campaign as analysis_campaign
 from ..measure import campaign as measure_campaign, lifecycle, runner, slurm as measure_slurm
+from ..measure import inventory as measure_inventory
 from ..measure.driver import Driver, find_isob, repo_root
 from ..render import campaign as render_campaign, report, table
 from ..errors import DriverError, UsageError
@@ -103,7 +104,7 @@ def add_parsers(sub) -> None:
                    type=_workdir_root, metavar="DIR",
                    help="also allow isobench_workdir and isobench_prebuilt below DIR (an "
                         "absolute path; repeat; always allowed: ~/... and "
-                        f"{', '.join(measure_campaign.WORKDIR_ROOTS)})")
+                        f"{', '.join(measure_inventory.WORKDIR_ROOTS)})")
     q.add_argument("--insecure-host-keys", action="store_true",
                    help="accept inventory or environment settings that turn off the "
                         "host-key check (refused without it); the campaign's state records "
@@ -238,7 +239,7 @@ def cmd_campaign_run(args: argparse.Namespace) -> int:
     inventory = Path(args.inventory)
     selection = _campaign_selection(args)
     measure_campaign.ansible_tool("ansible-playbook")
-    inv = measure_campaign.load_inventory(inventory, insecure_host_keys=args.insecure_host_keys,
+    inv = measure_inventory.load_inventory(inventory, insecure_host_keys=args.insecure_host_keys,
                                           roots=args.workdir_roots)
     hosts = inv.hosts
     source = Path(args.source) if args.source else repo_root()
