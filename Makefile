@@ -17,10 +17,32 @@ SAN_SETUP := -Db_sanitize=address,undefined -Dbuildtype=debugoptimized \
 SAN_ENV := ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:handle_segv=0 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 BUILD_ARM64 := build-arm64
+# System packages in two sets (scripts/setup-system.sh): what `make run`
+# needs, and what the tests need besides.
 STAMP_SYS := $(BUILD)/.system-ok
+STAMP_SYS_TEST := $(BUILD)/.system-test-ok
 ISOBENCH := $(VENV)/bin/isobench
+# What `make run` builds: the driver and the tiny static binary oslat
+# executes; not the test programs.
+RUN_TARGETS := isob isob-oslat-tiny
 
-.PHONY: all run test build setup clean test-c test-python test-san test-arm64
+# Test time-outs only turn a hang into a failure; they are set far above
+# what a busy machine needs.  ISOB_TIME_SCALE (a number >= 1) multiplies
+# them all, for a machine slower still: meson's (--timeout-multiplier), the
+# per-case alarms of the C tests (tests/c/tap.h) and the Python tests'
+# (tests/python/conftest.py).  The sanitizer build multiplies meson's by
+# SAN_TIME_SCALE more, as tap.h does its alarms there, and the arm64 build
+# under qemu-user by ARM64_TIME_SCALE (scripts/test-arm64.sh).
+ISOB_TIME_SCALE ?= 1
+SAN_TIME_SCALE := 4
+ARM64_TIME_SCALE := 4
+TIME_MULT = $(shell awk 'BEGIN { print $(1) * $(ISOB_TIME_SCALE) }')
+# Where the Python stage leaves each test's time and limits, for the time
+# report at the end of make test (scripts/test-stages.py).
+ISOB_TEST_TIMES := $(CURDIR)/$(BUILD)/pytest-times.json
+export ISOB_TIME_SCALE SAN_TIME_SCALE ARM64_TIME_SCALE ISOB_TEST_TIMES
+
+.PHONY: all run test build setup clean test-c test-python test-san test-arm64 test-stress
 
 all: build
 
@@ -28,7 +50,11 @@ setup: $(STAMP_SYS) $(VENV)/.ok $(BUILD)/build.ninja
 
 $(STAMP_SYS): scripts/setup-system.sh
 	@mkdir -p $(BUILD)
-	bash scripts/setup-system.sh
+	bash scripts/setup-system.sh --runtime
+	@touch $@
+
+$(STAMP_SYS_TEST): scripts/setup-system.sh $(STAMP_SYS)
+	bash scripts/setup-system.sh --test
 	@touch $@
 
 # `make run` needs the runtime dependencies only; the tests' extras (scipy,
@@ -58,7 +84,8 @@ build: setup
 # (HTML, Markdown, LaTeX, CSV, plots as PNG, SVG and PDF) with its soundness findings.
 # results/report is make's own folder: --force lets the report replace files
 # that a report of an older isobench left there without a manifest.
-run: build
+run: setup
+	ninja -C $(BUILD) $(RUN_TARGETS)
 	$(ISOBENCH) run --quick
 	$(ISOBENCH) report latest -o results/report --force
 
@@ -70,26 +97,37 @@ TEST_STAGES := test-c test-san test-arm64 test-python
 MESON_TESTS ?=
 PYTEST_ARGS ?= tests/python
 
-test: build $(VENV)/.dev-ok
+test: $(STAMP_SYS_TEST) build $(VENV)/.dev-ok
 	@MAKE="$(MAKE)" $(PYTHON) scripts/test-stages.py $(TEST_STAGES) \
 		MESON_TESTS="$(MESON_TESTS)" PYTEST_ARGS="$(PYTEST_ARGS)"
 
-test-c: build
-	meson test -C $(BUILD) --print-errorlogs $(MESON_TESTS)
+# make test with every CPU busy: STRESS_PER_CPU CPU hogs per CPU at nice
+# STRESS_NICE (scripts/cpu-hogs.py; they die with it), to show that no
+# time-out is within reach of a loaded machine.  A load like a shared
+# machine's: make test-stress STRESS_PER_CPU=4 STRESS_NICE=0
+STRESS_PER_CPU ?= 1
+STRESS_NICE ?= 19
+test-stress: $(STAMP_SYS_TEST) build $(VENV)/.dev-ok
+	@$(PYTHON) scripts/cpu-hogs.py --per-cpu $(STRESS_PER_CPU) --nice $(STRESS_NICE) -- \
+		$(MAKE) --no-print-directory test
 
-test-python: build $(VENV)/.dev-ok
+test-c: $(STAMP_SYS_TEST) build
+	meson test -C $(BUILD) --print-errorlogs -t $(call TIME_MULT,1) $(MESON_TESTS)
+
+test-python: $(STAMP_SYS_TEST) build $(VENV)/.dev-ok
 	$(VENV)/bin/pytest -q -rs $(PYTEST_ARGS)
 
 $(BUILD_SAN)/build.ninja: meson.build $(STAMP_SYS)
 	@$(call MESON_SETUP,$(BUILD_SAN),$(SAN_SETUP))
 
-test-san: $(BUILD_SAN)/build.ninja
+test-san: $(STAMP_SYS_TEST) $(BUILD_SAN)/build.ninja
 	ninja -C $(BUILD_SAN)
-	$(SAN_ENV) meson test -C $(BUILD_SAN) --print-errorlogs $(MESON_TESTS)
+	$(SAN_ENV) meson test -C $(BUILD_SAN) --print-errorlogs \
+		-t $(call TIME_MULT,$(SAN_TIME_SCALE)) $(MESON_TESTS)
 
 # The native core cross-built for arm64, its C tests under qemu-user; SKIP
 # with the reason where the cross compiler or qemu-user is missing.
-test-arm64: $(STAMP_SYS)
+test-arm64: $(STAMP_SYS_TEST)
 	bash scripts/test-arm64.sh $(BUILD_ARM64)
 
 clean:
