@@ -36,4 +36,8 @@ fi
 ninja -C "$build"
 echo "test-arm64: the aarch64 build's C tests under qemu-user: they check function only;" \
   "a time they print is the emulator's, never a timing of arm64"
-meson test -C "$build" --print-errorlogs
+# Emulation runs the tests several times slower: their meson time-outs
+# (hang guards) ARM64_TIME_SCALE times longer, times ISOB_TIME_SCALE
+# (both from the Makefile).
+meson test -C "$build" --print-errorlogs \
+  -t "$(awk "BEGIN { print ${ARM64_TIME_SCALE:-4} * ${ISOB_TIME_SCALE:-1} }")"

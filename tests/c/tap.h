@@ -4,20 +4,72 @@
  *   static void t_something(void) { CHECK(x == 1); CHECK_EQ_LONG(a, b); }
  *   int main(void) { TAP_CASE(t_something); ...; return tap_done(); }
  *
- * A case may call SKIP("reason") to report "ok N # SKIP reason". */
+ * A case may call SKIP("reason") to report "ok N # SKIP reason".
+ *
+ * The per-case alarm only turns a hang into a failure; it bounds no speed.
+ * It is TAP_TIMEOUT_S times tap_scale(): 4 in a sanitizer build (whose
+ * code runs several times slower), times ISOB_TIME_SCALE when the
+ * environment sets it (a number >= 1, for a machine slower still).  Each
+ * case's time is printed beside its limit ("# time: ..."), so that a limit
+ * creeping close shows in the test log (and in make test's time report)
+ * before it trips. */
 #ifndef ISOB_TESTS_TAP_H
 #define ISOB_TESTS_TAP_H
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-#define TAP_TIMEOUT_S 60   /* per case */
+#define TAP_TIMEOUT_S 300  /* per case, before tap_scale() */
 #define TAP_EXIT_SKIP 77
+
+/* AddressSanitizer's macro under gcc, its feature test under clang. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TAP_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+#define TAP_SANITIZED 1
+#endif
+#endif
+#ifdef TAP_SANITIZED
+#define TAP_SAN_SCALE 4
+#else
+#define TAP_SAN_SCALE 1
+#endif
+
+/* The factor every time-out of a test is multiplied by (see above).  A bad
+ * ISOB_TIME_SCALE ends the program with one line: a time-out silently left
+ * unscaled would fail later with a misleading reason. */
+static inline double tap_scale(void)
+{
+    static double scale;
+    if (scale == 0) {
+        const char *env = getenv("ISOB_TIME_SCALE");
+        double user = 1;
+        if (env && *env) {
+            char *end;
+            user = strtod(env, &end);
+            if (*end || !(user >= 1 && user <= 1000)) {
+                fprintf(stderr, "ISOB_TIME_SCALE=%s: not a number from 1 to 1000\n", env);
+                exit(2);
+            }
+        }
+        scale = TAP_SAN_SCALE * user;
+    }
+    return scale;
+}
+
+/* seconds scaled by tap_scale(), for a case's own alarms. */
+static inline unsigned tap_limit(unsigned seconds)
+{
+    return (unsigned)(seconds * tap_scale() + 0.5);
+}
 
 static int tap_n, tap_failed;
 static char tap_skip_reason[256];
@@ -66,6 +118,9 @@ static inline void __attribute__((noreturn)) tap_exit(int code)
 static void tap_run(const char *name, void (*fn)(void))
 {
     int n = ++tap_n;
+    unsigned limit = tap_limit(TAP_TIMEOUT_S);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     fflush(stdout);
     fflush(stderr);
     int pfd[2];
@@ -77,13 +132,15 @@ static void tap_run(const char *name, void (*fn)(void))
     if (pid == 0) {
         close(pfd[0]);
         tap_skip_fd = pfd[1];
-        alarm(TAP_TIMEOUT_S);
+        alarm(limit);
         fn();
         tap_exit(0);
     }
     close(pfd[1]);
     int st = 0;
-    waitpid(pid, &st, 0);
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     ssize_t got = read(pfd[0], tap_skip_reason, sizeof tap_skip_reason - 1);
     tap_skip_reason[got > 0 ? got : 0] = 0;
     close(pfd[0]);
@@ -99,6 +156,8 @@ static void tap_run(const char *name, void (*fn)(void))
         else
             printf("not ok %d - %s (exit %d)\n", n, name, WEXITSTATUS(st));
     }
+    printf("# time: %s: %.3f s of its %u s limit\n", name,
+           (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, limit);
 }
 
 #define TAP_CASE(fn) tap_run(#fn, fn)

@@ -205,7 +205,7 @@ static void t_other_process(void)
     pid_t child = fork();
     CHECK(child >= 0);
     if (child == 0) {
-        alarm(30);
+        alarm(tap_limit(300));
         for (;;)
             pause();
     }

@@ -30,7 +30,7 @@
 #include "children.h"
 
 /* The alarm of one case: far above anything that works. */
-#define CASE_ALARM_S 30
+#define CASE_ALARM_S tap_limit(300)
 /* Create/destroy cycles of the leak check. */
 #define LEAK_CYCLES 200
 /* A value each side writes, so that a stale one is told from a fresh one. */

@@ -22,7 +22,7 @@
 #include "isobench/lwc_key.h"
 #include "tap.h"
 
-#define CASE_ALARM_S 60
+#define CASE_ALARM_S tap_limit(300)
 /* Bytes read per step of the scan. */
 #define SCAN_CHUNK (1u << 20)
 /* Signatures made before the final scan. */

@@ -31,7 +31,7 @@
 #include "children.h"
 #include "nocap.h"
 
-#define IO_TIMEOUT_S 20
+#define IO_TIMEOUT_S tap_limit(120)
 /* GETs each monitor case sends before the refused one. */
 #define GETS 20
 #define DOC 900

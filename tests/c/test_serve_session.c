@@ -34,7 +34,7 @@
 #include "children.h"
 
 /* Seconds a socket read may wait before the case fails. */
-#define IO_TIMEOUT_S 20
+#define IO_TIMEOUT_S tap_limit(120)
 /* Connections the isolation case holds open at once. */
 #define CONNS 16
 

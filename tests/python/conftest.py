@@ -1,12 +1,22 @@
 """Shared helpers: run the `isobench` command in a child process against the
 fake native driver (fixtures/fake_isob.py), with a time-out so that a hang in
-the code under test fails one test instead of stalling the suite."""
+the code under test fails one test instead of stalling the suite.
+
+Time-outs only turn a hang into a failure; none bounds a speed.  Each is set
+far above what a busy machine needs, and limit() multiplies it by
+ISOB_TIME_SCALE (a number >= 1; the Makefile exports it) for a machine
+slower still.  Every test also runs under an alarm of TEST_LIMIT seconds,
+and with ISOB_TEST_TIMES set, each test's time is written there beside that
+limit and beside the closest any of its child processes came to its own
+time-out (`make test`'s time report, scripts/test-stages.py)."""
 
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -21,8 +31,35 @@ REAPER = FIXTURES / "reaper.py"
 REPO = HERE.parents[1]
 PYTHON_DIR = REPO / "python"
 
+
+
+def _time_scale() -> float:
+    raw = os.environ.get("ISOB_TIME_SCALE", "").strip() or "1"
+    try:
+        scale = float(raw)
+    except ValueError:
+        scale = 0.0
+    if not 1 <= scale <= 1000:
+        raise pytest.UsageError(f"ISOB_TIME_SCALE={raw}: not a number from 1 to 1000")
+    return scale
+
+
+TIME_SCALE = _time_scale()
+
+
+def limit(seconds: float) -> float:
+    """A hang guard of seconds on an ordinary machine, scaled for this one."""
+    return seconds * TIME_SCALE
+
+
 # Only a guard against a hung test: no test asserts how long anything takes.
-CHILD_TIMEOUT = 120
+# An `isobench` command against the fake driver takes a second or two idle.
+CHILD_TIMEOUT = limit(300)
+# The alarm of a whole test: the slowest take about a minute idle.
+TEST_LIMIT = limit(1800)
+# A child-process wait with a time-out this long or longer is a hang guard,
+# and the time report shows how close it came; shorter ones poll.
+GUARD_MIN_S = 5.0
 
 sys.path.insert(0, str(PYTHON_DIR))
 
@@ -97,7 +134,7 @@ class Watched:
     def pid(self) -> int:
         """The isobench process (not the reaper): wait until it has started."""
         pidfile = Path(str(self.report) + ".pid")
-        for _ in range(CHILD_TIMEOUT * 20):
+        for _ in range(int(CHILD_TIMEOUT * 20)):
             if pidfile.exists() and pidfile.read_text():
                 return int(pidfile.read_text())
             time.sleep(0.05)
@@ -133,3 +170,71 @@ def assert_one_error_line(p: subprocess.CompletedProcess, code: int = 2) -> str:
     assert len(lines) == 1, p.stderr
     assert lines[0].startswith("isobench: error: "), lines[0]
     return lines[0]
+
+
+# -- The time report's record, and the alarm of each test. -------------------
+
+_closest: list[tuple[float, float]] = []   # (elapsed, time-out) of the current test's guards
+_times: list[dict] = []
+
+
+def _recording(method):
+    """method (Popen.wait or Popen.communicate) that records, for a call
+    with a hang guard that returned, how long it took of its time-out."""
+    sig = inspect.signature(method)
+
+    def wrapper(self, *args, **kwargs):
+        timeout = sig.bind(self, *args, **kwargs).arguments.get("timeout")
+        t0 = time.monotonic()
+        out = method(self, *args, **kwargs)
+        if timeout is not None and timeout >= GUARD_MIN_S:
+            _closest.append((time.monotonic() - t0, float(timeout)))
+        return out
+    wrapper.__wrapped__ = method
+    return wrapper
+
+
+class HungTest(Exception):
+    """A test ran past TEST_LIMIT."""
+
+
+def _alarm(signum, frame):
+    raise HungTest(f"the test ran past its limit of {TEST_LIMIT:.0f} s (a hang guard; "
+                   "ISOB_TIME_SCALE scales it)")
+
+
+def pytest_configure(config):
+    if not hasattr(subprocess.Popen.wait, "__wrapped__"):
+        subprocess.Popen.wait = _recording(subprocess.Popen.wait)
+        subprocess.Popen.communicate = _recording(subprocess.Popen.communicate)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Times setup, call and teardown together, and the closest guard."""
+    _closest.clear()
+    t0 = time.monotonic()
+    yield
+    closest = max(_closest, key=lambda et: et[0] / et[1], default=None)
+    _times.append({"test": item.nodeid, "time": round(time.monotonic() - t0, 3),
+                   "limit": TEST_LIMIT,
+                   "closest": None if closest is None else
+                   {"time": round(closest[0], 3), "limit": closest[1]}})
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, TEST_LIMIT)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def pytest_sessionfinish(session):
+    out = os.environ.get("ISOB_TEST_TIMES")
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(_times, indent=0) + "\n")

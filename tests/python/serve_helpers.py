@@ -19,13 +19,15 @@ from pathlib import Path
 
 import pytest
 
+from conftest import limit
+
 REPO = Path(__file__).resolve().parents[2]
 ISOB = REPO / "build" / "isob"
 MEMCACHED = shutil.which("memcached")
 
-START_TIMEOUT = 30.0
-SOCKET_TIMEOUT = 10.0
-STOP_TIMEOUT = 15.0
+START_TIMEOUT = limit(120)
+SOCKET_TIMEOUT = limit(60)
+STOP_TIMEOUT = limit(60)
 # Tries at a free port for memcached, which cannot pick one and say which:
 # another process may take the port between our probe and its bind.
 MEMCACHED_PORT_TRIES = 5

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON_DIR, REPO, assert_one_error_line
+from conftest import PYTHON_DIR, REPO, assert_one_error_line, limit
 import sshd_hosts
 
 # Not a credential: a marker that must never show up in what isobench writes.
@@ -31,7 +31,7 @@ SELECTION = ("switch", "-m", "direct,uthread", "--quick")
 if REPO.parent != Path("/"):
     SELECTION += ("--workdir-root", str(REPO.parent))
 # Guards against a hang, never a measurement.
-CAMPAIGN_TIMEOUT = 300
+CAMPAIGN_TIMEOUT = limit(1200)
 
 
 def _why_not() -> str | None:

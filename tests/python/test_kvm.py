@@ -13,10 +13,10 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, Isobench
+from conftest import REPO, Isobench, limit
 
 ISOB = REPO / "build" / "isob"
-RUN_TIMEOUT = 300
+RUN_TIMEOUT = limit(600)
 GUEST_EXITS = {"none", "io", "mmio", "cpuid", "hypercall"}
 CAVEAT = "nested virtualization: costs more than on bare metal"
 

@@ -26,15 +26,17 @@ from pathlib import Path
 
 import pytest
 
+from conftest import limit
+
 REPO = Path(__file__).resolve().parents[2]
 ISOB = REPO / "build" / "isob"
 
 # Bounds on waiting (seconds), only so that a broken process cannot hang the
 # suite; generous, and never asserted.
-RUN_TIMEOUT = 120.0
-START_TIMEOUT = 30.0
-SOCKET_TIMEOUT = 20.0
-FIND_TIMEOUT = 30.0
+RUN_TIMEOUT = limit(600)
+START_TIMEOUT = limit(120)
+SOCKET_TIMEOUT = limit(60)
+FIND_TIMEOUT = limit(120)
 
 # Every mechanism whose compartment is a server process.
 SERVER_MECHANISMS = ["process-futex", "process-spin", "process-pipe", "process-socket", "seccomp"]

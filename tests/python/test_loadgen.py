@@ -24,13 +24,14 @@ from pathlib import Path
 
 import pytest
 
+from conftest import limit
 from serve_helpers import NEEDS_SCHEDSTAT
 
 REPO = Path(__file__).resolve().parents[2]
 ISOB = REPO / "build" / "isob"
 
-START_TIMEOUT = 30.0
-RUN_TIMEOUT = 60.0
+START_TIMEOUT = limit(120)
+RUN_TIMEOUT = limit(300)
 READY = re.compile(rb"isob serve: listening on 127\.0\.0\.1:(\d+)")
 DOC = b"<html><body>isobench: 45 bytes</body></html>\n"
 

@@ -10,10 +10,10 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, Isobench
+from conftest import REPO, Isobench, limit
 
 ISOB = REPO / "build" / "isob"
-RUN_TIMEOUT = 300
+RUN_TIMEOUT = limit(900)
 
 
 def isob(*args: str) -> tuple[subprocess.CompletedProcess, list[dict]]:

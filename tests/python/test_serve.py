@@ -23,14 +23,16 @@ from pathlib import Path
 
 import pytest
 
+from conftest import limit
+
 REPO = Path(__file__).resolve().parents[2]
 ISOB = REPO / "build" / "isob"
 
 # Bounds on waiting (seconds), only so that a broken server cannot hang the
 # suite; they are generous and never asserted.
-START_TIMEOUT = 30.0
-SOCKET_TIMEOUT = 10.0
-STOP_TIMEOUT = 15.0
+START_TIMEOUT = limit(120)
+SOCKET_TIMEOUT = limit(60)
+STOP_TIMEOUT = limit(60)
 
 MECHANISMS = ["direct", "process-futex"]
 

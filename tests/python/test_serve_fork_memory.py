@@ -24,6 +24,7 @@ import time
 
 import pytest
 
+from conftest import limit
 from serve_helpers import ISOB, READY, SOCKET_TIMEOUT, START_TIMEOUT, ServerProcess, recv_until
 
 pytestmark = pytest.mark.skipif(not (ISOB.is_file() and os.access(ISOB, os.X_OK)),
@@ -36,7 +37,7 @@ VALUE = 1024 * 1024 - 1024  # a large value the default --max-value takes
 FILL_VALUES = 80        # x VALUE: more than the whole heap, so the store evicts
 FULL = b"SERVER_ERROR out of memory storing object\r\n"
 # Bound on waiting for the sessions' processes to appear; never asserted.
-SETTLE_TIMEOUT = 30.0
+SETTLE_TIMEOUT = limit(120)
 
 NUM = r"(\d+(?:\.\d+)?)"
 REFUSAL = re.compile(

@@ -19,11 +19,12 @@ import subprocess
 
 import pytest
 
+from conftest import limit
 from serve_helpers import ISOB, MEMCACHED, _die_with_parent, recv_until, start_isob, start_memcached
 
 MEMCCAPABLE = shutil.which("memccapable")
 ASCII_TESTS = 27      # the text-protocol tests of libmemcached 1.0's memccapable
-RUN_TIMEOUT = 300.0   # a hang guard for one memccapable run
+RUN_TIMEOUT = limit(900)   # a hang guard for one memccapable run
 MECHANISMS = ("direct", "process-futex", "seccomp", "wasm")
 
 pytestmark = pytest.mark.skipif(

@@ -24,6 +24,7 @@ import time
 
 import pytest
 
+from conftest import limit
 from serve_helpers import (ISOB, MEMCACHED, SOCKET_TIMEOUT, ServerProcess, recv_exactly,
                            start_isob, start_memcached)
 
@@ -36,7 +37,7 @@ STORE_MB = 8
 # limit of 1 MiB includes its own header.
 VALUE = 1024 * 1024 - 1024
 # Bound on waiting for a server to read what was sent; never asserted.
-SETTLE_TIMEOUT = 60.0
+SETTLE_TIMEOUT = limit(120)
 # The allowed ratio of isob's memory to memcached's.
 MAX_RATIO = 2.0
 

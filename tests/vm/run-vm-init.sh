@@ -14,7 +14,9 @@ init=${1:?usage: run-vm-init.sh INIT CACHE_DIR TAG [FILE...]}
 cache=${2:?usage: run-vm-init.sh INIT CACHE_DIR TAG [FILE...]}
 tag=${3:?usage: run-vm-init.sh INIT CACHE_DIR TAG [FILE...]}
 shift 3
-VM_TIMEOUT_S=${ISOB_VM_TIMEOUT_S:-240}
+# Seconds the guest may run: a hang guard only (about 11 s of an idle
+# machine); ISOB_TIME_SCALE (Makefile) multiplies it.
+VM_TIMEOUT_S=${ISOB_VM_TIMEOUT_S:-$(awk "BEGIN { print int(1200 * ${ISOB_TIME_SCALE:-1}) }")}
 KERNEL_META=linux-image-cloud-amd64
 
 skip() { echo "SKIP: $*"; exit 77; }
