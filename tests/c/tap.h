@@ -7,7 +7,8 @@
  * A case may call SKIP("reason") to report "ok N # SKIP reason".
  *
  * The per-case alarm only turns a hang into a failure; it bounds no speed.
- * It is TAP_TIMEOUT_S times tap_scale(): 4 in a sanitizer build (whose
+ * It is tap_case_s (TAP_TIMEOUT_S unless the program sets more for costly
+ * cases) times tap_scale(): 4 in a sanitizer build (whose
  * code runs several times slower), times ISOB_TIME_SCALE when the
  * environment sets it (a number >= 1, for a machine slower still).  Each
  * case's time is printed beside its limit ("# time: ..."), so that a limit
@@ -72,6 +73,7 @@ static inline unsigned tap_limit(unsigned seconds)
 }
 
 static int tap_n, tap_failed;
+static unsigned tap_case_s = TAP_TIMEOUT_S;   /* a case's alarm before tap_scale() */
 static char tap_skip_reason[256];
 static int tap_skip_fd = -1;   /* write end of the pipe that carries a skip reason */
 static int tap_confined;       /* the case confined its own process (tap_mark_confined) */
@@ -118,7 +120,7 @@ static inline void __attribute__((noreturn)) tap_exit(int code)
 static void tap_run(const char *name, void (*fn)(void))
 {
     int n = ++tap_n;
-    unsigned limit = tap_limit(TAP_TIMEOUT_S);
+    unsigned limit = tap_limit(tap_case_s);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     fflush(stdout);
