@@ -150,7 +150,7 @@ def test_campaign_over_two_ssh_hosts(tmp_path, lab):
 
 def _wait_for(path: Path, proc: subprocess.Popen) -> None:
     """Until path exists (or the campaign ended without making it)."""
-    for _ in range(CAMPAIGN_TIMEOUT * 20):
+    for _ in range(int(CAMPAIGN_TIMEOUT * 20)):
         if path.exists() or proc.poll() is not None:
             return
         time.sleep(0.05)
