@@ -74,7 +74,7 @@ def test_conftest_records_each_test_and_its_closest_guard(tmp_path):
                             "ISOB_TIME_SCALE": "2"})
     assert p.returncode == 0, p.stdout + p.stderr
     got = {t["test"].split("::")[1]: t for t in json.loads(out.read_text())}
-    assert got["test_waits"]["limit"] == 3600
+    assert got["test_waits"]["limit"] == 7200   # TEST_LIMIT at ISOB_TIME_SCALE=2
     assert got["test_waits"]["closest"]["limit"] == 50
     assert 0 < got["test_waits"]["closest"]["time"] < 50
     assert got["test_none"]["closest"] is None
