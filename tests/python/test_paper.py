@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import assert_one_error_line
+from conftest import assert_one_error_line, limit
 from fixture_runs import fixture, import_doc, load_doc
 
 
@@ -51,7 +51,7 @@ def pdflatex(folder, name):
     """Compile folder/name; its log.  Fails the test on an error, an
     overfull box or a float too large for the page."""
     run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", name],
-                         cwd=folder, capture_output=True, text=True, timeout=120)
+                         cwd=folder, capture_output=True, text=True, timeout=limit(600))
     log = (folder / (name[:-4] + ".log")).read_text(errors="replace")
     assert run.returncode == 0, f"{name}: {run.stdout[-2000:]}"
     for trouble in TEX_TROUBLE:
