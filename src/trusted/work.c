@@ -371,9 +371,9 @@ static long ret64(struct isob_msg *msg, uint64_t v)
 }
 
 /* The maths entries pass doubles as their bits. */
-static double arg_double(const struct isob_msg *msg)
+static double arg_double(int64_t bits)
 {
-    union { int64_t i; double d; } b = {msg->arg[0]};
+    union { int64_t i; double d; } b = {bits};
     return b.d;
 }
 
@@ -389,7 +389,8 @@ static int fd_ok(int64_t fd)
     return fd >= 0 && fd <= 0x7fffffff;
 }
 
-static long io_entry(struct isob_trusted *t, unsigned entry, struct isob_msg *msg)
+/* a0 and a1: the message's arg[0] and arg[1], as isob_work_call read them. */
+static long io_entry(struct isob_trusted *t, unsigned entry, struct isob_msg *msg, int64_t a0, int64_t a1)
 {
     unsigned char *out = arena(t), *in = out + ISOB_WORK_IO_MAX;
     if (arena_size(t) < 2u * ISOB_WORK_IO_MAX)
@@ -398,46 +399,47 @@ static long io_entry(struct isob_trusted *t, unsigned entry, struct isob_msg *ms
     int64_t r;
     switch (entry) {
     case ISOB_ENTRY_IO_FILL: {
-        uint64_t len = (uint64_t)msg->arg[1];
+        uint64_t len = (uint64_t)a1;
         if (len > ISOB_WORK_IO_MAX)
             return -W_EINVAL;
-        isob_work_io_fill(out, (size_t)len, (uint64_t)msg->arg[0]);
+        isob_work_io_fill(out, (size_t)len, (uint64_t)a0);
         return (long)isob_checksum(out, (size_t)len);
     }
     case ISOB_ENTRY_IO_WRITE:
-        if (!fd_ok(msg->arg[0]) || (uint64_t)msg->arg[1] > ISOB_WORK_IO_MAX)
+        if (!fd_ok(a0) || (uint64_t)a1 > ISOB_WORK_IO_MAX)
             return -W_EINVAL;
-        r = isob_work_io_write((int)msg->arg[0], out, (size_t)msg->arg[1], &count);
+        r = isob_work_io_write((int)a0, out, (size_t)a1, &count);
         msg->arg[3] = (int64_t)count;
         return (long)r;
     case ISOB_ENTRY_IO_READ:
-        if (!fd_ok(msg->arg[0]) || (uint64_t)msg->arg[1] > ISOB_WORK_IO_MAX)
+        if (!fd_ok(a0) || (uint64_t)a1 > ISOB_WORK_IO_MAX)
             return -W_EINVAL;
-        r = isob_work_io_read((int)msg->arg[0], in, (size_t)msg->arg[1], &count);
+        r = isob_work_io_read((int)a0, in, (size_t)a1, &count);
         msg->arg[3] = (int64_t)count;
         return (long)r;
     case ISOB_ENTRY_IO_ROUNDTRIP: {
-        if (!fd_ok(msg->arg[0]) || !fd_ok(msg->arg[1]) || (uint64_t)msg->arg[2] > ISOB_WORK_IO_MAX)
+        int64_t a2 = ISOB_MSG_ONCE(msg->arg[2]);
+        if (!fd_ok(a0) || !fd_ok(a1) || (uint64_t)a2 > ISOB_WORK_IO_MAX)
             return -W_EINVAL;
-        size_t len = (size_t)msg->arg[2];
+        size_t len = (size_t)a2;
         uint64_t calls = 0;
-        r = isob_work_io_write((int)msg->arg[0], out, len, &calls);
+        r = isob_work_io_write((int)a0, out, len, &calls);
         if (r >= 0)
-            r = isob_work_io_read((int)msg->arg[1], in, len, &count);
+            r = isob_work_io_read((int)a1, in, len, &count);
         msg->arg[3] = (int64_t)count;
         return (long)r;
     }
     case ISOB_ENTRY_IO_SUM:
-        if ((uint64_t)msg->arg[0] > ISOB_WORK_IO_MAX)
+        if ((uint64_t)a0 > ISOB_WORK_IO_MAX)
             return -W_EINVAL;
-        return (long)isob_checksum(in, (size_t)msg->arg[0]);
+        return (long)isob_checksum(in, (size_t)a0);
     case ISOB_ENTRY_IO_STREAM: {
-        if (!fd_ok(msg->arg[0]) || msg->arg[1] <= 0 || (uint64_t)msg->arg[1] > ISOB_WORK_IO_MAX ||
-            msg->arg[2] < 0)
+        int64_t times = ISOB_MSG_ONCE(msg->arg[2]);
+        if (!fd_ok(a0) || a1 <= 0 || (uint64_t)a1 > ISOB_WORK_IO_MAX || times < 0)
             return -W_EINVAL;
-        size_t chunk = (size_t)msg->arg[1];
-        for (int64_t i = 0; i < msg->arg[2]; i++) {
-            r = isob_work_io_write((int)msg->arg[0], out, chunk, &count);
+        size_t chunk = (size_t)a1;
+        for (int64_t i = 0; i < times; i++) {
+            r = isob_work_io_write((int)a0, out, chunk, &count);
             if (r < 0) {
                 msg->arg[3] = (int64_t)count;
                 return (long)r;
@@ -451,13 +453,14 @@ static long io_entry(struct isob_trusted *t, unsigned entry, struct isob_msg *ms
     }
 }
 
+/* a0: the message's arg[0], as isob_work_call read it. */
 static long mem_entry(struct isob_trusted *t, struct work_state *w, unsigned entry,
-                      struct isob_msg *msg)
+                      struct isob_msg *msg, int64_t a0)
 {
     unsigned char *block = arena(t);
     switch (entry) {
     case ISOB_ENTRY_MEM_ALLOC: {
-        uint64_t bytes = (uint64_t)msg->arg[0];
+        uint64_t bytes = (uint64_t)a0;
         if (w->block_bytes)
             return -W_EBUSY;
         if (bytes == 0 || bytes % 8 != 0)
@@ -489,10 +492,10 @@ static long mem_entry(struct isob_trusted *t, struct work_state *w, unsigned ent
     uint64_t *p = (uint64_t *)(void *)block;
     switch (entry) {
     case ISOB_ENTRY_MEM_WRITE:
-        isob_work_mem_write(p, words, (uint64_t)msg->arg[0]);
+        isob_work_mem_write(p, words, (uint64_t)a0);
         return 0;
     case ISOB_ENTRY_MEM_FILL:
-        isob_work_mem_fill(p, (size_t)w->block_bytes, (int)(msg->arg[0] & 0xff));
+        isob_work_mem_fill(p, (size_t)w->block_bytes, (int)(a0 & 0xff));
         return 0;
     case ISOB_ENTRY_MEM_READ:
         return ret64(msg, isob_work_mem_read(p, words));
@@ -504,7 +507,11 @@ static long mem_entry(struct isob_trusted *t, struct work_state *w, unsigned ent
 long isob_work_call(struct isob_trusted *t, unsigned entry, struct isob_msg *msg, size_t cap)
 {
     (void)cap;
-    uint64_t n = (uint64_t)msg->arg[0], seed = (uint64_t)msg->arg[1];
+    /* Each argument read once (trusted.h): the untrusted side may change
+     * the message while an entry runs, so the entries check and use these
+     * copies only (the I/O entries read their arg[2] once themselves). */
+    int64_t a0 = ISOB_MSG_ONCE(msg->arg[0]), a1 = ISOB_MSG_ONCE(msg->arg[1]);
+    uint64_t n = (uint64_t)a0, seed = (uint64_t)a1;
     switch (entry) {
     case ISOB_ENTRY_WORK:
         /* A bound, so that a garbled k cannot keep the compartment busy
@@ -521,15 +528,15 @@ long isob_work_call(struct isob_trusted *t, unsigned entry, struct isob_msg *msg
                           : entry == ISOB_ENTRY_CPU_FLOAT ? isob_work_cpu_float((uint32_t)n, seed)
                           : isob_work_cpu_maths((uint32_t)n, seed));
     case ISOB_ENTRY_MATH_SIN:
-        return ret_double(msg, isob_work_sin(arg_double(msg)));
+        return ret_double(msg, isob_work_sin(arg_double(a0)));
     case ISOB_ENTRY_MATH_COS:
-        return ret_double(msg, isob_work_cos(arg_double(msg)));
+        return ret_double(msg, isob_work_cos(arg_double(a0)));
     case ISOB_ENTRY_MATH_TAN:
-        return ret_double(msg, isob_work_tan(arg_double(msg)));
+        return ret_double(msg, isob_work_tan(arg_double(a0)));
     case ISOB_ENTRY_MATH_SQRT:
-        return ret_double(msg, isob_work_sqrt(arg_double(msg)));
+        return ret_double(msg, isob_work_sqrt(arg_double(a0)));
     case ISOB_ENTRY_MATH_LOG:
-        return ret_double(msg, isob_work_log(arg_double(msg)));
+        return ret_double(msg, isob_work_log(arg_double(a0)));
     case ISOB_ENTRY_HOST_FAULTS: {
         int64_t r = isob_host_call(ISOB_HOST_MINFLT, 0, 0, 0);
         if (r < 0)
@@ -556,10 +563,10 @@ long isob_work_call(struct isob_trusted *t, unsigned entry, struct isob_msg *msg
     case ISOB_ENTRY_MEM_FILL:
     case ISOB_ENTRY_MEM_READ:
     case ISOB_ENTRY_MEM_FREE:
-        return mem_entry(t, w, entry, msg);
+        return mem_entry(t, w, entry, msg, a0);
     default:
         if (w->block_bytes)
             return -W_EBUSY;
-        return io_entry(t, entry, msg);
+        return io_entry(t, entry, msg, a0, a1);
     }
 }
