@@ -178,3 +178,70 @@ def test_a_report_that_fails_midway_leaves_the_folder_as_it_was(tmp_path, monkey
     with pytest.raises(OSError):
         report.write(doc, out, ("html", "csv"))
     assert {f: (out / f).read_bytes() for f in _listing(out)} == before
+
+
+def test_a_link_planted_at_the_manifests_temporary_name_is_not_followed(isobench, tmp_path):
+    """Whoever can write into the report folder plants a symbolic link
+    where a manifest would be written first; the report must not write
+    through it to a file outside the folder."""
+    import_doc(isobench.db, fixture("clean_run"))
+    out = tmp_path / "rep"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("not the report's\n")
+    (out / (MANIFEST + ".new")).symlink_to(victim)
+    p = isobench("report", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    assert victim.read_text() == "not the report's\n"
+    assert json.loads((out / MANIFEST).read_text())["run"]["run_id"] == 1
+    # A link at the manifest's own name is not read through either: one
+    # line, and nothing written outside.
+    (out / MANIFEST).unlink()
+    (out / MANIFEST).symlink_to(victim)
+    line = assert_one_error_line(isobench("report", "-o", str(out)), 2)
+    assert MANIFEST in line
+    assert victim.read_text() == "not the report's\n"
+
+
+@pytest.mark.parametrize("manifest", [
+    {"isobench_report": 1, "files": ["paper.tex"]},
+    {"isobench_report": 2, "files": ["paper.tex"],
+     "sums": {"paper.tex": {"size": 12, "sha256": "0" * 64}}},
+], ids=["names-only", "wrong-sum"])
+def test_a_foreign_manifest_removes_nothing_the_report_did_not_write(isobench, tmp_path, manifest):
+    """A folder copied from elsewhere (or prepared by someone else) comes
+    with a manifest that lists the user's paper.tex: the report must not
+    remove it, since it is not what a report wrote."""
+    import_doc(isobench.db, fixture("clean_run"))
+    out = tmp_path / "rep"
+    out.mkdir()
+    (out / "paper.tex").write_text("\\documentclass{article}\n")
+    (out / MANIFEST).write_text(json.dumps({**manifest, "run": {"run_id": 9}, "isobench": "0"}))
+    doc, p = isobench.json("report", "-o", str(out), "--json")
+    assert p.returncode == 0, p.stderr
+    assert (out / "paper.tex").read_text() == "\\documentclass{article}\n"
+    assert doc["removed"] == []
+    assert "paper.tex" not in json.loads((out / MANIFEST).read_text())["files"]
+
+
+def test_the_manifest_records_each_files_size_and_sha256(reported):
+    import hashlib
+    out, doc = reported
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert manifest["isobench_report"] == 2 and sorted(manifest["sums"]) == sorted(doc["files"])
+    for name in doc["files"]:
+        data = (out / name).read_bytes()
+        assert manifest["sums"][name] == {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def test_an_edited_file_of_the_previous_report_is_kept(isobench, tmp_path):
+    import_doc(isobench.db, every_plot_run())
+    import_doc(isobench.db, switch_only_run())
+    out = tmp_path / "rep"
+    _, p = isobench.json("report", "1", "-o", str(out), "--json")
+    assert p.returncode == 0, p.stderr
+    (out / "kv.tex").write_text("edited by hand\n")
+    second, p = isobench.json("report", "2", "-o", str(out), "--json")
+    assert p.returncode == 0, p.stderr
+    assert "kv.tex" not in second["removed"] and "kv-1col.pdf" in second["removed"]
+    assert (out / "kv.tex").read_text() == "edited by hand\n"
