@@ -22,7 +22,21 @@
  * Each cell also carries its condition: what it covers and under what it
  * was measured and holds (the same-uid cell of a separate address space:
  * for compartments created while no process traced the caller, with Yama's
- * ptrace_scope and the caller's TracerPid at creation in its evidence).
+ * ptrace_scope and the caller's TracerPid at creation in its evidence, and
+ * by a caller non-dumpable at creation).
+ *
+ * The fork window.  The kernel checks /proc/PID/mem at open, so a same-uid
+ * racer that opens a server between its fork and its hardening reads its
+ * heap later (mechanism.h, isob_comp_create).  For a separate address
+ * space the same-uid cell carries two racer runs, each in a helper that
+ * stands for a freshly started caller (as root: uid ISOB_OSP_OTHER_UID):
+ * the caller as isob_comp_create leaves it (non-dumpable before the fork),
+ * and a dumpable caller (spec.allow_dumpable: the server hardens itself
+ * after the fork).  The racer (osprobe.h) spins over the next process ids,
+ * opens /proc/SERVER/mem, and reads the secret once it is planted.  The
+ * cell is leaks when the racer read the secret from a caller as this
+ * matrix's caller created it (a caller run with ISOB_ALLOW_DUMPABLE=1 is
+ * the dumpable one).
  *
  * Measured, never declared: every cell comes from attempts on this
  * machine.  A cell that could not be tried is untested, with the reason.
@@ -44,8 +58,11 @@
 /* Version of the matrix in `isob isolation` output.  History:
  *   1  the four attackers, per-probe details, Yama's ptrace_scope.
  *   2  a condition per cell, the pre-attached tracer, caller_tracer_pid
- *      and caller_closed (the caller made itself non-dumpable first). */
-#define ISOB_MATRIX_VERSION 2
+ *      and caller_closed (the caller made itself non-dumpable first).
+ *   3  the fork-window racer: the same-uid cell's "fork_window" (a run per
+ *      caller, non-dumpable and dumpable at creation) and
+ *      "caller_dumpable" (the caller was allowed to stay dumpable). */
+#define ISOB_MATRIX_VERSION 3
 
 enum isob_attacker {
     ISOB_ATK_IN_PROCESS,
@@ -63,6 +80,23 @@ enum isob_cell_verdict {
     ISOB_CELL_NOT_APPLICABLE,
 };
 
+/* Tries of the racer per run; the dumpable caller's run stops at its
+ * first read of the secret. */
+#define ISOB_RACE_TRIES 30
+
+/* One racer run (see above). */
+struct isob_race {
+    int ran;              /* the helper reported (else verdict untested, why says why) */
+    int verdict;          /* enum isob_cell_verdict */
+    int dumpable;         /* the caller stayed dumpable at creation */
+    int tries;            /* compartments created */
+    int seen;             /* tries in which the racer met the server's process id */
+    int opened;           /* tries in which it opened /proc/SERVER/mem */
+    int first_read;       /* the try (from 1) of its first read of the secret; 0: none */
+    int refused_err;      /* the errno of its last refused open */
+    char why[160];
+};
+
 struct isob_cell {
     int verdict;          /* enum isob_cell_verdict */
     char method[200];     /* what was tried, or what got through */
@@ -78,6 +112,10 @@ struct isob_cell {
     int tprobed;          /* and its probes ran (tres) */
     struct isob_osprobe_result tres[ISOB_TRACER_PROBES];
     struct isob_tracer_stats tstats;
+    /* The same-uid cell of a separate address space only: the racer runs,
+     * [0] the caller non-dumpable at creation, [1] a dumpable caller. */
+    int raced;
+    struct isob_race race[2];
     struct {              /* each run: [0] the naive tracer, [1] the hiding one */
         int ran;          /* the helper reported (else verdict untested) */
         int verdict;      /* enum isob_cell_verdict of this run alone */
@@ -109,6 +147,7 @@ struct isob_isolation {
     long same_uid_tracer_pid; /* the same for the caller of the same-uid cell (as root: a helper) */
     long caller_tracer_pid; /* TracerPid of the caller when it created the compartment
                              * (a negative errno when unreadable) */
+    int caller_dumpable;  /* the caller was allowed to stay dumpable (ISOB_ALLOW_DUMPABLE=1) */
     int caller_closed;    /* 0: the caller made itself non-dumpable before creating it;
                            * 1: not taken (in-process: the secret is in the caller);
                            * else the negative errno of that step */
@@ -127,6 +166,14 @@ int isob_isolation_test(const struct isob_mechanism *m, struct isob_isolation *r
 
 /* The whole matrix; returns 0 when it could run (see the cells). */
 int isob_isolation_matrix(const struct isob_mechanism *m, struct isob_isolation *r);
+
+/* One racer run against m's fork window (see above): the caller as
+ * isob_comp_create leaves it (dumpable 0) or allowed to stay dumpable
+ * (1), in a helper.  Fills out (its verdict: leaks when the racer read
+ * the secret; enforced only when it met the server's process id and was
+ * refused every time; else untested with why); 0, or the helper's
+ * negative errno. */
+int isob_fork_race(const struct isob_mechanism *m, int dumpable, struct isob_race *out);
 
 /* The matrix as one `isolation` JSON line (schema in docs/design.md). */
 void isob_isolation_emit(FILE *f, const struct isob_mechanism *m, const struct isob_isolation *r);

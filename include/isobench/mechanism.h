@@ -39,6 +39,10 @@ struct isob_comp_spec {
      * inherited), so that the same numbers name the same files there. */
     int host_fds[ISOB_SPEC_HOST_FDS];
     unsigned n_host_fds;
+    /* 1: create even while the caller is dumpable (see isob_comp_create);
+     * the compartment's server is then open to a same-uid reader from its
+     * fork to its own hardening.  0 (isob_spec_defaults): not. */
+    int allow_dumpable;
 };
 
 /* Liveness.  A compartment whose second context is a process can die
@@ -146,9 +150,38 @@ const struct isob_mechanism *isob_mechanism_find(const char *name);
 /* 1 when the mechanism is listed (test-only ones need ISOBENCH_TEST_MECHANISMS=1). */
 int isob_mechanism_listed(const struct isob_mechanism *m);
 
-/* Create a compartment of mechanism m (sets c->mech); 0 or -errno. */
+/* Create a compartment of mechanism m (sets c->mech); 0 or -errno.
+ *
+ * The fork window.  The kernel checks access to /proc/PID/mem and
+ * /proc/PID/maps when they are opened, not when they are read, so a
+ * same-uid process that opens a server between its fork and its own
+ * PR_SET_DUMPABLE 0 reads its trusted heap later.  A fork inherits
+ * non-dumpability, so for a mechanism whose compartment is another process
+ * (ISOB_SEPARATE_AS) create first makes the caller non-dumpable
+ * (isob_caller_harden), and the server is closed from its first
+ * instruction.  A caller that must stay dumpable says so explicitly:
+ * spec->allow_dumpable, or ISOB_ALLOW_DUMPABLE=1 in the environment; its
+ * servers then have the window.  A caller that cannot be made
+ * non-dumpable gets create's error, with the reason in
+ * isob_comp_create_why(). */
 int isob_comp_create(const struct isob_mechanism *m, const struct isob_comp_spec *spec,
                      struct isob_comp **out);
+
+/* Why the last isob_comp_create or isob_server_start of this thread failed
+ * before the mechanism ran (the caller could not be made non-dumpable), or
+ * NULL. */
+const char *isob_comp_create_why(void);
+
+/* The environment variable that lets every creation of this process go on
+ * while the caller is dumpable ("1"); see isob_comp_create. */
+#define ISOB_ALLOW_DUMPABLE_ENV "ISOB_ALLOW_DUMPABLE"
+
+/* The caller's step before a process compartment's fork: nothing when it
+ * is non-dumpable already (one PR_GET_DUMPABLE); else, unless allowed
+ * (allow, or ISOB_ALLOW_DUMPABLE=1), isob_caller_close_to_readers.  0 (with
+ * *stays_dumpable = 1 when it was allowed to stay dumpable), or a negative
+ * errno with the reason in why. */
+int isob_caller_harden(int allow, int *stays_dumpable, char *why, size_t len);
 void isob_comp_destroy(struct isob_comp *c);
 
 /* Why the compartment stopped serving ("died: signal 9 (Killed)"), or NULL

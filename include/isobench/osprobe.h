@@ -342,4 +342,49 @@ int isob_scan_plan_ptrace(const struct isob_scan_plan *plan, unsigned pages, uin
 int isob_scan(enum isob_scan_method m, pid_t pid, const struct isob_scan_plan *plan, unsigned ptrace_pages,
               const struct isob_canary *c, uintptr_t canary_addr, struct isob_scan_result *r);
 
+/* The fork-window racer (src/osprobe/racer.c).  The kernel checks access
+ * to /proc/PID/mem at open, not at read: a same-uid process without
+ * capabilities that opens a compartment's server between its fork and its
+ * PR_SET_DUMPABLE 0 reads the trusted heap through that descriptor later.
+ * The racer is a forked child of the caller (so as root, start it from an
+ * unprivileged helper): armed before a creation, it spins over the process
+ * ids the next forks take, opens /proc/PID/mem of each new child of the
+ * caller, and once collected reads the secret through what it opened. */
+struct isob_racer_try {
+    int seen;         /* the racer met the server's process id while it spun */
+    int opened;       /* and opened its /proc/PID/mem */
+    int read;         /* a read through that descriptor returned 8 bytes */
+    int secret_seen;  /* which were the secret */
+    int err;          /* the errno of the refused open (seen, not opened) or of the read */
+    pid_t found_pid;  /* the needle search: the process it was found in */
+    char note[96];    /* why it could not spin */
+};
+
+/* The longest needle isob_racer_collect_needle looks for. */
+#define ISOB_RACER_NEEDLE_MAX 64
+
+struct isob_racer {
+    pid_t pid;
+    void *page;       /* shared with the racer */
+};
+
+/* Fork the racer; 0, or a negative errno with the reason in why (no
+ * /proc/sys/kernel/ns_last_pid to predict process ids from). */
+int isob_racer_start(struct isob_racer *r, char *why, size_t len);
+/* The same, for the new children of caller (a process this one started,
+ * e.g. an `isob serve` it forked) rather than its own. */
+int isob_racer_start_for(struct isob_racer *r, pid_t caller, char *why, size_t len);
+/* Before a creation: returns once the racer spins.  0 or -ETIMEDOUT. */
+int isob_racer_arm(struct isob_racer *r);
+/* After the creation and the planting: what the racer got of server, read
+ * at addr and compared with expect.  0 or -ETIMEDOUT. */
+int isob_racer_collect(struct isob_racer *r, pid_t server, uintptr_t addr, uint64_t expect,
+                       struct isob_racer_try *out);
+/* After the creation: whether the racer finds needle (at most
+ * ISOB_RACER_NEEDLE_MAX bytes) in a private writable mapping of any new
+ * child of the caller it opened (secret_seen, found_pid).  0 or a negative
+ * errno. */
+int isob_racer_collect_needle(struct isob_racer *r, const void *needle, size_t len, struct isob_racer_try *out);
+void isob_racer_stop(struct isob_racer *r);
+
 #endif

@@ -99,15 +99,19 @@ static void describe_fault(char *buf, size_t len)
 }
 
 /* The caller's own step before it creates a compartment of its own
- * process (server.h): only where the compartment is another process, which
- * then inherits it.  An in-process compartment's secret is in the caller,
- * whose own threads are its same-uid attacker, and which any code of the
- * process could make dumpable again: the step would change what that cell
- * measures, not what the mechanism defends.  0 closed, 1 not applicable,
- * or a negative errno. */
-static int close_caller(const struct isob_mechanism *m)
+ * process (server.h), as isob_comp_create takes it (isob_caller_harden):
+ * only where the compartment is another process, which then inherits it.
+ * An in-process compartment's secret is in the caller, whose own threads
+ * are its same-uid attacker, and which any code of the process could make
+ * dumpable again: the step would change what that cell measures, not what
+ * the mechanism defends.  0 closed (or, with *stays set, allowed to stay
+ * dumpable by ISOB_ALLOW_DUMPABLE=1), 1 not applicable, or a negative
+ * errno. */
+static int close_caller(const struct isob_mechanism *m, int *stays)
 {
-    return (m->props & ISOB_SEPARATE_AS) ? isob_caller_close_to_readers() : 1;
+    char why[200];
+    *stays = 0;
+    return (m->props & ISOB_SEPARATE_AS) ? isob_caller_harden(0, stays, why, sizeof why) : 1;
 }
 
 static long plant(struct isob_comp *c, uint64_t *trusted_addr)
@@ -348,7 +352,8 @@ static void same_uid_helper(void *arg, void *out)
     uint64_t trusted_addr = 0;
     /* As the matrix's own caller does (begin). */
     rep->tracer_pid = isob_tracer_pid(0);
-    rep->closed = close_caller(m);
+    int stays;
+    rep->closed = close_caller(m, &stays);
     rep->rc = isob_comp_create(m, &spec, &c);
     if (rep->rc) {
         snprintf(rep->why, sizeof rep->why, "create as uid %d: %s", ISOB_OSP_OTHER_UID, isob_strerror(rep->rc));
@@ -405,6 +410,179 @@ static void same_uid_as_root(const struct isob_mechanism *m, struct isob_cell *c
     }
 }
 
+/* The fork window (isolation.h): a racer against the server's fork, in a
+ * helper that stands for a freshly started caller (dumpable, as every
+ * process is when it starts; as root: uid ISOB_OSP_OTHER_UID), which
+ * creates compartments while the racer spins: as isob_comp_create leaves
+ * it (non-dumpable before the fork), or allowed to stay dumpable. */
+struct race_arg {
+    const struct isob_mechanism *m;
+    int dumpable;
+};
+
+struct race_report {
+    int rc;
+    char why[160];
+    int stays;              /* the caller was dumpable at creation */
+    int tries, seen, opened, first_read, refused_err;
+};
+
+/* How long one run may take: ISOB_RACE_TRIES creations, each a fork. */
+#define RACE_HELPER_TIMEOUT_MS 120000
+
+static void race_helper(void *arg, void *out)
+{
+    const struct race_arg *ra = arg;
+    struct race_report *rep = out;
+    prctl(PR_SET_DUMPABLE, 1);
+    struct isob_racer racer;
+    rep->rc = isob_racer_start(&racer, rep->why, sizeof rep->why);
+    if (rep->rc)
+        return;
+    for (int i = 0; i < ISOB_RACE_TRIES; i++) {
+        if ((rep->rc = isob_racer_arm(&racer)) != 0) {
+            snprintf(rep->why, sizeof rep->why, "the racer did not answer: %s", isob_strerror(rep->rc));
+            break;
+        }
+        struct isob_comp_spec spec;
+        isob_spec_defaults(&spec);
+        spec.allow_dumpable = ra->dumpable;
+        struct isob_comp *c;
+        rep->rc = isob_comp_create(ra->m, &spec, &c);
+        /* As the server inherited it: nothing made the caller dumpable
+         * again between its fork and here. */
+        rep->stays = prctl(PR_GET_DUMPABLE) == 1;
+        if (rep->rc) {
+            const char *w = isob_comp_create_why();
+            snprintf(rep->why, sizeof rep->why, "create: %s", w ? w : isob_strerror(rep->rc));
+            struct isob_racer_try t;
+            isob_racer_collect(&racer, 0, 0, 0, &t);
+            break;
+        }
+        uint64_t addr = 0;
+        struct isob_place where = {0, 0};
+        if (plant(c, &addr) != 0 || !addr) {
+            rep->rc = -EIO;
+            snprintf(rep->why, sizeof rep->why, "planting the secret failed");
+        } else {
+            where.addr = (uintptr_t)addr;
+            rep->rc = ra->m->locate ? ra->m->locate(c, addr, &where) : 0;
+            if (rep->rc)
+                snprintf(rep->why, sizeof rep->why, "locating the secret: %s", isob_strerror(rep->rc));
+            else if (where.pid == 0 || where.pid == getpid()) {
+                rep->rc = -EINVAL;
+                snprintf(rep->why, sizeof rep->why, "the trusted heap is in the caller's own process");
+            }
+        }
+        struct isob_racer_try t = {0};
+        int crc = isob_racer_collect(&racer, rep->rc ? 0 : where.pid, where.addr, ISOB_SECRET, &t);
+        isob_comp_destroy(c);
+        if (rep->rc)
+            break;
+        if (crc) {
+            rep->rc = crc;
+            snprintf(rep->why, sizeof rep->why, "the racer did not answer: %s", isob_strerror(crc));
+            break;
+        }
+        rep->tries++;
+        rep->seen += t.seen;
+        rep->opened += t.opened;
+        if (t.seen && !t.opened)
+            rep->refused_err = t.err;
+        if (t.secret_seen && !rep->first_read)
+            rep->first_read = rep->tries;
+        /* The window is shown once the secret was read. */
+        if (rep->first_read)
+            break;
+    }
+    isob_racer_stop(&racer);
+}
+
+int isob_fork_race(const struct isob_mechanism *m, int dumpable, struct isob_race *out)
+{
+    struct race_arg ra = {m, dumpable};
+    struct race_report rep;
+    memset(&rep, 0, sizeof rep);
+    memset(out, 0, sizeof *out);
+    struct isob_cred cred = {geteuid() == 0 ? ISOB_OSP_OTHER_UID : -1, 0, RACE_HELPER_TIMEOUT_MS};
+    char why[160] = "";
+    int rc = isob_osprobe_helper_cred(&cred, race_helper, &ra, &rep, sizeof rep, why, sizeof why);
+    out->dumpable = rep.stays;
+    out->tries = rep.tries;
+    out->seen = rep.seen;
+    out->opened = rep.opened;
+    out->first_read = rep.first_read;
+    out->refused_err = rep.refused_err;
+    out->ran = rc == 0;
+    if (rc || (rep.rc && !rep.first_read)) {
+        out->verdict = ISOB_CELL_UNTESTED;
+        snprintf(out->why, sizeof out->why, "%s", rc ? why : rep.why);
+    } else if (rep.first_read) {
+        out->verdict = ISOB_CELL_LEAKS;
+    } else if (dumpable && !rep.stays && rep.tries) {
+        out->verdict = ISOB_CELL_UNTESTED;
+        snprintf(out->why, sizeof out->why, "the caller was not dumpable at creation");
+    } else if (rep.seen == 0) {
+        out->verdict = ISOB_CELL_UNTESTED;
+        snprintf(out->why, sizeof out->why, "the racer never met the server's process id in %d tries "
+                 "(other processes took the ids it spun over)", rep.tries);
+    } else if (dumpable) {
+        /* The window was there and not won: no claim either way. */
+        out->verdict = ISOB_CELL_UNTESTED;
+        snprintf(out->why, sizeof out->why, "the racer did not win the window in %d tries", rep.tries);
+    } else {
+        out->verdict = rep.opened ? ISOB_CELL_UNTESTED : ISOB_CELL_ENFORCED;
+        if (rep.opened)
+            snprintf(out->why, sizeof out->why, "the racer opened the server but read other data");
+    }
+    return rc;
+}
+
+static void race_describe(const struct isob_race *x, char *ev, size_t n)
+{
+    add(ev, n, "%s caller at creation: ", x->dumpable ? "a dumpable" : "a non-dumpable");
+    if (!x->ran || (x->verdict == ISOB_CELL_UNTESTED && x->tries == 0)) {
+        add(ev, n, "not raced (%s)", x->why);
+        return;
+    }
+    add(ev, n, "%d tr%s, the racer met the server's process id in %d", x->tries, x->tries == 1 ? "y" : "ies",
+        x->seen);
+    if (x->first_read)
+        add(ev, n, ", opened /proc/SERVER/mem before the server's hardening and read the secret through it "
+                   "afterwards at try %d", x->first_read);
+    else if (x->opened)
+        add(ev, n, ", opened /proc/SERVER/mem %d time%s but read other data", x->opened, x->opened == 1 ? "" : "s");
+    else if (x->seen)
+        add(ev, n, ", its every open refused (%s)", errno_name(x->refused_err));
+    if (x->why[0] && !x->first_read)
+        add(ev, n, " (%s)", x->why);
+}
+
+/* The same-uid cell of a separate address space, after its probes: the
+ * two racer runs, and the cell leaks when the racer read the secret from
+ * a caller as this matrix's caller created it. */
+static void race_cell(const struct isob_mechanism *m, struct isob_cell *cell, const struct isob_isolation *r)
+{
+    cell->raced = 1;
+    isob_fork_race(m, 0, &cell->race[0]);
+    isob_fork_race(m, 1, &cell->race[1]);
+    add(cell->evidence, sizeof cell->evidence, "; fork-window racer: ");
+    race_describe(&cell->race[0], cell->evidence, sizeof cell->evidence);
+    add(cell->evidence, sizeof cell->evidence, "; ");
+    race_describe(&cell->race[1], cell->evidence, sizeof cell->evidence);
+    const struct isob_race *as_here = &cell->race[r->caller_dumpable ? 1 : 0];
+    if (as_here->verdict == ISOB_CELL_LEAKS) {
+        cell->verdict = ISOB_CELL_LEAKS;
+        snprintf(cell->method, sizeof cell->method, "/proc/PID/mem opened in the fork window and read after "
+                 "hardening, by a same-uid racer (%s caller at creation)",
+                 as_here->dumpable ? "a dumpable" : "a non-dumpable");
+    } else if (as_here->verdict == ISOB_CELL_UNTESTED && cell->verdict == ISOB_CELL_ENFORCED) {
+        /* The probes were refused, but the window was not tried. */
+        cell->verdict = ISOB_CELL_UNTESTED;
+        add(cell->method, sizeof cell->method, "; the fork window untested");
+    }
+}
+
 /* The pre-attached cell.  A helper stands for a freshly started caller
  * (dumpable, as every process is when it starts; as root: uid
  * ISOB_OSP_OTHER_UID, as for the same-uid cell); the tracer of osprobe.h
@@ -452,7 +630,8 @@ static void pre_attached_helper(void *arg, void *out)
         return;
     rep->tracer = t.pid;
     rep->tracer_pid = isob_tracer_pid(0);
-    rep->closed = close_caller(m);
+    int stays;
+    rep->closed = close_caller(m, &stays);
     struct isob_comp_spec spec;
     isob_spec_defaults(&spec);
     struct isob_comp *c;
@@ -629,9 +808,12 @@ static void conditions(const struct isob_mechanism *m, struct isob_isolation *r)
     int separate = (m->props & ISOB_SEPARATE_AS) != 0;
     long tracer = geteuid() == 0 ? r->same_uid_tracer_pid : r->caller_tracer_pid;
     if (separate)
-        snprintf(c, n, "for compartments created while no process traced the caller (Yama ptrace_scope: %s; "
-                       "the caller's TracerPid at creation: %ld); a tracer attached before creation is the "
-                       "pre-attached cell", yama, tracer);
+        snprintf(c, n, "for compartments created by a caller non-dumpable at creation (isob_comp_create makes "
+                       "it so before the fork; ISOB_ALLOW_DUMPABLE=1 leaves it dumpable, and a same-uid racer "
+                       "then opens /proc/SERVER/mem in the fork window: fork_window) while no process traced "
+                       "the caller (Yama ptrace_scope: %s; the caller's TracerPid at creation: %ld); this "
+                       "caller was %s at creation; a tracer attached before creation is the pre-attached cell",
+                 yama, tracer, r->caller_dumpable ? "dumpable (ISOB_ALLOW_DUMPABLE=1)" : "non-dumpable");
     else
         snprintf(c, n, "the secret lives in the caller's own process: any thread of it reaches it, and a "
                        "separate same-uid process while the caller is dumpable (Yama ptrace_scope: %s)", yama);
@@ -701,6 +883,8 @@ static void os_cells(const struct isob_mechanism *m, struct isob_comp *c, uint64
             plant(c, &again);
         }
     }
+    if (m->props & ISOB_SEPARATE_AS)
+        race_cell(m, &r->cells[ISOB_ATK_SAME_UID], r);
     pre_attached_cell(m, &r->cells[ISOB_ATK_PRE_ATTACHED], r);
 }
 
@@ -729,11 +913,12 @@ static int begin(const struct isob_mechanism *m, struct isob_isolation *r, struc
      * attach to it from here on, and its servers are closed from birth. */
     r->caller_tracer_pid = isob_tracer_pid(0);
     r->same_uid_tracer_pid = r->caller_tracer_pid;
-    r->caller_closed = close_caller(m);
+    r->caller_closed = close_caller(m, &r->caller_dumpable);
     int rc = isob_comp_create(m, &spec, cp);
     if (rc) {
         r->verdict = "failed";
-        snprintf(r->reason, sizeof r->reason, "create: %s", isob_strerror(rc));
+        const char *why_create = isob_comp_create_why();
+        snprintf(r->reason, sizeof r->reason, "create: %s", why_create ? why_create : isob_strerror(rc));
         all_untested(r, r->reason);
         return 1;
     }
@@ -918,6 +1103,29 @@ static void emit_cell(struct isob_jw *w, const char *key, const struct isob_cell
     isob_jw_str(w, "method", cell->method[0] ? cell->method : NULL);
     isob_jw_str(w, "evidence", cell->evidence[0] ? cell->evidence : NULL);
     isob_jw_str(w, "condition", cell->condition[0] ? cell->condition : NULL);
+    if (cell->raced) {
+        isob_jw_str(w, "precondition", "caller non-dumpable at creation");
+        isob_jw_str(w, "dumpable_caller", isob_cell_verdict_name(cell->race[1].verdict));
+        isob_jw_arr(w, "fork_window");
+        for (int i = 0; i < 2; i++) {
+            const struct isob_race *x = &cell->race[i];
+            isob_jw_obj(w, NULL);
+            isob_jw_str(w, "caller", i ? "dumpable" : "non-dumpable");
+            isob_jw_bool(w, "caller_dumpable", x->dumpable);
+            isob_jw_str(w, "verdict", isob_cell_verdict_name(x->verdict));
+            isob_jw_int(w, "tries", x->tries);
+            isob_jw_int(w, "seen", x->seen);
+            isob_jw_int(w, "opened", x->opened);
+            if (x->first_read)
+                isob_jw_int(w, "secret_read_at", x->first_read);
+            else
+                isob_jw_raw(w, "secret_read_at", "null");
+            isob_jw_str(w, "refused_errno", x->refused_err ? errno_name(x->refused_err) : NULL);
+            isob_jw_str(w, "why", x->why[0] ? x->why : NULL);
+            isob_jw_close(w, '}');
+        }
+        isob_jw_close(w, ']');
+    }
     if (cell->traced) {
         isob_jw_obj(w, "tracer");
         isob_jw_int(w, "followed", cell->tstats.followed);
@@ -1024,10 +1232,11 @@ void isob_isolation_emit(FILE *f, const struct isob_mechanism *m, const struct i
     isob_jw_str(&w, "yama", r->yama < 0 ? "absent (no Yama in this kernel)"
                             : r->yama <= 3 ? yama_words[r->yama] : "an unknown ptrace_scope");
     isob_jw_int(&w, "caller_tracer_pid", r->caller_tracer_pid);
+    isob_jw_bool(&w, "caller_dumpable", r->caller_dumpable);
     if (r->caller_closed == 1)
         isob_jw_raw(&w, "caller_closed", "null");
     else
-        isob_jw_bool(&w, "caller_closed", r->caller_closed == 0);
+        isob_jw_bool(&w, "caller_closed", r->caller_closed == 0 && !r->caller_dumpable);
     if (r->secret_intact_after < 0)
         isob_jw_raw(&w, "secret_intact_after", "null");
     else

@@ -1,5 +1,10 @@
 /* Helpers shared by mechanisms. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 
 #include "isobench/mechanism.h"
 
@@ -16,6 +21,7 @@ void isob_spec_defaults(struct isob_comp_spec *spec)
     spec->heap_size = ISOB_DEFAULT_HEAP_SIZE;
     spec->server_cpu = -1;
     spec->n_host_fds = 0;
+    spec->allow_dumpable = 0;
 }
 
 void *isob_map(size_t len, int shared)
@@ -46,6 +52,39 @@ void isob_unmap(void *p, size_t len)
 #include "isobench/harness.h"
 #include "isobench/server.h"
 
+/* Why this thread's last creation failed at the caller's step; "" none. */
+static __thread char create_why[200];
+/* The creation under way on this thread may leave the caller dumpable
+ * (its spec said so): its isob_server_start must not refuse it. */
+static __thread int create_allows;
+/* The creation under way on this thread has taken the caller's step: its
+ * isob_server_start need not ask again (one PR_GET_DUMPABLE a creation). */
+static __thread int create_checked;
+
+const char *isob_comp_create_why(void)
+{
+    return create_why[0] ? create_why : NULL;
+}
+
+int isob_caller_harden(int allow, int *stays_dumpable, char *why, size_t len)
+{
+    *stays_dumpable = 0;
+    int d = prctl(PR_GET_DUMPABLE);
+    if (d == 0)
+        return 0;
+    const char *env = getenv(ISOB_ALLOW_DUMPABLE_ENV);
+    if (allow || create_allows || (env && strcmp(env, "1") == 0)) {
+        *stays_dumpable = 1;
+        return 0;
+    }
+    int rc = d < 0 ? -errno : isob_caller_close_to_readers();
+    if (rc)
+        snprintf(why, len, "the caller cannot be made non-dumpable (%s), and a server it forks would be "
+                 "open to a same-uid reader from its fork to its own hardening; %s=1 creates it anyway",
+                 isob_strerror(rc), ISOB_ALLOW_DUMPABLE_ENV);
+    return rc;
+}
+
 int isob_server_enter(pid_t parent, int cpu, size_t heap_size, struct isob_trusted **out)
 {
     /* A server outliving its client would hold CPUs and memory forever.
@@ -56,8 +95,16 @@ int isob_server_enter(pid_t parent, int cpu, size_t heap_size, struct isob_trust
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         return -ESRCH;
-    /* The trusted heap is mapped only after this, so it is never readable
-     * by the OS to anyone but root. */
+    /* Non-dumpable before the heap exists.  This shuts out readers that
+     * open /proc/PID/mem or /proc/PID/maps from now on, not one that
+     * opened them before: the kernel checks access at open, and a
+     * descriptor opened while this process was still dumpable reads the
+     * heap mapped below.  Only a caller that was non-dumpable before the
+     * fork (isob_caller_harden, in isob_server_start and isob_comp_create)
+     * closes that window: the flag is inherited, so the server is then
+     * closed from its first instruction and this step changes nothing.  A
+     * caller allowed to stay dumpable (ISOB_ALLOW_DUMPABLE) leaves the
+     * window open, and the matrix's racer shows it. */
     int closed = isob_server_close_to_readers();
     if (closed)
         return closed;
@@ -203,6 +250,15 @@ static int reap(struct isob_server *s, int timeout_ms)
 int isob_server_start(struct isob_server *s, const struct isob_server_spec *spec)
 {
     *s = (struct isob_server){0};
+    /* Non-dumpable before the fork (the window: isob_comp_create), unless
+     * the creation this start is part of saw to it already. */
+    if (!create_checked) {
+        int stays;
+        create_why[0] = 0;
+        int hardened = isob_caller_harden(0, &stays, create_why, sizeof create_why);
+        if (hardened)
+            return hardened;
+    }
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
         return -errno;
@@ -312,7 +368,17 @@ int isob_phs_serve_init(struct isob_phs *h, uint32_t *tid)
 int isob_comp_create(const struct isob_mechanism *m, const struct isob_comp_spec *spec,
                      struct isob_comp **out)
 {
+    create_why[0] = 0;
+    if (m->props & ISOB_SEPARATE_AS) {
+        int stays;
+        int rc = isob_caller_harden(spec->allow_dumpable, &stays, create_why, sizeof create_why);
+        if (rc)
+            return rc;
+        create_checked = 1;
+    }
+    create_allows = spec->allow_dumpable;
     int rc = m->create(spec, out);
+    create_allows = create_checked = 0;
     if (rc == 0) {
         (*out)->mech = m;
         (*out)->why[0] = 0;

@@ -68,8 +68,9 @@ int serve_store_create(struct server *sv)
     size_t heap = (o->heap_mb << 20) + isob_serve_startup_heap(&o->startup);
     int rc = isob_serve_init(&sv->s, sv->mech, heap, o->max_value, o->comp_cpu, o->buffer_mb << 20);
     if (rc) {
+        const char *why = isob_comp_create_why();
         fprintf(stderr, "isob serve: error: creating the %s compartment (heap %zu MiB): %s\n",
-                sv->mech->name, heap >> 20, isob_strerror(rc));
+                sv->mech->name, heap >> 20, why ? why : isob_strerror(rc));
         return 1;
     }
     return 0;

@@ -173,7 +173,7 @@ def test_cells_carry_their_conditions_and_evidence(isobench):
     assert p.returncode == 0, p.stderr
     mechs = by_name(doc["mechanisms"])
     same = mechs["process-futex"]["attackers"]["same-uid"]
-    assert same["condition"].startswith("for compartments created while no process traced the caller")
+    assert same["condition"].startswith("for compartments created by a caller non-dumpable at creation")
     assert "Yama ptrace_scope" in same["evidence"] and "TracerPid at creation" in same["evidence"]
     assert mechs["process-futex"]["isolation_detail"]["caller_tracer_pid"] == 0
     tracer = mechs["process-futex"]["attackers"]["pre-attached"]
@@ -205,7 +205,7 @@ def test_list_prints_each_condition_once(isobench):
     assert p.returncode == 0, p.stderr
     out = p.stdout[p.stdout.index("Conditions"):]
     line = next(l for l in out.splitlines() if l.startswith("  same-uid (process-futex"))
-    assert "for compartments created while no process traced the caller" in line
+    assert "while no process traced the caller" in line
     assert sum("pre-attached (" in l for l in out.splitlines()) == 1
     row = next(l for l in p.stdout.splitlines() if l.startswith("process-futex") and "SEGV_MAPERR" in l)
     assert row.rstrip().endswith("leaks: vm_readv,mem-read (hiding)")
@@ -223,3 +223,32 @@ def test_matrix_version_1_lines_still_read(isobench):
     assert pf["attackers"]["pre-attached"]["verdict"] == "untested"
     assert "matrix version 1" in pf["attackers"]["pre-attached"]["evidence"]
     assert pf["attackers"]["same-uid"]["condition"] is None
+
+
+def test_the_same_uid_cell_carries_its_fork_window(isobench):
+    """A separate address space's same-uid cell: the precondition, and the
+    racer's result against a dumpable caller, in the listing and its JSON."""
+    doc, p = isobench.json("list", "--json")
+    assert p.returncode == 0, p.stderr
+    mechs = by_name(doc["mechanisms"])
+    same = mechs["process-futex"]["attackers"]["same-uid"]
+    assert same["precondition"] == "caller non-dumpable at creation"
+    assert same["dumpable_caller"] == "leaks"
+    fw = attackers.fork_window(same)
+    assert fw["dumpable_caller"] == "leaks" and [r["caller"] for r in fw["runs"]] == ["non-dumpable",
+                                                                                         "dumpable"]
+    assert mechs["process-futex"]["isolation_detail"]["caller_dumpable"] is False
+    # An in-process compartment has no fork to race.
+    assert attackers.fork_window(mechs["direct"]["attackers"]["same-uid"]) is None
+    p = isobench("list", "--wide")
+    row = next(l for l in p.stdout.splitlines() if l.startswith("process-futex") and "SEGV_MAPERR" in l)
+    assert "if caller non-dumpable at creation (dumpable caller: leaks)" in row
+
+
+def test_a_dumpable_caller_makes_the_same_uid_cell_leak(isobench):
+    doc, p = isobench.json("list", "--json", FAKE_ISOB_MATRIX="dumpable")
+    assert p.returncode == 0, p.stderr
+    pf = by_name(doc["mechanisms"])["process-futex"]
+    assert pf["attackers"]["same-uid"]["verdict"] == "leaks"
+    assert pf["isolation"] == "partial"
+    assert pf["isolation_detail"]["caller_dumpable"] is True

@@ -173,12 +173,20 @@ def test_the_pre_attached_tracer_is_measured_by_the_real_driver():
     if platform.machine() != "x86_64":
         pytest.skip(f"the pre-attached tracer rewrites x86-64 registers; this is {platform.machine()}")
     line = isolation_line("process-futex")
-    assert line["matrix_version"] == 2
+    assert line["matrix_version"] == 3
     assert line["caller_closed"] is True and line["caller_tracer_pid"] == 0
+    assert line["caller_dumpable"] is False
     cells = line["attackers"]
     same = cells["same-uid"]
-    assert same["condition"].startswith("for compartments created while no process traced the caller")
+    assert same["condition"].startswith("for compartments created by a caller non-dumpable at creation")
     assert "the caller's TracerPid at creation: 0" in same["evidence"]
+    # The fork window: refused as creation leaves the caller, read from a
+    # dumpable one (tests/c/test_fork_window.c races every mechanism).
+    assert same["precondition"] == "caller non-dumpable at creation"
+    held, window = same["fork_window"]
+    assert held["caller_dumpable"] is False and held["verdict"] == "enforced" and held["seen"] > 0, held
+    assert window["caller_dumpable"] is True and window["verdict"] == "leaks", window
+    assert same["dumpable_caller"] == "leaks" and same["verdict"] == "enforced"
     tracer = cells["pre-attached"]
     if line["yama_ptrace_scope"] not in (None, 0):
         assert tracer["verdict"] == "enforced" and "refused the attach" in tracer["evidence"]

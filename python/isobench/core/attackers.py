@@ -17,9 +17,21 @@ each ``{"verdict", "method", "evidence", "condition"}``, the verdict one of
 CELL_VERDICTS, the condition what the cell covers and under what it was
 measured and holds (the same-uid cell of a separate address space: "for
 compartments created while no process traced the caller", with Yama's
-ptrace_scope and the caller's TracerPid at creation in its evidence).  A
-line of matrix version 1 has no conditions and no pre-attached cell: that
-cell is then untested, with the reason.
+ptrace_scope and the caller's TracerPid at creation in its evidence, and
+created by a caller non-dumpable at creation).  A line of matrix version 1
+has no conditions and no pre-attached cell: that cell is then untested,
+with the reason.
+
+The fork window (matrix version 3).  The kernel checks /proc/PID/mem at
+open, not at read, so a same-uid racer that opens a server between its
+fork and its own hardening reads the trusted heap later.  isob's
+creations make the caller non-dumpable before the fork (unless
+ISOB_ALLOW_DUMPABLE=1), so the same-uid cell of a separate address space
+holds under the precondition "caller non-dumpable at creation" and carries
+the racer's runs (``fork_window``: such a caller, and a dumpable one) with
+``dumpable_caller``, the verdict against a dumpable caller.  The cell
+itself is the run of the caller as the matrix's own caller created it:
+``leaks`` when isob ran with ISOB_ALLOW_DUMPABLE=1 and the racer won.
 This module owns the matrix's data: the cells of an isolation line
 (cells_from_line), what a run records of them (for_environment) and the
 one-word summary (the rule below, also in docs/mechanisms.md).
@@ -67,6 +79,23 @@ class Cell:
     def __post_init__(self):
         if self.verdict not in CELL_VERDICTS:
             raise ValueError(f"cell verdict {self.verdict!r} is not one of {', '.join(CELL_VERDICTS)}")
+
+
+FORK_WINDOW_PRECONDITION = "caller non-dumpable at creation"
+
+
+def fork_window(cell: Mapping) -> dict | None:
+    """The fork window of a same-uid cell (module docstring): {"precondition",
+    "dumpable_caller": the verdict against a dumpable caller, "runs": the
+    racer's runs}; None where the cell has none (an in-process mechanism, a
+    matrix before version 3)."""
+    runs = cell.get("fork_window")
+    if not isinstance(runs, Sequence) or not runs:
+        return None
+    dumpable = cell.get("dumpable_caller")
+    return {"precondition": cell.get("precondition") or FORK_WINDOW_PRECONDITION,
+            "dumpable_caller": dumpable if dumpable in CELL_VERDICTS else "untested",
+            "runs": [dict(r) for r in runs if isinstance(r, Mapping)]}
 
 
 def untested_cells(why: str | None) -> dict[str, dict]:

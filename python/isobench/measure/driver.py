@@ -383,7 +383,7 @@ def _str(v: object) -> str:
 
 DETAIL_KEYS = ("claims", "verdict", "read", "write", "intact", "expected_fault", "target",
                "yama_ptrace_scope", "secret_intact_after", "matrix_version", "caller_tracer_pid",
-               "caller_closed")
+               "caller_closed", "caller_dumpable")
 
 
 def _isolation_from(line: dict) -> Isolation:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ..core.attackers import ATTACKERS, untested_cells
+from ..core.attackers import ATTACKERS, fork_window, untested_cells
 from .table import render, wrap
 
 # Short names of the probes, for table cells.
@@ -18,7 +18,18 @@ PROBE_SHORT = {
 
 
 def short_cell(attacker: str, cell: Mapping, expected_fault: str | None = None) -> str:
-    """A cell in a few words: the verdict and what decided it."""
+    """A cell in a few words: the verdict and what decided it; a same-uid
+    cell with a fork window adds its precondition and the verdict against a
+    dumpable caller."""
+    text = _short_cell(attacker, cell, expected_fault)
+    fw = fork_window(cell) if attacker == "same-uid" else None
+    if fw:
+        held = cell.get("verdict") == "enforced"
+        text += (f", if {fw['precondition']}" if held else "") + f" (dumpable caller: {fw['dumpable_caller']})"
+    return text
+
+
+def _short_cell(attacker: str, cell: Mapping, expected_fault: str | None) -> str:
     v = cell.get("verdict", "untested")
     probes = cell.get("probes") or []
     if attacker == "in-process":
