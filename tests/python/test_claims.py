@@ -89,3 +89,25 @@ def test_a_claim_that_fails_here_is_said_to():
     # 1.4 against "about 2x", ten repetitions of 5% noise: mostly said.
     share = verdicts(TWO_X, 1.4, 10, 0.05, trials=1000)
     assert share[claims.DOES_NOT] > 0.6 and share[claims.REPRODUCES] < 0.01
+
+
+def test_a_claim_resting_on_what_the_stand_in_lacks_is_not_testable_here():
+    # lwC's switch claim rests on its in-kernel switch; the emulated context
+    # is a process.  Whatever the ratio, the verdict names the property and
+    # never reads "does not reproduce" (nor "reproduces").
+    for iv in ([0.8, 1.1], [2.5, 3.5], [1.5, 2.5]):
+        v = claims.judge("lwc-switch-half", {"value": sum(iv) / 2, "interval": iv},
+                         "process / lwc", claims.LWC_HERE)
+        assert v["verdict"] == claims.NOT_TESTABLE
+        assert claims.KERNEL_SWITCH in v["why"] and "is a process switch" in v["why"]
+        assert v["interval"] == {"low": iv[0], "high": iv[1]}  # still shown
+    text = " ".join(render_claims.text([v]).split())
+    assert "not testable here" in text and "does not reproduce" not in text
+    # Nothing measured stays "no interval"; a stand-in that lacks nothing the
+    # claim rests on is judged by the rule.
+    assert claims.judge("lwc-switch-half", None, "", claims.LWC_HERE)["verdict"] == \
+        claims.NO_INTERVAL
+    assert claims.judge("lwc-tls-free", {"value": 1.0, "interval": [0.99, 1.01]}, "",
+                        claims.LWC_HERE)["verdict"] == claims.REPRODUCES
+    assert claims.judge("lwc-rollback-comparable", {"value": 0.5, "interval": [0.4, 0.6]}, "",
+                        claims.ROLLBACK_HERE)["verdict"] == claims.DOES_NOT

@@ -268,9 +268,11 @@ def _tls_results(lwc_over_process: float) -> list[Result]:
             for f in (0.99, 1.0, 1.01)]
 
 
-@pytest.mark.parametrize("factor, verdict", [(2.0, claims.REPRODUCES),
-                                             (1.0, claims.DOES_NOT),
-                                             (1.5, claims.OVERLAPS)])
+# lwc-mon's speed rests on a trap that is no process switch, which the
+# emulation lacks: whatever the ratio, it is shown and not judged.
+@pytest.mark.parametrize("factor, verdict", [(2.0, claims.NOT_TESTABLE),
+                                             (1.0, claims.NOT_TESTABLE),
+                                             (1.5, claims.NOT_TESTABLE)])
 def test_monitor_claim_judged_by_the_claims_rule(tmp_path, factor, verdict):
     doc = _store(tmp_path, _monitor_results(factor))
     sec = doc["sections"]["lwc-monitor"]
@@ -284,7 +286,7 @@ def test_monitor_claim_judged_by_the_claims_rule(tmp_path, factor, verdict):
     text = " ".join(render.text(sec, doc).split())
     assert f"45 B, L=4: lwc / procsep {factor:.2f} [" in text and verdict in text
     assert "isobench's emulation on stock Linux" in text
-    assert f"{verdict}: 95% interval" in render.markdown(sec, doc)
+    assert f"{verdict}: the claim rests on" in render.markdown(sec, doc)
     # Each monitor's row says what it stops and what it does not, once per
     # monitor under the tables.
     for row in sec["tables"][0]["rows"]:

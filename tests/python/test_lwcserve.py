@@ -385,10 +385,12 @@ def test_lwc_event_claim_sets_a_context_per_connection_against_the_event_loop(tm
     at64, at256 = sec["claims"]
     assert {at64["claim"]["id"], at256["claim"]["id"]} == {"lwc-event-comparable"}
     assert "L=64: per-connection's speed / shared's" in at64["what"]
-    assert at64["value"] == pytest.approx(1.0, rel=1e-3) and at64["verdict"] == "reproduces"
+    # The claim rests on a switch that is no process switch, which the
+    # emulated context lacks: shown, never judged either way.
+    assert at64["value"] == pytest.approx(1.0, rel=1e-3) and at64["verdict"] == "not testable here"
     v = at256
     assert "L=256: per-connection's speed / shared's" in v["what"]
-    assert v["value"] == pytest.approx(0.25, rel=1e-3) and v["verdict"] == "does not reproduce"
+    assert v["value"] == pytest.approx(0.25, rel=1e-3) and v["verdict"] == "not testable here"
     text = " ".join(render.text(sec, doc).split())
     assert "Nginx" in text and "isobench's emulation on stock Linux" in text
 

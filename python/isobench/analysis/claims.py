@@ -14,6 +14,18 @@ ratio of geometric means over repetitions, stats.ratio_interval).
     inconclusive (interval overlaps)    the interval straddles an end of it
     inconclusive (no interval)          fewer than stats.MIN_REPS_FOR_INTERVAL
                                         repetitions, or repetitions in modes
+    not testable here                   the claim rests on a property of the
+                                        source's system (Claim.assumes) that
+                                        what stands for it here lacks
+                                        (Standin.lacks): the ratio is shown,
+                                        not judged
+
+The last is for claims an emulation cannot have: lwC's speed claims rest
+on a switch between contexts that is not a process switch, and the
+emulated lwC context (docs/lwc.md) is a process.  "a switch costs under
+half a process switch" cannot hold for a context that is a process, so
+measuring it here says nothing about lwC; "does not reproduce" would
+refute the paper with a property of the emulation.
 
 The rule asks for the whole interval on one side, so "does not reproduce"
 is said wrongly of a ratio whose truth lies in the range only when the
@@ -33,7 +45,12 @@ REPRODUCES = "reproduces"
 DOES_NOT = "does not reproduce"
 OVERLAPS = "inconclusive (interval overlaps)"
 NO_INTERVAL = "inconclusive (no interval)"
-VERDICTS = (REPRODUCES, DOES_NOT, OVERLAPS, NO_INTERVAL)
+NOT_TESTABLE = "not testable here"
+VERDICTS = (REPRODUCES, DOES_NOT, OVERLAPS, NO_INTERVAL, NOT_TESTABLE)
+
+# A property of lwC that its speed claims rest on (Claim.assumes).
+KERNEL_SWITCH = ("lwC's in-kernel context switch, which stays within one process and so is "
+                 "not a process switch")
 
 
 @dataclass(frozen=True)
@@ -42,7 +59,9 @@ class Claim:
 
     ratio: which ratio, in words ("procsep time over lwc-mon time");
     low, high: the range the claim admits (math.inf for "at least");
-    reading: how the sentence was turned into that range."""
+    reading: how the sentence was turned into that range;
+    assumes: the property of the source's system the claim rests on, where
+    a stand-in may lack it ("" for none)."""
 
     id: str
     text: str
@@ -51,6 +70,7 @@ class Claim:
     low: float
     high: float
     reading: str
+    assumes: str = ""
 
     def range_text(self) -> str:
         if math.isinf(self.high):
@@ -72,7 +92,7 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
           "Litton et al., Light-Weight Contexts (OSDI 2016), slides: Experimental Results, "
           "Reference Monitor, Fig. 1",
           "separate-process monitor (broker) time over lwc-mon time, per call kind",
-          1.5, 2.5, '"a factor of two" read as 2 +- 25%'),
+          1.5, 2.5, '"a factor of two" read as 2 +- 25%', KERNEL_SWITCH),
     Claim("lwc-rollback-comparable",
           "with snapshot and rollback, lwC achieves performance comparable to the best "
           "configuration without isolation for session lengths of 256 and larger",
@@ -96,13 +116,14 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
           "64 to 256: shared's server CPU per request over per-connection's, or "
           "throughput where no CPU time was read",
           0.9, 1.0 / 0.9, '"comparably", "no significant impact" read as within 10% '
-                          'either way'),
+                          'either way', KERNEL_SWITCH),
     Claim("lwc-switch-half",
           "an lwC switch takes less than half the time of a process or kernel thread switch",
           "Litton et al., Light-Weight Contexts (OSDI 2016), slides: Experimental Results, "
           "lwC Switch",
           "process (or kernel thread) one-way switch time over lwC's",
-          2.0, math.inf, '"less than half the time" read as a ratio of at least 2'),
+          2.0, math.inf, '"less than half the time" read as a ratio of at least 2',
+          KERNEL_SWITCH),
     Claim("lwc-refmon-2x-serve",
           "a reference monitor in an lwC (lwc-mon) outperforms one in a separate process "
           "by a factor of two",
@@ -110,7 +131,7 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
           "Reference Monitor, Fig. 1",
           "lwc-mon's throughput over procsep's (a monitor in a separate process), a server "
           "checking every request's system calls, per document size and session length",
-          1.5, 2.5, '"a factor of two" read as 2 +- 25%'),
+          1.5, 2.5, '"a factor of two" read as 2 +- 25%', KERNEL_SWITCH),
     Claim("lwc-tls-free",
           "with OpenSSL's private-key code in an lwC, nginx's TLS handshakes cost essentially "
           "what they cost with the key in the server (10,000 handshakes; lwC's seconds are "
@@ -157,20 +178,44 @@ def _interval(iv) -> dict | None:
     return {"low": iv[0], "high": iv[1]}
 
 
-def judge(claim_id: str, measured: Mapping | None, what: str = "", here: str = "") -> dict:
+@dataclass(frozen=True)
+class Standin:
+    """What stands for a source's system on this machine: the sentence said
+    beside every verdict on it, and the properties of the original it lacks
+    (Claim.assumes), each with how it lacks it."""
+
+    text: str
+    lacks: Mapping[str, str]
+
+
+def judge(claim_id: str, measured: Mapping | None, what: str = "",
+          here: Standin | None = None) -> dict:
     """verdict() of CLAIMS[claim_id], with `what` naming the local row and
     `here` what stands for the source's system on this machine (an
-    emulation is not the original: the verdict is about what ran here)."""
-    return {**verdict(CLAIMS[claim_id], measured), "what": what, "here": here}
+    emulation is not the original: the verdict is about what ran here).  A
+    claim that rests on a property `here` lacks is not testable here: its
+    ratio is shown, and the verdict names the property."""
+    claim = CLAIMS[claim_id]
+    out = {**verdict(claim, measured), "what": what, "here": here.text if here else ""}
+    lacking = here.lacks.get(claim.assumes) if here and claim.assumes else None
+    if lacking and out["value"] is not None:
+        out.update(verdict=NOT_TESTABLE,
+                   why=f"the claim rests on {claim.assumes}; {lacking}, so the claim cannot "
+                       "hold here whatever lwC does: the ratio is shown, not judged")
+    return out
 
 
 # What stands for lwC here, said beside every verdict on an lwC claim.
-LWC_HERE = ("Here, lwC is isobench's emulation on stock Linux (a context is a forked process, "
-            "a switch a futex handoff, docs/lwc.md), not lwC's in-kernel context: the verdict "
-            "is about the emulation")
+LWC_HERE = Standin(
+    "Here, lwC is isobench's emulation on stock Linux (a context is a forked process, a switch "
+    "a futex handoff, docs/lwc.md), not lwC's in-kernel context: the verdict is about the "
+    "emulation",
+    {KERNEL_SWITCH: "the emulated context is a process of its own, so its switch is a process "
+                    "switch"})
 
 # What stands for lwC's snapshot and rollback here, said beside its verdict.
-ROLLBACK_HERE = ("Here, a rollback is isobench's on stock Linux (a clone holds the worker's "
-                 "memory copy-on-write; userfaultfd write-protect or soft-dirty bits find the "
-                 "pages written, which are copied back: docs/serve.md), not lwC's in-kernel "
-                 "context: the verdict is about it")
+ROLLBACK_HERE = Standin(
+    "Here, a rollback is isobench's on stock Linux (a clone holds the worker's memory "
+    "copy-on-write; userfaultfd write-protect or soft-dirty bits find the pages written, which "
+    "are copied back: docs/serve.md), not lwC's in-kernel context: the verdict is about it",
+    {})
