@@ -40,10 +40,22 @@
  * (its spare stays closed); under procsep the filter refuses that reopen
  * uncounted.  inline and procsep count the GET's calls only.
  *
- * At exit the server prints what the monitor checked:
+ * Every process that serves sessions has its monitor: under --session
+ * shared and --per-connection the server's one loop (and the contexts it
+ * switches to, one at a time, which share its broker); under rollback and
+ * prefork each worker, under fork each session's process, starts its own
+ * broker (procsep) or serves inside a context it supervises itself (lwc),
+ * as each Apache prefork worker under lwC's monitors.  The counts go to
+ * memory all of them share (M.slots): slot 0 takes atomic additions (the
+ * inline checks, a broker's count after each GET, a fork session's
+ * supervisor at its end); a prefork worker's supervisor, the only writer
+ * of its slot, counts there directly.
+ *
+ * At exit the server prints what the monitors checked, summed:
  * "isob serve: monitor KIND: N system calls checked, D refused". */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,10 +71,18 @@ static struct {
     struct rm_policy policy;
     char file[RM_PATH_MAX + 16];  /* the document, dir/index.html */
     int made_dir, made_file;
-    struct rm_broker broker;     /* procsep */
+    struct rm_broker broker;     /* procsep: this process's broker */
     int broker_on;
-    struct rm_tally tally;       /* inline; lwc: the supervisor's count */
+    struct rm_tally *slots;      /* shared by every process of the server */
+    size_t nslots;
 } M;
+
+/* Counts into slot 0, from any process of the server. */
+static void tally_add(uint64_t checked, uint64_t denied)
+{
+    __atomic_fetch_add(&M.slots[0].checked, checked, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&M.slots[0].denied, denied, __ATOMIC_RELAXED);
+}
 
 const char *serve_monitor_name(enum serve_monitor m)
 {
@@ -124,20 +144,21 @@ static long read_inline(void *ctx, const char *path, size_t len, unsigned char *
     int rc = full_path(path, len, full);
     if (rc)
         return rc;
-    M.tally.checked++;
     if (!rm_policy_path_ok(&M.policy, full)) {
-        M.tally.denied++;
+        tally_add(1, 1);
         return -EPERM;
     }
     int fd = open(full, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (fd < 0) {
+        tally_add(1, 0);
         return -errno;
+    }
     long r;
-    M.tally.checked++;
     if (!rm_policy_fd_ok(fd)) {
-        M.tally.denied++;
+        tally_add(2, 1);
         r = -EPERM;
     } else {
+        tally_add(2, 0);
         ssize_t n = pread(fd, buf, cap, 0);
         r = n < 0 ? -errno : (long)n;
     }
@@ -152,14 +173,32 @@ static long read_procsep(void *ctx, const char *path, size_t len, unsigned char 
     int rc = full_path(path, len, full);
     if (rc)
         return rc;
+    /* The broker's own count of what it checked for this GET. */
+    uint64_t c0 = M.broker.tally->checked, d0 = M.broker.tally->denied;
     int h = rm_broker_open_kept(&M.broker, full, O_RDONLY);
-    if (h < 0)
-        return h;
-    long n = rm_broker_pread(&M.broker, h, cap < M.broker.buf_len ? cap : M.broker.buf_len, 0);
-    if (n > 0)
-        memcpy(buf, M.broker.buf, (size_t)n);
-    int crc = rm_broker_close(&M.broker, h);
+    long n = h;
+    int crc = 0;
+    if (h >= 0) {
+        n = rm_broker_pread(&M.broker, h, cap < M.broker.buf_len ? cap : M.broker.buf_len, 0);
+        if (n > 0)
+            memcpy(buf, M.broker.buf, (size_t)n);
+        crc = rm_broker_close(&M.broker, h);
+    }
+    tally_add(M.broker.tally->checked - c0, M.broker.tally->denied - d0);
     return n < 0 ? n : crc < 0 ? crc : n;
+}
+
+/* procsep: this process's broker.  0, or the exit status after a line. */
+static int broker_start(void)
+{
+    int rc = rm_broker_start(&M.broker, &M.policy, ISOB_HTTP_DOC_MAX);
+    if (rc) {
+        fprintf(stderr, "isob serve: error: --monitor procsep: the broker did not start: %s\n",
+                isob_strerror(rc));
+        return 1;
+    }
+    M.broker_on = 1;
+    return 0;
 }
 
 /* The directory and its document, written whole. */
@@ -222,21 +261,48 @@ int serve_monitor_init(struct server *sv)
         fprintf(stderr, "isob serve: error: %s\n", strerror(ENOMEM));
         return 1;
     }
+    /* Slot 0, and one per prefork worker. */
+    M.nslots = 1 + (o->session == SESSION_ROLLBACK && !o->per_connection ? o->workers : 0);
+    M.slots = mmap(NULL, M.nslots * sizeof *M.slots, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (M.slots == MAP_FAILED) {
+        M.slots = NULL;
+        fprintf(stderr, "isob serve: error: %s\n", strerror(ENOMEM));
+        return 1;
+    }
     switch (M.kind) {
     case MONITOR_INLINE: sv->s.doc_read = read_inline; break;
     case MONITOR_PROCSEP:
-        rc = rm_broker_start(&M.broker, &M.policy, ISOB_HTTP_DOC_MAX);
-        if (rc) {
-            fprintf(stderr, "isob serve: error: --monitor procsep: the broker did not start: %s\n",
-                    isob_strerror(rc));
-            return 1;
+        /* The loop's broker where this process's loop serves (its
+         * contexts run one at a time, so they share it); else each
+         * process that serves starts its own (serve_monitor_enter). */
+        if (o->session == SESSION_SHARED || o->per_connection) {
+            if (broker_start() != 0)
+                return 1;
         }
-        M.broker_on = 1;
         sv->s.doc_read = read_procsep;
         break;
     default: sv->s.doc_read = read_plain; break;
     }
     return 0;
+}
+
+int serve_monitor_enter(struct server *sv)
+{
+    (void)sv;
+    return M.kind == MONITOR_PROCSEP && !M.broker_on ? broker_start() : 0;
+}
+
+void serve_monitor_leave(void)
+{
+    if (M.broker_on)
+        rm_broker_stop(&M.broker);
+    M.broker_on = 0;
+}
+
+int serve_monitor_keep_fd(void)
+{
+    return M.broker_on ? M.broker.sock : -1;
 }
 
 /* lwc and procsep: what the serving context or child reports to its
@@ -253,10 +319,13 @@ static void lwc_workload(void *arg)
     j->status = j->fn(j->sv);
 }
 
-int serve_monitor_run(struct server *sv, int (*fn)(struct server *))
+int serve_monitor_run(struct server *sv, int (*fn)(struct server *), int slot)
 {
     if (M.kind != MONITOR_LWC && M.kind != MONITOR_PROCSEP)
         return fn(sv);
+    /* slot < 0 (a fork session): counted here, added to slot 0 at the end. */
+    struct rm_tally mine = {0, 0};
+    struct rm_tally *t = slot >= 0 && (size_t)slot < M.nslots ? &M.slots[slot] : &mine;
     size_t ps = (size_t)sysconf(_SC_PAGESIZE);
     size_t len = (sizeof(struct lwc_job) + ps - 1) & ~(ps - 1);
     struct lwc_job *j = lwc_alloc_shared(len);
@@ -268,8 +337,10 @@ int serve_monitor_run(struct server *sv, int (*fn)(struct server *))
     /* This process only supervises (lwc) or waits (procsep) from here on;
      * a confined context or child serves.  A stop signal reaches the
      * serving loop through the stop pipe it shares with this process. */
-    int rc = M.kind == MONITOR_LWC ? rm_run_lwcmon(&M.policy, lwc_workload, j, j, len, &M.tally)
+    int rc = M.kind == MONITOR_LWC ? rm_run_lwcmon(&M.policy, lwc_workload, j, j, len, t)
                                    : rm_run_brokered(lwc_workload, j);
+    if (t == &mine)
+        tally_add(mine.checked, mine.denied);
     int status = j->status;
     if (rc < 0) {
         fprintf(stderr, "isob serve: error: --monitor %s: the serving %s: %s\n",
@@ -285,13 +356,18 @@ void serve_monitor_fini(struct server *sv)
 {
     if (M.kind == MONITOR_OFF)
         return;
-    struct rm_tally t = M.kind == MONITOR_PROCSEP && M.broker.tally ? *M.broker.tally : M.tally;
+    struct rm_tally t = {0, 0};
+    for (size_t i = 0; M.slots && i < M.nslots; i++) {
+        t.checked += __atomic_load_n(&M.slots[i].checked, __ATOMIC_RELAXED);
+        t.denied += __atomic_load_n(&M.slots[i].denied, __ATOMIC_RELAXED);
+    }
     fprintf(stderr, "isob serve: monitor %s: %llu system calls checked, %llu refused\n",
             serve_monitor_name(M.kind), (unsigned long long)t.checked,
             (unsigned long long)t.denied);
-    if (M.broker_on)
-        rm_broker_stop(&M.broker);
-    M.broker_on = 0;
+    serve_monitor_leave();
+    if (M.slots)
+        munmap(M.slots, M.nslots * sizeof *M.slots);
+    M.slots = NULL;
     if (M.made_file)
         unlink(M.file);
     if (M.made_dir)

@@ -48,6 +48,8 @@
 /* The worker's snapshot: set before the snapshot, so kept by rollbacks. */
 static struct rb_snap *worker_snap;
 
+int serve_worker_index = -1;
+
 static uint64_t clock_ns(clockid_t id)
 {
     struct timespec t;
@@ -84,6 +86,39 @@ static int accept_one(struct server *sv)
     }
 }
 
+/* One session, accepted here. */
+static int serve_once(struct server *sv)
+{
+    int fd = accept_one(sv);
+    session_serve_one(sv, fd, 1);
+    close(fd);
+    return 0;
+}
+
+/* --session prefork: one session after another on whatever the earlier
+ * ones left. */
+static int serve_forever(struct server *sv)
+{
+    for (;;)
+        serve_once(sv);
+    return 0;
+}
+
+/* What a worker needs of its own before it serves: its monitor's broker
+ * (procsep), and under --tls lwc its key's context (a context is one
+ * process's: the master's cannot sign for a worker).  Exits on failure. */
+static void worker_own(struct server *sv)
+{
+    if (sv->o->monitor && serve_monitor_enter(sv) != 0)
+        _exit(3);
+    if (sv->o->tls == TLS_KEY_LWC && serve_tls_init(sv->o) != 0)
+        _exit(3);
+    /* Part of the state after start-up, so part of the snapshot (and
+     * reseeded after each rollback: worker_main). */
+    if (sv->o->tls)
+        serve_tls_warm();
+}
+
 /* A worker: snapshot, then one session after another, each from the
  * snapshot.  trial: snapshot, one rollback, exit 0. */
 static __attribute__((noreturn)) void worker_main(struct server *sv, int trial,
@@ -96,25 +131,18 @@ static __attribute__((noreturn)) void worker_main(struct server *sv, int trial,
     close(sv->cfd);
     close(sv->spare_fd);
     sv->ep = sv->sfd = sv->cfd = sv->spare_fd = -1;
-    if (sv->o->rb_method == RB_FORK) {
+    /* Under --monitor lwc the worker supervises and a context it made
+     * serves (its slot: the worker's index, after the master's 0). */
+    int slot = 1 + serve_worker_index;
+    if (sv->o->rb_method == RB_FORK || sv->o->rb_method == RB_NONE) {
         if (trial)
             _exit(0);
-        int fd = accept_one(sv);
-        session_serve_one(sv, fd, 1);
-        close(fd);
-        _exit(0);
+        worker_own(sv);
+        int (*fn)(struct server *) = sv->o->rb_method == RB_FORK ? serve_once : serve_forever;
+        _exit(sv->o->monitor ? serve_monitor_run(sv, fn, slot) : fn(sv));
     }
-    if (sv->o->rb_method == RB_NONE) {
-        /* --session prefork: one session after another on whatever the
-         * earlier ones left. */
-        if (trial)
-            _exit(0);
-        for (;;) {
-            int fd = accept_one(sv);
-            session_serve_one(sv, fd, 1);
-            close(fd);
-        }
-    }
+    /* Before the snapshot, so that every session starts with them. */
+    worker_own(sv);
     char why[256];
     /* A store kept closed between calls is at most the heap with its
      * start-up state; a closed mapping of more than twice that, and 64 MiB,
@@ -138,13 +166,16 @@ static __attribute__((noreturn)) void worker_main(struct server *sv, int trial,
         rb_end(worker_snap);
         _exit(0);
     }
+    if (sv->o->tls)
+        serve_tls_reseed();
     int fd = accept_one(sv);
     session_serve_one(sv, fd, 1);
     close(fd);
     rb_rollback(worker_snap);
 }
 
-static pid_t fork_worker(struct server *sv, int trial, struct isob_serve_rollback *totals)
+static pid_t fork_worker(struct server *sv, int trial, struct isob_serve_rollback *totals,
+                         size_t index)
 {
     pid_t parent = getpid();
     pid_t pid = fork();
@@ -152,6 +183,7 @@ static pid_t fork_worker(struct server *sv, int trial, struct isob_serve_rollbac
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(1);
+        serve_worker_index = (int)index;
         worker_main(sv, trial, totals);
     }
     return pid < 0 ? -errno : pid;
@@ -181,7 +213,7 @@ int prefork_start(struct server *sv)
     }
     /* The trial: its rollback compared with its snapshot, on the totals
      * (cleared after). */
-    pid_t t = fork_worker(sv, 1, sv->rb);
+    pid_t t = fork_worker(sv, 1, sv->rb, 0);
     int st = 0;
     if (t < 0 || waitpid(t, &st, 0) != t || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         if (t > 0 && WIFSIGNALED(st))
@@ -202,7 +234,7 @@ int prefork_start(struct server *sv)
     memset(&sv->rb->workers, 0, sizeof *sv->rb - offsetof(struct isob_serve_rollback, workers));
     sv->rb->workers = o->workers;
     for (size_t i = 0; i < o->workers; i++) {
-        pid_t pid = fork_worker(sv, 0, sv->rb);
+        pid_t pid = fork_worker(sv, 0, sv->rb, i);
         if (pid < 0) {
             fprintf(stderr, "isob serve: error: forking worker %zu: %s\n", i, strerror((int)-pid));
             return (int)pid;
@@ -252,7 +284,7 @@ int prefork_reap(struct server *sv)
         }
         /* The master's CPU time in fork(), as a rollback's is its CPU time. */
         uint64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-        pid_t pid = fork_worker(sv, 0, sv->rb);
+        pid_t pid = fork_worker(sv, 0, sv->rb, i);
         uint64_t t1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
         sv->kids[i] = pid > 0 ? pid : 0;
         if (pid < 0) {

@@ -304,23 +304,31 @@ static void usage(FILE *f)
         "  --preload-value B   bytes of each (loadgen --value-size) [%d]\n"
         "  --doc-bytes N       --http: the document at / is N bytes, %d to %d (isob\n"
         "                      loadgen --doc-bytes N checks it) [%d]\n"
-        "  --monitor K         --http, --session shared: each GET reads the document\n"
-        "                      from a file (openat, pread64, close) whose openat and\n"
-        "                      pread64 a reference monitor checks (lwC's Apache):\n"
+        "  --monitor K         --http: each GET reads the document from a file\n"
+        "                      (openat, pread64, close) whose openat and pread64 a\n"
+        "                      reference monitor checks (lwC's Apache), in every\n"
+        "                      process that serves sessions (each worker or fork\n"
+        "                      session has a broker, or a context, of its own):\n"
         "                        none     the file, unchecked (the baseline)\n"
         "                        inline   checked in this process (no isolation)\n"
         "                        procsep  made by a broker process\n"
         "                        lwc      the server runs in a light-weight context\n"
         "                                 whose system calls trap to this process\n"
         "                      (docs/serve.md \"Reference monitors\")\n"
-        "  --tls K             --http, --session shared: HTTPS (TLS 1.3, ECDSA P-256,\n"
-        "                      a self-signed certificate, every connection a full\n"
-        "                      handshake), the private key held by K:\n"
+        "  --tls K             --http: HTTPS (TLS 1.3, a self-signed certificate,\n"
+        "                      every connection a full handshake), the private key\n"
+        "                      held by K:\n"
         "                        process  this process, as OpenSSL keeps it\n"
         "                        lwc      a light-weight context that only signs;\n"
-        "                                 this process never has the key\n"
-        "  --tls-key FILE      the key, a PEM EC P-256 private key, read by whoever\n"
-        "                      holds it [a fresh key]\n"
+        "                                 the serving process never has the key\n"
+        "                                 (rollback, prefork: a context per worker,\n"
+        "                                 each with a key of its own)\n"
+        "                      a rollback worker reseeds OpenSSL's random generator\n"
+        "                      after each rollback\n"
+        "  --tls-key T         the key made at start-up: rsa2048 or ecdsa-p256\n"
+        "                      [ecdsa-p256]\n"
+        "  --tls-key-file FILE the key, a PEM RSA or EC P-256 private key, read by\n"
+        "                      whoever holds it, instead of a fresh one\n"
         "\n"
         "Prints \"isob serve: listening on ADDR:PORT (mechanism M), session S, PROTO\"\n"
         "on stderr when ready (a compartment, or start-up, that fails is an error before\n"
@@ -359,7 +367,7 @@ static int parse_num(const char *s, unsigned long long lo, unsigned long long hi
 enum { OPT_PORT = 256, OPT_BIND, OPT_MAX_VALUE, OPT_HEAP_MB, OPT_CPU, OPT_COMP_CPU,
        OPT_MAX_CONNS, OPT_BUFFER_MB, OPT_SESSION, OPT_PER_CONN, OPT_HTTP, OPT_STARTUP_MB,
        OPT_PRELOAD_KEYS, OPT_PRELOAD_VALUE, OPT_MEMORY_LIMIT_MB, OPT_DOC_BYTES, OPT_MONITOR,
-       OPT_TLS, OPT_TLS_KEY, OPT_WORKERS, OPT_RB_METHOD, OPT_RB_VERIFY };
+       OPT_TLS, OPT_TLS_KEY, OPT_TLS_KEY_FILE, OPT_WORKERS, OPT_RB_METHOD, OPT_RB_VERIFY };
 
 /* 0, or the exit status to return (-1: help was printed, exit 0). */
 static int parse_opts(int argc, char **argv, struct serve_opts *o)
@@ -384,6 +392,7 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
         {"doc-bytes", required_argument, 0, OPT_DOC_BYTES},
         {"monitor", required_argument, 0, OPT_MONITOR},
         {"tls", required_argument, 0, OPT_TLS}, {"tls-key", required_argument, 0, OPT_TLS_KEY},
+        {"tls-key-file", required_argument, 0, OPT_TLS_KEY_FILE},
         {"no-evict", no_argument, 0, 'M'}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -526,7 +535,17 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
             else
                 return usage_error("--tls: '%s' is neither process nor lwc", optarg);
             break;
-        case OPT_TLS_KEY: o->tls_key = optarg; break;
+        case OPT_TLS_KEY:
+            if (strcmp(optarg, "rsa2048") == 0)
+                o->tls_key_type = TLS_RSA2048;
+            else if (strcmp(optarg, "ecdsa-p256") == 0)
+                o->tls_key_type = TLS_ECDSA_P256;
+            else
+                return usage_error("--tls-key: '%s' is neither rsa2048 nor ecdsa-p256 (a key "
+                                   "file is --tls-key-file)", optarg);
+            o->tls_key_type_given = 1;
+            break;
+        case OPT_TLS_KEY_FILE: o->tls_key = optarg; break;
         case 'h': usage(stdout); return -1;
         case ':': return usage_error("option %s needs a value", argv[optind - 1]);
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
@@ -569,17 +588,37 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
         return usage_error("--doc-bytes is the HTTP document's size: it needs --http%s", "");
     if (o->monitor && !o->http)
         return usage_error("--monitor checks the system calls of an HTTP GET: it needs --http%s", "");
-    if (o->monitor && o->session != SESSION_SHARED)
-        return usage_error("--monitor runs one server process under the monitor: it needs "
-                           "--session shared%s", "");
+    if (o->monitor == MONITOR_LWC && o->per_connection)
+        return usage_error("--monitor lwc runs the serving process in a context whose system "
+                           "calls trap to its creator; --per-connection's contexts would be "
+                           "made inside it, which this emulation of lwC does not supervise: "
+                           "give --monitor none, inline or procsep%s", "");
+    if (o->monitor == MONITOR_LWC && prefork && !o->prefork_plain && o->rb_method_given &&
+        o->rb_method != RB_FORK)
+        return usage_error("--monitor lwc with --session rollback rolls back by fork: a worker "
+                           "serving inside the monitored context cannot track its own pages "
+                           "(/proc/self and process_vm_readv are the monitor's to refuse)%s", "");
+    if (o->monitor == MONITOR_LWC && prefork && !o->prefork_plain && o->rb_method != RB_FORK) {
+        o->rb_method = RB_FORK;
+        o->rb_forced_fork = 1;
+    }
     if (o->tls && !o->http)
         return usage_error("--tls serves HTTPS: it needs --http%s", "");
-    if (o->tls && o->session != SESSION_SHARED)
-        return usage_error("--tls serves from one process: it needs --session shared%s", "");
+    if (o->tls && o->per_connection)
+        return usage_error("--tls with --per-connection is not built: the connection's TLS state "
+                           "would be made in the root before its context%s", "");
+    if (o->tls == TLS_KEY_LWC && o->session == SESSION_FORK)
+        return usage_error("--tls lwc with --session fork would make a key, and a context to "
+                           "hold it, per session: use --tls process, or --session rollback or "
+                           "prefork (a key's context per worker)%s", "");
     if (o->tls && o->monitor)
         return usage_error("--tls and --monitor are measured apart: give one of them%s", "");
-    if (o->tls_key && !o->tls)
-        return usage_error("--tls-key is the key of --tls: it needs --tls%s", "");
+    if ((o->tls_key || o->tls_key_type_given) && !o->tls)
+        return usage_error("--tls-key and --tls-key-file are the key of --tls: they need "
+                           "--tls%s", "");
+    if (o->tls_key && o->tls_key_type_given)
+        return usage_error("--tls-key-file has a key of its own type: give --tls-key or "
+                           "--tls-key-file%s", "");
     if (o->memory_limit_mb && o->session != SESSION_FORK)
         return usage_error("--memory-limit-mb bounds fork sessions: it needs --session fork%s", "");
     if (o->comp_cpu == -2)
@@ -939,6 +978,17 @@ int isob_serve_main(int argc, char **argv)
         fprintf(stderr, "isob serve: error: setting up epoll: %s\n", strerror(errno));
         goto out;
     }
+    /* Before the workers and sessions, which inherit them: the monitor's
+     * document and counts (each serving process then adds its broker or
+     * context), and the TLS context with its key, except a key in a
+     * context, which each worker makes for itself. */
+    if (o.monitor && serve_monitor_init(&sv) != 0)
+        goto out;
+    if (o.tls && !(prefork && o.tls == TLS_KEY_LWC) && serve_tls_init(&o) != 0)
+        goto out;
+    if (o.rb_forced_fork)
+        fprintf(stderr, "isob serve: --monitor lwc: the workers roll back by fork (a worker "
+                "serving inside the monitored context cannot track its own pages)\n");
     if (prefork && o.prefork_plain) {
         if (prefork_start(&sv) != 0)
             goto out;
@@ -951,15 +1001,16 @@ int isob_serve_main(int argc, char **argv)
                 o.workers, rb_method_name(o.rb_method),
                 o.rb_verify ? ", each rollback verified against the snapshot" : "");
     }
-    if (o.monitor && serve_monitor_init(&sv) != 0)
-        goto out;
-    if (o.tls && serve_tls_init(&o) != 0)
-        goto out;
-    fprintf(stderr, "isob serve: listening on %s:%u (mechanism %s), session %s, %s%s%s%s\n", o.bind,
+    fprintf(stderr, "isob serve: listening on %s:%u (mechanism %s), session %s, %s%s%s%s%s\n", o.bind,
             port, m->name, session_name(&o), o.http ? "http" : "memcache",
             o.monitor ? ", monitor " : "", o.monitor ? serve_monitor_name(o.monitor) : "",
-            o.tls == TLS_KEY_LWC ? ", tls key in lwc" : o.tls ? ", tls key in process" : "");
-    status = o.monitor ? serve_monitor_run(&sv, run) : run(&sv);
+            o.tls == TLS_KEY_LWC ? ", tls key in lwc" : o.tls ? ", tls key in process" : "",
+            !o.tls ? "" : o.tls_key ? " (from a file)" : o.tls_key_type == TLS_RSA2048
+                                                          ? " (rsa2048)" : " (ecdsa-p256)");
+    /* The loop serves only under shared and --per-connection: there it runs
+     * under the monitor; workers and fork sessions have their own. */
+    status = o.monitor && (o.session == SESSION_SHARED || o.per_connection)
+                 ? serve_monitor_run(&sv, run, 0) : run(&sv);
 out:
     while (sv.conns)
         conn_close(&sv, sv.conns);

@@ -42,6 +42,12 @@ enum serve_monitor {
     MONITOR_LWC,      /* trapped from a light-weight context to this process */
 };
 
+/* --tls-key: the key made at start-up. */
+enum serve_tls_key {
+    TLS_ECDSA_P256 = 0,
+    TLS_RSA2048,
+};
+
 /* --tls: where the private key is (tls.c); TLS_OFF: plain HTTP. */
 enum serve_tls {
     TLS_OFF = 0,
@@ -74,11 +80,14 @@ struct serve_opts {
     size_t workers;           /* rollback: prefork workers */
     enum rb_method rb_method; /* rollback: how the workers roll back */
     int rb_method_given, rb_verify;
+    int rb_forced_fork;       /* --monitor lwc made rollback's method fork */
     int prefork_plain;        /* --session prefork: the workers without rollback */
     int http;                 /* --http: HTTP/1.x GET instead of memcached's protocol */
     enum serve_monitor monitor;  /* --monitor */
     enum serve_tls tls;       /* --tls */
-    const char *tls_key;      /* --tls-key: a PEM EC P-256 key file; NULL: a fresh key */
+    const char *tls_key;      /* --tls-key-file: a PEM key file; NULL: a fresh key */
+    enum serve_tls_key tls_key_type; /* --tls-key: the fresh key's type */
+    int tls_key_type_given;
     struct isob_serve_startup startup;
 };
 
@@ -142,6 +151,9 @@ void session_signals(void);
 /* Fork, in the listener: a process that starts up and serves fd alone.
  * 0 (the listener keeps no copy of fd) or -errno. */
 int session_fork(struct server *sv, int fd);
+/* The first argument of worker code's fork: the worker's index (for its
+ * monitor's slot), set in the worker before it serves. */
+extern int serve_worker_index;
 /* Fork, in the listener: reap the session processes that ended. */
 void session_fork_reap(struct server *sv);
 /* Fork, in the listener: end every session process, and wait for them. */
@@ -156,9 +168,20 @@ int serve_monitor_parse(const char *s, enum serve_monitor *m);
  * broker of procsep) and sv->s.doc_read.  0, or the exit status after a
  * line on stderr. */
 int serve_monitor_init(struct server *sv);
-/* fn (the epoll loop) under the monitor: lwc runs it in a LWC_SYSTRAP
- * context this process supervises; the others call it.  fn's status. */
-int serve_monitor_run(struct server *sv, int (*fn)(struct server *));
+/* In a process that serves sessions of its own (a worker, a fork
+ * session), before it serves: procsep starts this process's broker.  0, or
+ * the exit status after a line on stderr. */
+int serve_monitor_enter(struct server *sv);
+/* A fork session at its end: its broker stopped. */
+void serve_monitor_leave(void);
+/* The descriptor a context serving a connection must keep (the loop's
+ * broker), or -1. */
+int serve_monitor_keep_fd(void);
+/* fn (the epoll loop, a worker's sessions) under the monitor: lwc runs it
+ * in a LWC_SYSTRAP context this process supervises, counting into slot
+ * (0: the server's loop; 1 + i: prefork worker i; -1: a fork session's,
+ * added to slot 0 at the end); the others call it.  fn's status. */
+int serve_monitor_run(struct server *sv, int (*fn)(struct server *), int slot);
 /* Print what the monitor checked; stop it; remove the document. */
 void serve_monitor_fini(struct server *sv);
 
@@ -185,6 +208,14 @@ ssize_t serve_io_read(struct conn *c, void *buf, size_t n, int flags);
 ssize_t serve_io_send(struct conn *c, const void *p, size_t n);
 /* Under TLS, the close_notify before our side shuts. */
 void serve_tls_close_notify(struct conn *c);
+/* Fresh entropy into OpenSSL's random generators: after a rollback, whose
+ * copy back also restored their state, the next session would otherwise
+ * draw the same random numbers (server random, key share) as the last. */
+void serve_tls_reseed(void);
+/* OpenSSL's random generators made now (they are made on first use): a
+ * worker does it before its snapshot, so that its sessions do not each
+ * make them again. */
+void serve_tls_warm(void);
 
 /* What --session and --max-conns need of the machine: one process per
  * connection, and in rollback the root's descriptors.  0, or -errno with

@@ -40,6 +40,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -146,13 +147,26 @@ static __attribute__((noreturn)) void context_main(struct server *sv, struct con
 
 int session_context_create(struct server *sv, struct conn *c)
 {
-    /* Every descriptor but stdio and the connection's own goes: the
-     * listener, the epoll set, other clients' sockets. */
-    struct lwc_spec sp[2];
+    /* Every descriptor but stdio, the connection's own and the monitor's
+     * broker goes: the listener, the epoll set, other clients' sockets. */
+    int keep[2] = {c->fd, serve_monitor_keep_fd()};
+    if (keep[1] >= 0 && keep[1] < keep[0]) {
+        int t = keep[0];
+        keep[0] = keep[1];
+        keep[1] = t;
+    }
+    struct lwc_spec sp[3];
     size_t n = 0;
-    if (c->fd > 3)
-        sp[n++] = (struct lwc_spec){.res = LWC_RES_FD, .how = LWC_UNMAP, .fd = {3, c->fd - 1}};
-    sp[n++] = (struct lwc_spec){.res = LWC_RES_FD, .how = LWC_UNMAP, .fd = {c->fd + 1, INT_MAX}};
+    int from = 3;
+    for (int i = 0; i < 2; i++) {
+        if (keep[i] < from)
+            continue;
+        if (keep[i] > from)
+            sp[n++] = (struct lwc_spec){.res = LWC_RES_FD, .how = LWC_UNMAP,
+                                        .fd = {from, keep[i] - 1}};
+        from = keep[i] + 1;
+    }
+    sp[n++] = (struct lwc_spec){.res = LWC_RES_FD, .how = LWC_UNMAP, .fd = {from, INT_MAX}};
     int caller;
     struct lwc_msg first;
     int h = lwc_create(sp, n, 0, &caller, &first);
@@ -205,8 +219,18 @@ static void refuse_session(int fd, int http)
     (void)n;
 }
 
+/* The connection a fork session serves (fork_serve's). */
+static int fork_fd = -1;
+
+static int fork_serve(struct server *sv)
+{
+    session_serve_one(sv, fork_fd, 0);
+    return 0;
+}
+
 /* A fork session's process: start up in its copy of the listener's empty
- * store, serve fd until it is over, exit. */
+ * store, serve fd until it is over, exit.  Under --monitor it has its
+ * monitor of its own (a broker, or a context it supervises). */
 static __attribute__((noreturn)) void fork_main(struct server *sv, int fd)
 {
     session_signals();
@@ -218,14 +242,16 @@ static __attribute__((noreturn)) void fork_main(struct server *sv, int fd)
         syscall(SYS_close_range, 3, fd - 1, 0);
     syscall(SYS_close_range, fd + 1, ~0u, 0);
     sv->ep = sv->lfd = sv->sfd = sv->cfd = sv->spare_fd = -1;
-    if (serve_store_fill(sv) != 0) {
+    if (serve_store_fill(sv) != 0 || (sv->o->monitor && serve_monitor_enter(sv) != 0)) {
         refuse_session(fd, sv->o->http);
         _exit(1);
     }
     sv->s.st.total_connections = 0;
-    session_serve_one(sv, fd, 0);
+    fork_fd = fd;
+    int rc = sv->o->monitor ? serve_monitor_run(sv, fork_serve, -1) : fork_serve(sv);
+    serve_monitor_leave();
     close(fd);
-    _exit(0);
+    _exit(rc == 0 ? 0 : 1);
 }
 
 void session_serve_one(struct server *sv, int fd, int blocking)
@@ -238,6 +264,19 @@ void session_serve_one(struct server *sv, int fd, int blocking)
     sv->s.st.curr_connections = 1;
     sv->s.st.total_connections++;
     isob_conn_init(&c->c, &sv->s);
+    if (sv->o->tls) {
+        /* TLS reads on: a blocking read after a whole record would wait
+         * for the next request before this one's reply goes out. */
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0 || serve_tls_conn_new(c) != 0) {
+            isob_conn_fini(&c->c);
+            sv->conns = NULL;
+            sv->s.st.curr_connections = 0;
+            free(c);
+            return;
+        }
+        blocking = 0;
+    }
     unsigned events = EPOLLIN;
     int over = blocking ? serve_conn_wait_input(sv, c) : serve_conn_step(sv, c, events);
     while (!over) {
@@ -253,6 +292,8 @@ void session_serve_one(struct server *sv, int fd, int blocking)
                  (p.revents & POLLHUP ? EPOLLHUP : 0) | (p.revents & POLLERR ? EPOLLERR : 0);
         over = serve_conn_step(sv, c, events);
     }
+    if (c->tls)
+        serve_tls_conn_free(c);
     sv->conns = NULL;
     sv->s.st.curr_connections = 0;
     free(c);
