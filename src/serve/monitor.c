@@ -47,9 +47,11 @@
  * broker (procsep) or serves inside a context it supervises itself (lwc),
  * as each Apache prefork worker under lwC's monitors.  The counts go to
  * memory all of them share (M.slots): slot 0 takes atomic additions (the
- * inline checks, a broker's count after each GET, a fork session's
- * supervisor at its end); a prefork worker's supervisor, the only writer
- * of its slot, counts there directly.
+ * inline checks, a broker's count after each GET); a prefork worker's or
+ * a fork session's supervisor (lwc), the only writer of its slot, counts
+ * there directly.  A fork session claims a free slot;
+ * the listener, once it reaped the session, adds the slot to slot 0 and
+ * frees it (so a session killed at the server's stop loses no count).
  *
  * At exit the server prints what the monitors checked, summed:
  * "isob serve: monitor KIND: N system calls checked, D refused". */
@@ -74,6 +76,7 @@ static struct {
     struct rm_broker broker;     /* procsep: this process's broker */
     int broker_on;
     struct rm_tally *slots;      /* shared by every process of the server */
+    pid_t *owner;                /* fork: the session counting in each slot, 0: free */
     size_t nslots;
 } M;
 
@@ -261,10 +264,13 @@ int serve_monitor_init(struct server *sv)
         fprintf(stderr, "isob serve: error: %s\n", strerror(ENOMEM));
         return 1;
     }
-    /* Slot 0, and one per prefork worker. */
-    M.nslots = 1 + (o->session == SESSION_ROLLBACK && !o->per_connection ? o->workers : 0);
-    M.slots = mmap(NULL, M.nslots * sizeof *M.slots, PROT_READ | PROT_WRITE,
+    /* Slot 0, and one per prefork worker or concurrent fork session. */
+    M.nslots = 1 + (o->session == SESSION_ROLLBACK && !o->per_connection ? o->workers
+                    : o->session == SESSION_FORK ? o->max_conns : 0);
+    M.slots = mmap(NULL, M.nslots * (sizeof *M.slots + sizeof *M.owner), PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (M.slots != MAP_FAILED)
+        M.owner = (pid_t *)(M.slots + M.nslots);
     if (M.slots == MAP_FAILED) {
         M.slots = NULL;
         fprintf(stderr, "isob serve: error: %s\n", strerror(ENOMEM));
@@ -323,8 +329,17 @@ int serve_monitor_run(struct server *sv, int (*fn)(struct server *), int slot)
 {
     if (M.kind != MONITOR_LWC && M.kind != MONITOR_PROCSEP)
         return fn(sv);
-    /* slot < 0 (a fork session): counted here, added to slot 0 at the end. */
+    /* slot < 0 (a fork session): a free slot, claimed; none free (cannot
+     * be: the listener holds at most max_conns sessions, reaped or not),
+     * counted here and added at the end. */
     struct rm_tally mine = {0, 0};
+    pid_t me = getpid();
+    for (size_t i = 1; slot < 0 && i < M.nslots; i++) {
+        pid_t free_ = 0;
+        if (__atomic_compare_exchange_n(&M.owner[i], &free_, me, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            slot = (int)i;
+    }
     struct rm_tally *t = slot >= 0 && (size_t)slot < M.nslots ? &M.slots[slot] : &mine;
     size_t ps = (size_t)sysconf(_SC_PAGESIZE);
     size_t len = (sizeof(struct lwc_job) + ps - 1) & ~(ps - 1);
@@ -352,6 +367,16 @@ int serve_monitor_run(struct server *sv, int (*fn)(struct server *), int slot)
     return status;
 }
 
+void serve_monitor_reaped(pid_t pid)
+{
+    for (size_t i = 1; M.owner && i < M.nslots; i++)
+        if (M.owner[i] == pid) {
+            tally_add(M.slots[i].checked, M.slots[i].denied);
+            M.slots[i] = (struct rm_tally){0, 0};
+            __atomic_store_n(&M.owner[i], 0, __ATOMIC_RELEASE);
+        }
+}
+
 void serve_monitor_fini(struct server *sv)
 {
     if (M.kind == MONITOR_OFF)
@@ -366,7 +391,7 @@ void serve_monitor_fini(struct server *sv)
             (unsigned long long)t.denied);
     serve_monitor_leave();
     if (M.slots)
-        munmap(M.slots, M.nslots * sizeof *M.slots);
+        munmap(M.slots, M.nslots * (sizeof *M.slots + sizeof *M.owner));
     M.slots = NULL;
     if (M.made_file)
         unlink(M.file);

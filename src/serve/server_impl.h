@@ -172,6 +172,9 @@ int serve_monitor_init(struct server *sv);
  * session), before it serves: procsep starts this process's broker.  0, or
  * the exit status after a line on stderr. */
 int serve_monitor_enter(struct server *sv);
+/* Fork, in the listener: the session pid was reaped (its counts go to
+ * the total, its slot is free). */
+void serve_monitor_reaped(pid_t pid);
 /* A fork session at its end: its broker stopped. */
 void serve_monitor_leave(void);
 /* The descriptor a context serving a connection must keep (the loop's

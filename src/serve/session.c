@@ -328,6 +328,8 @@ void session_fork_reap(struct server *sv)
             continue;
         if (r <= 0)
             return;
+        if (sv->o->monitor)
+            serve_monitor_reaped(r);
         if (WIFSIGNALED(st))
             fprintf(stderr, "isob serve: a session's process died: signal %d (%s)\n",
                     WTERMSIG(st), strsignal(WTERMSIG(st)));
@@ -344,9 +346,12 @@ void session_fork_end_all(struct server *sv)
 {
     for (size_t i = 0; i < sv->nkids; i++)
         kill(sv->kids[i], SIGKILL);
-    for (size_t i = 0; i < sv->nkids; i++)
+    for (size_t i = 0; i < sv->nkids; i++) {
         while (waitpid(sv->kids[i], NULL, 0) < 0 && errno == EINTR)
             ;
+        if (sv->o->monitor)
+            serve_monitor_reaped(sv->kids[i]);
+    }
     sv->nkids = 0;
 }
 

@@ -67,12 +67,18 @@ static struct srv run_serve(const char *const *args, int ready)
     if (!ready)
         return s;
     char line[1024];
-    size_t n = 0;
-    ssize_t r = 1;
-    while (n < sizeof line - 1 && (r = read(s.err, line + n, 1)) > 0 && line[n++] != '\n')
-        ;
-    line[n] = 0;
-    const char *at = strstr(line, "listening on 127.0.0.1:");
+    const char *at = NULL;
+    /* Lines before the ready one (workers started, a fork session's
+     * memory bound) are passed over. */
+    for (int lines = 0; !at && lines < 16; lines++) {
+        size_t n = 0;
+        while (n < sizeof line - 1 && read(s.err, line + n, 1) == 1 && line[n++] != '\n')
+            ;
+        line[n] = 0;
+        at = strstr(line, "listening on 127.0.0.1:");
+        if (!n)
+            break;
+    }
     if (!at)
         fprintf(stderr, "# the server said: %s\n", line);
     CHECK(at != NULL);
@@ -120,10 +126,17 @@ static char *get(unsigned port, const char *path)
     return buf;
 }
 
-static void check_monitor(const char *mon, int refuses)
+/* mon under the session mode of the arguments `session` (NULL-ended; none:
+ * shared): every serving process (worker, fork session, context) has the
+ * monitor, and their counts add up to the one line at exit. */
+static void check_monitor_in(const char *mon, int refuses, const char *const *session)
 {
-    const char *args[] = {"-m", "direct", "--port", "0", "--heap-mb", "4", "--http",
-                          "--doc-bytes", "900", "--monitor", mon, NULL};
+    const char *args[24] = {"-m", "direct", "--port", "0", "--heap-mb", "4", "--http",
+                            "--doc-bytes", "900", "--monitor", mon, NULL};
+    int na = 11;
+    for (int i = 0; session && session[i] && na < 23; i++)
+        args[na++] = session[i];
+    args[na] = NULL;
     struct srv s = run_serve(args, 1);
     static char doc[DOC + 1];
     CHECK(isob_http_doc(DOC, doc) == 0);
@@ -146,7 +159,7 @@ static void check_monitor(const char *mon, int refuses)
         CHECK(strncmp(r, "HTTP/1.0 200 ", 13) == 0);
         CHECK(strstr(r, "root:") != NULL);
     }
-    char said[2048];
+    char said[4096];
     CHECK_EQ_LONG(stop_serve(&s, said, sizeof said), 0);
     char want[160];
     snprintf(want, sizeof want, "monitor %s: %d system calls checked, %d refused\n", mon,
@@ -234,10 +247,42 @@ static void t_procsep_serves_confined(void) { check_confined("procsep", 1); }
 static void t_lwc_serves_confined(void) { check_confined("lwc", 2); }
 static void t_inline_serves_unconfined(void) { check_confined("inline", 0); }
 
+static void check_monitor(const char *mon, int refuses)
+{
+    check_monitor_in(mon, refuses, NULL);
+}
+
 static void t_none_serves_what_the_path_names(void) { check_monitor("none", 0); }
 static void t_inline_refuses_outside(void) { check_monitor("inline", 1); }
 static void t_procsep_refuses_outside(void) { check_monitor("procsep", 1); }
 static void t_lwc_refuses_outside(void) { check_monitor("lwc", 1); }
+
+/* lwC's Apache: prefork workers (with and without rollback), each with
+ * its monitor; fork sessions; nginx's context per connection. */
+static const char *const PREFORK[] = {"--session", "prefork", "--workers", "3", NULL};
+static const char *const ROLLBACK[] = {"--session", "rollback", "--workers", "3", NULL};
+static const char *const FORK[] = {"--session", "fork", "--max-conns", "8", NULL};
+static const char *const PER_CONN[] = {"--per-connection", "--max-conns", "8", NULL};
+
+static void t_prefork_none_serves_what_the_path_names(void)
+{
+    check_monitor_in("none", 0, PREFORK);
+}
+static void t_prefork_inline_refuses_outside(void) { check_monitor_in("inline", 1, PREFORK); }
+static void t_prefork_procsep_refuses_outside(void) { check_monitor_in("procsep", 1, PREFORK); }
+static void t_prefork_lwc_refuses_outside(void) { check_monitor_in("lwc", 1, PREFORK); }
+static void t_rollback_procsep_refuses_outside(void) { check_monitor_in("procsep", 1, ROLLBACK); }
+static void t_rollback_lwc_refuses_outside(void) { check_monitor_in("lwc", 1, ROLLBACK); }
+static void t_fork_procsep_refuses_outside(void) { check_monitor_in("procsep", 1, FORK); }
+static void t_fork_lwc_refuses_outside(void) { check_monitor_in("lwc", 1, FORK); }
+static void t_per_connection_procsep_refuses_outside(void)
+{
+    check_monitor_in("procsep", 1, PER_CONN);
+}
+static void t_per_connection_inline_refuses_outside(void)
+{
+    check_monitor_in("inline", 1, PER_CONN);
+}
 
 /* Without --monitor, --doc-bytes sizes the document the store holds. */
 static void t_doc_bytes_from_the_store(void)
@@ -272,12 +317,13 @@ static void t_bad_options_refused(void)
     static const char *const cases[][12] = {
         {"-m", "direct", "--monitor", "inline", NULL},
         {"-m", "direct", "--http", "--monitor", "seccomp", NULL},
-        {"-m", "direct", "--http", "--monitor", "lwc", "--session", "fork", NULL},
+        {"-m", "direct", "--http", "--monitor", "lwc", "--per-connection", NULL},
         {"-m", "direct", "--doc-bytes", "900", NULL},
         {"-m", "direct", "--http", "--doc-bytes", "44", NULL},
     };
     static const char *const says[] = {"needs --http", "none, inline, procsep or lwc",
-                                       "--session shared", "needs --http", "45 to 65536"};
+                                       "give --monitor none, inline or procsep", "needs --http",
+                                       "45 to 65536"};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct srv s = run_serve(cases[i], 0);
         char err[1024];
@@ -309,6 +355,16 @@ int main(void)
     TAP_CASE(t_inline_serves_unconfined);
     TAP_CASE(t_procsep_serves_confined);
     TAP_CASE(t_lwc_serves_confined);
+    TAP_CASE(t_prefork_none_serves_what_the_path_names);
+    TAP_CASE(t_prefork_inline_refuses_outside);
+    TAP_CASE(t_prefork_procsep_refuses_outside);
+    TAP_CASE(t_prefork_lwc_refuses_outside);
+    TAP_CASE(t_rollback_procsep_refuses_outside);
+    TAP_CASE(t_rollback_lwc_refuses_outside);
+    TAP_CASE(t_fork_procsep_refuses_outside);
+    TAP_CASE(t_fork_lwc_refuses_outside);
+    TAP_CASE(t_per_connection_procsep_refuses_outside);
+    TAP_CASE(t_per_connection_inline_refuses_outside);
     TAP_CASE(t_bad_options_refused);
     return tap_done();
 }
