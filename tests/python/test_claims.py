@@ -108,6 +108,10 @@ def test_a_claim_resting_on_what_the_stand_in_lacks_is_not_testable_here():
     assert claims.judge("lwc-switch-half", None, "", claims.LWC_HERE)["verdict"] == \
         claims.NO_INTERVAL
     assert claims.judge("lwc-tls-free", {"value": 1.0, "interval": [0.99, 1.01]}, "",
-                        claims.LWC_HERE)["verdict"] == claims.REPRODUCES
+                        claims.LWC_HERE, {"server": "shared", "tls_key_type": "rsa2048"}
+                        )["verdict"] == claims.REPRODUCES
+    # A claim with a configuration judges no row that does not say it has it.
+    assert claims.judge("lwc-tls-free", {"value": 1.0, "interval": [0.99, 1.01]}, "",
+                        claims.LWC_HERE)["verdict"] == claims.OTHER_CONFIG
     assert claims.judge("lwc-rollback-comparable", {"value": 0.5, "interval": [0.4, 0.6]}, "",
                         claims.ROLLBACK_HERE)["verdict"] == claims.DOES_NOT

@@ -14,6 +14,9 @@ ratio of geometric means over repetitions, stats.ratio_interval).
     inconclusive (interval overlaps)    the interval straddles an end of it
     inconclusive (no interval)          fewer than stats.MIN_REPS_FOR_INTERVAL
                                         repetitions, or repetitions in modes
+    not judged (another configuration)  the row's configuration is not the one
+                                        the claim is about (Claim.config): the
+                                        ratio is shown, the difference named
     not testable here                   the claim rests on a property of the
                                         source's system (Claim.assumes) that
                                         what stands for it here lacks
@@ -46,7 +49,8 @@ DOES_NOT = "does not reproduce"
 OVERLAPS = "inconclusive (interval overlaps)"
 NO_INTERVAL = "inconclusive (no interval)"
 NOT_TESTABLE = "not testable here"
-VERDICTS = (REPRODUCES, DOES_NOT, OVERLAPS, NO_INTERVAL, NOT_TESTABLE)
+OTHER_CONFIG = "not judged (another configuration)"
+VERDICTS = (REPRODUCES, DOES_NOT, OVERLAPS, NO_INTERVAL, NOT_TESTABLE, OTHER_CONFIG)
 
 # A property of lwC that its speed claims rest on (Claim.assumes).
 KERNEL_SWITCH = ("lwC's in-kernel context switch, which stays within one process and so is "
@@ -61,7 +65,10 @@ class Claim:
     low, high: the range the claim admits (math.inf for "at least");
     reading: how the sentence was turned into that range;
     assumes: the property of the source's system the claim rests on, where
-    a stand-in may lack it ("" for none)."""
+    a stand-in may lack it ("" for none);
+    config: the configuration the source measured, as the params a local
+    row must have ((key, value), ...; empty: any), and config_text: it in
+    words."""
 
     id: str
     text: str
@@ -71,6 +78,8 @@ class Claim:
     high: float
     reading: str
     assumes: str = ""
+    config: tuple[tuple[str, str], ...] = ()
+    config_text: str = ""
 
     def range_text(self) -> str:
         if math.isinf(self.high):
@@ -81,6 +90,7 @@ class Claim:
         d = asdict(self)
         d["high"] = None if math.isinf(self.high) else self.high
         d["range"] = self.range_text()
+        d["config"] = dict(self.config)
         return d
 
 
@@ -131,7 +141,9 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
           "Reference Monitor, Fig. 1",
           "lwc-mon's throughput over procsep's (a monitor in a separate process), a server "
           "checking every request's system calls, per document size and session length",
-          1.5, 2.5, '"a factor of two" read as 2 +- 25%', KERNEL_SWITCH),
+          1.5, 2.5, '"a factor of two" read as 2 +- 25%', KERNEL_SWITCH,
+          (("server", "prefork"),),
+          "lwC's Apache prefork: --session prefork, each worker with its own monitor"),
     Claim("lwc-tls-free",
           "with OpenSSL's private-key code in an lwC, nginx's TLS handshakes cost essentially "
           "what they cost with the key in the server (10,000 handshakes; lwC's seconds are "
@@ -140,7 +152,11 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
           "OpenSSL key isolation",
           "seconds for the same handshakes with the key in an lwC over with the key in the "
           "server process, per document size",
-          1.0 / 1.05, 1.05, '"essentially free" read as within 5% either way'),
+          1.0 / 1.05, 1.05, '"essentially free" read as within 5% either way', "",
+          (("server", "shared"), ("tls_key_type", "rsa2048")),
+          "lwC's nginx: one event loop (--session shared) and an RSA 2048 key (the slides "
+          "name no key type; RSA, then the common one, is read as theirs, and its signing "
+          "cost sets what a handshake costs)"),
 )}
 
 
@@ -188,15 +204,32 @@ class Standin:
     lacks: Mapping[str, str]
 
 
+def differs(claim: Claim, config: Mapping | None) -> list[str]:
+    """How a local row's params differ from the claim's configuration
+    ("server=shared, the claim's prefork", ...): empty where they match or
+    the claim names none."""
+    config = config or {}
+    return [f"{k}={config.get(k)}, the claim's {v}" for k, v in claim.config
+            if str(config.get(k)) != v]
+
+
 def judge(claim_id: str, measured: Mapping | None, what: str = "",
-          here: Standin | None = None) -> dict:
+          here: Standin | None = None, config: Mapping | None = None) -> dict:
     """verdict() of CLAIMS[claim_id], with `what` naming the local row and
     `here` what stands for the source's system on this machine (an
-    emulation is not the original: the verdict is about what ran here).  A
+    emulation is not the original: the verdict is about what ran here).
+    config: the local row's params; a row whose configuration is not the
+    claim's (Claim.config) is not judged, and says how it differs.  A
     claim that rests on a property `here` lacks is not testable here: its
     ratio is shown, and the verdict names the property."""
     claim = CLAIMS[claim_id]
     out = {**verdict(claim, measured), "what": what, "here": here.text if here else ""}
+    other = differs(claim, config)
+    if other and out["value"] is not None:
+        out.update(verdict=OTHER_CONFIG,
+                   why=f"the claim is about {claim.config_text}; this row has "
+                       + "; ".join(other))
+        return out
     lacking = here.lacks.get(claim.assumes) if here and claim.assumes else None
     if lacking and out["value"] is not None:
         out.update(verdict=NOT_TESTABLE,

@@ -84,13 +84,16 @@ def build(data: RunData, doc: Mapping) -> dict | None:
         return sum(1 for r in data.results if r["benchmark"] == SERVE and r["status"] == "failed"
                    and runs.identity(r.get("params") or {}) == c.params)
 
+    # Per session mode (the server: shared, prefork, ...), document and L.
     groups: dict[tuple, dict[str, object]] = {}
     for c in configs:
-        groups.setdefault((c.params.get("doc_bytes"), c.params.get("session")), {})[
-            c.params["monitor"]] = c
-    tables: dict[int, list[dict]] = {}
+        groups.setdefault((str(c.params.get("server")), c.params.get("doc_bytes"),
+                           c.params.get("session")), {})[c.params["monitor"]] = c
+    tables: dict[tuple, list[dict]] = {}
     claims = []
-    for (docb, length), by in sorted(groups.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1] or 0)):
+    for (server, docb, length), by in sorted(groups.items(),
+                                             key=lambda kv: (kv[0][0], kv[0][1] or 0,
+                                                             kv[0][2] or 0)):
         base = by.get("none")
         for mon in sorted(by, key=lambda m: ORDER.index(m) if m in ORDER else 9):
             c = by[mon]
@@ -106,14 +109,15 @@ def build(data: RunData, doc: Mapping) -> dict | None:
                 iv = stats.ratio_interval(_tputs(c), _tputs(base))
                 row["vs_none"] = stats.geomean(_tputs(c)) / stats.geomean(_tputs(base))
                 row["vs_none_lo"], row["vs_none_hi"] = (iv.low, iv.high) if iv else (None, None)
-            tables.setdefault(docb, []).append(row)
+            tables.setdefault((server, docb), []).append(row)
         if "lwc" in by and "procsep" in by and _tputs(by["lwc"]) and _tputs(by["procsep"]):
             claims.append(claim_rule.judge(
                 MONITOR_CLAIM, ratio_of_values(_tputs(by["lwc"]), _tputs(by["procsep"])),
-                f"{docb} B, L={length}: lwc / procsep", claim_rule.LWC_HERE))
+                f"{server}, {docb} B, L={length}: lwc / procsep", claim_rule.LWC_HERE,
+                by["lwc"].params))
     return {"claim": CLAIM, "threat_model": THREAT,
-            "tables": [{"doc_bytes": d, "rows": rows} for d, rows in sorted(
-                tables.items(), key=lambda kv: kv[0] or 0)],
+            "tables": [{"server": sv, "doc_bytes": d, "rows": rows} for (sv, d), rows in sorted(
+                tables.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0))],
             "claims": claims, "failed": failed}
 
 
@@ -124,6 +128,8 @@ TLS_REFS = {"process": "lwc-tls-native", "lwc": "lwc-tls-key-in-lwc"}
 TLS_PER = 10_000
 TLS_CLAIM_ID = "lwc-tls-free"
 TLS_ORDER = ("process", "lwc")
+# The key of runs from before --tls-key, whose params name none.
+OLD_KEY = "ecdsa-p256 (before --tls-key)"
 
 
 def tls_published() -> dict:
@@ -167,7 +173,11 @@ def build_tls(data: RunData, doc: Mapping) -> dict | None:
     if not every and not failed:
         return None
     published = tls_published()
-    tables: dict[int, dict[str, dict]] = {}
+    # Per configuration: session mode, key type (None in runs from before
+    # --tls-key, whose key was ECDSA P-256) and document size.
+    conf = lambda c: (str(c.params.get("server")), c.params.get("tls_key_type"),
+                      c.params.get("doc_bytes"))
+    tables: dict[tuple, dict[str, dict]] = {}
     secs_of: dict[tuple, list[float]] = {}
     for c in configs:
         ps = [r["params"] for r in c.results]
@@ -181,8 +191,8 @@ def build_tls(data: RunData, doc: Mapping) -> dict | None:
         cli = [p["client_cpu_s"] / n * 1e6 for p in ps if p.get("client_cpu_s") is not None and n]
         p50 = [p["handshake_p50_us"] for p in ps if p.get("handshake_p50_us") is not None]
         key = c.params["tls_key"]
-        secs_of[(c.params.get("doc_bytes"), key)] = secs
-        tables.setdefault(c.params.get("doc_bytes"), {})[key] = {
+        secs_of[(*conf(c), key)] = secs
+        tables.setdefault(conf(c), {})[key] = {
             "tls_key": key, "handshakes": n, "reps": len(ps),
             "seconds": g, "seconds_lo": iv.low if iv else None, "seconds_hi": iv.high if iv else None,
             "per_10000_s": g * scale if g is not None and scale else None,
@@ -193,14 +203,20 @@ def build_tls(data: RunData, doc: Mapping) -> dict | None:
             "server_cpu_per_handshake_us": stats.mean(srv) if srv else None,
             "client_cpu_per_handshake_us": stats.mean(cli) if cli else None}
     out_tables, claims = [], []
-    for docb, rows in sorted(tables.items(), key=lambda kv: kv[0] or 0):
-        out_tables.append({"doc_bytes": docb, "rows": [rows[k] for k in sorted(
-            rows, key=lambda k: TLS_ORDER.index(k) if k in TLS_ORDER else 9)]})
-        a, b = secs_of.get((docb, "lwc")), secs_of.get((docb, "process"))
+    for (server, ktype, docb), rows in sorted(tables.items(),
+                                             key=lambda kv: (kv[0][0], str(kv[0][1]),
+                                                             kv[0][2] or 0)):
+        out_tables.append({"server": server, "tls_key_type": ktype, "doc_bytes": docb,
+                           "rows": [rows[k] for k in sorted(
+                               rows, key=lambda k: TLS_ORDER.index(k) if k in TLS_ORDER else 9)]})
+        a = secs_of.get((server, ktype, docb, "lwc"))
+        b = secs_of.get((server, ktype, docb, "process"))
         if a and b:
             claims.append(claim_rule.judge(TLS_CLAIM_ID, ratio_of_values(a, b),
-                                           f"{docb} B: lwc / process",
-                                           claim_rule.LWC_HERE))
+                                           f"{server}, {ktype or OLD_KEY}, {docb} B: "
+                                           "lwc / process",
+                                           claim_rule.LWC_HERE,
+                                           {"server": server, "tls_key_type": ktype}))
     return {"claim": tls_claim(published), "threat_model": TLS_THREAT, "tables": out_tables,
             "claims": claims, "failed": failed,
             "sweep": _tls_sweep([c for c in every if c.params.get("session") is not None])}
@@ -219,9 +235,11 @@ def _tls_sweep(configs) -> list[dict]:
         iv = stats.geomean_interval(tput) if tput else None
         cpu = [p["server_cpu_s"] / p["requests"] * 1e6 for p in ps
                if p.get("server_cpu_s") is not None and p.get("requests")]
-        key = (c.params.get("doc_bytes"), c.params.get("session"))
+        key = (str(c.params.get("server")), c.params.get("tls_key_type"),
+               c.params.get("doc_bytes"), c.params.get("session"))
         tput_of[(*key, c.params["tls_key"])] = tput
-        row = {"doc_bytes": key[0], "session": key[1], "tls_key": c.params["tls_key"],
+        row = {"server": key[0], "tls_key_type": key[1], "doc_bytes": key[2],
+               "session": key[3], "tls_key": c.params["tls_key"],
                "reps": len(ps), "throughput_rps": stats.geomean(tput) if tput else None,
                "throughput_lo": iv.low if iv else None, "throughput_hi": iv.high if iv else None,
                "server_cpu_per_request_us": stats.mean(cpu) if cpu else None}
@@ -231,13 +249,14 @@ def _tls_sweep(configs) -> list[dict]:
         rows.append(row)
     for row in rows:
         if row["tls_key"] == "lwc":
-            a = tput_of.get((row["doc_bytes"], row["session"], "lwc"))
-            b = tput_of.get((row["doc_bytes"], row["session"], "process"))
+            at = (row["server"], row["tls_key_type"], row["doc_bytes"], row["session"])
+            a, b = tput_of.get((*at, "lwc")), tput_of.get((*at, "process"))
             if a and b:
                 iv = stats.ratio_interval(a, b)
                 row["vs_process"] = stats.geomean(a) / stats.geomean(b)
                 row["vs_process_lo"], row["vs_process_hi"] = (iv.low, iv.high) if iv else (None,
                                                                                           None)
-    order = lambda r: (r["doc_bytes"] or 0, r["session"] or 0,
+    order = lambda r: (r["server"], str(r["tls_key_type"]), r["doc_bytes"] or 0,
+                       r["session"] or 0,
                        TLS_ORDER.index(r["tls_key"]) if r["tls_key"] in TLS_ORDER else 9)
     return sorted(rows, key=order)

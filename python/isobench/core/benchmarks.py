@@ -239,7 +239,16 @@ RECORDS: tuple[Benchmark, ...] = (
                               "lwC's isolated OpenSSL key: 10,000 full TLS handshakes "
                               "(--quick: 1,000) against isob serve --tls with the key in the "
                               "server and only in an lwc context that signs, beside lwC's "
-                              "99.7 s and 100.4 s (docs/serve.md)"))),
+                              "99.7 s and 100.4 s (docs/serve.md)"),
+                       Option("--session", NAMES,
+                              "session modes of --monitor and --tls: shared (default), "
+                              "prefork, rollback (lwC's Apache: a worker per connection, each "
+                              "with its own monitor or key's context), fork, per-connection "
+                              "(lwC's nginx; not with --tls or --monitor lwc); without them, "
+                              "the HTTP case in these modes", "shared"),
+                       Option("--tls-key", NAMES,
+                              "--tls: the key made at start-up, rsa2048 (as lwC's figures) "
+                              "and/or ecdsa-p256", "rsa2048"))),
     Benchmark("lwc-conns", MACRO, sections=("lwc-serve",)),
     Benchmark("lwc-curve", MACRO, sections=("lwc-serve",)),
     # docs/inspect.md: the cost of ERIM's scan per page.  What the scan

@@ -326,7 +326,13 @@ LWC_SERVE = Benchmark("lwc-serve", "isob serve --session shared|fork|prefork|rol
                                            "HTTP document sizes"),
                                BenchOption("--tls", "on", "",
                                            "HTTPS handshakes, the key in the server or in "
-                                           "an lwc context")))
+                                           "an lwc context"),
+                               BenchOption("--session",
+                                           "shared,prefork,rollback,fork,per-connection",
+                                           "shared", "the session modes --monitor and --tls "
+                                           "run under"),
+                               BenchOption("--tls-key", "rsa2048,ecdsa-p256", "rsa2048",
+                                           "the key --tls makes at start-up")))
 LWC_CONNS = Benchmark("lwc-conns", "isob serve --per-connection beside -m direct and memcached "
                       "at 16..4096 connections (Python-driven)", False)
 LWC_CURVE = Benchmark("lwc-curve", "open-loop latency against offered load of isob serve "

@@ -32,10 +32,21 @@ its creator), and nginx with 45-byte and 900-byte documents.  Here:
   running sessions of L keep-alive requests over one TLS connection (a
   full handshake per session) for the point's seconds.
 
+- ``--session MODE,...``: the session modes --monitor and --tls run under
+  (default shared): ``prefork`` and ``rollback`` are lwC's Apache (a
+  worker per connection, each with its own broker or monitored context,
+  or its own key's context), ``fork`` a process per session,
+  ``per-connection`` lwC's nginx with a context per connection (monitors
+  none, inline and procsep only; not with --tls).  Without --monitor and
+  --tls, the HTTP case at every --doc-bytes in these modes only.
+- ``--tls-key TYPE,...``: the key --tls makes at start-up, rsa2048 (the
+  default: lwC's figures most likely used RSA, whose signing cost sets
+  what a handshake costs) and/or ecdsa-p256.
+
 Any of these options makes lwc-serve measure only these points: its
 memcached and start-up variants run when none is given.  Every result is an
 lwc-serve result (lwcserve.py's params, plus ``monitor``, ``doc_bytes``,
-``tls_key``)."""
+``tls_key``, ``tls_key_type``; ``server`` is the session mode)."""
 
 from __future__ import annotations
 
@@ -55,8 +66,12 @@ from ..store import now_ms
 MONITORS = ("none", "inline", "procsep", "lwc")
 DOC_BYTES = (45, 900)
 DEFAULT_DOC = 45
-OPTIONS = ("--monitor", "--doc-bytes", "--tls")
+OPTIONS = ("--monitor", "--doc-bytes", "--tls", "--session", "--tls-key")
 TLS_KEYS = ("process", "lwc")
+SESSIONS = ("shared", "prefork", "rollback", "fork", "per-connection")
+DEFAULT_SESSIONS = ("shared",)
+KEY_TYPES = ("rsa2048", "ecdsa-p256")
+DEFAULT_KEY_TYPES = ("rsa2048",)
 HANDSHAKES = 10_000
 QUICK_HANDSHAKES = 1_000
 # Per handshake at most, only so that nothing can hang a run.
@@ -71,6 +86,29 @@ def wanted(options: Mapping[str, Sequence[str]]) -> bool:
     return any(options.get(o) for o in OPTIONS)
 
 
+def check(options: Mapping[str, Sequence[str]]) -> str | None:
+    """Why these options cannot run together, or None."""
+    sessions = tuple(options.get("--session") or ())
+    if options.get("--tls-key") and not options.get("--tls"):
+        return "lwc-serve: --tls-key is the key --tls makes: it needs --tls"
+    if options.get("--tls") and "per-connection" in sessions:
+        return ("lwc-serve: --tls does not run with --session per-connection (isob serve "
+                "refuses it: the connection's TLS state would be made before its context)")
+    if "lwc" in (options.get("--monitor") or ()) and "per-connection" in sessions:
+        return ("lwc-serve: --monitor lwc does not run with --session per-connection (the "
+                "emulation cannot supervise contexts made inside a monitored context)")
+    return None
+
+
+def session_args(mode: str) -> list[str]:
+    """isob serve's arguments for a session mode: a worker per connection
+    under prefork and rollback, as lwc-serve's own points."""
+    if mode == "per-connection":
+        return ["--per-connection"]
+    workers = ["--workers", str(CONNECTIONS)] if mode in ("prefork", "rollback") else []
+    return ["--session", mode, *workers]
+
+
 def parse(args: Sequence[str]) -> dict[str, tuple[str, ...]]:
     """lwc-serve's isob-style arguments (runner.pass_through:
     ("--monitor", "none,lwc", ...)) as {"--monitor": ("none", "lwc")}."""
@@ -81,12 +119,14 @@ def parse(args: Sequence[str]) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def points(quick: bool, monitors: Sequence[str], docs: Sequence[int]
-           ) -> Iterator[tuple[str, str | None, int, int]]:
-    """(server mode, monitor or None, document bytes, L) in measuring order."""
+def points(quick: bool, monitors: Sequence[str], docs: Sequence[int],
+           sessions: Sequence[str] = ()) -> Iterator[tuple[str, str | None, int, int]]:
+    """(server mode, monitor or None, document bytes, L) in measuring order:
+    with monitors, each in each of sessions (default shared); without, the
+    HTTP case in each of sessions (default every mode)."""
     for doc in docs:
-        for server, mon in ([("shared", m) for m in monitors] if monitors
-                            else [(m, None) for m in MODES]):
+        for server, mon in ([(sm, m) for sm in (sessions or DEFAULT_SESSIONS) for m in monitors]
+                            if monitors else [(m, None) for m in (sessions or MODES)]):
             for length in (QUICK_LENGTHS if quick else LENGTHS):
                 yield server, mon, doc, length
 
@@ -132,6 +172,8 @@ def _measure(params: dict, extra: list[str], isob: str, doc: int, length: int,
             return Result.failure(SERVE, NO_MECHANISM, "the server did not say what its monitor "
                                   f"checked: {server.tail()}", params=params)
         params = {**params, "monitored_calls": counts[0], "denied": counts[1]}
+    if params.get("server") == "rollback":
+        params = {**params, **lwcserve.rollback_totals(output)}
     return result_from(SERVE, params, line)
 
 
@@ -183,8 +225,9 @@ def _measure_tls(params: dict, isob: str, doc: int, handshakes: int, pinned,
     """One --tls point: handshakes one after another, or (sweep) sessions
     of L requests from CONNECTIONS threads for some seconds."""
     server_cpu = pinned[0] if pinned else None
-    extra = ["--session", "shared", "--http", "--doc-bytes", str(doc), "--tls",
-             params["tls_key"], "--max-conns", str(CONNECTIONS + FD_SLACK)]
+    extra = [*session_args(params["server"]), "--http", "--doc-bytes", str(doc), "--tls",
+             params["tls_key"], "--tls-key", params["tls_key_type"],
+             "--max-conns", str(CONNECTIONS + FD_SLACK)]
     try:
         server, port = start_isob(isob, extra, server_cpu)
     except StartError as e:
@@ -249,37 +292,38 @@ def _sweep_result(params: dict, line: dict, before, after) -> Result:
 def measure(isob: str, quick: bool, seconds: float, options: Mapping[str, Sequence[str]],
             emit: Callable[[Result], None]) -> None:
     docs = [int(d) for d in options.get("--doc-bytes") or ()] or [DEFAULT_DOC]
+    sessions = tuple(options.get("--session") or ())
     if options.get("--tls"):
         pinned = lwcserve._pinning()
         handshakes = QUICK_HANDSHAKES if quick else HANDSHAKES
-        for doc in docs:
-            for key in TLS_KEYS:
-                params = {"client": "isob tlsload", "server": "shared", "proto": "https",
-                          "tls_key": key, "handshakes": handshakes, "doc_bytes": doc,
-                          "serve_mechanism": SERVE_MECHANISM,
-                          "server_cpu": pinned[0] if pinned else None}
-                emit(_measure_tls(params, isob, doc, handshakes, pinned))
-            # HTTPS throughput per session length (lwC's Apache and nginx
-            # over HTTPS): a full handshake per session.
-            for key in TLS_KEYS:
-                for length in (QUICK_LENGTHS if quick else LENGTHS):
-                    params = {"client": "isob tlsload", "server": "shared", "proto": "https",
-                              "tls_key": key, "session": length, "conns": CONNECTIONS,
-                              "seconds": seconds, "doc_bytes": doc,
-                              "serve_mechanism": SERVE_MECHANISM,
-                              "server_cpu": pinned[0] if pinned else None}
-                    emit(_measure_tls(params, isob, doc, 0, pinned, (length, seconds)))
+        for mode in sessions or DEFAULT_SESSIONS:
+            for ktype in options.get("--tls-key") or DEFAULT_KEY_TYPES:
+                for doc in docs:
+                    base = {"client": "isob tlsload", "server": mode, "proto": "https",
+                            "tls_key_type": ktype, "doc_bytes": doc,
+                            "serve_mechanism": SERVE_MECHANISM,
+                            "server_cpu": pinned[0] if pinned else None}
+                    for key in TLS_KEYS:
+                        params = {**base, "tls_key": key, "handshakes": handshakes}
+                        emit(_measure_tls(params, isob, doc, handshakes, pinned))
+                    # HTTPS throughput per session length (lwC's Apache and
+                    # nginx over HTTPS): a full handshake per session.
+                    for key in TLS_KEYS:
+                        for length in (QUICK_LENGTHS if quick else LENGTHS):
+                            params = {**base, "tls_key": key, "session": length,
+                                      "conns": CONNECTIONS, "seconds": seconds}
+                            emit(_measure_tls(params, isob, doc, 0, pinned, (length, seconds)))
         # With --tls, --doc-bytes is the handshakes' document; the HTTP
         # points run only with --monitor.
         if not options.get("--monitor"):
             return
     monitors = list(options.get("--monitor") or ())
     pinned = lwcserve._pinning()
-    for server, mon, doc, length in points(quick, monitors, docs):
+    for server, mon, doc, length in points(quick, monitors, docs, sessions):
         params = {**lwcserve._base(pinned, seconds), "server": server, "proto": "http",
                   "startup_mb": 0, "session": length, "conns": CONNECTIONS,
                   "serve_mechanism": SERVE_MECHANISM, "doc_bytes": doc}
-        extra = ["--session", server, "--http", "--doc-bytes", str(doc),
+        extra = [*session_args(server), "--http", "--doc-bytes", str(doc),
                  "--max-conns", str(CONNECTIONS + FD_SLACK)]
         if mon:
             params["monitor"] = mon

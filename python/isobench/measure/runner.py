@@ -54,6 +54,7 @@ from . import progress as progress_
 from .driver import EXIT_FAILED, EXIT_OK, EXIT_SKIP, EXIT_USAGE, Catalog, Driver, describe_exit
 from ..core import benchmarks
 from ..core.records import NO_MECHANISM, Header, ProtocolError, Result, parse_line
+from ..errors import UsageError
 from ..store import now_ms
 
 # The benchmarks `isobench run` runs when none are named.  Grows as
@@ -328,6 +329,10 @@ def check_options(driver: Driver, catalog: Catalog, benchmarks: Sequence[str],
     judge is refused before a store is opened.  UsageError with isob's line."""
     for name in benchmarks:
         bench = catalog.benchmark(name)
+        if name == lwcserve.SERVE:
+            why = lwcmonitor.check(lwcmonitor.parse(opts.bench_args.get(name, ())))
+            if why:
+                raise UsageError(why)
         if bench is None or name == kvserver.BENCHMARK or name in lwcserve.BENCHMARKS:
             continue
         mech = mechanisms[0] if bench.needs_mechanism and mechanisms else None

@@ -19,6 +19,11 @@ def _groups(verdicts: Sequence[Mapping]) -> list[tuple[Mapping, list[Mapping]]]:
     return list(out.values())
 
 
+def _config(claim: Mapping) -> str:
+    """The configuration the claim is about, where it names one."""
+    return f" Judged only on {claim['config_text']}." if claim.get("config_text") else ""
+
+
 def _ratio(v: Mapping) -> str:
     if v["value"] is None:
         return "-"
@@ -37,7 +42,7 @@ def text(verdicts: Sequence[Mapping]) -> str:
     for claim, group in _groups(verdicts):
         out.append(table.wrap(f"Claim: {claim['text']} ({claim['citation']}). Ratio: "
                               f"{claim['ratio']}; read as {claim['range']} "
-                              f"({claim['reading']}).", indent="  "))
+                              f"({claim['reading']})." + _config(claim), indent="  "))
         here = sorted({v.get("here") for v in group if v.get("here")})
         out += [table.wrap(f"  {h}.", indent="    ") for h in here]
         out.append(table.render_fit(HEADERS, _rows(group), flex=0))
@@ -53,6 +58,7 @@ def markdown(verdicts: Sequence[Mapping]) -> str:
         out += [f"**Claim** ({table.md_text(claim['citation'])}): "
                 f"{table.md_text(claim['text'])}. Ratio: {table.md_text(claim['ratio'])}; "
                 f"read as {claim['range']} ({table.md_text(claim['reading'])})."
+                + table.md_text(_config(claim))
                 + "".join(f" {table.md_text(h)}." for h in sorted(
                     {v.get("here") for v in group if v.get("here")})), "",
                 table.md_table(HEADERS, [r[:3] + [f"{r[3]}: {v['why']}"]

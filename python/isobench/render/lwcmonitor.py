@@ -39,7 +39,8 @@ def _cells(r: Mapping) -> list[str]:
 
 def _tables(section: Mapping):
     for t in section.get("tables") or []:
-        yield (f"lwc-serve --monitor: isob serve --http --session shared --monitor M, "
+        yield (f"lwc-serve --monitor: isob serve --http --session {t.get('server', 'shared')} "
+               f"--monitor M, "
                f"{t['doc_bytes']}-byte document read per GET (openat, pread64 checked), "
                f"16 connections, sessions of L requests", [_cells(r) for r in t["rows"]])
 
@@ -155,8 +156,10 @@ def _tls_cells(r: Mapping) -> list[str]:
 
 def _tls_tables(section: Mapping):
     for t in section.get("tables") or []:
-        yield (f"lwc-serve --tls: isob serve --http --tls K, full TLS 1.3 handshakes (ECDSA "
-               f"P-256) one after another by isob tlsload, each with one GET of the "
+        yield (f"lwc-serve --tls: isob serve --http --session {t.get('server', 'shared')} "
+               f"--tls K, full TLS 1.3 handshakes ("
+               f"{t.get('tls_key_type') or 'ecdsa-p256, before --tls-key'}) one after another "
+               f"by isob tlsload, each with one GET of the "
                f"{t['doc_bytes']}-byte document", [_tls_cells(r) for r in t["rows"]])
 
 
@@ -178,14 +181,15 @@ def _tls_failed(section: Mapping) -> list[str]:
             + f": {f.get('reason')}" for f in section.get("failed") or []]
 
 
-SWEEP_HEAD = ("key in", "doc [B]", "L", "throughput [req/s]", "95% interval", "lwc / process",
+SWEEP_HEAD = ("session", "key", "key in", "doc [B]", "L", "throughput [req/s]", "95% interval", "lwc / process",
               "p50 [us]", "p99 [us]", "server CPU/req [us]", "reps")
 
 
 def _sweep_cells(r: Mapping) -> list[str]:
     iv = ("-" if r.get("throughput_lo") is None
           else f"{_num(r['throughput_lo'])}..{_num(r['throughput_hi'])}")
-    return [str(r["tls_key"]), str(r["doc_bytes"]), str(r["session"]),
+    return [str(r.get("server")), str(r.get("tls_key_type") or "ecdsa-p256"),
+            str(r["tls_key"]), str(r["doc_bytes"]), str(r["session"]),
             _num(r.get("throughput_rps")), iv,
             _ratio(r.get("vs_process"), r.get("vs_process_lo"), r.get("vs_process_hi")),
             _num(r.get("latency_p50_us"), 1), _num(r.get("latency_p99_us"), 1),
