@@ -169,8 +169,11 @@ def _measure(params: dict, extra: list[str], isob: str, doc: int, length: int,
     if params.get("monitor"):
         counts = monitor_counts(output)
         if counts is None:
+            # The output read before the stop: the log is closed now.
+            last = [l.strip() for l in output.splitlines() if l.strip()]
             return Result.failure(SERVE, NO_MECHANISM, "the server did not say what its monitor "
-                                  f"checked: {server.tail()}", params=params)
+                                  f"checked: {last[-1] if last else 'no message'}",
+                                  params=params)
         params = {**params, "monitored_calls": counts[0], "denied": counts[1]}
     if params.get("server") == "rollback":
         params = {**params, **lwcserve.rollback_totals(output)}
