@@ -151,8 +151,8 @@ void session_signals(void);
 /* Fork, in the listener: a process that starts up and serves fd alone.
  * 0 (the listener keeps no copy of fd) or -errno. */
 int session_fork(struct server *sv, int fd);
-/* The first argument of worker code's fork: the worker's index (for its
- * monitor's slot), set in the worker before it serves. */
+/* In a prefork worker, its index (0 up; -1 elsewhere), set before it
+ * serves: its monitor counts in slot 1 + index (monitor.c). */
 extern int serve_worker_index;
 /* Fork, in the listener: reap the session processes that ended. */
 void session_fork_reap(struct server *sv);
