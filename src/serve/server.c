@@ -593,12 +593,13 @@ static int parse_opts(int argc, char **argv, struct serve_opts *o)
                            "calls trap to its creator; --per-connection's contexts would be "
                            "made inside it, which this emulation of lwC does not supervise: "
                            "give --monitor none, inline or procsep%s", "");
-    if (o->monitor == MONITOR_LWC && prefork && !o->prefork_plain && o->rb_method_given &&
-        o->rb_method != RB_FORK)
-        return usage_error("--monitor lwc with --session rollback rolls back by fork: a worker "
-                           "serving inside the monitored context cannot track its own pages "
-                           "(/proc/self and process_vm_readv are the monitor's to refuse)%s", "");
-    if (o->monitor == MONITOR_LWC && prefork && !o->prefork_plain && o->rb_method != RB_FORK) {
+    int confined = o->monitor == MONITOR_LWC || o->monitor == MONITOR_PROCSEP;
+    if (confined && prefork && !o->prefork_plain && o->rb_method_given && o->rb_method != RB_FORK)
+        return usage_error("--monitor lwc and procsep with --session rollback roll back by fork: "
+                           "a worker serving in the confined context or child cannot track its "
+                           "own pages (/proc/self and process_vm_readv are the filter's to "
+                           "refuse)%s", "");
+    if (confined && prefork && !o->prefork_plain && o->rb_method != RB_FORK) {
         o->rb_method = RB_FORK;
         o->rb_forced_fork = 1;
     }
@@ -987,8 +988,9 @@ int isob_serve_main(int argc, char **argv)
     if (o.tls && !(prefork && o.tls == TLS_KEY_LWC) && serve_tls_init(&o) != 0)
         goto out;
     if (o.rb_forced_fork)
-        fprintf(stderr, "isob serve: --monitor lwc: the workers roll back by fork (a worker "
-                "serving inside the monitored context cannot track its own pages)\n");
+        fprintf(stderr, "isob serve: --monitor %s: the workers roll back by fork (a worker "
+                "serving in the confined context or child cannot track its own pages)\n",
+                serve_monitor_name(o.monitor));
     if (prefork && o.prefork_plain) {
         if (prefork_start(&sv) != 0)
             goto out;
