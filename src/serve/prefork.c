@@ -50,6 +50,23 @@ static struct rb_snap *worker_snap;
 
 int serve_worker_index = -1;
 
+/* The first workers' "ready" pipe (its write end, in a worker until it is
+ * ready; -1 otherwise): prefork_start waits for every worker to have made
+ * what it makes of its own (a key's context, a broker, a key) before the
+ * server says it listens. */
+static int ready_w = -1;
+
+static void say_ready(void)
+{
+    if (ready_w < 0)
+        return;
+    char b = 1;
+    ssize_t n = write(ready_w, &b, 1);
+    (void)n;
+    close(ready_w);
+    ready_w = -1;
+}
+
 static uint64_t clock_ns(clockid_t id)
 {
     struct timespec t;
@@ -117,6 +134,7 @@ static void worker_own(struct server *sv)
      * reseeded after each rollback: worker_main). */
     if (sv->o->tls)
         serve_tls_warm();
+    say_ready();
 }
 
 /* A worker: snapshot, then one session after another, each from the
@@ -233,13 +251,42 @@ int prefork_start(struct server *sv)
     }
     memset(&sv->rb->workers, 0, sizeof *sv->rb - offsetof(struct isob_serve_rollback, workers));
     sv->rb->workers = o->workers;
+    int rp[2];
+    if (pipe2(rp, O_CLOEXEC) != 0) {
+        fprintf(stderr, "isob serve: error: pipe: %s\n", strerror(errno));
+        return -errno;
+    }
+    ready_w = rp[1];
     for (size_t i = 0; i < o->workers; i++) {
         pid_t pid = fork_worker(sv, 0, sv->rb, i);
         if (pid < 0) {
+            close(rp[0]);
+            close(rp[1]);
+            ready_w = -1;
             fprintf(stderr, "isob serve: error: forking worker %zu: %s\n", i, strerror((int)-pid));
             return (int)pid;
         }
         sv->kids[sv->nkids++] = pid;
+    }
+    /* Replacements do not wait: their pipe end is closed. */
+    close(rp[1]);
+    ready_w = -1;
+    /* One byte per worker that got ready; the end of file once every
+     * worker (and what it started before it was ready) wrote or died. */
+    size_t ready = 0;
+    char buf[64];
+    while (ready < o->workers) {
+        ssize_t n = read(rp[0], buf, sizeof buf);
+        if (n > 0)
+            ready += (size_t)n;
+        else if (n == 0 || errno != EINTR)
+            break;
+    }
+    close(rp[0]);
+    if (ready < o->workers) {
+        fprintf(stderr, "isob serve: error: %zu of %zu workers did not get ready (see above)\n",
+                o->workers - ready, o->workers);
+        return -EIO;
     }
     return 0;
 }
