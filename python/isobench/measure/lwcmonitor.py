@@ -73,6 +73,8 @@ DEFAULT_SESSIONS = ("shared",)
 KEY_TYPES = ("rsa2048", "ecdsa-p256")
 DEFAULT_KEY_TYPES = ("rsa2048",)
 HANDSHAKES = 10_000
+# Workers of prefork and rollback for the handshakes one after another.
+HANDSHAKE_WORKERS = 2
 QUICK_HANDSHAKES = 1_000
 # Per handshake at most, only so that nothing can hang a run.
 HANDSHAKE_SLACK_S = 0.1
@@ -100,12 +102,12 @@ def check(options: Mapping[str, Sequence[str]]) -> str | None:
     return None
 
 
-def session_args(mode: str) -> list[str]:
-    """isob serve's arguments for a session mode: a worker per connection
-    under prefork and rollback, as lwc-serve's own points."""
+def session_args(mode: str, workers: int = CONNECTIONS) -> list[str]:
+    """isob serve's arguments for a session mode: under prefork and
+    rollback a worker per connection, as lwc-serve's own points."""
     if mode == "per-connection":
         return ["--per-connection"]
-    workers = ["--workers", str(CONNECTIONS)] if mode in ("prefork", "rollback") else []
+    workers = ["--workers", str(workers)] if mode in ("prefork", "rollback") else []
     return ["--session", mode, *workers]
 
 
@@ -228,7 +230,8 @@ def _measure_tls(params: dict, isob: str, doc: int, handshakes: int, pinned,
     """One --tls point: handshakes one after another, or (sweep) sessions
     of L requests from CONNECTIONS threads for some seconds."""
     server_cpu = pinned[0] if pinned else None
-    extra = [*session_args(params["server"]), "--http", "--doc-bytes", str(doc), "--tls",
+    extra = [*session_args(params["server"], params.get("workers") or CONNECTIONS),
+             "--http", "--doc-bytes", str(doc), "--tls",
              params["tls_key"], "--tls-key", params["tls_key_type"],
              "--max-conns", str(CONNECTIONS + FD_SLACK)]
     try:
@@ -308,6 +311,11 @@ def measure(isob: str, quick: bool, seconds: float, options: Mapping[str, Sequen
                             "server_cpu": pinned[0] if pinned else None}
                     for key in TLS_KEYS:
                         params = {**base, "tls_key": key, "handshakes": handshakes}
+                        if mode in ("prefork", "rollback"):
+                            # One client at a time: two workers, so that one
+                            # rolls back while the other serves, and two keys'
+                            # contexts to start (an RSA key each) rather than 16.
+                            params["workers"] = HANDSHAKE_WORKERS
                         emit(_measure_tls(params, isob, doc, handshakes, pinned))
                     # HTTPS throughput per session length (lwC's Apache and
                     # nginx over HTTPS): a full handshake per session.
