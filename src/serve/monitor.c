@@ -44,14 +44,15 @@
  * shared and --per-connection the server's one loop (and the contexts it
  * switches to, one at a time, which share its broker); under rollback and
  * prefork each worker, under fork each session's process, starts its own
- * broker (procsep) or serves inside a context it supervises itself (lwc),
- * as each Apache prefork worker under lwC's monitors.  The counts go to
+ * broker and serves in its own confined child (procsep), or serves inside
+ * a context it supervises itself (lwc), as each Apache prefork worker
+ * under lwC's monitors (a worker in a confined child cannot track its own
+ * pages: rollback then rolls back by fork, server.c).  The counts go to
  * memory all of them share (M.slots): slot 0 takes atomic additions (the
  * inline checks, a broker's count after each GET); a prefork worker's or
  * a fork session's supervisor (lwc), the only writer of its slot, counts
- * there directly.  A fork session claims a free slot;
- * the listener, once it reaped the session, adds the slot to slot 0 and
- * frees it (so a session killed at the server's stop loses no count).
+ * there directly.  A fork session claims a free slot; the listener, once
+ * it reaped the session, adds the slot to slot 0 and frees it (so a session killed at the server's stop loses no count).
  *
  * At exit the server prints what the monitors checked, summed:
  * "isob serve: monitor KIND: N system calls checked, D refused". */
