@@ -1,44 +1,16 @@
-/* The one list of benchmarks. */
+/* The one list of benchmarks: include/isobench/bench_list.h. */
 #include <string.h>
 
 #include "isobench/bench.h"
 
-extern const struct isob_bench isob_bench_switch;
-extern const struct isob_bench isob_bench_pingpong;
-extern const struct isob_bench isob_bench_kv;
-extern const struct isob_bench isob_bench_oslat;
-extern const struct isob_bench isob_bench_worksweep;
-extern const struct isob_bench isob_bench_cpuwork;
-extern const struct isob_bench isob_bench_memops;
-extern const struct isob_bench isob_bench_pipeio;
-extern const struct isob_bench isob_bench_scale;
-extern const struct isob_bench isob_bench_delegate;
-extern const struct isob_bench isob_bench_sched;
-extern const struct isob_bench isob_bench_lwc_switch;
-extern const struct isob_bench isob_bench_lwc_create;
-extern const struct isob_bench isob_bench_refmon;
-extern const struct isob_bench isob_bench_lwc_sign;
-extern const struct isob_bench isob_bench_inspect;
-extern const struct isob_bench isob_bench_vmcall;
+#define X(id) extern const struct isob_bench isob_bench_##id;
+#include "isobench/bench_list.h"
+#undef X
 
 const struct isob_bench *const isob_benches[] = {
-    &isob_bench_switch,
-    &isob_bench_pingpong,
-    &isob_bench_kv,
-    &isob_bench_oslat,
-    &isob_bench_worksweep,
-    &isob_bench_cpuwork,
-    &isob_bench_memops,
-    &isob_bench_pipeio,
-    &isob_bench_scale,
-    &isob_bench_delegate,
-    &isob_bench_sched,
-    &isob_bench_lwc_switch,
-    &isob_bench_lwc_create,
-    &isob_bench_refmon,
-    &isob_bench_lwc_sign,
-    &isob_bench_inspect,
-    &isob_bench_vmcall,
+#define X(id) &isob_bench_##id,
+#include "isobench/bench_list.h"
+#undef X
     NULL,
 };
 
