@@ -547,37 +547,44 @@ static inline int pp_reply_ok(const unsigned char *reply, uint64_t seq, size_t p
     return pp_stamp(reply) == seq && uk_sum(reply + PP_HDR, payload, 1) == sum;
 }
 
-/* Warm-up, per-iteration samples and the batched estimate of TRIP. */
-#define PP_CELL(TRIP)                                                                        \
+/* Warm-up, per-iteration samples and the batched estimate of TRIP, a
+ * round trip of P from MSG into REPLY under CFG's budget, counted on CTR
+ * into S and B; WK counts and checks, SEQ numbers the messages, and a
+ * reply is checked against PAYLOAD bytes whose sum is SUM. */
+#define PP_CELL(TRIP, P, CFG, CTR, S, B, MSG, REPLY, WK, SEQ, PAYLOAD, SUM)                  \
     do {                                                                                     \
-        uint64_t wend = isob_clock_ns() + cfg->budget_ns / 4;                                \
-        for (size_t i = 0; i < cfg->warmup && !wk->dead && isob_clock_ns() < wend; i++) {    \
-            pp_set_stamp(msg, ++seq);                                                        \
-            wk->dead = TRIP(p, msg, reply) != 0;                                             \
-            wk->ops += !wk->dead;                                                            \
-            wk->stamp_checks++;                                                              \
-            wk->bad += !wk->dead && pp_stamp(reply) != seq;                                  \
+        uint64_t wend = isob_clock_ns() + (CFG)->budget_ns / 4;                              \
+        for (size_t i = 0; i < (CFG)->warmup && !(WK)->dead && isob_clock_ns() < wend;      \
+             i++) {                                                                          \
+            pp_set_stamp((MSG), ++(SEQ));                                                    \
+            (WK)->dead = TRIP((P), (MSG), (REPLY)) != 0;                                     \
+            (WK)->ops += !(WK)->dead;                                                        \
+            (WK)->stamp_checks++;                                                            \
+            (WK)->bad += !(WK)->dead && pp_stamp(REPLY) != (SEQ);                            \
         }                                                                                    \
-        UK_EACH(ctr, s, cfg->budget_ns, wk->dead, &wk->each_ns, pp_set_stamp(msg, ++seq),    \
-                wk->dead = TRIP(p, msg, reply) != 0,                                         \
-                if (!wk->dead) {                                                             \
-                    wk->ops++;                                                               \
-                    wk->full_checks++;                                                       \
-                    wk->bad += !pp_reply_ok(reply, seq, payload, sum);                       \
+        UK_EACH((CTR), (S), (CFG)->budget_ns, (WK)->dead, &(WK)->each_ns,                    \
+                pp_set_stamp((MSG), ++(SEQ)),                                                \
+                (WK)->dead = TRIP((P), (MSG), (REPLY)) != 0,                                 \
+                if (!(WK)->dead) {                                                           \
+                    (WK)->ops++;                                                             \
+                    (WK)->full_checks++;                                                     \
+                    (WK)->bad += !pp_reply_ok((REPLY), (SEQ), (PAYLOAD), (SUM));             \
                 });                                                                          \
-        wk->batch_k = wk->dead ? 0 : uk_batch_k(wk->each_ns, s->n + s->dropped, cfg->budget_ns, \
-                                               cfg->batch_reps, cfg->batch_k);               \
-        if (wk->batch_k) {                                                                   \
-            ISOB_MEASURE_BATCHED(ctr, wk->batch_k, b,                                        \
-                                 if (!wk->dead) {                                            \
-                                     pp_set_stamp(msg, ++seq);                               \
-                                     wk->dead = TRIP(p, msg, reply) != 0;                    \
-                                     wk->ops += !wk->dead;                                   \
-                                     wk->stamp_checks++;                                     \
-                                     wk->bad += !wk->dead && pp_stamp(reply) != seq;         \
+        (WK)->batch_k = (WK)->dead ? 0                                                       \
+                                   : uk_batch_k((WK)->each_ns, (S)->n + (S)->dropped,        \
+                                                (CFG)->budget_ns, (CFG)->batch_reps,         \
+                                                (CFG)->batch_k);                             \
+        if ((WK)->batch_k) {                                                                 \
+            ISOB_MEASURE_BATCHED((CTR), (WK)->batch_k, (B),                                  \
+                                 if (!(WK)->dead) {                                          \
+                                     pp_set_stamp((MSG), ++(SEQ));                           \
+                                     (WK)->dead = TRIP((P), (MSG), (REPLY)) != 0;            \
+                                     (WK)->ops += !(WK)->dead;                               \
+                                     (WK)->stamp_checks++;                                   \
+                                     (WK)->bad += !(WK)->dead && pp_stamp(REPLY) != (SEQ);   \
                                  });                                                         \
-            wk->full_checks++;                                                               \
-            wk->bad += !wk->dead && !pp_reply_ok(reply, seq, payload, sum);                  \
+            (WK)->full_checks++;                                                             \
+            (WK)->bad += !(WK)->dead && !pp_reply_ok((REPLY), (SEQ), (PAYLOAD), (SUM));      \
         }                                                                                    \
     } while (0)
 
@@ -590,12 +597,18 @@ static void pp_measure(struct pp *p, const struct pp_config *cfg, struct isob_co
     const uint64_t sum = uk_sum(msg + PP_HDR, payload, 1);
     uint64_t seq = 0;
     switch (p->prim) {
-    case PP_FUTEX: PP_CELL(pp_trip_futex); break;
-    case PP_PIPE: PP_CELL(pp_trip_pipe); break;
-    case PP_SOCKET: PP_CELL(pp_trip_socket); break;
-    case PP_SOCKET_FD: PP_CELL(pp_trip_socket_fd); break;
-    case PP_EVENTFD: PP_CELL(pp_trip_eventfd); break;
-    case PP_SPIN: PP_CELL(pp_trip_spin); break;
+    case PP_FUTEX: PP_CELL(pp_trip_futex, p, cfg, ctr, s, b, msg, reply, wk, seq, payload, sum);
+        break;
+    case PP_PIPE: PP_CELL(pp_trip_pipe, p, cfg, ctr, s, b, msg, reply, wk, seq, payload, sum);
+        break;
+    case PP_SOCKET: PP_CELL(pp_trip_socket, p, cfg, ctr, s, b, msg, reply, wk, seq, payload, sum);
+        break;
+    case PP_SOCKET_FD: PP_CELL(pp_trip_socket_fd, p, cfg, ctr, s, b, msg, reply, wk, seq, payload, sum);
+        break;
+    case PP_EVENTFD: PP_CELL(pp_trip_eventfd, p, cfg, ctr, s, b, msg, reply, wk, seq, payload, sum);
+        break;
+    case PP_SPIN: PP_CELL(pp_trip_spin, p, cfg, ctr, s, b, msg, reply, wk, seq, payload, sum);
+        break;
     default: break;
     }
 }

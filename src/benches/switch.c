@@ -70,9 +70,11 @@ static void params_json(char *buf, size_t len, const struct switch_run *r)
 }
 
 /* Measure BODY: warm-up, per-iteration samples, batched estimate; emit.
- * DIED is the compartment's isob_comp_why (NULL for none): a compartment
- * that died is a failed result with the cause, whatever its calls said. */
-#define SWITCH_MEASURE(R, BODY, DIED)                                                  \
+ * BAD (a long lvalue) counts BODY's wrong results: it is zeroed after the
+ * warm-up, and a non-zero count fails the result.  DIED is the
+ * compartment's isob_comp_why (NULL for none): a compartment that died is
+ * a failed result with the cause, whatever its calls said. */
+#define SWITCH_MEASURE(R, BAD, BODY, DIED)                                             \
     do {                                                                               \
         struct isob_bench_ctx *ctx_ = (R)->ctx;                                        \
         struct isob_samples s_;                                                        \
@@ -88,15 +90,15 @@ static void params_json(char *buf, size_t len, const struct switch_run *r)
         for (size_t w_ = 0; w_ < ctx_->opts.warmup; w_++) {                            \
             BODY;                                                                      \
         }                                                                              \
-        bad = 0;                                                                       \
+        (BAD) = 0;                                                                     \
         ISOB_MEASURE_EACH(ctx_->ctr, &s_, BODY);                                       \
         if (have_b_)                                                                   \
             ISOB_MEASURE_BATCHED(ctx_->ctr, ctx_->opts.batch_k, &b_, BODY);            \
         if (DIED) {                                                                    \
             isob_emit_result(ctx_, "switch", params_, NULL, NULL, "failed", DIED, NULL); \
-        } else if (bad) {                                                              \
+        } else if (BAD) {                                                              \
             snprintf(reason_, sizeof reason_, "%ld calls returned a wrong result",     \
-                     (long)bad);                                                       \
+                     (long)(BAD));                                                     \
             isob_emit_result(ctx_, "switch", params_, &s_, have_b_ ? &b_ : NULL,       \
                              "failed", reason_, NULL);                                 \
         } else {                                                                       \
@@ -115,15 +117,15 @@ static void measure_erim_kinds(struct switch_run *r, unsigned variants)
     r->payload = 0;
     if (variants & SWITCH_V_KIND(ISOB_KIND_INLINE)) {
         r->variant = "inline";
-        SWITCH_MEASURE(r, bad += erim_empty_inline(&calls) != 0, NULL);
+        SWITCH_MEASURE(r, bad, bad += erim_empty_inline(&calls) != 0, NULL);
     }
     if (variants & SWITCH_V_KIND(ISOB_KIND_DIRECT_CALL)) {
         r->variant = "direct-call";
-        SWITCH_MEASURE(r, bad += erim_empty_call(&calls) != 0, NULL);
+        SWITCH_MEASURE(r, bad, bad += erim_empty_call(&calls) != 0, NULL);
     }
     if (variants & SWITCH_V_KIND(ISOB_KIND_INDIRECT_CALL)) {
         r->variant = "indirect-call";
-        SWITCH_MEASURE(r, bad += erim_empty_ptr(&calls) != 0, NULL);
+        SWITCH_MEASURE(r, bad, bad += erim_empty_ptr(&calls) != 0, NULL);
     }
     isob_keep(calls);
 }
@@ -153,7 +155,7 @@ static void measure_gate_kinds(struct switch_run *r, struct isob_comp *c, unsign
             continue;
         }
         long bad = 0;
-        SWITCH_MEASURE(r, {
+        SWITCH_MEASURE(r, bad, {
             if (kind(c) != 0) {
                 bad++;
                 if (isob_comp_why(c))
@@ -165,15 +167,15 @@ static void measure_gate_kinds(struct switch_run *r, struct isob_comp *c, unsign
     }
 }
 
-/* One call whose result must be WANT, counted in `bad` when it is not.
+/* One call whose result must be WANT, counted in BAD when it is not.
  * A wrong result from a compartment that died ends the loop the call is in
  * (the measuring macros run BODY directly in their loops, so `break` ends
  * the measurement early): its result fails with the cause, and nothing is
  * gained by calling a dead compartment n more times.  The check costs the
  * fast path nothing, as it sits behind the comparison made anyway. */
-#define SWITCH_CHECKED_CALL(C, ENTRY, WANT)                                            \
+#define SWITCH_CHECKED_CALL(C, ENTRY, WANT, BAD)                                       \
     if (isob_call((C), (ENTRY)) != (WANT)) {                                           \
-        bad++;                                                                         \
+        (BAD)++;                                                                       \
         if (isob_comp_why(C))                                                          \
             break;                                                                     \
     }
@@ -249,7 +251,7 @@ static void measure_entry(struct switch_run *r, struct isob_comp *c)
         }
         if (payload == 0) {
             msg->len = 0;
-            SWITCH_MEASURE(r, SWITCH_CHECKED_CALL(c, ISOB_ENTRY_EMPTY, 0), isob_comp_why(c));
+            SWITCH_MEASURE(r, bad, SWITCH_CHECKED_CALL(c, ISOB_ENTRY_EMPTY, 0, bad), isob_comp_why(c));
             if (isob_comp_why(c))
                 return;
             continue;
@@ -263,11 +265,11 @@ static void measure_entry(struct switch_run *r, struct isob_comp *c)
             sums[k] = isob_checksum(msg->data, payload);
         }
         unsigned it = 0;
-        SWITCH_MEASURE(r, {
+        SWITCH_MEASURE(r, bad, {
             unsigned k_ = it++ & 1;
             memset(msg->data, fills[k_], payload);
             msg->len = (uint32_t)payload;
-            SWITCH_CHECKED_CALL(c, ISOB_ENTRY_SINK, sums[k_]);
+            SWITCH_CHECKED_CALL(c, ISOB_ENTRY_SINK, sums[k_], bad);
         }, isob_comp_why(c));
         if (isob_comp_why(c))
             return;
