@@ -2,88 +2,56 @@
  * hand-written context switch (uthread_<arch>.S) that saves only the
  * callee-saved registers and the stack pointer, with no system call.  It is
  * the floor for user-level switching, beside glibc's swapcontext
- * (ucontext), which also saves the signal mask.  It isolates nothing. */
-#include <stdlib.h>
+ * (ucontext), which also saves the signal mask.  It isolates nothing.  The
+ * compartment itself (stack, heap, shared buffer) is stack_comp.c's. */
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "isobench/mechanism.h"
-
-/* Stack of the compartment's context, guard page included. */
-#define UTHREAD_STACK_SIZE (256u * 1024u)
+#include "stack_comp.h"
 
 /* The architecture-specific part (uthread_<arch>.S). */
 void isob_uthread_switch(void **save_sp, void *to_sp);
 void *isob_uthread_init(void *stack_top, void (*fn)(void *), void *arg);
 
 struct uthread_comp {
-    struct isob_comp base;
+    struct isob_stack_comp s;
     void *caller_sp, *callee_sp;
-    struct isob_msg *msg;
-    void *heap, *stack;
-    size_t shared_size, heap_size;
-    struct isob_trusted *t;
-    unsigned entry;
-    long ret;
 };
 
 __attribute__((noreturn)) static void uthread_serve(void *arg)
 {
     struct uthread_comp *u = arg;
     for (;;) {
-        u->ret = isob_trusted_call(u->t, u->entry, u->msg, u->base.data_cap);
+        isob_stack_comp_serve(&u->s);
         isob_uthread_switch(&u->callee_sp, u->caller_sp);
     }
 }
 
-static void uthread_destroy(struct isob_comp *c)
-{
-    /* The compartment's context is suspended inside its loop and owns
-     * nothing but its stack, so dropping the stack ends it. */
-    struct uthread_comp *u = (struct uthread_comp *)c;
-    isob_unmap(u->msg, u->shared_size);
-    isob_unmap(u->heap, u->heap_size);
-    isob_unmap(u->stack, UTHREAD_STACK_SIZE);
-    free(u);
-}
-
 static int uthread_create(const struct isob_comp_spec *spec, struct isob_comp **out)
 {
-    if (spec->shared_size <= sizeof(struct isob_msg))
-        return -EINVAL;
-    struct uthread_comp *u = calloc(1, sizeof *u);
-    if (!u)
-        return -ENOMEM;
-    u->shared_size = spec->shared_size;
-    u->heap_size = spec->heap_size;
-    u->msg = isob_map(u->shared_size, 0);
-    u->heap = isob_map(u->heap_size, 0);
-    u->stack = isob_map(UTHREAD_STACK_SIZE, 0);
-    u->t = u->heap ? isob_trusted_init(u->heap, u->heap_size) : NULL;
-    u->base.data_cap = spec->shared_size - sizeof(struct isob_msg);
+    struct isob_stack_comp *s;
+    int rc = isob_stack_comp_create(spec, sizeof(struct uthread_comp), &s);
+    if (rc)
+        return rc;
+    struct uthread_comp *u = (struct uthread_comp *)s;
     /* A guard page below the stack turns an overflow into a fault instead
      * of a silent write into whatever is mapped underneath. */
-    if (!u->msg || !u->stack || !u->t ||
-        mprotect(u->stack, (size_t)sysconf(_SC_PAGESIZE), PROT_NONE) != 0) {
-        uthread_destroy(&u->base);
+    if (mprotect(s->stack, (size_t)sysconf(_SC_PAGESIZE), PROT_NONE) != 0) {
+        isob_stack_comp_destroy(&s->base);
         return -ENOMEM;
     }
-    u->callee_sp = isob_uthread_init((char *)u->stack + UTHREAD_STACK_SIZE, uthread_serve, u);
-    *out = &u->base;
+    u->callee_sp =
+        isob_uthread_init((char *)s->stack + ISOB_STACK_COMP_STACK_SIZE, uthread_serve, u);
+    *out = &s->base;
     return 0;
 }
 
 static long uthread_call(struct isob_comp *c, unsigned entry)
 {
     struct uthread_comp *u = (struct uthread_comp *)c;
-    u->entry = entry;
+    u->s.entry = entry;
     isob_uthread_switch(&u->caller_sp, u->callee_sp);
-    return u->ret;
-}
-
-static struct isob_msg *uthread_shared(struct isob_comp *c)
-{
-    return ((struct uthread_comp *)c)->msg;
+    return u->s.ret;
 }
 
 const struct isob_mechanism isob_mech_uthread = {
@@ -93,6 +61,6 @@ const struct isob_mechanism isob_mech_uthread = {
     .probe = isob_probe_always,
     .create = uthread_create,
     .call = uthread_call,
-    .shared = uthread_shared,
-    .destroy = uthread_destroy,
+    .shared = isob_stack_comp_shared,
+    .destroy = isob_stack_comp_destroy,
 };
