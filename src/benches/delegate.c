@@ -1016,24 +1016,16 @@ int dg_parse(const struct isob_bench_opts *o, struct dg_config *cfg, char *why, 
         memcpy(cfg->sizes, dg_default_sizes, sizeof dg_default_sizes);
         cfg->nsizes = sizeof dg_default_sizes / sizeof dg_default_sizes[0];
     }
-    if (o->depths) {
-        int n = uk_list_numbers("delegate: --depth", o->depths, 1, DG_MAX_DEPTH, 0, cfg->depths, why, len);
-        if (n < 0)
-            return -EINVAL;
-        cfg->ndepths = (unsigned)n;
-    } else {
-        memcpy(cfg->depths, dg_default_depths, sizeof dg_default_depths);
-        cfg->ndepths = sizeof dg_default_depths / sizeof dg_default_depths[0];
-    }
-    uint64_t deepest = 0;
-    for (unsigned i = 0; i < cfg->ndepths; i++)
-        deepest = cfg->depths[i] > deepest ? cfg->depths[i] : deepest;
+    if (uk_list_or("delegate: --depth", o->depths, dg_default_depths,
+                   sizeof dg_default_depths / sizeof dg_default_depths[0], 1, DG_MAX_DEPTH,
+                   cfg->depths, &cfg->ndepths, why, len))
+        return -EINVAL;
     /* Refused up front: a chain the machine cannot hold. */
     char what[64];
-    snprintf(what, sizeof what, "delegate: --depth %llu", (unsigned long long)deepest);
-    int rc = uk_check_tasks(what, deepest + 1, why, len);
+    int rc = uk_check_most_tasks("delegate: --depth", cfg->depths, cfg->ndepths, what, sizeof what,
+                                 why, len);
     if (rc == 0 && (cfg->variants & ~(1u << DG_THREADS)))
-        rc = uk_check_fds(what, 4 * (deepest + 1), why, len);
+        rc = uk_check_fds(what, 4 * (uk_list_max(cfg->depths, cfg->ndepths) + 1), why, len);
     return rc ? -EINVAL : 0;
 }
 
@@ -1049,10 +1041,8 @@ static void dg_under(struct uk_confined *u, void *arg)
     /* Times are CLOCK_MONOTONIC_RAW readings in ns, compared across
      * processes: the results say so (counter "clock", unit "ns"). */
     struct isob_counter clk;
-    struct isob_counter_opts co = {.force = "clock", .scope = ISOB_SCOPE_THREAD, .cpu = -1};
-    struct isob_bench_ctx c2 = *u->ctx;
-    c2.ctr = &clk;
-    if (u->skip || isob_counter_init(&clk, &co) != 0 || isob_measure_empty(&c2) != 0) {
+    struct isob_bench_ctx c2;
+    if (uk_clock_ctx(u, &clk, &c2) != 0) {
         isob_emit_result(u->ctx, "delegate", "{}", NULL, NULL, u->skip ? "skipped" : "failed",
                          u->skip ? u->skip : "the clock counter could not be opened", NULL);
         return;

@@ -578,38 +578,25 @@ int sc_parse(const struct isob_bench_opts *o, struct sc_config *cfg, char *why, 
         (o->modes && uk_list_names("sched: --mode", o->modes, sc_mode_names, &cfg->modes, why, len)) ||
         (o->cpus && uk_list_names("sched: --cpus", o->cpus, sc_cpus_names, &cfg->cpus, why, len)))
         return -EINVAL;
-    int n;
-    if (o->workers) {
-        n = uk_list_numbers("sched: --workers", o->workers, 1, SC_MAX_WORKERS, 0, cfg->workers, why, len);
-        if (n < 0)
+    if (uk_list_or("sched: --workers", o->workers, sc_default_workers,
+                   sizeof sc_default_workers / sizeof sc_default_workers[0], 1, SC_MAX_WORKERS,
+                   cfg->workers, &cfg->nworkers, why, len) ||
+        uk_list_or("sched: --slice", o->slices, sc_default_slices,
+                   sizeof sc_default_slices / sizeof sc_default_slices[0], 1, SC_WORK_NS / 1000,
+                   cfg->slices_us, &cfg->nslices, why, len))
+        return -EINVAL;
+    for (unsigned i = 0; i < cfg->nslices; i++) {
+        if ((SC_WORK_NS / 1000) % cfg->slices_us[i]) {
+            snprintf(why, len, "sched: --slice: %llu us does not divide W = %llu us into whole slices",
+                     (unsigned long long)cfg->slices_us[i], SC_WORK_NS / 1000);
             return -EINVAL;
-        cfg->nworkers = (unsigned)n;
-    } else {
-        memcpy(cfg->workers, sc_default_workers, sizeof sc_default_workers);
-        cfg->nworkers = sizeof sc_default_workers / sizeof sc_default_workers[0];
-    }
-    if (o->slices) {
-        n = uk_list_numbers("sched: --slice", o->slices, 1, SC_WORK_NS / 1000, 0, cfg->slices_us, why, len);
-        if (n < 0)
-            return -EINVAL;
-        for (int i = 0; i < n; i++) {
-            if ((SC_WORK_NS / 1000) % cfg->slices_us[i]) {
-                snprintf(why, len, "sched: --slice: %llu us does not divide W = %llu us into whole slices",
-                         (unsigned long long)cfg->slices_us[i], SC_WORK_NS / 1000);
-                return -EINVAL;
-            }
         }
-        cfg->nslices = (unsigned)n;
-    } else {
-        memcpy(cfg->slices_us, sc_default_slices, sizeof sc_default_slices);
-        cfg->nslices = sizeof sc_default_slices / sizeof sc_default_slices[0];
     }
-    uint64_t most = 0;
-    for (unsigned i = 0; i < cfg->nworkers; i++)
-        most = cfg->workers[i] > most ? cfg->workers[i] : most;
     char what[64];
-    snprintf(what, sizeof what, "sched: --workers %llu", (unsigned long long)most);
-    return uk_check_tasks(what, most + 1, why, len) ? -EINVAL : 0;
+    return uk_check_most_tasks("sched: --workers", cfg->workers, cfg->nworkers, what, sizeof what,
+                               why, len)
+               ? -EINVAL
+               : 0;
 }
 
 static int sc_check(const struct isob_bench_opts *o, char *why, size_t len)
@@ -627,10 +614,8 @@ static void sc_under(struct uk_confined *u, void *arg)
 {
     struct sc_run *r = arg;
     struct isob_counter clk;
-    struct isob_counter_opts co = {.force = "clock", .scope = ISOB_SCOPE_THREAD, .cpu = -1};
-    struct isob_bench_ctx c2 = *u->ctx;
-    c2.ctr = &clk;
-    int clock_ok = !u->skip && isob_counter_init(&clk, &co) == 0 && isob_measure_empty(&c2) == 0;
+    struct isob_bench_ctx c2;
+    int clock_ok = uk_clock_ctx(u, &clk, &c2) == 0;
     sc_calibrate(&r->cfg);
     for (unsigned k = 0; k < SC__KINDS; k++) {
         if (!(r->kinds & (1u << k)))

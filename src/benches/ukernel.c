@@ -102,7 +102,38 @@ int uk_list_numbers(const char *opt, const char *list, uint64_t lo, uint64_t hi,
     return n;
 }
 
+int uk_list_or(const char *opt, const char *list, const uint64_t *dflt, unsigned ndflt, uint64_t lo,
+               uint64_t hi, uint64_t *out, unsigned *n, char *why, size_t len)
+{
+    if (!list) {
+        memcpy(out, dflt, ndflt * sizeof *dflt);
+        *n = ndflt;
+        return 0;
+    }
+    int k = uk_list_numbers(opt, list, lo, hi, 0, out, why, len);
+    if (k < 0)
+        return -EINVAL;
+    *n = (unsigned)k;
+    return 0;
+}
+
+uint64_t uk_list_max(const uint64_t *v, unsigned n)
+{
+    uint64_t most = 0;
+    for (unsigned i = 0; i < n; i++)
+        most = v[i] > most ? v[i] : most;
+    return most;
+}
+
 /* ---- limits ---- */
+
+int uk_check_most_tasks(const char *opt, const uint64_t *v, unsigned n, char *what, size_t wlen,
+                        char *why, size_t len)
+{
+    uint64_t most = uk_list_max(v, n);
+    snprintf(what, wlen, "%s %llu", opt, (unsigned long long)most);
+    return uk_check_tasks(what, most + 1, why, len);
+}
 
 static long read_long(const char *path)
 {
@@ -510,6 +541,24 @@ int uk_virtualized(void)
 }
 
 /* ---- params ---- */
+
+int uk_clock_ctx(const struct uk_confined *u, struct isob_counter *clk, struct isob_bench_ctx *c2)
+{
+    struct isob_counter_opts co = {.force = "clock", .scope = ISOB_SCOPE_THREAD, .cpu = -1};
+    *c2 = *u->ctx;
+    c2->ctr = clk;
+    if (u->skip)
+        return -ECANCELED;
+    int rc = isob_counter_init(clk, &co);
+    if (rc)
+        return rc < 0 ? rc : -ENODEV;
+    rc = isob_measure_empty(c2);
+    if (rc) {
+        isob_counter_close(clk);
+        return rc;
+    }
+    return 0;
+}
 
 int uk_params_begin(struct uk_params *p)
 {

@@ -88,6 +88,14 @@ int uk_list_names(const char *opt, const char *list, const char *const *names, u
 int uk_list_numbers(const char *opt, const char *list, uint64_t lo, uint64_t hi, int suffixes,
                     uint64_t *out, char *why, size_t len);
 
+/* list (no suffixes) into out as uk_list_numbers does, or when list is
+ * NULL the ndflt values of dflt; their count into *n.  0, or -EINVAL with
+ * the reason in why. */
+int uk_list_or(const char *opt, const char *list, const uint64_t *dflt, unsigned ndflt, uint64_t lo,
+               uint64_t hi, uint64_t *out, unsigned *n, char *why, size_t len);
+/* The largest of v[0..n), 0 for none. */
+uint64_t uk_list_max(const uint64_t *v, unsigned n);
+
 /* ---- limits ------------------------------------------------------------- */
 
 /* Whether `need` more tasks (processes or threads) can exist at once: the
@@ -95,6 +103,11 @@ int uk_list_numbers(const char *opt, const char *list, uint64_t lo, uint64_t hi,
  * tasks that exist now.  0, or -EAGAIN with "WHAT needs N ...; the limit
  * here is L (...)" in why. */
 int uk_check_tasks(const char *what, uint64_t need, char *why, size_t len);
+/* uk_check_tasks for the largest value of a list option opt (each value
+ * asks for that many tasks and the caller's): "OPT MOST" into what, for
+ * the caller's further checks. */
+int uk_check_most_tasks(const char *opt, const uint64_t *v, unsigned n, char *what, size_t wlen,
+                        char *why, size_t len);
 /* Whether `need` descriptors fit under RLIMIT_NOFILE (less those open now). */
 int uk_check_fds(const char *what, uint64_t need, char *why, size_t len);
 
@@ -152,6 +165,13 @@ int uk_run_confined(struct isob_bench_ctx *ctx, const char *bench, const struct 
  * own).  0, or -errno with the reason in why. */
 int uk_confine_self(struct isob_confine_state *cs, const struct uk_protect *prot,
                     const struct isob_confine_req *req, char *why, size_t len);
+
+/* A measuring process's own counter: c2 a copy of u->ctx (made in every
+ * case) that counts on clk, the clock backend (CLOCK_MONOTONIC_RAW readings, comparable across
+ * the processes of a cell), with its empty region measured.  0; -ECANCELED
+ * when u->skip is set; or the negative errno of the counter or the empty
+ * region (nothing left open). */
+int uk_clock_ctx(const struct uk_confined *u, struct isob_counter *clk, struct isob_bench_ctx *c2);
 
 /* ---- processes ---------------------------------------------------------- */
 
