@@ -32,7 +32,7 @@
 #include <string.h>
 
 #include "isob_wasm.h"
-#include "isobench/isolation.h"
+#include "isobench/isolation_cell.h"
 #include "isobench/mechanism.h"
 #include "isobench/work.h"
 
