@@ -1425,26 +1425,16 @@ static int parse_cpus(const char *s, struct lg_opts *o)
     return 0;
 }
 
-int isob_loadgen_main(int argc, char **argv)
+/* Options whose meaning depends on others. */
+struct lg_given {
+    int port, arrival, from;
+};
+
+/* The document --doc-bytes makes: the body every reply must carry. */
+static char lg_doc[ISOB_HTTP_DOC_MAX + 1];
+
+static void lg_defaults(struct lg_opts *o)
 {
-    static const struct option longopts[] = {
-        {"host", required_argument, 0, OPT_HOST}, {"port", required_argument, 0, OPT_PORT},
-        {"proto", required_argument, 0, OPT_PROTO}, {"conns", required_argument, 0, OPT_CONNS},
-        {"session", required_argument, 0, OPT_SESSION}, {"duration", required_argument, 0, OPT_DURATION},
-        {"timeout", required_argument, 0, OPT_TIMEOUT}, {"keys", required_argument, 0, OPT_KEYS},
-        {"value-size", required_argument, 0, OPT_VALUE}, {"set-percent", required_argument, 0, OPT_SETPCT},
-        {"path", required_argument, 0, OPT_PATH}, {"expect-body", required_argument, 0, OPT_BODY},
-        {"cpu", required_argument, 0, OPT_CPU}, {"server-pid", required_argument, 0, OPT_SRVPID},
-        {"seed", required_argument, 0, OPT_SEED}, {"samples", required_argument, 0, OPT_SAMPLES},
-        {"doc-bytes", required_argument, 0, OPT_DOC_BYTES},
-        {"threads", required_argument, 0, OPT_THREADS}, {"rate", required_argument, 0, OPT_RATE},
-        {"arrival", required_argument, 0, OPT_ARRIVAL}, {"latency-from", required_argument, 0, OPT_FROM},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
-    };
-    static char doc[ISOB_HTTP_DOC_MAX + 1];
-    struct lg g;
-    memset(&g, 0, sizeof g);
-    struct lg_opts *o = &g.o;
     o->proto = LG_MEMCACHE;
     o->host = "127.0.0.1";
     o->conns = LG_DEFAULT_CONNS;
@@ -1460,128 +1450,159 @@ int isob_loadgen_main(int argc, char **argv)
     o->seed = 1;
     o->threads = 1;
     o->poisson = 1;
-    int have_port = 0, opt, arrival = 0, from = 0;
+}
+
+/* lg_option_server's and lg_option_load's answer for an option of the other. */
+#define LG_NOT_MINE (-1)
+
+/* An option that names the server and what it must answer (arg, as
+ * getopt gave it) into o: 0, LG_NOT_MINE, or the exit status after a
+ * usage error was reported. */
+static int lg_option_server(struct lg_opts *o, int opt, const char *arg, struct lg_given *given)
+{
     size_t v;
-    opterr = 0;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (opt) {
-        case OPT_HOST: o->host = optarg; break;
-        case OPT_PORT:
-            if (parse_size(optarg, 1, 65535, &v))
-                return usage_error("--port: '%s' is not a port from 1 to 65535", optarg);
-            o->port = (unsigned)v;
-            have_port = 1;
-            break;
-        case OPT_PROTO:
-            if (strcmp(optarg, "memcache") == 0)
-                o->proto = LG_MEMCACHE;
-            else if (strcmp(optarg, "http") == 0)
-                o->proto = LG_HTTP;
-            else
-                return usage_error("--proto: '%s' is neither memcache nor http", optarg);
-            break;
-        case OPT_CONNS:
-            if (parse_size(optarg, 1, LG_MAX_CONNS, &o->conns))
-                return usage_error("--conns: '%s' is not a count from 1 to 65536", optarg);
-            break;
-        case OPT_SESSION:
-            if (parse_size(optarg, 1, 1000000000, &o->session))
-                return usage_error("--session: '%s' is not a count from 1 to 1000000000", optarg);
-            break;
-        case OPT_DURATION:
-            if (parse_seconds(optarg, 0.01, 86400, &o->duration))
-                return usage_error("--duration: '%s' is not a number of seconds from 0.01 to 86400", optarg);
-            break;
-        case OPT_TIMEOUT:
-            if (parse_seconds(optarg, 0.01, 3600, &o->timeout))
-                return usage_error("--timeout: '%s' is not a number of seconds from 0.01 to 3600", optarg);
-            break;
-        case OPT_KEYS:
-            if (parse_size(optarg, 1, LG_MAX_KEYS, &o->keys))
-                return usage_error("--keys: '%s' is not a count from 1 to 10000000", optarg);
-            break;
-        case OPT_VALUE:
-            if (parse_size(optarg, 1, LG_MAX_VALUE, &o->value))
-                return usage_error("--value-size: '%s' is not a size from 1 to 1048576", optarg);
-            break;
-        case OPT_SETPCT:
-            if (parse_size(optarg, 0, 100, &v))
-                return usage_error("--set-percent: '%s' is not a percentage from 0 to 100", optarg);
-            o->set_pct = (unsigned)v;
-            break;
-        case OPT_PATH:
-            if (optarg[0] != '/' || strpbrk(optarg, " \r\n") || strlen(optarg) > 100)
-                return usage_error("--path: '%s' is not a path (starts with /, no spaces, at most 100 bytes)",
-                                   optarg);
-            o->path = optarg;
-            break;
-        case OPT_BODY:
-            o->body = optarg;
-            o->body_len = strlen(optarg);
-            break;
-        case OPT_DOC_BYTES:
-            if (parse_size(optarg, ISOB_HTTP_DOC_BYTES, ISOB_HTTP_DOC_MAX, &v) || isob_http_doc(v, doc))
-                return usage_error("--doc-bytes: '%s' is not from 45 to 65536", optarg);
-            o->body = doc;
-            o->body_len = v;
-            break;
-        case OPT_CPU:
-            if (parse_cpus(optarg, o))
-                return usage_error("--cpu %s: not a list of CPUs this process may use (C[,C...])", optarg);
-            break;
-        case OPT_THREADS:
-            if (parse_size(optarg, 1, LG_MAX_THREADS, &o->threads))
-                return usage_error("--threads: '%s' is not a count from 1 to 64", optarg);
-            break;
-        case OPT_RATE:
-            if (parse_seconds(optarg, 1e-3, LG_MAX_RATE, &o->rate))
-                return usage_error("--rate: '%s' is not a rate from 0.001 to 100000000 requests/s", optarg);
-            break;
-        case OPT_ARRIVAL:
-            if (strcmp(optarg, "poisson") == 0)
-                o->poisson = 1;
-            else if (strcmp(optarg, "fixed") == 0)
-                o->poisson = 0;
-            else
-                return usage_error("--arrival: '%s' is neither poisson nor fixed", optarg);
-            arrival = 1;
-            break;
-        case OPT_FROM:
-            if (strcmp(optarg, "scheduled") == 0)
-                o->from_sent = 0;
-            else if (strcmp(optarg, "sent") == 0)
-                o->from_sent = 1;
-            else
-                return usage_error("--latency-from: '%s' is neither scheduled nor sent", optarg);
-            from = 1;
-            break;
-        case OPT_SRVPID:
-            if (parse_size(optarg, 1, 4194304, &v))
-                return usage_error("--server-pid: '%s' is not a process id", optarg);
-            o->server_pid = (long)v;
-            break;
-        case OPT_SEED:
-            if (parse_size(optarg, 0, UINT64_MAX, &v))
-                return usage_error("--seed: '%s' is not a number", optarg);
-            o->seed = v;
-            break;
-        case OPT_SAMPLES:
-            if (parse_size(optarg, 0, LG_MAX_SAMPLES, &o->samples))
-                return usage_error("--samples: '%s' is not a count from 0 to 1000000", optarg);
-            break;
-        case 'h': usage(stdout); return 0;
-        case ':': return usage_error("option %s needs a value", argv[optind - 1]);
-        default: return usage_error("unknown option '%s'", argv[optind - 1]);
-        }
+    switch (opt) {
+    case OPT_HOST: o->host = arg; return 0;
+    case OPT_PORT:
+        if (parse_size(arg, 1, 65535, &v))
+            return usage_error("--port: '%s' is not a port from 1 to 65535", arg);
+        o->port = (unsigned)v;
+        given->port = 1;
+        return 0;
+    case OPT_PROTO:
+        if (strcmp(arg, "memcache") == 0)
+            o->proto = LG_MEMCACHE;
+        else if (strcmp(arg, "http") == 0)
+            o->proto = LG_HTTP;
+        else
+            return usage_error("--proto: '%s' is neither memcache nor http", arg);
+        return 0;
+    case OPT_PATH:
+        if (arg[0] != '/' || strpbrk(arg, " \r\n") || strlen(arg) > 100)
+            return usage_error("--path: '%s' is not a path (starts with /, no spaces, at most 100 bytes)",
+                               arg);
+        o->path = arg;
+        return 0;
+    case OPT_BODY:
+        o->body = arg;
+        o->body_len = strlen(arg);
+        return 0;
+    case OPT_DOC_BYTES:
+        if (parse_size(arg, ISOB_HTTP_DOC_BYTES, ISOB_HTTP_DOC_MAX, &v) || isob_http_doc(v, lg_doc))
+            return usage_error("--doc-bytes: '%s' is not from 45 to 65536", arg);
+        o->body = lg_doc;
+        o->body_len = v;
+        return 0;
+    case OPT_CPU:
+        if (parse_cpus(arg, o))
+            return usage_error("--cpu %s: not a list of CPUs this process may use (C[,C...])", arg);
+        return 0;
+    case OPT_SRVPID:
+        if (parse_size(arg, 1, 4194304, &v))
+            return usage_error("--server-pid: '%s' is not a process id", arg);
+        o->server_pid = (long)v;
+        return 0;
+    case OPT_SEED:
+        if (parse_size(arg, 0, UINT64_MAX, &v))
+            return usage_error("--seed: '%s' is not a number", arg);
+        o->seed = v;
+        return 0;
+    default: return LG_NOT_MINE;
     }
-    if (optind < argc)
-        return usage_error("unexpected argument '%s'", argv[optind]);
-    if (!have_port)
+}
+
+/* An option that shapes the load (arg, as getopt gave it) into o: 0,
+ * LG_NOT_MINE, or the exit status after a usage error was reported. */
+static int lg_option_load(struct lg_opts *o, int opt, const char *arg, struct lg_given *given)
+{
+    size_t v;
+    switch (opt) {
+    case OPT_CONNS:
+        if (parse_size(arg, 1, LG_MAX_CONNS, &o->conns))
+            return usage_error("--conns: '%s' is not a count from 1 to 65536", arg);
+        return 0;
+    case OPT_SESSION:
+        if (parse_size(arg, 1, 1000000000, &o->session))
+            return usage_error("--session: '%s' is not a count from 1 to 1000000000", arg);
+        return 0;
+    case OPT_DURATION:
+        if (parse_seconds(arg, 0.01, 86400, &o->duration))
+            return usage_error("--duration: '%s' is not a number of seconds from 0.01 to 86400", arg);
+        return 0;
+    case OPT_TIMEOUT:
+        if (parse_seconds(arg, 0.01, 3600, &o->timeout))
+            return usage_error("--timeout: '%s' is not a number of seconds from 0.01 to 3600", arg);
+        return 0;
+    case OPT_KEYS:
+        if (parse_size(arg, 1, LG_MAX_KEYS, &o->keys))
+            return usage_error("--keys: '%s' is not a count from 1 to 10000000", arg);
+        return 0;
+    case OPT_VALUE:
+        if (parse_size(arg, 1, LG_MAX_VALUE, &o->value))
+            return usage_error("--value-size: '%s' is not a size from 1 to 1048576", arg);
+        return 0;
+    case OPT_SETPCT:
+        if (parse_size(arg, 0, 100, &v))
+            return usage_error("--set-percent: '%s' is not a percentage from 0 to 100", arg);
+        o->set_pct = (unsigned)v;
+        return 0;
+    case OPT_THREADS:
+        if (parse_size(arg, 1, LG_MAX_THREADS, &o->threads))
+            return usage_error("--threads: '%s' is not a count from 1 to 64", arg);
+        return 0;
+    case OPT_RATE:
+        if (parse_seconds(arg, 1e-3, LG_MAX_RATE, &o->rate))
+            return usage_error("--rate: '%s' is not a rate from 0.001 to 100000000 requests/s", arg);
+        return 0;
+    case OPT_ARRIVAL:
+        if (strcmp(arg, "poisson") == 0)
+            o->poisson = 1;
+        else if (strcmp(arg, "fixed") == 0)
+            o->poisson = 0;
+        else
+            return usage_error("--arrival: '%s' is neither poisson nor fixed", arg);
+        given->arrival = 1;
+        return 0;
+    case OPT_FROM:
+        if (strcmp(arg, "scheduled") == 0)
+            o->from_sent = 0;
+        else if (strcmp(arg, "sent") == 0)
+            o->from_sent = 1;
+        else
+            return usage_error("--latency-from: '%s' is neither scheduled nor sent", arg);
+        given->from = 1;
+        return 0;
+    case OPT_SAMPLES:
+        if (parse_size(arg, 0, LG_MAX_SAMPLES, &o->samples))
+            return usage_error("--samples: '%s' is not a count from 0 to 1000000", arg);
+        return 0;
+    default: return LG_NOT_MINE;
+    }
+}
+
+/* One option (getopt's value opt, its argument arg, as given word) into o:
+ * 0, or the exit status after a usage error was reported. */
+static int lg_option(struct lg_opts *o, int opt, const char *arg, const char *word,
+                     struct lg_given *given)
+{
+    if (opt == ':')
+        return usage_error("option %s needs a value", word);
+    int rc = lg_option_server(o, opt, arg, given);
+    if (rc == LG_NOT_MINE)
+        rc = lg_option_load(o, opt, arg, given);
+    return rc == LG_NOT_MINE ? usage_error("unknown option '%s'", word) : rc;
+}
+
+/* What the options ask of each other and of this machine, once all are
+ * read; then the generator's own CPU.  0, or the exit status after the
+ * error was reported. */
+static int lg_settle(struct lg_opts *o, const struct lg_given *given)
+{
+    if (!given->port)
         return usage_error("--port is required%s", "");
     if (o->threads > o->conns)
         return usage_error("--threads: more threads than connections (--conns)%s", "");
-    if ((arrival || from) && o->rate <= 0)
+    if ((given->arrival || given->from) && o->rate <= 0)
         return usage_error("--arrival and --latency-from need --rate%s", "");
     if (o->rate > 0)
         o->gap_ns = (double)o->conns * 1e9 / o->rate;
@@ -1610,6 +1631,47 @@ int isob_loadgen_main(int argc, char **argv)
             return 1;
         }
     }
+    return 0;
+}
+
+int isob_loadgen_main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"host", required_argument, 0, OPT_HOST}, {"port", required_argument, 0, OPT_PORT},
+        {"proto", required_argument, 0, OPT_PROTO}, {"conns", required_argument, 0, OPT_CONNS},
+        {"session", required_argument, 0, OPT_SESSION}, {"duration", required_argument, 0, OPT_DURATION},
+        {"timeout", required_argument, 0, OPT_TIMEOUT}, {"keys", required_argument, 0, OPT_KEYS},
+        {"value-size", required_argument, 0, OPT_VALUE}, {"set-percent", required_argument, 0, OPT_SETPCT},
+        {"path", required_argument, 0, OPT_PATH}, {"expect-body", required_argument, 0, OPT_BODY},
+        {"cpu", required_argument, 0, OPT_CPU}, {"server-pid", required_argument, 0, OPT_SRVPID},
+        {"seed", required_argument, 0, OPT_SEED}, {"samples", required_argument, 0, OPT_SAMPLES},
+        {"doc-bytes", required_argument, 0, OPT_DOC_BYTES},
+        {"threads", required_argument, 0, OPT_THREADS}, {"rate", required_argument, 0, OPT_RATE},
+        {"arrival", required_argument, 0, OPT_ARRIVAL}, {"latency-from", required_argument, 0, OPT_FROM},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+    };
+    struct lg g;
+    memset(&g, 0, sizeof g);
+    struct lg_opts *o = &g.o;
+    struct lg_given given = {0, 0, 0};
+    lg_defaults(o);
+    int opt;
+    opterr = 0;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (opt == 'h') {
+            usage(stdout);
+            return 0;
+        }
+        int rc = lg_option(o, opt, optarg, argv[optind - 1], &given);
+        if (rc)
+            return rc;
+    }
+    if (optind < argc)
+        return usage_error("unexpected argument '%s'", argv[optind]);
+    int rc = lg_settle(o, &given);
+    if (rc)
+        return rc;
     g.rng = o->seed * 0x9e3779b97f4a7c15ull + 1;
     return lg_run(&g);
 }
