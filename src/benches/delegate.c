@@ -853,6 +853,103 @@ static int dg_collect(struct dg_chain *c, struct dg_out *o)
     return 0;
 }
 
+/* Repetition rep of a running chain: the region handed down, checked and
+ * (processes) revoked, its figures into o.  0, or -errno after the
+ * failure was put into o in words (the hops ended where one went). */
+static int dg_repetition(struct dg_chain *c, struct dg_out *o, size_t rep)
+{
+    const enum dg_variant v = c->v;
+    const unsigned depth = c->d;
+    int rc;
+    if (v == DG_PROCESSES || rep == 0) {
+        rc = dg_prepare(c);
+        if (rc) {
+            dg_fail(o, "preparing the region: %s", isob_strerror(rc));
+            return rc;
+        }
+    } else {
+        for (unsigned k = 1; k <= depth; k++) {
+            uint64_t want = c->hop[k].rec.want;
+            memset(&c->hop[k].rec, 0, sizeof c->hop[k].rec);
+            c->hop[k].rec.want = want;
+        }
+    }
+    unsigned dead = 0;
+    rc = dg_delegate(c, &dead);
+    if (rc == 0)
+        rc = dg_collect(c, o);
+    if (rc == 0 && v == DG_PROCESSES) {
+        int truncate_it = rep % 2 == 0, expect;
+        uint64_t ns = 0;
+        unsigned faults = 0;
+        rc = dg_revoke(c, truncate_it, &ns, &faults, &expect, &dead);
+        if (rc == 0) {
+            o->faults[truncate_it] += faults;
+            o->holders[truncate_it] += depth;
+            struct isob_samples *s = &o->revoke[truncate_it];
+            s->v[s->n++] = ns;
+            if (faults != depth) {
+                dg_fail(o, "after %s, %u of %u holders could still read their share (no %s)",
+                        truncate_it ? "truncation" : "unmapping", depth - faults, depth,
+                        expect == SIGBUS ? "SIGBUS" : "SIGSEGV");
+                rc = -EBADMSG;
+            }
+        }
+    }
+    /* Copies and threads have nothing to revoke: copies are their
+     * holders' own, threads share everything. */
+    if (c->memfd >= 0) {
+        close(c->memfd);
+        c->memfd = -1;
+    }
+    if (rc == -EPROTO)
+        dg_fail(o, "a hop answered out of turn (protocol error)");
+    if (rc == -EPIPE || rc == -ETIMEDOUT) {
+        char first[160];
+        unsigned died = v == DG_THREADS ? 0 : dg_end_hops(c, rc == -EPIPE ? dead : 0, first,
+                                                         sizeof first);
+        if (died)
+            dg_fail(o, "%u of %u hops died (%s); the other %u were ended", died, depth, first,
+                    depth - died);
+        else if (rc == -EPIPE)
+            dg_fail(o, "hop %u of %u left the chain (its socket closed, its exit normal); "
+                    "the hops were ended", dead, depth);
+        else
+            dg_fail(o, "no answer from the chain in %d ms; its %u hops were ended", DG_WAIT_MS,
+                    depth);
+    }
+    if (rc && !o->fail[0])
+        dg_fail(o, "repetition %zu: %s", rep + 1, isob_strerror(rc));
+    return rc;
+}
+
+/* Everything dg_config_run allocated for the chain c and its figures o. */
+static void dg_free(struct dg_chain *c, struct dg_out *o)
+{
+    if (c->memfd >= 0)
+        close(c->memfd);
+    isob_samples_free(&o->hop);
+    isob_samples_free(&o->e2e);
+    isob_samples_free(&o->revoke[0]);
+    isob_samples_free(&o->revoke[1]);
+    free(o->transfer);
+    free(o->map);
+    free(o->verify);
+    if (c->v == DG_THREADS)
+        free(c->hop);
+    else if (c->hop)
+        isob_unmap(c->hop, c->hop_bytes);
+    if (c->owner_buf)
+        isob_unmap(c->owner_buf, c->region);
+    free(c->link);
+    free(c->ctl);
+    free(c->mail);
+    free(c->mail_off);
+    free(c->mail_len);
+    free(c->th);
+    free(c->args);
+}
+
 void dg_config_run(const struct dg_config *cfg, struct isob_bench_ctx *ctx, enum dg_variant v,
                    uint64_t region, unsigned depth, enum isob_placement pl)
 {
@@ -899,68 +996,9 @@ void dg_config_run(const struct dg_config *cfg, struct isob_bench_ctx *ctx, enum
         dg_fail(&o, "%s", why);
         goto stop;
     }
-    for (size_t rep = 0; rep < reps; rep++) {
-        if (v == DG_PROCESSES || rep == 0) {
-            rc = dg_prepare(&c);
-            if (rc) {
-                dg_fail(&o, "preparing the region: %s", isob_strerror(rc));
-                break;
-            }
-        } else {
-            for (unsigned k = 1; k <= depth; k++) {
-                uint64_t want = c.hop[k].rec.want;
-                memset(&c.hop[k].rec, 0, sizeof c.hop[k].rec);
-                c.hop[k].rec.want = want;
-            }
-        }
-        unsigned dead = 0;
-        rc = dg_delegate(&c, &dead);
-        if (rc == 0)
-            rc = dg_collect(&c, &o);
-        if (rc == 0 && v == DG_PROCESSES) {
-            int truncate_it = rep % 2 == 0, expect;
-            uint64_t ns = 0;
-            unsigned faults = 0;
-            rc = dg_revoke(&c, truncate_it, &ns, &faults, &expect, &dead);
-            if (rc == 0) {
-                o.faults[truncate_it] += faults;
-                o.holders[truncate_it] += depth;
-                struct isob_samples *s = &o.revoke[truncate_it];
-                s->v[s->n++] = ns;
-                if (faults != depth) {
-                    dg_fail(&o, "after %s, %u of %u holders could still read their share (no %s)",
-                            truncate_it ? "truncation" : "unmapping", depth - faults, depth,
-                            expect == SIGBUS ? "SIGBUS" : "SIGSEGV");
-                    rc = -EBADMSG;
-                }
-            }
-        }
-        /* Copies and threads have nothing to revoke: copies are their
-         * holders' own, threads share everything. */
-        if (c.memfd >= 0) {
-            close(c.memfd);
-            c.memfd = -1;
-        }
-        if (rc == -EPROTO)
-            dg_fail(&o, "a hop answered out of turn (protocol error)");
-        if (rc == -EPIPE || rc == -ETIMEDOUT) {
-            char first[160];
-            unsigned died = v == DG_THREADS ? 0 : dg_end_hops(&c, rc == -EPIPE ? dead : 0, first,
-                                                             sizeof first);
-            if (died)
-                dg_fail(&o, "%u of %u hops died (%s); the other %u were ended", died, depth, first,
-                        depth - died);
-            else if (rc == -EPIPE)
-                dg_fail(&o, "hop %u of %u left the chain (its socket closed, its exit normal); "
-                        "the hops were ended", dead, depth);
-            else
-                dg_fail(&o, "no answer from the chain in %d ms; its %u hops were ended", DG_WAIT_MS, depth);
-        }
-        if (rc && !o.fail[0])
-            dg_fail(&o, "repetition %zu: %s", rep + 1, isob_strerror(rc));
-        if (rc)
+    for (size_t rep = 0; rep < reps; rep++)
+        if (dg_repetition(&c, &o, rep) != 0)
             break;
-    }
 stop:
     dg_stop(&c);
 out:
@@ -970,28 +1008,7 @@ out:
         dg_emit(&c, ctx, &o, "revoke", 1, &o.revoke[1]);
         dg_emit(&c, ctx, &o, "revoke", 0, &o.revoke[0]);
     }
-    if (c.memfd >= 0)
-        close(c.memfd);
-    isob_samples_free(&o.hop);
-    isob_samples_free(&o.e2e);
-    isob_samples_free(&o.revoke[0]);
-    isob_samples_free(&o.revoke[1]);
-    free(o.transfer);
-    free(o.map);
-    free(o.verify);
-    if (v == DG_THREADS)
-        free(c.hop);
-    else if (c.hop)
-        isob_unmap(c.hop, c.hop_bytes);
-    if (c.owner_buf)
-        isob_unmap(c.owner_buf, region);
-    free(c.link);
-    free(c.ctl);
-    free(c.mail);
-    free(c.mail_off);
-    free(c.mail_len);
-    free(c.th);
-    free(c.args);
+    dg_free(&c, &o);
 }
 
 /* ---- the benchmark ---- */

@@ -619,6 +619,97 @@ static size_t pp_slot(unsigned prim, unsigned pay, unsigned pl)
     return ((size_t)prim * PP_MAX_PAYLOADS + pay) * 3 + pl;
 }
 
+/* The verdict on a cell whose server stayed alive: "failed" with the
+ * reason when a reply, an echo count or a passed descriptor was wrong or
+ * no sample was valid, else "ok". */
+static const char *pp_verdict(const struct pp *p, const struct pp_work *wk,
+                              const struct isob_samples *s, char *reason, size_t len)
+{
+    if (wk->bad)
+        snprintf(reason, len, "%llu of %llu replies were not the message sent "
+                 "(stamp or payload checksum)", (unsigned long long)wk->bad,
+                 (unsigned long long)(wk->full_checks + wk->stamp_checks));
+    else if (p->sh->echoed != wk->ops)
+        snprintf(reason, len, "the server answered %llu messages, the client "
+                 "received %llu", (unsigned long long)p->sh->echoed, (unsigned long long)wk->ops);
+    else if (p->prim == PP_SOCKET_FD && (p->fds_ok != wk->ops || p->sh->fds_ok != wk->ops))
+        snprintf(reason, len, "of %llu descriptors passed each way, %llu reached the "
+                 "server and %llu came back naming the file sent",
+                 (unsigned long long)wk->ops, (unsigned long long)p->sh->fds_ok,
+                 (unsigned long long)p->fds_ok);
+    else if (s->n == 0)
+        snprintf(reason, len, "no valid sample (%llu dropped)", (unsigned long long)s->dropped);
+    else
+        return "ok";
+    return "failed";
+}
+
+/* The params of a cell's result line (free() them), or NULL: what was
+ * measured, under which protection with its evidence, the spread and the
+ * delta against none of an ok cell, and the work done and checked. */
+static char *pp_params(const struct pp_config *cfg, const struct pp *p, const struct pp_work *wk,
+                       const struct isob_confine_state *cs, const char *prot_evidence, unsigned pay,
+                       enum isob_placement pl, int ok, double p5, double p50, double p95)
+{
+    const enum pp_prim prim = p->prim;
+    struct uk_params pj;
+    if (uk_params_begin(&pj) != 0)
+        return NULL;
+    struct isob_jw *w = &pj.w;
+    isob_jw_str(w, "placement", isob_placement_name(pl));
+    isob_jw_str(w, "primitive", pp_prim_names[prim]);
+    isob_jw_int(w, "payload", (long long)cfg->payloads[pay]);
+    isob_jw_str(w, "protect", cfg->protect);
+    isob_jw_str(w, "protect_confinement", cs ? cs->conf->name : NULL);
+    isob_jw_str(w, "protect_variant", cs ? isob_confine_variant(cs) : NULL);
+    isob_jw_str(w, "protect_threat", cs ? cs->conf->threat : NULL);
+    isob_jw_obj(w, "protect_evidence");
+    isob_jw_raw(w, "client", prot_evidence && prot_evidence[0] ? prot_evidence : "null");
+    if (p->sh->evidence[0]) {
+        char ev[ISOB_CONFINE_EVIDENCE_MAX + 2];
+        snprintf(ev, sizeof ev, "{%s}", p->sh->evidence);
+        isob_jw_raw(w, "server", ev);
+    } else {
+        isob_jw_raw(w, "server", "null");
+    }
+    isob_jw_close(w, '}');
+    if (ok) {
+        isob_jw_obj(w, "spread");
+        isob_jw_double(w, "p5", p5);
+        isob_jw_double(w, "p50", p50);
+        isob_jw_double(w, "p95", p95);
+        isob_jw_close(w, '}');
+        size_t k = pp_slot(prim, pay, pl);
+        if (cfg->baseline && !cfg->is_baseline && cfg->baseline[k] > 0) {
+            isob_jw_obj(w, "delta_vs_none");
+            isob_jw_double(w, "median", p50 - cfg->baseline[k]);
+            isob_jw_double(w, "ratio", p50 / cfg->baseline[k]);
+            isob_jw_close(w, '}');
+        } else {
+            isob_jw_raw(w, "delta_vs_none", "null");
+        }
+    }
+    isob_jw_obj(w, "work");
+    isob_jw_int(w, "ops", (long long)wk->ops);
+    isob_jw_int(w, "echoed", (long long)p->sh->echoed);
+    isob_jw_int(w, "full_checks", (long long)wk->full_checks);
+    isob_jw_int(w, "stamp_checks", (long long)wk->stamp_checks);
+    isob_jw_int(w, "bad_replies", (long long)wk->bad);
+    if (prim == PP_SOCKET_FD) {
+        isob_jw_int(w, "fds_named_file_client", (long long)p->fds_ok);
+        isob_jw_int(w, "fds_named_file_server", (long long)p->sh->fds_ok);
+    }
+    isob_jw_int(w, "batch_k", (long long)wk->batch_k);
+    isob_jw_int(w, "budget_ms", (long long)(cfg->budget_ns / 1000000));
+    int virt = uk_virtualized();
+    if (virt < 0)
+        isob_jw_raw(w, "virtualized", "null");
+    else
+        isob_jw_bool(w, "virtualized", virt);
+    isob_jw_close(w, '}');
+    return uk_params_end(&pj);
+}
+
 void pp_cell(const struct pp_config *cfg, struct isob_bench_ctx *ctx, struct isob_confine_state *cs,
              const char *prot_evidence, enum pp_prim prim, unsigned pay, enum isob_placement pl)
 {
@@ -684,28 +775,8 @@ void pp_cell(const struct pp_config *cfg, struct isob_bench_ctx *ctx, struct iso
     }
     pp_stop(&p);
     started = 0;
-    if (!wk.dead) {
-        if (wk.bad) {
-            status = "failed";
-            snprintf(reason, sizeof reason, "%llu of %llu replies were not the message sent "
-                     "(stamp or payload checksum)", (unsigned long long)wk.bad,
-                     (unsigned long long)(wk.full_checks + wk.stamp_checks));
-        } else if (p.sh->echoed != wk.ops) {
-            status = "failed";
-            snprintf(reason, sizeof reason, "the server answered %llu messages, the client "
-                     "received %llu", (unsigned long long)p.sh->echoed, (unsigned long long)wk.ops);
-        } else if (prim == PP_SOCKET_FD && (p.fds_ok != wk.ops || p.sh->fds_ok != wk.ops)) {
-            status = "failed";
-            snprintf(reason, sizeof reason, "of %llu descriptors passed each way, %llu reached the "
-                     "server and %llu came back naming the file sent",
-                     (unsigned long long)wk.ops, (unsigned long long)p.sh->fds_ok,
-                     (unsigned long long)p.fds_ok);
-        } else if (s.n == 0) {
-            status = "failed";
-            snprintf(reason, sizeof reason, "no valid sample (%llu dropped)",
-                     (unsigned long long)s.dropped);
-        }
-    }
+    if (!wk.dead)
+        status = pp_verdict(&p, &wk, &s, reason, sizeof reason);
     if (strcmp(status, "ok") == 0) {
         uk_percentiles(&s, &p5, &p50, &p95);
         if (cfg->baseline) {
@@ -719,64 +790,8 @@ void pp_cell(const struct pp_config *cfg, struct isob_bench_ctx *ctx, struct iso
 emit:
     if (started)
         pp_stop(&p);
-    struct uk_params pj;
-    char *params = NULL;
-    if (uk_params_begin(&pj) == 0) {
-        struct isob_jw *w = &pj.w;
-        isob_jw_str(w, "placement", isob_placement_name(pl));
-        isob_jw_str(w, "primitive", pp_prim_names[prim]);
-        isob_jw_int(w, "payload", (long long)payload);
-        isob_jw_str(w, "protect", cfg->protect);
-        isob_jw_str(w, "protect_confinement", cs ? cs->conf->name : NULL);
-        isob_jw_str(w, "protect_variant", cs ? isob_confine_variant(cs) : NULL);
-        isob_jw_str(w, "protect_threat", cs ? cs->conf->threat : NULL);
-        isob_jw_obj(w, "protect_evidence");
-        isob_jw_raw(w, "client", prot_evidence && prot_evidence[0] ? prot_evidence : "null");
-        if (p.sh->evidence[0]) {
-            char ev[ISOB_CONFINE_EVIDENCE_MAX + 2];
-            snprintf(ev, sizeof ev, "{%s}", p.sh->evidence);
-            isob_jw_raw(w, "server", ev);
-        } else {
-            isob_jw_raw(w, "server", "null");
-        }
-        isob_jw_close(w, '}');
-        if (strcmp(status, "ok") == 0) {
-            isob_jw_obj(w, "spread");
-            isob_jw_double(w, "p5", p5);
-            isob_jw_double(w, "p50", p50);
-            isob_jw_double(w, "p95", p95);
-            isob_jw_close(w, '}');
-            size_t k = pp_slot(prim, pay, pl);
-            if (cfg->baseline && !cfg->is_baseline && cfg->baseline[k] > 0) {
-                isob_jw_obj(w, "delta_vs_none");
-                isob_jw_double(w, "median", p50 - cfg->baseline[k]);
-                isob_jw_double(w, "ratio", p50 / cfg->baseline[k]);
-                isob_jw_close(w, '}');
-            } else {
-                isob_jw_raw(w, "delta_vs_none", "null");
-            }
-        }
-        isob_jw_obj(w, "work");
-        isob_jw_int(w, "ops", (long long)wk.ops);
-        isob_jw_int(w, "echoed", (long long)p.sh->echoed);
-        isob_jw_int(w, "full_checks", (long long)wk.full_checks);
-        isob_jw_int(w, "stamp_checks", (long long)wk.stamp_checks);
-        isob_jw_int(w, "bad_replies", (long long)wk.bad);
-        if (prim == PP_SOCKET_FD) {
-            isob_jw_int(w, "fds_named_file_client", (long long)p.fds_ok);
-            isob_jw_int(w, "fds_named_file_server", (long long)p.sh->fds_ok);
-        }
-        isob_jw_int(w, "batch_k", (long long)wk.batch_k);
-        isob_jw_int(w, "budget_ms", (long long)(cfg->budget_ns / 1000000));
-        int virt = uk_virtualized();
-        if (virt < 0)
-            isob_jw_raw(w, "virtualized", "null");
-        else
-            isob_jw_bool(w, "virtualized", virt);
-        isob_jw_close(w, '}');
-        params = uk_params_end(&pj);
-    }
     int ok = strcmp(status, "ok") == 0;
+    char *params = pp_params(cfg, &p, &wk, cs, prot_evidence, pay, pl, ok, p5, p50, p95);
     isob_emit_result(ctx, "pingpong", params ? params : "{}", ok ? &s : NULL, ok && b.n ? &b : NULL,
                      status, ok ? NULL : reason, NULL);
     free(params);

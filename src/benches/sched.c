@@ -363,6 +363,154 @@ static long long sc_usage(int who, int voluntary)
     return voluntary ? r.ru_nvcsw : r.ru_nivcsw;
 }
 
+/* What the repetitions of one cell added up. */
+struct sc_tally {
+    double solo, ideal;        /* W alone on this CPU; N*W over the CPUs used */
+    unsigned cpus_used;
+    double *overhead;          /* each completed repetition's makespan over ideal, less 1 */
+    double *per_switch;        /* and its time beyond ideal per context switch */
+    long long vol, invol;      /* context switches the workers counted */
+    long long child_vol, child_invol; /* getrusage's, over the cell's whole life */
+    uint64_t slices_done, reps_done, t_first;
+};
+
+/* Repetition rep of a cell whose workers are ready: go, wait for all,
+ * check every worker's work, and add the makespan to s and the rest to t.
+ * 0, or -errno with the failure in words in fail (a worker that died: the
+ * others ended and reaped). */
+static int sc_repetition(struct sc_cell *c, struct sc_tally *t, struct isob_samples *s, size_t rep,
+                         char *fail, size_t len)
+{
+    const unsigned workers = c->n;
+    memset(c->pg->slot, 0, (size_t)workers * sizeof(struct sc_slot));
+    isob_store(&c->pg->done, 0);
+    uint64_t t0 = isob_clock_ns();
+    isob_store(&c->pg->go, (uint32_t)rep + 1);
+    isob_futex_wake(&c->pg->go, INT_MAX, 0);
+    int rc = sc_wait(c, &c->pg->done, workers);
+    if (rc) {
+        if (rc == -ESRCH) {
+            /* The one seen dead, then the rest: counted, ended, reaped. */
+            char first[160];
+            for (unsigned i = 0; i < c->started; i++)
+                if (c->pid[i] < 0)
+                    c->pid[i] = 0;
+            unsigned more = sc_end_workers(c, first, sizeof first);
+            snprintf(fail, len, "%u of %u workers died (%s%s%s); the other %u were ended",
+                     1 + more, workers, c->pg->died, more ? ", then " : "", more ? first : "",
+                     workers - 1 - more);
+        } else {
+            snprintf(fail, len, "the workers did not finish in %d ms", SC_WAIT_MS);
+        }
+        return rc;
+    }
+    uint64_t end = 0, first = UINT64_MAX, done = 0;
+    long long v = 0, iv = 0;
+    unsigned wrong = 0, wrong_at = 0;
+    for (unsigned i = 0; i < workers; i++) {
+        const struct sc_slot *sl = &c->pg->slot[i];
+        done += sl->slices;
+        if (sl->final != sc_expect(uk_word(SC_SEED, i), sl->slices * c->iters) || sl->slices != c->slices) {
+            if (!wrong++)
+                wrong_at = i;
+        }
+        end = sl->t_end > end ? sl->t_end : end;
+        first = sl->t_start < first ? sl->t_start : first;
+        v += sl->vcsw;
+        iv += sl->ivcsw;
+    }
+    if (wrong || done != (uint64_t)workers * c->slices) {
+        const struct sc_slot *sl = &c->pg->slot[wrong_at];
+        snprintf(fail, len, "work done %llu of %llu slices (N*W); %u workers wrong, first "
+                 "worker %u: %llu slices, loop state %s", (unsigned long long)done,
+                 (unsigned long long)workers * c->slices, wrong, wrong_at, (unsigned long long)sl->slices,
+                 sl->final == sc_expect(uk_word(SC_SEED, wrong_at), sl->slices * c->iters)
+                     ? "consistent with its slices" : "not what its slices give");
+        t->slices_done += done;
+        return -EBADMSG;
+    }
+    t->slices_done += done;
+    uint64_t makespan = end - t0;
+    s->v[s->n++] = makespan;
+    t->t_first += first - t0;
+    t->overhead[t->reps_done] = (double)makespan / t->ideal - 1.0;
+    t->per_switch[t->reps_done] =
+        v + iv > 0 ? ((double)makespan - t->ideal) * t->cpus_used / (double)(v + iv) : 0;
+    t->vol += v;
+    t->invol += iv;
+    t->reps_done++;
+    return 0;
+}
+
+/* The params of a cell's result line (free() them), or NULL: the cell,
+ * its confinement with the evidence, the work and what it cost, and the
+ * makespan's spread when ok. */
+static char *sc_params(const struct sc_cell *c, const struct sc_tally *t, const struct isob_samples *s,
+                       const char *protect_evidence, uint64_t slice_us, enum sc_cpus cpus, int ok)
+{
+    const struct sc_config *cfg = c->cfg;
+    const struct isob_confine_state *cs = c->cs;
+    const enum sc_kind kind = c->kind;
+    const enum sc_mode mode = c->mode;
+    const unsigned workers = c->n;
+    struct uk_params pj;
+    if (uk_params_begin(&pj) != 0)
+        return NULL;
+    struct isob_jw *w = &pj.w;
+    isob_jw_str(w, "kind", sc_kind_names[kind]);
+    isob_jw_int(w, "workers", workers);
+    isob_jw_int(w, "slice_us", (long long)slice_us);
+    isob_jw_str(w, "mode", sc_mode_names[mode]);
+    isob_jw_str(w, "cpus", sc_cpus_names[cpus]);
+    if (cs) {
+        isob_jw_str(w, "protect_confinement", cs->conf->name);
+        isob_jw_str(w, "protect_variant", isob_confine_variant(cs));
+        isob_jw_str(w, "protect_threat", cs->conf->threat);
+        isob_jw_obj(w, "protect_evidence");
+        isob_jw_raw(w, "measuring", protect_evidence && protect_evidence[0] ? protect_evidence : "null");
+        if (kind != SC_THREADS && c->pg && c->pg->evidence[0]) {
+            char ev[ISOB_CONFINE_EVIDENCE_MAX + 2];
+            snprintf(ev, sizeof ev, "{%s}", c->pg->evidence);
+            isob_jw_raw(w, "worker0", ev);
+        }
+        isob_jw_close(w, '}');
+    }
+    isob_jw_obj(w, "work");
+    isob_jw_int(w, "work_ns", (long long)SC_WORK_NS);
+    isob_jw_int(w, "slices_per_worker", (long long)c->slices);
+    isob_jw_int(w, "steps_per_slice", (long long)c->iters);
+    isob_jw_double(w, "ns_per_step_calibrated", cfg->ns_per_iter);
+    isob_jw_double(w, "w_solo_ns", t->solo);
+    isob_jw_int(w, "cpus_used", t->cpus_used);
+    isob_jw_double(w, "ideal_ns", t->ideal);
+    isob_jw_int(w, "repetitions", (long long)t->reps_done);
+    isob_jw_int(w, "slices_done", (long long)t->slices_done);
+    isob_jw_int(w, "slices_expected",
+                (long long)(t->reps_done + (ok ? 0 : 1)) * workers * (long long)c->slices);
+    isob_jw_int(w, "voluntary_switches", t->vol);
+    isob_jw_int(w, "involuntary_switches", t->invol);
+    isob_jw_str(w, "whole_life_usage", kind != SC_THREADS ? "RUSAGE_CHILDREN" : "RUSAGE_SELF");
+    isob_jw_int(w, "whole_life_voluntary", t->child_vol);
+    isob_jw_int(w, "whole_life_involuntary", t->child_invol);
+    if (t->reps_done) {
+        isob_jw_double(w, "overhead_pct_median", 100.0 * isob_median_double(t->overhead, t->reps_done));
+        isob_jw_double(w, "ns_per_switch_median",
+                       t->vol + t->invol ? isob_median_double(t->per_switch, t->reps_done) : NAN);
+        isob_jw_double(w, "first_start_ns_mean", (double)t->t_first / (double)t->reps_done);
+    }
+    isob_jw_close(w, '}');
+    if (ok) {
+        double p5, p50, p95;
+        uk_percentiles(s, &p5, &p50, &p95);
+        isob_jw_obj(w, "spread");
+        isob_jw_double(w, "p5", p5);
+        isob_jw_double(w, "p50", p50);
+        isob_jw_double(w, "p95", p95);
+        isob_jw_close(w, '}');
+    }
+    return uk_params_end(&pj);
+}
+
 void sc_config_run(const struct sc_config *cfg, struct isob_bench_ctx *ctx, struct isob_confine_state *cs,
                    const char *protect_evidence, enum sc_kind kind, unsigned workers, uint64_t slice_us,
                    enum sc_mode mode, enum sc_cpus cpus)
@@ -379,13 +527,10 @@ void sc_config_run(const struct sc_config *cfg, struct isob_bench_ctx *ctx, stru
     c.cpu = calloc(workers, sizeof *c.cpu);
     c.pid = calloc(workers, sizeof *c.pid);
     c.th = calloc(workers, sizeof *c.th);
-    double *overhead = calloc(cfg->reps, sizeof *overhead);
-    double *per_switch = calloc(cfg->reps, sizeof *per_switch);
-    long long vol = 0, invol = 0, child_vol = 0, child_invol = 0;
-    uint64_t slices_done = 0, reps_done = 0, t_first = 0;
-    double solo = 0, ideal = 0;
-    unsigned cpus_used = 1;
-    if (!c.pg || !c.cpu || !c.pid || !c.th || !overhead || !per_switch ||
+    struct sc_tally t = {.cpus_used = 1};
+    t.overhead = calloc(cfg->reps, sizeof *t.overhead);
+    t.per_switch = calloc(cfg->reps, sizeof *t.per_switch);
+    if (!c.pg || !c.cpu || !c.pid || !c.th || !t.overhead || !t.per_switch ||
         isob_samples_alloc(&s, cfg->reps, 1) != 0) {
         status = "failed";
         snprintf(fail, sizeof fail, "out of memory");
@@ -400,14 +545,14 @@ void sc_config_run(const struct sc_config *cfg, struct isob_bench_ctx *ctx, stru
             list[ncpu++] = next;
     for (unsigned i = 0; i < workers; i++)
         c.cpu[i] = list[i % (unsigned)ncpu];
-    cpus_used = workers < (unsigned)ncpu ? workers : (unsigned)ncpu;
+    t.cpus_used = workers < (unsigned)ncpu ? workers : (unsigned)ncpu;
     if (isob_pin_self(cfg->cpu) != 0) {
         status = "failed";
         snprintf(fail, sizeof fail, "pin to CPU %d: %s", cfg->cpu, isob_strerror(-errno));
         goto emit;
     }
-    solo = sc_solo(&c);
-    ideal = solo * (double)((workers + cpus_used - 1) / cpus_used);
+    t.solo = sc_solo(&c);
+    t.ideal = t.solo * (double)((workers + t.cpus_used - 1) / t.cpus_used);
     const int kids = kind != SC_THREADS;
     long long cv0 = sc_usage(kids ? RUSAGE_CHILDREN : RUSAGE_SELF, 1);
     long long ci0 = sc_usage(kids ? RUSAGE_CHILDREN : RUSAGE_SELF, 0);
@@ -422,127 +567,16 @@ void sc_config_run(const struct sc_config *cfg, struct isob_bench_ctx *ctx, stru
         snprintf(fail, sizeof fail, "starting %u workers: %s", workers,
                  why[0] ? why : rc == -ESRCH ? c.pg->died : isob_strerror(rc));
     }
-    for (size_t rep = 0; rep < cfg->reps && strcmp(status, "ok") == 0; rep++) {
-        memset(c.pg->slot, 0, (size_t)workers * sizeof(struct sc_slot));
-        isob_store(&c.pg->done, 0);
-        uint64_t t0 = isob_clock_ns();
-        isob_store(&c.pg->go, (uint32_t)rep + 1);
-        isob_futex_wake(&c.pg->go, INT_MAX, 0);
-        rc = sc_wait(&c, &c.pg->done, workers);
-        if (rc) {
+    for (size_t rep = 0; rep < cfg->reps && strcmp(status, "ok") == 0; rep++)
+        if (sc_repetition(&c, &t, &s, rep, fail, sizeof fail) != 0)
             status = "failed";
-            if (rc == -ESRCH) {
-                /* The one seen dead, then the rest: counted, ended, reaped. */
-                char first[160];
-                for (unsigned i = 0; i < c.started; i++)
-                    if (c.pid[i] < 0)
-                        c.pid[i] = 0;
-                unsigned more = sc_end_workers(&c, first, sizeof first);
-                snprintf(fail, sizeof fail, "%u of %u workers died (%s%s%s); the other %u were ended",
-                         1 + more, workers, c.pg->died, more ? ", then " : "", more ? first : "",
-                         workers - 1 - more);
-            } else {
-                snprintf(fail, sizeof fail, "the workers did not finish in %d ms", SC_WAIT_MS);
-            }
-            break;
-        }
-        uint64_t end = 0, first = UINT64_MAX, done = 0;
-        long long v = 0, iv = 0;
-        unsigned wrong = 0, wrong_at = 0;
-        for (unsigned i = 0; i < workers; i++) {
-            const struct sc_slot *sl = &c.pg->slot[i];
-            done += sl->slices;
-            if (sl->final != sc_expect(uk_word(SC_SEED, i), sl->slices * c.iters) || sl->slices != c.slices) {
-                if (!wrong++)
-                    wrong_at = i;
-            }
-            end = sl->t_end > end ? sl->t_end : end;
-            first = sl->t_start < first ? sl->t_start : first;
-            v += sl->vcsw;
-            iv += sl->ivcsw;
-        }
-        if (wrong || done != (uint64_t)workers * c.slices) {
-            status = "failed";
-            const struct sc_slot *sl = &c.pg->slot[wrong_at];
-            snprintf(fail, sizeof fail, "work done %llu of %llu slices (N*W); %u workers wrong, first "
-                     "worker %u: %llu slices, loop state %s", (unsigned long long)done,
-                     (unsigned long long)workers * c.slices, wrong, wrong_at, (unsigned long long)sl->slices,
-                     sl->final == sc_expect(uk_word(SC_SEED, wrong_at), sl->slices * c.iters)
-                         ? "consistent with its slices" : "not what its slices give");
-            slices_done += done;
-            break;
-        }
-        slices_done += done;
-        uint64_t makespan = end - t0;
-        s.v[s.n++] = makespan;
-        t_first += first - t0;
-        overhead[reps_done] = (double)makespan / ideal - 1.0;
-        per_switch[reps_done] = v + iv > 0 ? ((double)makespan - ideal) * cpus_used / (double)(v + iv) : 0;
-        vol += v;
-        invol += iv;
-        reps_done++;
-    }
     sc_stop(&c);
-    child_vol = sc_usage(kids ? RUSAGE_CHILDREN : RUSAGE_SELF, 1) - cv0;
-    child_invol = sc_usage(kids ? RUSAGE_CHILDREN : RUSAGE_SELF, 0) - ci0;
+    t.child_vol = sc_usage(kids ? RUSAGE_CHILDREN : RUSAGE_SELF, 1) - cv0;
+    t.child_invol = sc_usage(kids ? RUSAGE_CHILDREN : RUSAGE_SELF, 0) - ci0;
 
 emit:;
-    struct uk_params pj;
-    char *params = NULL;
     int ok = strcmp(status, "ok") == 0 && s.n > 0;
-    if (uk_params_begin(&pj) == 0) {
-        struct isob_jw *w = &pj.w;
-        isob_jw_str(w, "kind", sc_kind_names[kind]);
-        isob_jw_int(w, "workers", workers);
-        isob_jw_int(w, "slice_us", (long long)slice_us);
-        isob_jw_str(w, "mode", sc_mode_names[mode]);
-        isob_jw_str(w, "cpus", sc_cpus_names[cpus]);
-        if (cs) {
-            isob_jw_str(w, "protect_confinement", cs->conf->name);
-            isob_jw_str(w, "protect_variant", isob_confine_variant(cs));
-            isob_jw_str(w, "protect_threat", cs->conf->threat);
-            isob_jw_obj(w, "protect_evidence");
-            isob_jw_raw(w, "measuring", protect_evidence && protect_evidence[0] ? protect_evidence : "null");
-            if (kind != SC_THREADS && c.pg && c.pg->evidence[0]) {
-                char ev[ISOB_CONFINE_EVIDENCE_MAX + 2];
-                snprintf(ev, sizeof ev, "{%s}", c.pg->evidence);
-                isob_jw_raw(w, "worker0", ev);
-            }
-            isob_jw_close(w, '}');
-        }
-        isob_jw_obj(w, "work");
-        isob_jw_int(w, "work_ns", (long long)SC_WORK_NS);
-        isob_jw_int(w, "slices_per_worker", (long long)c.slices);
-        isob_jw_int(w, "steps_per_slice", (long long)c.iters);
-        isob_jw_double(w, "ns_per_step_calibrated", cfg->ns_per_iter);
-        isob_jw_double(w, "w_solo_ns", solo);
-        isob_jw_int(w, "cpus_used", cpus_used);
-        isob_jw_double(w, "ideal_ns", ideal);
-        isob_jw_int(w, "repetitions", (long long)reps_done);
-        isob_jw_int(w, "slices_done", (long long)slices_done);
-        isob_jw_int(w, "slices_expected", (long long)(reps_done + (ok ? 0 : 1)) * workers * (long long)c.slices);
-        isob_jw_int(w, "voluntary_switches", vol);
-        isob_jw_int(w, "involuntary_switches", invol);
-        isob_jw_str(w, "whole_life_usage", kind != SC_THREADS ? "RUSAGE_CHILDREN" : "RUSAGE_SELF");
-        isob_jw_int(w, "whole_life_voluntary", child_vol);
-        isob_jw_int(w, "whole_life_involuntary", child_invol);
-        if (reps_done) {
-            isob_jw_double(w, "overhead_pct_median", 100.0 * isob_median_double(overhead, reps_done));
-            isob_jw_double(w, "ns_per_switch_median", vol + invol ? isob_median_double(per_switch, reps_done) : NAN);
-            isob_jw_double(w, "first_start_ns_mean", (double)t_first / (double)reps_done);
-        }
-        isob_jw_close(w, '}');
-        if (ok) {
-            double p5, p50, p95;
-            uk_percentiles(&s, &p5, &p50, &p95);
-            isob_jw_obj(w, "spread");
-            isob_jw_double(w, "p5", p5);
-            isob_jw_double(w, "p50", p50);
-            isob_jw_double(w, "p95", p95);
-            isob_jw_close(w, '}');
-        }
-        params = uk_params_end(&pj);
-    }
+    char *params = sc_params(&c, &t, &s, protect_evidence, slice_us, cpus, ok);
     if (strcmp(status, "ok") == 0 && !ok) {
         status = "failed";
         snprintf(fail, sizeof fail, "no repetition completed");
@@ -556,8 +590,8 @@ emit:;
     free(c.cpu);
     free(c.pid);
     free(c.th);
-    free(overhead);
-    free(per_switch);
+    free(t.overhead);
+    free(t.per_switch);
 }
 
 /* ---- the benchmark ---- */
