@@ -151,6 +151,30 @@ def test_isob_rejects_bad_usage_with_one_line():
         assert len(p.stderr.strip().splitlines()) == 1, (args, p.stderr)
 
 
+def test_isob_usage_describes_each_benchmark_option_from_its_table():
+    """`isob --help` prints every option a benchmark lists in `isob list
+    --json` with that table's own words and default (one source for a
+    default), and isob refuses that option for a benchmark that does not
+    list it."""
+    if not ISOB.exists():
+        pytest.fail(f"{ISOB} is missing: run `make` (make test builds it first)")
+    listing = json.loads(subprocess.run([str(ISOB), "list", "--json"], capture_output=True,
+                                        text=True, timeout=60, check=True).stdout)
+    helptext = subprocess.run([str(ISOB), "--help"], capture_output=True, text=True, timeout=60,
+                              check=True).stdout
+    folded = " ".join(helptext.split())
+    described = 0
+    for bench in listing["benchmarks"]:
+        for opt in bench.get("options") or []:
+            line = f"{bench['name']}: {opt['summary']}; {opt['values']} [{opt['default']}]"
+            assert " ".join(line.split()) in folded, line
+            described += 1
+    assert described >= 10  # pingpong, delegate, sched, switch, kv, inspect list theirs
+    p = subprocess.run([str(ISOB), "kv", "-m", "direct", "--depth", "2", "--check"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "takes no --depth" in p.stderr
+
+
 def isolation_line(name: str, **env) -> dict:
     import subprocess
     if not ISOB.exists():
