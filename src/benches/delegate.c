@@ -257,6 +257,55 @@ static void dg_keep_only(int *keep, int n)
 }
 
 /* Hop k of a process chain; returns its exit status. */
+/* Hand the share on from hop k (whose message was m) to hop k + 1: the
+ * next message down, with the memfd (fd) or, for copies, the bytes written
+ * into the next hop's buffer first, from the share (its first byte is m's
+ * offset) or, when it has none, from this hop's buffer.  0, or 1 when the
+ * next hop is gone. */
+static int dg_pass_on(struct dg_chain *c, unsigned k, const struct dg_msg *m,
+                      const unsigned char *share, const unsigned char *buf, int fd, int down)
+{
+    struct dg_msg n = {.cmd = DG_DELEGATE};
+    int halved;
+    dg_next(m->off, m->len, &n.off, &n.len, &halved);
+    c->hop[k].rec.halved = halved;
+    struct dg_rec *nr = &c->hop[k + 1].rec;
+    nr->t_sent = isob_clock_ns();
+    if (c->v != DG_COPIES)
+        return dg_send(down, &n, fd) ? 1 : 0;
+    const unsigned char *src = share ? share + (n.off - m->off) : buf;
+    struct iovec local = {.iov_base = (void *)src, .iov_len = n.len};
+    struct iovec remote = {.iov_base = (void *)(uintptr_t)c->hop[k + 1].addr, .iov_len = n.len};
+    ssize_t w = process_vm_writev(c->hop[k + 1].pid, &local, 1, &remote, 1, 0);
+    if (w != (ssize_t)n.len)
+        nr->err = w < 0 ? -errno : -EIO;
+    return dg_send(down, &n, -1) ? 1 : 0;
+}
+
+/* What the owner decides becomes of a process hop's share (map, maplen of
+ * it mapped): released, probed after a truncation, or unmapped and then
+ * probed on request; each answered on ctl.  0; -1 when the owner closed
+ * the control socket (the hop leaves); 1 when an answer could not be sent. */
+static int dg_owner_says(int ctl, const unsigned char *share, unsigned char *map, size_t maplen)
+{
+    struct dg_msg cmd;
+    if (dg_recv(ctl, &cmd, NULL))
+        return -1;
+    struct dg_msg ack = {.cmd = DG_ACK};
+    if (cmd.cmd == DG_PROBE)
+        ack.arg = share ? dg_probe(share) : -1;
+    if (map)
+        munmap(map, maplen);
+    if (dg_send(ctl, &ack, -1))
+        return 1;
+    if (cmd.cmd == DG_UNMAP) {
+        struct dg_msg probed = {.cmd = DG_PROBED, .arg = share ? dg_probe(share) : -1};
+        if (dg_send(ctl, &probed, -1))
+            return 1;
+    }
+    return 0;
+}
+
 static int dg_hop_main(struct dg_chain *c, unsigned k)
 {
     const unsigned d = c->d;
@@ -311,24 +360,7 @@ static int dg_hop_main(struct dg_chain *c, unsigned k)
         if (c->cfg->sabotage == DG_SABOTAGE_KILL_HOP && k == (d + 1) / 2)
             raise(SIGKILL);
         if (k < d) {
-            struct dg_msg n = {.cmd = DG_DELEGATE};
-            int halved;
-            dg_next(m.off, m.len, &n.off, &n.len, &halved);
-            r->halved = halved;
-            struct dg_rec *nr = &c->hop[k + 1].rec;
-            nr->t_sent = isob_clock_ns();
-            int rc = 0;
-            if (c->v == DG_COPIES) {
-                struct iovec local = {.iov_base = share ? share + (n.off - m.off) : buf, .iov_len = n.len};
-                struct iovec remote = {.iov_base = (void *)(uintptr_t)c->hop[k + 1].addr, .iov_len = n.len};
-                ssize_t w = process_vm_writev(c->hop[k + 1].pid, &local, 1, &remote, 1, 0);
-                if (w != (ssize_t)n.len)
-                    nr->err = w < 0 ? -errno : -EIO;
-                rc = dg_send(down, &n, -1);
-            } else {
-                rc = dg_send(down, &n, fd);
-            }
-            if (rc)
+            if (dg_pass_on(c, k, &m, share, buf, fd, down))
                 return 1;
         } else {
             struct dg_msg done = {.cmd = DG_DONE};
@@ -339,32 +371,9 @@ static int dg_hop_main(struct dg_chain *c, unsigned k)
             close(fd);
         if (c->v != DG_PROCESSES)
             continue;
-        /* The owner decides what becomes of the share: released, probed
-         * after a truncation, or unmapped on request. */
-        struct dg_msg cmd;
-        if (dg_recv(ctl, &cmd, NULL))
-            return 0;
-        struct dg_msg ack = {.cmd = DG_ACK};
-        if (cmd.cmd == DG_PROBE) {
-            ack.arg = share ? dg_probe(share) : -1;
-            if (map)
-                munmap(map, maplen);
-            if (dg_send(ctl, &ack, -1))
-                return 1;
-        } else if (cmd.cmd == DG_UNMAP) {
-            if (map)
-                munmap(map, maplen);
-            if (dg_send(ctl, &ack, -1))
-                return 1;
-            struct dg_msg probed = {.cmd = DG_PROBED, .arg = share ? dg_probe(share) : -1};
-            if (dg_send(ctl, &probed, -1))
-                return 1;
-        } else {
-            if (map)
-                munmap(map, maplen);
-            if (dg_send(ctl, &ack, -1))
-                return 1;
-        }
+        int rc = dg_owner_says(ctl, share, map, maplen);
+        if (rc)
+            return rc < 0 ? 0 : 1;
     }
 }
 

@@ -366,6 +366,53 @@ static size_t kv_passes_asked(const struct isob_bench_opts *o, size_t entries)
 
 /* The phases of one size on a fresh compartment.  Returns the requests
  * made, for the next size's time prediction. */
+/* The get phase: the measured passes, each in its own order, once per
+ * reading asked for (the same store, the same orders).  Unless
+ * --iterations asked for a count, they stop after the pass that crosses
+ * the budget, so that a slow mechanism still finishes the sweep.  Their
+ * requests are added to *made.  0, or -ENOMEM when there was no room for
+ * the samples (the caller reports it). */
+static int kv_get_phase(struct kv_run *r, struct isob_comp *c, uint32_t *order, uint64_t *made)
+{
+    struct isob_bench_ctx *ctx = r->ctx;
+    unsigned nev = ctx->ctr->nev;
+    struct isob_samples s;
+    struct kv_tally t;
+    uint64_t stride;
+    unsigned readings = KV_PER_REQUEST;
+    char rwhy[120];
+    kv_readings(ctx->opts.reading, &readings, rwhy, sizeof rwhy);
+    for (unsigned k = 0; k < 2; k++) {
+        if (!(readings & (1u << k)))
+            continue;
+        const int whole = (1u << k) == KV_PER_PASS;
+        r->reading = kv_reading_names[k];
+        r->passes = 0;
+        memset(&t, 0, sizeof t);
+        if (kv_samples(&s, &stride, whole ? r->passes_asked : (uint64_t)r->entries * r->passes_asked,
+                       nev) != 0)
+            return -ENOMEM;
+        uint64_t t0 = isob_clock_ns();
+        for (size_t p = 0; p < r->passes_asked && !t.bad && !isob_comp_why(c); p++) {
+            kvw_shuffle(order, r->entries, ctx->opts.seed, KV_WARMUP_PASSES + p);
+            if (whole)
+                kv_pass_whole(ctx->ctr, c, order, r->entries, ctx->opts.seed, &s, stride, &t);
+            else
+                kv_pass(ctx->ctr, c, 0, order, r->entries, ctx->opts.seed, &s, stride, &t);
+            r->passes++;
+            if (!ctx->opts.iterations && isob_clock_ns() - t0 >= KV_BUDGET_NS)
+                break;
+        }
+        *made += t.requests;
+        int bad = kv_emit_phase(r, c, "get", &t, &s, stride, r->warm_gets);
+        isob_samples_free(&s);
+        if (bad)
+            break;
+    }
+    r->reading = NULL;
+    return 0;
+}
+
 static uint64_t kv_size(struct isob_bench_ctx *ctx, const char *placement, int server_cpu, size_t data)
 {
     const struct isob_mechanism *m = ctx->mech;
@@ -433,42 +480,10 @@ static uint64_t kv_size(struct isob_bench_ctx *ctx, const char *placement, int s
     if (failed)
         goto out;
 
-    /* get: the measured passes, each in its own order, once per reading
-     * asked for (the same store, the same orders).  Unless --iterations
-     * asked for a count, they stop after the pass that crosses the budget,
-     * so that a slow mechanism still finishes the sweep. */
+    /* get: the measured passes (kv_get_phase). */
     phase = "get";
-    unsigned readings = KV_PER_REQUEST;
-    char rwhy[120];
-    kv_readings(ctx->opts.reading, &readings, rwhy, sizeof rwhy);
-    for (unsigned k = 0; k < 2; k++) {
-        if (!(readings & (1u << k)))
-            continue;
-        const int whole = (1u << k) == KV_PER_PASS;
-        r.reading = kv_reading_names[k];
-        r.passes = 0;
-        memset(&t, 0, sizeof t);
-        if (kv_samples(&s, &stride, whole ? r.passes_asked : (uint64_t)r.entries * r.passes_asked,
-                       nev) != 0)
-            goto oom;
-        uint64_t t0 = isob_clock_ns();
-        for (size_t p = 0; p < r.passes_asked && !t.bad && !isob_comp_why(c); p++) {
-            kvw_shuffle(order, r.entries, ctx->opts.seed, KV_WARMUP_PASSES + p);
-            if (whole)
-                kv_pass_whole(ctx->ctr, c, order, r.entries, ctx->opts.seed, &s, stride, &t);
-            else
-                kv_pass(ctx->ctr, c, 0, order, r.entries, ctx->opts.seed, &s, stride, &t);
-            r.passes++;
-            if (!ctx->opts.iterations && isob_clock_ns() - t0 >= KV_BUDGET_NS)
-                break;
-        }
-        made += t.requests;
-        int bad = kv_emit_phase(&r, c, "get", &t, &s, stride, r.warm_gets);
-        isob_samples_free(&s);
-        if (bad)
-            break;
-    }
-    r.reading = NULL;
+    if (kv_get_phase(&r, c, order, &made) != 0)
+        goto oom;
     goto out;
 
 oom:
