@@ -374,6 +374,62 @@ static int sc_is_checkpoint(size_t n)
     return n == 1 || n == 2 || n == 5;
 }
 
+/* Create compartment r->n + 1 of spec, timed into cs, unless memory
+ * would pass mem_cap (of avail0 available at the start), and check that
+ * it answers and that the others still do at a checkpoint.  0 to go on;
+ * 1 to stop, with the cause in words (and *err, the errno of a create
+ * that failed). */
+static int sc_grow(struct sc_run *r, const struct isob_comp_spec *spec, struct isob_samples *cs,
+                   uint64_t avail0, uint64_t mem_cap, uint64_t *rng, char *cause, size_t len, int *err)
+{
+    const struct isob_mechanism *m = r->w->wctx.mech;
+    /* Memory: the estimate per compartment from the last checkpoint
+     * (the heap and buffer before the first), and MemAvailable itself
+     * now and then, against a quarter of what was available. */
+    double est = r->kb_per_comp > 0 ? r->kb_per_comp * 1024 : (double)(spec->heap_size + spec->shared_size);
+    uint64_t avail = avail0;
+    if (r->n % SC_MEM_CHECK_EVERY == 0)
+        wl_mem_available("/proc/meminfo", &avail);
+    if (est * (double)(r->n + 1) > (double)mem_cap || avail0 - (avail < avail0 ? avail : avail0) > mem_cap) {
+        snprintf(cause, len, "a quarter of MemAvailable (%llu of %llu MiB): about %.0f KiB per "
+                 "compartment", (unsigned long long)(mem_cap >> 20), (unsigned long long)(avail0 >> 20),
+                 est / 1024);
+        return 1;
+    }
+    uint64_t a = wl_read(r->w);
+    int rc = isob_comp_create(m, spec, &r->comps[r->n]);
+    uint64_t b = wl_read(r->w);
+    if (rc) {
+        *err = -rc;
+        sc_create_cause(m, r->n + 1, rc, cause, len);
+        return 1;
+    }
+    cs->v[cs->n++ * cs->nev] = b - a;
+    struct isob_comp *c = r->comps[r->n++];
+    c->mech->shared(c)->len = 0;
+    if (sc_check_alive(r)) {
+        snprintf(cause, len, "%s", r->dead_why);
+        return 1;
+    }
+    struct isob_msg *msg = c->mech->shared(c);
+    msg->arg[0] = (int64_t)r->n;
+    msg->arg[1] = 7;
+    long v = isob_call(c, ISOB_ENTRY_ADD);
+    if (v != (long)r->n + 7) {
+        r->dead = 1;
+        snprintf(r->dead_why, sizeof r->dead_why, "compartment %zu answered %ld to its first call", r->n, v);
+        snprintf(cause, len, "%s", r->dead_why);
+        return 1;
+    }
+    if (sc_is_checkpoint(r->n))
+        sc_switch(r, rng);
+    if (r->dead) {
+        snprintf(cause, len, "%s", r->dead_why);
+        return 1;
+    }
+    return 0;
+}
+
 static void sc_placement(struct wl *w, const char *placement, int server_cpu, void *arg)
 {
     (void)arg;
@@ -412,52 +468,8 @@ static void sc_placement(struct wl *w, const char *placement, int server_cpu, vo
     char cause[640];
     snprintf(cause, sizeof cause, "%s", cap.cause);
     int err = 0;
-    while (r.n < cap.n) {
-        /* Memory: the estimate per compartment from the last checkpoint
-         * (the heap and buffer before the first), and MemAvailable itself
-         * now and then, against a quarter of what was available. */
-        double est = r.kb_per_comp > 0 ? r.kb_per_comp * 1024 : (double)(spec.heap_size + spec.shared_size);
-        uint64_t avail = avail0;
-        if (r.n % SC_MEM_CHECK_EVERY == 0)
-            wl_mem_available("/proc/meminfo", &avail);
-        if (est * (double)(r.n + 1) > (double)mem_cap || avail0 - (avail < avail0 ? avail : avail0) > mem_cap) {
-            snprintf(cause, sizeof cause, "a quarter of MemAvailable (%llu of %llu MiB): about %.0f KiB per "
-                     "compartment", (unsigned long long)(mem_cap >> 20), (unsigned long long)(avail0 >> 20),
-                     est / 1024);
-            break;
-        }
-        uint64_t a = wl_read(w);
-        int rc = isob_comp_create(m, &spec, &r.comps[r.n]);
-        uint64_t b = wl_read(w);
-        if (rc) {
-            err = -rc;
-            sc_create_cause(m, r.n + 1, rc, cause, sizeof cause);
-            break;
-        }
-        cs.v[cs.n++ * cs.nev] = b - a;
-        struct isob_comp *c = r.comps[r.n++];
-        c->mech->shared(c)->len = 0;
-        if (sc_check_alive(&r)) {
-            snprintf(cause, sizeof cause, "%s", r.dead_why);
-            break;
-        }
-        struct isob_msg *msg = c->mech->shared(c);
-        msg->arg[0] = (int64_t)r.n;
-        msg->arg[1] = 7;
-        long v = isob_call(c, ISOB_ENTRY_ADD);
-        if (v != (long)r.n + 7) {
-            r.dead = 1;
-            snprintf(r.dead_why, sizeof r.dead_why, "compartment %zu answered %ld to its first call", r.n, v);
-            snprintf(cause, sizeof cause, "%s", r.dead_why);
-            break;
-        }
-        if (sc_is_checkpoint(r.n))
-            sc_switch(&r, &rng);
-        if (r.dead) {
-            snprintf(cause, sizeof cause, "%s", r.dead_why);
-            break;
-        }
-    }
+    while (r.n < cap.n && !sc_grow(&r, &spec, &cs, avail0, mem_cap, &rng, cause, sizeof cause, &err))
+        ;
     if (r.n && !sc_is_checkpoint(r.n) && !r.dead)
         sc_switch(&r, &rng);
     size_t zombies = 0;
