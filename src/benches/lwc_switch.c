@@ -387,17 +387,17 @@ static void sw_measure_round_trip(struct sw_run *r, const char *placement)
         SW_ROUND_TRIP(r, &deadline, failed);
         made++;
     }
-#define SW_BODY                                 \
-    {                                           \
-        SW_ROUND_TRIP(r, &deadline, failed);    \
-        made++;                                 \
-        if (failed)                             \
-            break;                              \
+#define SW_BODY(R, DEADLINE, FAILED, MADE)                                          \
+    {                                                                               \
+        SW_ROUND_TRIP((R), &(DEADLINE), (FAILED));                                  \
+        (MADE)++;                                                                   \
+        if ((FAILED))                                                               \
+            break;                                                                  \
     }
     if (!failed)
-        ISOB_MEASURE_EACH(ctx->ctr, &s, SW_BODY);
+        ISOB_MEASURE_EACH(ctx->ctr, &s, SW_BODY(r, deadline, failed, made));
     if (!failed)
-        ISOB_MEASURE_BATCHED(ctx->ctr, ctx->opts.batch_k, &b, SW_BODY);
+        ISOB_MEASURE_BATCHED(ctx->ctr, ctx->opts.batch_k, &b, SW_BODY(r, deadline, failed, made));
 #undef SW_BODY
     uint64_t got = r->pg->count - base;
     char extra[128];

@@ -80,25 +80,25 @@ static void ws_one(struct wl *w, const char *placement, struct isob_comp *c, uin
     long bad = 0;
     unsigned it = 0;
     uint64_t calls = 0;
-#define WS_BODY                                                                        \
-    do {                                                                               \
-        unsigned j_ = it++ & 1;                                                        \
-        msg->arg[0] = (int64_t)k;                                                      \
-        msg->arg[1] = (int64_t)kk.seeds[j_];                                           \
-        msg->arg[2] = 0;                                                               \
-        bad += isob_call(c, ISOB_ENTRY_WORK) != kk.folds[j_] ||                        \
-               (uint64_t)msg->arg[2] != kk.values[j_];                                 \
-        calls++;                                                                       \
+#define WS_BODY(C, MSG, K, KK, IT, BAD, CALLS)                                      \
+    do {                                                                            \
+        unsigned j_ = (IT)++ & 1;                                                   \
+        (MSG)->arg[0] = (int64_t)(K);                                               \
+        (MSG)->arg[1] = (int64_t)(KK).seeds[j_];                                    \
+        (MSG)->arg[2] = 0;                                                          \
+        (BAD) += isob_call((C), ISOB_ENTRY_WORK) != (KK).folds[j_] ||               \
+               (uint64_t)(MSG)->arg[2] != (KK).values[j_];                          \
+        (CALLS)++;                                                                  \
     } while (0)
     double total_ns = 0;
     if (have_s && have_b) {
         for (size_t i = 0; i < warmup; i++)
-            WS_BODY;
+            WS_BODY(c, msg, k, kk, it, bad, calls);
         uint64_t t0 = isob_clock_ns();
-        ISOB_MEASURE_EACH(ctx->ctr, &s, WS_BODY);
+        ISOB_MEASURE_EACH(ctx->ctr, &s, WS_BODY(c, msg, k, kk, it, bad, calls));
         total_ns = (double)(isob_clock_ns() - t0);
         if (bk)
-            ISOB_MEASURE_BATCHED(ctx->ctr, bk, &b, WS_BODY);
+            ISOB_MEASURE_BATCHED(ctx->ctr, bk, &b, WS_BODY(c, msg, k, kk, it, bad, calls));
     }
 #undef WS_BODY
 

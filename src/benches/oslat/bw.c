@@ -49,6 +49,14 @@
 /* The pattern: word i holds i * BW_K (an odd constant, so that words differ). */
 #define BW_K 0x9E3779B97F4A7C15ull
 
+/* After a pass: one more in PASSES, and in WRONG when the sum GOT it left
+ * is not WANT. */
+#define BW_CHECK_PASS(GOT, WANT, WRONG, PASSES)                                          \
+    do {                                                                                 \
+        (WRONG) += (GOT) != (WANT);                                                      \
+        (PASSES)++;                                                                      \
+    } while (0)
+
 /* The sum of words lo..hi-1 of the pattern, mod 2^64, in closed form: the
  * check does not reuse the code that is measured. */
 static uint64_t bw_pattern_sum(uint64_t lo, uint64_t hi)
@@ -254,17 +262,21 @@ static int bw_ipc(struct oslat *o, const struct oslat_prim *p)
     uint64_t pass = 0;
     long wrong = 0, failed = 0, passes = 0;
     int r_ = 0;
-#define BW_POST                                                                          \
+/* After a pass whose receive returned R: counted in FAILED (which stops
+ * the cell C) or in PASSES. */
+#define BW_POST(R, C, FAILED, PASSES)                                                    \
     do {                                                                                 \
-        if (r_ != 0) {                                                                   \
-            failed++;                                                                    \
-            c.stop = 1;                                                                  \
+        if ((R) != 0) {                                                                  \
+            (FAILED)++;                                                                  \
+            (C).stop = 1;                                                                \
         } else {                                                                         \
-            passes++;                                                                    \
+            (PASSES)++;                                                                  \
         }                                                                                \
     } while (0)
-    OSLAT_WARM(&c, pass++, r_ = bw_recv(&ch, buf, pass, base, &wrong), BW_POST);
-    OSLAT_EACH(&c, pass++, r_ = bw_recv(&ch, buf, pass, base, &wrong), BW_POST);
+    OSLAT_WARM(&c, pass++, r_ = bw_recv(&ch, buf, pass, base, &wrong),
+               BW_POST(r_, c, failed, passes));
+    OSLAT_EACH(&c, pass++, r_ = bw_recv(&ch, buf, pass, base, &wrong),
+               BW_POST(r_, c, failed, passes));
 #undef BW_POST
     bw_close(&ch);
     const size_t nch = BW_IPC_BYTES / BW_CHUNK;
@@ -331,44 +343,32 @@ static int bw_mem(struct oslat *o, const struct oslat_prim *p)
         const uint64_t idx = (words % 2 == 0) ? (words / 2) * (words - 1) : words * ((words - 1) / 2);
         switch (op) {
         case BW_RD:
-#define BW_RD_POST                                                                      \
-    do {                                                                                \
-        wrong += got != pat;                                                            \
-        passes++;                                                                       \
-    } while (0)
-            OSLAT_WARM(&c, (void)0, got = bw_sum(a, n), BW_RD_POST);
-            OSLAT_EACH(&c, (void)0, got = bw_sum(a, n), BW_RD_POST);
-#undef BW_RD_POST
+            OSLAT_WARM(&c, (void)0, got = bw_sum(a, n), BW_CHECK_PASS(got, pat, wrong, passes));
+            OSLAT_EACH(&c, (void)0, got = bw_sum(a, n), BW_CHECK_PASS(got, pat, wrong, passes));
             break;
         case BW_WR:
-#define BW_WR_POST                                                                      \
-    do {                                                                                \
-        wrong += bw_sum(b, words) != idx + words * pass;                                \
-        passes++;                                                                       \
-    } while (0)
-            OSLAT_WARM(&c, pass++, bw_write_words(b, n, pass), BW_WR_POST);
-            OSLAT_EACH(&c, pass++, bw_write_words(b, n, pass), BW_WR_POST);
-#undef BW_WR_POST
+            OSLAT_WARM(&c, pass++, bw_write_words(b, n, pass),
+                       BW_CHECK_PASS(bw_sum(b, words), idx + words * pass, wrong, passes));
+            OSLAT_EACH(&c, pass++, bw_write_words(b, n, pass),
+                       BW_CHECK_PASS(bw_sum(b, words), idx + words * pass, wrong, passes));
             break;
         case BW_CP:
             /* The source's last word changes before each pass, so that every
              * copy differs from the last one. */
-#define BW_CP_PRE                                                                       \
+/* Before a copy: the next pass number into PASS, added to the last of
+ * the WORDS words of SRC, whose sum SUM follows. */
+#define BW_CP_PRE(PASS, SRC, WORDS, SUM)                                                \
     do {                                                                                \
-        pass++;                                                                         \
-        src_sum -= a[words - 1];                                                        \
-        a[words - 1] += pass;                                                           \
-        src_sum += a[words - 1];                                                        \
+        (PASS)++;                                                                       \
+        (SUM) -= (SRC)[(WORDS) - 1];                                                    \
+        (SRC)[(WORDS) - 1] += (PASS);                                                   \
+        (SUM) += (SRC)[(WORDS) - 1];                                                    \
     } while (0)
-#define BW_CP_POST                                                                      \
-    do {                                                                                \
-        wrong += bw_sum(b, words) != src_sum;                                           \
-        passes++;                                                                       \
-    } while (0)
-            OSLAT_WARM(&c, BW_CP_PRE, bw_copy_words(b, a, n), BW_CP_POST);
-            OSLAT_EACH(&c, BW_CP_PRE, bw_copy_words(b, a, n), BW_CP_POST);
+            OSLAT_WARM(&c, BW_CP_PRE(pass, a, words, src_sum), bw_copy_words(b, a, n),
+                       BW_CHECK_PASS(bw_sum(b, words), src_sum, wrong, passes));
+            OSLAT_EACH(&c, BW_CP_PRE(pass, a, words, src_sum), bw_copy_words(b, a, n),
+                       BW_CHECK_PASS(bw_sum(b, words), src_sum, wrong, passes));
 #undef BW_CP_PRE
-#undef BW_CP_POST
             /* Back to the pattern for any later cell. */
             bw_fill(a, words, 0);
             break;
@@ -462,19 +462,15 @@ static int bw_file_rd(struct oslat *o, const struct oslat_prim *p)
     const size_t shift = o->sabotage ? sizeof(uint64_t) : 0, skip = o->sabotage ? 1 : 0;
     uint64_t got = 0;
     long wrong = 0, passes = 0;
-#define BW_F_POST                                                                       \
-    do {                                                                                \
-        wrong += got != want;                                                           \
-        passes++;                                                                       \
-    } while (0)
     if (map) {
-        OSLAT_WARM(&c, (void)0, got = bw_map_pass(fd, skip), BW_F_POST);
-        OSLAT_EACH(&c, (void)0, got = bw_map_pass(fd, skip), BW_F_POST);
+        OSLAT_WARM(&c, (void)0, got = bw_map_pass(fd, skip), BW_CHECK_PASS(got, want, wrong, passes));
+        OSLAT_EACH(&c, (void)0, got = bw_map_pass(fd, skip), BW_CHECK_PASS(got, want, wrong, passes));
     } else {
-        OSLAT_WARM(&c, (void)0, got = bw_file_pass(fd, buf, shift), BW_F_POST);
-        OSLAT_EACH(&c, (void)0, got = bw_file_pass(fd, buf, shift), BW_F_POST);
+        OSLAT_WARM(&c, (void)0, got = bw_file_pass(fd, buf, shift),
+                   BW_CHECK_PASS(got, want, wrong, passes));
+        OSLAT_EACH(&c, (void)0, got = bw_file_pass(fd, buf, shift),
+                   BW_CHECK_PASS(got, want, wrong, passes));
     }
-#undef BW_F_POST
     oslat_fs_where(&c, fd);
     oslat_param(&c, "bytes", "%zu", BW_FILE_BYTES);
     if (!map)

@@ -282,30 +282,32 @@ static int ipc_echo(struct oslat *o, const struct oslat_prim *p)
         long wrong = 0, lost = 0, failed = 0, stale = 0, checked = 0;
         /* Every message differs (a number in its first bytes) so that an
          * echo cannot be mistaken for an earlier one. */
-#define IPC_PRE                                                                          \
-    do {                                                                                 \
-        seq++;                                                                           \
-        memcpy(out, &seq, m < sizeof seq ? m : sizeof seq);                              \
+#define IPC_PRE(SEQ, OUT, M)                                                        \
+    do {                                                                            \
+        (SEQ)++;                                                                    \
+        memcpy((OUT), &(SEQ), (M) < sizeof (SEQ) ? (M) : sizeof (SEQ));             \
     } while (0)
-#define IPC_POST                                                                         \
-    do {                                                                                 \
-        if (r_ == -2) {                                                                  \
-            lost++;                                                                      \
-            c.discard = 1;                                                               \
-            /* A stream is out of step; datagrams lost past the limit                    \
-             * fail the cell anyway. */                                                  \
-            c.stop |= kind != IPC_UDP || (lost > 5 && lost * 100 > (long)c.ops);         \
-        } else if (r_ != 0) {                                                            \
-            failed++;                                                                    \
-            c.stop = 1;                                                                  \
-        } else {                                                                         \
-            checked++;                                                                   \
-            wrong += memcmp(in, out, m) != 0;                                            \
-        }                                                                                \
+#define IPC_POST(R, C, KIND, LOST, FAILED, CHECKED, WRONG, IN, OUT, M)                     \
+    do {                                                                                   \
+        if ((R) == -2) {                                                                   \
+            (LOST)++;                                                                      \
+            (C).discard = 1;                                                               \
+            /* A stream is out of step; datagrams lost past the limit                      \
+             * fail the cell anyway. */                                                    \
+            (C).stop |= (KIND) != IPC_UDP || ((LOST) > 5 && (LOST) * 100 > (long)(C).ops); \
+        } else if ((R) != 0) {                                                             \
+            (FAILED)++;                                                                    \
+            (C).stop = 1;                                                                  \
+        } else {                                                                           \
+            (CHECKED)++;                                                                   \
+            (WRONG) += memcmp((IN), (OUT), (M)) != 0;                                      \
+        }                                                                                  \
     } while (0)
         int r_ = 0;
-        OSLAT_WARM(&c, IPC_PRE, r_ = ipc_rt(&ch, out, in, m, &stale), IPC_POST);
-        OSLAT_EACH(&c, IPC_PRE, r_ = ipc_rt(&ch, out, in, m, &stale), IPC_POST);
+        OSLAT_WARM(&c, IPC_PRE(seq, out, m), r_ = ipc_rt(&ch, out, in, m, &stale),
+                   IPC_POST(r_, c, kind, lost, failed, checked, wrong, in, out, m));
+        OSLAT_EACH(&c, IPC_PRE(seq, out, m), r_ = ipc_rt(&ch, out, in, m, &stale),
+                   IPC_POST(r_, c, kind, lost, failed, checked, wrong, in, out, m));
 #undef IPC_PRE
 #undef IPC_POST
         /* The batched estimate needs a stream that stays in step; a lost
@@ -490,29 +492,34 @@ static int ipc_rpc(struct oslat *o, const struct oslat_prim *p)
         unsigned seq = 0;
         long wrong = 0, lost = 0, failed = 0, checked = 0;
         enum clnt_stat st = RPC_SUCCESS;
-#define RPC_PRE                                                                          \
-    do {                                                                                 \
-        seq++;                                                                           \
-        och = (char)(seq & 0x7f);                                                        \
-        memcpy(out, &seq, m < sizeof seq ? m : sizeof seq);                              \
-        ib.len = (u_int)m;                                                               \
+#define RPC_PRE(SEQ, OCH, OUT, M, IB)                                               \
+    do {                                                                            \
+        (SEQ)++;                                                                    \
+        (OCH) = (char)((SEQ) & 0x7f);                                               \
+        memcpy((OUT), &(SEQ), (M) < sizeof (SEQ) ? (M) : sizeof (SEQ));             \
+        (IB).len = (u_int)(M);                                                      \
     } while (0)
-#define RPC_POST                                                                         \
-    do {                                                                                 \
-        if (st == RPC_TIMEDOUT) {                                                        \
-            lost++;                                                                      \
-            c.discard = 1;                                                               \
-            c.stop |= !udp || (lost > 5 && lost * 100 > (long)c.ops);                    \
-        } else if (st != RPC_SUCCESS) {                                                  \
-            failed++;                                                                    \
-            c.stop = 1;                                                                  \
-        } else {                                                                         \
-            checked++;                                                                   \
-            wrong += m == 1 ? ich != och : (ib.len != m || memcmp(in, out, m) != 0);     \
-        }                                                                                \
+#define RPC_POST(ST, C, UDP, LOST, FAILED, CHECKED, WRONG, M, ICH, OCH, IB, IN, OUT)        \
+    do {                                                                                    \
+        if ((ST) == RPC_TIMEDOUT) {                                                         \
+            (LOST)++;                                                                       \
+            (C).discard = 1;                                                                \
+            (C).stop |= !(UDP) || ((LOST) > 5 && (LOST) * 100 > (long)(C).ops);             \
+        } else if ((ST) != RPC_SUCCESS) {                                                   \
+            (FAILED)++;                                                                     \
+            (C).stop = 1;                                                                   \
+        } else {                                                                            \
+            (CHECKED)++;                                                                    \
+            (WRONG) += (M) == 1 ? (ICH) != (OCH)                                            \
+                                : ((IB).len != (M) || memcmp((IN), (OUT), (M)) != 0);       \
+        }                                                                                   \
     } while (0)
-        OSLAT_WARM(&c, RPC_PRE, st = ipc_rpc_call(cl, m, &och, &ich, &ob, &ib, wait), RPC_POST);
-        OSLAT_EACH(&c, RPC_PRE, st = ipc_rpc_call(cl, m, &och, &ich, &ob, &ib, wait), RPC_POST);
+        OSLAT_WARM(&c, RPC_PRE(seq, och, out, m, ib),
+                   st = ipc_rpc_call(cl, m, &och, &ich, &ob, &ib, wait),
+                   RPC_POST(st, c, udp, lost, failed, checked, wrong, m, ich, och, ib, in, out));
+        OSLAT_EACH(&c, RPC_PRE(seq, och, out, m, ib),
+                   st = ipc_rpc_call(cl, m, &och, &ich, &ob, &ib, wait),
+                   RPC_POST(st, c, udp, lost, failed, checked, wrong, m, ich, och, ib, in, out));
 #undef RPC_PRE
 #undef RPC_POST
         clnt_destroy(cl);

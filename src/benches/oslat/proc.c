@@ -236,15 +236,15 @@ static int proc_sig_install(struct oslat *o, const struct oslat_prim *p)
     long bad = 0;
     /* Broken on purpose: only ask, never install. */
     const int sab = o->sabotage;
-#define PROC_SI_BODY                                                                     \
-    do {                                                                                 \
-        sigaction(SIGUSR1, sab ? NULL : &sa[it & 1], &old);                              \
-        bad += old.sa_handler != sa[(it + 1) & 1].sa_handler;                            \
-        it++;                                                                            \
+#define PROC_SI_BODY(SAB, SA, IT, OLD, BAD)                                         \
+    do {                                                                            \
+        sigaction(SIGUSR1, (SAB) ? NULL : &(SA)[(IT) & 1], &(OLD));                 \
+        (BAD) += (OLD).sa_handler != (SA)[((IT) + 1) & 1].sa_handler;               \
+        (IT)++;                                                                     \
     } while (0)
-    OSLAT_WARM(&c, (void)0, PROC_SI_BODY, (void)0);
-    OSLAT_EACH(&c, (void)0, PROC_SI_BODY, (void)0);
-    OSLAT_BATCHED(&c, PROC_SI_BODY);
+    OSLAT_WARM(&c, (void)0, PROC_SI_BODY(sab, sa, it, old, bad), (void)0);
+    OSLAT_EACH(&c, (void)0, PROC_SI_BODY(sab, sa, it, old, bad), (void)0);
+    OSLAT_BATCHED(&c, PROC_SI_BODY(sab, sa, it, old, bad));
 #undef PROC_SI_BODY
     sigaction(SIGUSR1, &saved, NULL);
     oslat_param(&c, "wrong_old_handler", "%ld", bad);
@@ -362,15 +362,15 @@ static int proc_vdso_clock(struct oslat *o, const struct oslat_prim *p)
     const uint64_t first = now_mono(&ts, 0);
     uint64_t last = first, t = 0;
     long back = 0;
-#define PROC_CLK_BODY                                                                    \
-    do {                                                                                 \
-        t = now_mono(&ts, call);                                                         \
-        back += t < last;                                                                \
-        last = t;                                                                        \
+#define PROC_CLK_BODY(T, TS, CALL, BACK, LAST)                                      \
+    do {                                                                            \
+        (T) = now_mono(&(TS), (CALL));                                              \
+        (BACK) += (T) < (LAST);                                                     \
+        (LAST) = (T);                                                               \
     } while (0)
-    OSLAT_WARM(&c, (void)0, PROC_CLK_BODY, (void)0);
-    OSLAT_EACH(&c, (void)0, PROC_CLK_BODY, (void)0);
-    OSLAT_BATCHED(&c, PROC_CLK_BODY);
+    OSLAT_WARM(&c, (void)0, PROC_CLK_BODY(t, ts, call, back, last), (void)0);
+    OSLAT_EACH(&c, (void)0, PROC_CLK_BODY(t, ts, call, back, last), (void)0);
+    OSLAT_BATCHED(&c, PROC_CLK_BODY(t, ts, call, back, last));
 #undef PROC_CLK_BODY
     oslat_param(&c, "vdso", "%s", getauxval(AT_SYSINFO_EHDR) ? "true" : "false");
     oslat_param(&c, "went_back", "%ld", back);
