@@ -796,11 +796,7 @@ static void dg_emit(struct dg_chain *c, struct isob_bench_ctx *ctx, struct dg_ou
         if (ok) {
             double p5, p50, p95;
             uk_percentiles(s, &p5, &p50, &p95);
-            isob_jw_obj(w, "spread");
-            isob_jw_double(w, "p5", p5);
-            isob_jw_double(w, "p50", p50);
-            isob_jw_double(w, "p95", p95);
-            isob_jw_close(w, '}');
+            uk_jw_spread(w, p5, p50, p95);
         }
         params = uk_params_end(&pj);
     }

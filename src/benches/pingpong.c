@@ -674,11 +674,7 @@ static char *pp_params(const struct pp_config *cfg, const struct pp *p, const st
     }
     isob_jw_close(w, '}');
     if (ok) {
-        isob_jw_obj(w, "spread");
-        isob_jw_double(w, "p5", p5);
-        isob_jw_double(w, "p50", p50);
-        isob_jw_double(w, "p95", p95);
-        isob_jw_close(w, '}');
+        uk_jw_spread(w, p5, p50, p95);
         size_t k = pp_slot(prim, pay, pl);
         if (cfg->baseline && !cfg->is_baseline && cfg->baseline[k] > 0) {
             isob_jw_obj(w, "delta_vs_none");

@@ -502,11 +502,7 @@ static char *sc_params(const struct sc_cell *c, const struct sc_tally *t, const 
     if (ok) {
         double p5, p50, p95;
         uk_percentiles(s, &p5, &p50, &p95);
-        isob_jw_obj(w, "spread");
-        isob_jw_double(w, "p5", p5);
-        isob_jw_double(w, "p50", p50);
-        isob_jw_double(w, "p95", p95);
-        isob_jw_close(w, '}');
+        uk_jw_spread(w, p5, p50, p95);
     }
     return uk_params_end(&pj);
 }

@@ -560,6 +560,15 @@ int uk_clock_ctx(const struct uk_confined *u, struct isob_counter *clk, struct i
     return 0;
 }
 
+void uk_jw_spread(struct isob_jw *w, double p5, double p50, double p95)
+{
+    isob_jw_obj(w, "spread");
+    isob_jw_double(w, "p5", p5);
+    isob_jw_double(w, "p50", p50);
+    isob_jw_double(w, "p95", p95);
+    isob_jw_close(w, '}');
+}
+
 int uk_params_begin(struct uk_params *p)
 {
     memset(p, 0, sizeof *p);

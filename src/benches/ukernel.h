@@ -208,6 +208,9 @@ struct uk_params {
 };
 int uk_params_begin(struct uk_params *p);
 char *uk_params_end(struct uk_params *p);
+/* The "spread" member of a result's params: the 5th, 50th and 95th
+ * percentiles (uk_percentiles) of what the result measured. */
+void uk_jw_spread(struct isob_jw *w, double p5, double p50, double p95);
 
 /* ---- the budgeted per-iteration loop ------------------------------------ */
 
