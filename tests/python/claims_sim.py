@@ -1,4 +1,4 @@
-"""How often the claim verdict (analysis/claims.py) says "does not
+"""How often the claim verdict (analysis/kit/claims.py) says "does not
 reproduce" of data that does reproduce, measured through the project's own
 functions: repetitions drawn with a known true ratio, their ratio and
 interval from quantities.ratio_of_values (stats.ratio_interval, the Welch t
@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 
-from isobench.analysis import claims  # noqa: E402
-from isobench.analysis.quantities import ratio_of_values  # noqa: E402
+from isobench.analysis.kit import claims  # noqa: E402
+from isobench.analysis.kit.quantities import ratio_of_values  # noqa: E402
 
 BASE = 1000.0
 

@@ -38,7 +38,7 @@ import random
 from dataclasses import dataclass
 
 from isobench.analysis import summary
-from isobench.analysis.runs import Config
+from isobench.analysis.kit.runs import Config
 
 KINDS = ("normal", "lognormal", "lognormal-wide", "two-mode", "two-mode-2x", "q-median",
          "q-batched")

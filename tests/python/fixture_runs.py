@@ -11,7 +11,7 @@ import copy
 import json
 from pathlib import Path
 
-from isobench.analysis import runs
+from isobench.analysis.kit import runs
 from isobench.store import Store
 
 from conftest import FIXTURES

@@ -1,4 +1,4 @@
-"""The average of ratios with its interval over repetitions (analysis/averages.py):
+"""The average of ratios with its interval over repetitions (analysis/kit/averages.py):
 its coverage in simulation, its arithmetic against scipy, the counter-step
 term, and columns averaged over the rows they share."""
 
@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from isobench.analysis import averages
+from isobench.analysis.kit import averages
 
 scipy_stats = pytest.importorskip("scipy.stats")
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from isobench.analysis import runs, sections as analysis_sections
+from isobench.analysis.kit import runs
+from isobench.analysis import sections as analysis_sections
 from isobench.cli import build_parser
 from isobench.core import benchmarks
 from isobench.measure import kvserver, lwcserve, runner
@@ -52,7 +53,7 @@ def test_the_section_registries_name_the_records_sections():
     assert len(built) == len(set(built))
     assert set(built) == set(benchmarks.sections())
     # Every section shown has a renderer; kv's is drawn by the tables and
-    # plots that read it (render/table.py, paper.py, plots.py).
+    # plots that read it (render/kit/table.py, paper.py, plots.py).
     assert set(render_sections.RENDERERS) <= set(built)
     # Every section a record shows its results in full in has a text block.
     for b in benchmarks.RECORDS:

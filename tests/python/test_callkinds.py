@@ -1,15 +1,15 @@
-"""ERIM's call kinds in the summary and its rendering (analysis/callkinds.py,
-render/callkinds.py): for each kind, mpk's value minus direct's, with the
+"""ERIM's call kinds in the summary and its rendering (analysis/families/callkinds.py,
+render/families/callkinds.py): for each kind, mpk's value minus direct's, with the
 Welch interval of stats.difference_interval, beside ERIM's and Konrad's
 published ranges; computed from synthetic stored runs whose every value is
 known (synthetic_runs.py)."""
 
 import pytest
 
-from isobench.analysis import callkinds
+from isobench.analysis.families import callkinds
 from isobench.core import stats
 from isobench.render import report, sections as render_sections
-from isobench.render import table
+from isobench.render.kit import table
 
 from synthetic_runs import rep_factor, result, summary_of
 
@@ -141,7 +141,7 @@ def test_the_published_ranges_are_the_reference_rows(tmp_path, monkeypatch):
     changes the section, digits as printed, citation with it."""
     import dataclasses
 
-    from isobench.analysis import reference
+    from isobench.analysis.kit import reference
     rows = reference.load()
     by = {r.id: r for r in rows}
     assert [by[i].text() for i in ("erim-gate-overhead-low", "erim-gate-overhead-high",

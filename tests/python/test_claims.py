@@ -1,4 +1,4 @@
-"""The claim verdict (analysis/claims.py): its rule on hand-made intervals,
+"""The claim verdict (analysis/kit/claims.py): its rule on hand-made intervals,
 and by simulation through the project's own ratio interval (claims_sim.py)
 how often it says "does not reproduce" of data that reproduces."""
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from isobench.analysis import claims
-from isobench.render import claims as render_claims
+from isobench.analysis.kit import claims
+from isobench.render.kit import claims as render_claims
 
 from claims_sim import verdicts
 

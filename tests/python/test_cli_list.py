@@ -61,7 +61,7 @@ def test_list_table(isobench):
 
 
 def test_list_fits_100_columns_and_wide_keeps_each_summary_on_its_line():
-    from isobench.render import table
+    from isobench.render.kit import table
     long = "a summary of many words that goes on " * 6
     mechs = [{"name": "process-futex", "available": True, "isolation": "enforced",
               "summary": long.strip()},

@@ -14,7 +14,8 @@ import pytest
 
 from isobench.analysis import compare, summary
 from isobench.core import stats
-from isobench.render import compare as render_compare, table
+from isobench.render import compare as render_compare
+from isobench.render.kit import table
 
 from conftest import assert_one_error_line
 from fixture_runs import fixture, import_doc, load_doc

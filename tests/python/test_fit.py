@@ -1,4 +1,4 @@
-"""Least squares and its intervals (analysis/fit.py) against scipy, a test
+"""Least squares and its intervals (analysis/kit/fit.py) against scipy, a test
 dependency only."""
 
 import math
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from isobench.analysis import fit
+from isobench.analysis.kit import fit
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
@@ -83,7 +83,7 @@ def test_mean_interval_needs_two_values():
 
 import numpy as np  # noqa: E402
 
-from isobench.analysis import lwc  # noqa: E402
+from isobench.analysis.families import lwc  # noqa: E402
 from isobench.core import stats  # noqa: E402
 
 scipy_optimize = pytest.importorskip("scipy.optimize")

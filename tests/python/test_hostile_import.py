@@ -21,7 +21,7 @@ import sqlite3
 
 import pytest
 
-from isobench.render import plots
+from isobench.render.kit import plots
 from isobench.store import Store
 
 from conftest import assert_one_error_line
@@ -34,7 +34,7 @@ CLEAR = "\x1b[2J\x1b[H"
 TEX = "\\input{/etc/passwd}"
 HOSTILE = f"h{MATH}{SCRIPT}|{TITLE}{CLEAR}{TEX}\r\nnext| a | b |\x9b31m\u202etxt\x00"
 
-# What a terminal would act on (render/table.py: terminal()).
+# What a terminal would act on (render/kit/table.py: terminal()).
 RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -403,7 +403,7 @@ def test_json_nested_too_deeply_is_refused(isobench, tmp_path):
 
 
 def test_a_long_host_name_is_cut_in_runs(isobench, tmp_path, export):
-    from isobench.render import table
+    from isobench.render.kit import table
     doc = json.loads(json.dumps(export))
     doc["environment"]["hostname"] = "h" * 100_000
     p = isobench("import", str(_write(tmp_path, doc)))

@@ -13,7 +13,8 @@ import sys
 import pytest
 
 from conftest import assert_one_error_line, load_fake
-from isobench.analysis import inspect, quantities
+from isobench.analysis.families import inspect
+from isobench.analysis.kit import quantities
 from isobench.core import stats
 
 FAKE = load_fake()

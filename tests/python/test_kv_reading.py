@@ -13,7 +13,7 @@ import pytest
 from conftest import REPO, Isobench, assert_one_error_line
 from fixture_runs import fixture, load_doc
 
-from isobench.analysis import kv as kv_analysis
+from isobench.analysis.families import kv as kv_analysis
 from isobench.analysis import summary
 from isobench.render import report
 

@@ -8,7 +8,7 @@ import random
 
 import numpy as np
 
-from isobench.analysis import runs
+from isobench.analysis.kit import runs
 from isobench.core import stats
 from isobench.store import Store, decode_sample_array, decode_samples, encode_samples
 

@@ -1,4 +1,4 @@
-"""The lwC sections (analysis/lwc.py, render/lwc.py) on synthetic stored
+"""The lwC sections (analysis/families/lwc.py, render/families/lwc.py) on synthetic stored
 runs: the creation fit per repetition and its interval (against scipy), the
 slope over the COW fault, one-way and round trip kept apart with the
 published one-way figures beside the one-way table only, refmon's seconds
@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from isobench.analysis import claims, fit, reference
-from isobench.render import plots, sections as render_sections, table
+from isobench.analysis.kit import claims, fit, reference
+from isobench.render.kit import plots, table
+from isobench.render import sections as render_sections
 
 from synthetic_runs import rep_factor, result, summary_of
 

@@ -1,5 +1,5 @@
 """lwc-serve --monitor and --doc-bytes (measure/lwcmonitor.py,
-analysis/lwcmonitor.py): the points, real servers under each reference
+analysis/families/lwcmonitor.py): the points, real servers under each reference
 monitor with the monitor's count of checked calls, the document sizes in
 lwc-serve's own tables, the lwc-monitor section and its plot, and the
 options refused where they do not belong.
@@ -16,13 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from isobench.analysis import (claims, lwcmonitor as section, reference, runs, sections,
-                               summary)
+from isobench.analysis.kit import claims, reference, runs
+from isobench.analysis.families import lwcmonitor as section
+from isobench.analysis import sections, summary
 from isobench.core import stats
 from isobench.measure import lwcmonitor, lwcserve, proc
 from isobench.measure.driver import _catalog_from
 from isobench.core.records import NO_MECHANISM, Result
-from isobench.render import lwcmonitor as render, plots, report, table
+from isobench.render.families import lwcmonitor as render
+from isobench.render.kit import plots, table
+from isobench.render import report
 from isobench.store import Store
 
 HERE = Path(__file__).resolve().parent

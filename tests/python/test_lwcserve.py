@@ -17,11 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from isobench.analysis import lwcserve as section, runs, sections, summary
+from isobench.analysis.families import lwcserve as section
+from isobench.analysis.kit import runs
+from isobench.analysis import sections, summary
 from isobench.measure import lwcserve, proc
 from isobench.measure.driver import _catalog_from
 from isobench.core.records import NO_MECHANISM, Result
-from isobench.render import lwcserve as render, plots, report, table
+from isobench.render.families import lwcserve as render
+from isobench.render.kit import plots, table
+from isobench.render import report
 from isobench.store import Store
 
 HERE = Path(__file__).resolve().parent
@@ -397,7 +401,7 @@ def test_lwc_event_claim_sets_a_context_per_connection_against_the_event_loop(tm
 
 def test_rollback_against_both_baselines_and_what_a_rollback_costs(tmp_path):
     from synthetic_runs import summary_of
-    from isobench.analysis.quantities import published
+    from isobench.analysis.kit.quantities import published
     rb = {"rollback_method": "uffd", "rollback_us_per_session": 80.0,
           "rollback_pages_per_session": 10.0}
     res = _points({("shared", 256): (90000.0, 4.0, {}), ("prefork", 256): (60000.0, 6.0, {}),

@@ -7,7 +7,8 @@ import pytest
 
 from isobench.analysis import summary
 from isobench.core import stats
-from isobench.render import plots, report, table
+from isobench.render.kit import plots, table
+from isobench.render import report
 
 from fixture_runs import fixture, load_doc
 from os_fixtures import delegate_run, pingpong_run, sched_run

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from isobench.analysis import checks, oslat, summary
+from isobench.analysis import checks, summary
+from isobench.analysis.families import oslat
 from isobench.core import stats
-from isobench.render import oslat as render_oslat
-from isobench.render import plots, report, table
+from isobench.render.families import oslat as render_oslat
+from isobench.render.kit import plots, table
+from isobench.render import report
 
 from fixture_runs import fixture, load_doc
 from os_fixtures import OSLAT_CELLS, oslat_run

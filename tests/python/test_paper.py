@@ -282,7 +282,7 @@ def test_kv_ratios_carry_intervals_readings_and_resolutions(tmp_path):
     assert "n=2" in under[3] and "[" in under[3]
     assert "steps of 26 tsc\\_ticks" in kv
     # The console's kv table reads them the same way.
-    from isobench.render import table
+    from isobench.render.kit import table
     console = "\n".join(table.narrow_tables(doc))
     lines = [l for l in console.splitlines() if l.startswith("uthread")]
     assert "1.25 [" in lines[0] and "q±45%" in lines[0] and "=1" not in lines[0]
@@ -358,7 +358,7 @@ def _texts(fig):
 
 
 def test_plots_at_paper_widths_without_run_ids(tmp_path):
-    from isobench.render import plots
+    from isobench.render.kit import plots
     doc = _doc(tmp_path, with_skipped_kv_size(fixture("clean_run")))
     for width in plots.WIDTHS.values():
         drawn = [p for p in plots.draw(doc, width) if p.figure is not None]
@@ -370,7 +370,7 @@ def test_plots_at_paper_widths_without_run_ids(tmp_path):
 
 
 def test_switch_plot_orders_by_cost_and_keeps_direct_apart(tmp_path):
-    from isobench.render import plots
+    from isobench.render.kit import plots
     doc = _doc(tmp_path)
     fig = plots.switch_plot(doc).figure
     main, small = fig.axes[:2]
@@ -384,14 +384,14 @@ def test_switch_plot_orders_by_cost_and_keeps_direct_apart(tmp_path):
 
 
 def test_styles_tell_series_apart_without_colour():
-    from isobench.render import plots
+    from isobench.render.kit import plots
     looks = [plots.style(i) for i in range(len(plots.PALETTE) * 2)]
     assert len({(l["marker"], l["linestyle"]) for l in looks}) == len(looks)
     assert len({l["color"] for l in looks[:len(plots.PALETTE)]}) == len(plots.PALETTE)
 
 
 def test_kv_plot_marks_a_skipped_size(tmp_path):
-    from isobench.render import plots
+    from isobench.render.kit import plots
     doc = _doc(tmp_path, with_skipped_kv_size(fixture("clean_run")))
     p = plots.kv_plot(doc)
     marks = [l for l in p.figure.axes[0].get_lines() if l.get_marker() == "x"]
@@ -403,7 +403,7 @@ def test_kv_plot_marks_a_skipped_size(tmp_path):
 def test_a_mechanism_keeps_its_look_from_plot_to_plot(tmp_path):
     """kv-overhead leaves direct out; its other lines keep kv's colours and
     markers, and the payload plot's, so one legend reads for all."""
-    from isobench.render import plots
+    from isobench.render.kit import plots
     run = fixture("clean_run")
     # A second mechanism in kv, cheaper than mpk but after it alphabetically.
     for r in [r for r in run["results"] if r["benchmark"] == "kv" and r["mechanism"] == "mpk"]:

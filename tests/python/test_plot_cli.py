@@ -59,7 +59,7 @@ def test_find_config_prefers_the_exact_params(tmp_path):
     other configurations also match its words (a subset of their params)."""
     from isobench.analysis import summary
     from isobench.errors import UsageError
-    from isobench.render import plots
+    from isobench.render.kit import plots
     doc = summary.build(load_doc(tmp_path, fixture("clean_run")))
     for c in doc["configs"]:
         assert plots.find_config(doc, plots.config_text(c)) is c
@@ -79,7 +79,7 @@ def _samples_of(tmp_path, run, benchmark, mechanism):
 
 
 def test_samples_plot_draws_every_repetition_and_the_headline(tmp_path):
-    from isobench.render import plots
+    from isobench.render.kit import plots
     c, reps = _samples_of(tmp_path, with_repetitions(fixture("clean_run"), 3), "switch", "mpk")
     p = plots.samples_plot(c, reps)
     ecdf, hist = p.figure.axes
@@ -99,7 +99,7 @@ def test_samples_plot_says_when_the_headline_is_outside_the_samples(tmp_path):
     """A headline below every sample (as a batched estimate of a short region
     is, the samples carrying the region's own overhead) is said on the plot
     and in its caption."""
-    from isobench.render import plots
+    from isobench.render.kit import plots
     c, reps = _samples_of(tmp_path, with_repetitions(fixture("clean_run"), 3), "switch", "mpk")
     low = {**c, "headline": {**c["headline"], "value": c["headline"]["value"] / 10,
                              "ns": None, "interval": None, "source": "batched"}}
@@ -113,7 +113,7 @@ def test_samples_plot_says_when_the_headline_is_outside_the_samples(tmp_path):
 
 
 def test_samples_plot_without_samples_says_so(tmp_path):
-    from isobench.render import plots
+    from isobench.render.kit import plots
     c, _ = _samples_of(tmp_path, fixture("clean_run"), "switch", "mpk")
     p = plots.samples_plot(c, [(1, [])])
     assert p.figure is None and "no stored samples" in p.note

@@ -2,7 +2,7 @@
 
 import pytest
 
-from isobench.analysis import reference
+from isobench.analysis.kit import reference
 from isobench.render import reference as render_reference
 
 

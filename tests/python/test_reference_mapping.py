@@ -1,6 +1,6 @@
 """A published figure stands beside one local configuration or none, in the
 source's digits, and two figures beside one configuration can be told
-apart (data/reference.csv, analysis/reference.py)."""
+apart (data/reference.csv, analysis/kit/reference.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from isobench.analysis import reference
-from isobench.analysis.oslat import SINGLE_VARIANT
+from isobench.analysis.kit import reference
+from isobench.analysis.families.oslat import SINGLE_VARIANT
 from isobench.render import reference as render_reference
 
 from fixture_runs import load_doc

@@ -34,7 +34,7 @@ def with_kv_server(doc):
 
 def test_kv_server_plot_names_every_server(tmp_path):
     from isobench.analysis import summary
-    from isobench.render import plots
+    from isobench.render.kit import plots
     data = load_doc(tmp_path, with_kv_server(fixture("clean_run")))
     plot = plots.kv_server_plot(summary.build(data))
     axis = plot.figure.axes[0]
@@ -218,7 +218,7 @@ def test_json_export_names_the_store_by_file_name(isobench):
 
 
 def test_sixteen_mechanisms_have_sixteen_looks():
-    from isobench.render import plots
+    from isobench.render.kit import plots
     names = [f"m{i:02d}" for i in range(15)] + ["direct"]
     looks = plots.styles(names)
     assert len({(l["color"], l["marker"]) for l in looks.values()}) == 16
@@ -253,7 +253,7 @@ def _kv_doc(tmp_path, direct_factor):
 
 
 def test_overhead_plot_says_where_direct_itself_jumps(tmp_path):
-    from isobench.render import plots
+    from isobench.render.kit import plots
     doc = _kv_doc(tmp_path, 2.5)
     jumps = plots.baseline_jumps(doc)
     assert list(jumps) == ["same-cpu"] and [s for s, _ in jumps["same-cpu"]] == [1 << 20]
@@ -266,7 +266,7 @@ def test_overhead_plot_says_where_direct_itself_jumps(tmp_path):
 
 
 def test_overhead_plot_marks_no_jump_where_direct_holds(tmp_path):
-    from isobench.render import plots
+    from isobench.render.kit import plots
     doc = _kv_doc(tmp_path, 1.05)
     assert plots.baseline_jumps(doc) == {}
     p = plots.kv_overhead_plot(doc)
@@ -278,7 +278,8 @@ def test_report_shows_the_samples_of_every_configuration(tmp_path):
     """One ECDF per configuration of the headline phase, its headline a dot
     on it, one panel per mechanism; folded into the page."""
     from isobench.analysis import summary
-    from isobench.render import plots, report
+    from isobench.render.kit import plots
+    from isobench.render import report
     data = load_doc(tmp_path, with_repetitions(with_second_kv_size(fixture("clean_run")), 3))
     doc = summary.build(data)
     samples = plots.config_samples(data)

@@ -1,6 +1,6 @@
 """The files of `isobench report`: fonts a paper submission accepts, text
 in SVG that is text, every file naming its run, and a report folder that
-holds only the files of the run it shows (render/reportdir.py)."""
+holds only the files of the run it shows (render/kit/reportdir.py)."""
 
 import json
 import os

@@ -3,7 +3,8 @@ analysis/sections.py reaches the console table, summary.md, index.html and
 the plots through render/sections.py, in its place."""
 
 from isobench.analysis import sections
-from isobench.render import plots, report, sections as render_sections, table
+from isobench.render.kit import plots, table
+from isobench.render import report, sections as render_sections
 
 from fixture_runs import fixture, load_doc
 

@@ -1,4 +1,4 @@
-"""Server CPU per request (measure/cputime.py, analysis/cpu.py): the /proc
+"""Server CPU per request (measure/cputime.py, analysis/kit/cpu.py): the /proc
 accounting of a process tree, the per-request arithmetic, its interval over
 repetitions (shown by simulation to cover the true value as often as it
 says), and the kv-server and lwc-serve sections built from synthetic
@@ -15,9 +15,11 @@ import pytest
 
 from serve_helpers import NEEDS_SCHEDSTAT
 
-from isobench.analysis import cpu, summary
+from isobench.analysis.kit import cpu
+from isobench.analysis import summary
 from isobench.measure import cputime, kvserver
-from isobench.render import lwcserve as render_serve, table
+from isobench.render.families import lwcserve as render_serve
+from isobench.render.kit import table
 
 from synthetic_runs import result, summary_of
 

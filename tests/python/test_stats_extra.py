@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from isobench.analysis import units
+from isobench.analysis.kit import units
 from isobench.core import stats
 
 scipy_stats = pytest.importorskip("scipy.stats")

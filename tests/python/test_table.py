@@ -1,7 +1,7 @@
 """Table formatting: numbers, extra params, notes for failures."""
 
-from isobench.analysis import units
-from isobench.render import table
+from isobench.analysis.kit import units
+from isobench.render.kit import table
 
 
 def test_fmt_num():
@@ -119,7 +119,7 @@ def test_a_folded_label_breaks_between_words_not_inside_them():
     """compare's mechanism column, 15 wide: "direct (indirect-call)" goes
     on two lines, the second the whole word (once it was "(indirect-cal",
     "l)"); a word wider than the column itself is still cut, never lost."""
-    from isobench.render import table
+    from isobench.render.kit import table
     rows = [["direct (indirect-call)", "x" * 84], ["direct (inline)", "y" * 84]]
     out = table.render_fit(["mechanism", "rest"], rows, flex=0, width=101)
     lines = out.splitlines()
@@ -134,7 +134,7 @@ def test_a_folded_block_leaves_out_rows_with_nothing_in_it():
     """oslat's published column holds the averaged rows only: its block
     (the second, here) leaves out the rows with '-' alone; the first block
     keeps every row."""
-    from isobench.render import table
+    from isobench.render.kit import table
     heads = ["row", "a", "b", "pub"]
     rows = [["r1", "1.00", "2.00", "1.20"], ["r2", "1.00", "2.00", "-"]]
     first, second = table.fold(heads, rows, width=17, keep=1, drop_empty=True).split("\n\n")
@@ -146,7 +146,7 @@ def test_two_folding_columns_share_the_room_without_cutting_words():
     """compare folds the label and the verdict: each gets its longest word
     first ("(indirect-call)", "significant"), then the split that takes the
     fewest lines; proportional shares had cut "(indir" / "ect-call)"."""
-    from isobench.render import table
+    from isobench.render.kit import table
     rows = [["direct (indirect-call)", "y" * 60, "not significant"],
             ["direct (inline)", "y" * 60, "not significant"]]
     out = table.render_fit(["mechanism", "x", "verdict"], rows, flex=(0, 2), width=94)

@@ -1,4 +1,4 @@
-"""Tail quantiles (analysis/tails.py): printed only where the samples carry
+"""Tail quantiles (analysis/kit/tails.py): printed only where the samples carry
 them, with a distribution-free interval whose ranks are scipy's binomial
 and whose coverage holds in simulation."""
 
@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from isobench.analysis import tails
+from isobench.analysis.kit import tails
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
@@ -87,7 +87,7 @@ def test_over_repetitions_is_a_maximum_when_one_repetition_is_short():
 
 def test_kv_server_p99_needs_a_thousand_timed_requests():
     from isobench.analysis import summary
-    from isobench.render import table
+    from isobench.render.kit import table
 
     def entry(events):
         return {"repetitions": [{"outputs": {"ops_per_s": 1000.0, "latency_avg_ns": 300e3,

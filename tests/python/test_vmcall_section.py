@@ -1,12 +1,13 @@
-"""The vmcall section (analysis/vmcall.py, render/vmcall.py) on made-up
+"""The vmcall section (analysis/families/vmcall.py, render/families/vmcall.py) on made-up
 configurations: each exit's ratio to the null system call of the same run,
 the kvm mechanism's row, the caveat, and SEIMI's Table I rows where the
 reference data has them (and the sentence saying it has none)."""
 
 from __future__ import annotations
 
-from isobench.analysis import reference, vmcall
-from isobench.render import vmcall as render
+from isobench.analysis.kit import reference
+from isobench.analysis.families import vmcall
+from isobench.render.families import vmcall as render
 
 CAVEAT = "nested virtualization: costs more than on bare metal"
 

@@ -1,4 +1,4 @@
-"""The workload sections (analysis/workloads.py, render/workloads.py) on
+"""The workload sections (analysis/families/workloads.py, render/families/workloads.py) on
 synthetic stored runs whose every number is known: the break-even rule on a
 known curve, Morello's tables with their ratios and published rows, memory
 faults and rates, the cold pipe call, scale's limits; and one short real run
@@ -11,8 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from isobench.analysis import workloads
-from isobench.render import plots, report, sections as render_sections, table
+from isobench.analysis.families import workloads
+from isobench.render.kit import plots, table
+from isobench.render import report, sections as render_sections
 
 from conftest import REPO, Isobench
 from synthetic_runs import rep_factor, result, summary_of
@@ -307,7 +308,7 @@ def test_pipeio_keeps_the_cold_call_apart_beside_morellos(tmp_path):
     # quotient from 78.5 / 2.5 to 79.5 / 1.5, not "39.50".
     lo, hi = pub[("read", False)]["in_over_out_range"]
     assert (lo, hi) == (pytest.approx(78.5 / 2.5), pytest.approx(79.5 / 1.5))
-    from isobench.render import workloads as render_workloads
+    from isobench.render.families import workloads as render_workloads
     assert render_workloads._printed_ratio(pub[("read", False)]) == "31..53 (derived)"
     # The write beside this run's rows: 0.003 / 0.001 ms is 1.7 to 7, printed so.
     assert "2..7 (derived)" in text

@@ -100,7 +100,7 @@ def test_scale_limit_is_an_option():
 def test_workload_outputs_do_not_split_configs():
     """What a workload result measured (faults, rates, counts, where it ran)
     is output, so repetitions pool and a mechanism finds its `direct`."""
-    from isobench.analysis import runs
+    from isobench.analysis.kit import runs
     ws = {"placement": "same-cpu", "variant": "entry", "k": 1000, "kernel": "lcg-xorshift64",
           "seed": 1, "value": 2, "calls_checked": 5000, "ns_per_iteration": 2.5, "batch_k": 250}
     assert runs.identity(ws) == {"placement": "same-cpu", "variant": "entry", "k": 1000,

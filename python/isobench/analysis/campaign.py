@@ -27,7 +27,8 @@ from __future__ import annotations
 import json
 from typing import Mapping, Sequence
 
-from . import runs, summary
+from .kit import runs
+from . import summary
 from ..errors import UsageError
 from ..store import Store
 

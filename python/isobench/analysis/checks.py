@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 from ..core import owner, stats
-from .runs import CLIENT_COUNTERS, MACRO, Config, RunData, needs_baseline
+from .kit.runs import CLIENT_COUNTERS, MACRO, Config, RunData, needs_baseline
 from ..core.records import NO_MECHANISM
 
 DOC = "docs/reducing-variance.md"
@@ -675,7 +675,7 @@ def check_load(data: RunData, doc: Mapping) -> Fired | None:
 
 def check_percentage_geomean(data: RunData, doc: Mapping) -> Fired | None:
     """The oslat section sets SEIMI's averages, geometric means of percentage
-    overheads, beside our geometric means of ratios (analysis/oslat.py)."""
+    overheads, beside our geometric means of ratios (analysis/families/oslat.py)."""
     section = (doc.get("sections") or {}).get("oslat") or {}
     hit, undefined = [], []
     for t in section.get("tables") or ():

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Mapping, Sequence
 
-from . import runs, units
+from .kit import runs, units
 from ..core import stats
 from .summary import config_by_key
 

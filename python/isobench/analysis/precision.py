@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from . import runs, summary
+from .kit import runs
+from . import summary
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from . import callkinds, inspect, kv, lwc, lwcmonitor, lwcserve, microkernel, oslat, vmcall, workloads
-from .runs import RunData
+from .families import (callkinds, inspect, kv, lwc, lwcmonitor, lwcserve, microkernel, oslat,
+                       vmcall, workloads)
+from .kit.runs import RunData
 
 Builder = Callable[[RunData, Mapping], "dict | None"]
 

@@ -56,10 +56,12 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from .. import __version__
-from . import checks, cpu, lwcserve, reference, runs, sections, tails, units
+from . import checks, sections
+from .kit import cpu, reference, runs, tails, units
+from .families import lwcserve
 from ..core import stats
 from ..core.records import NO_MECHANISM, REFERENCES
-from .runs import Config, RunData
+from .kit.runs import Config, RunData
 
 SUMMARY_VERSION = 1
 
@@ -496,7 +498,7 @@ def _kv_server(entry: dict, ref: dict | None) -> dict:
     out["latency_p99_enough"] = bool(events) and all(tails.enough(n, 0.99) for n in events)
     out["latency_max_ns"] = mid("latency_max_ns")
     # The headline: the server's CPU per request, per repetition, and the
-    # ratio to memcached's under the same load (analysis/cpu.py).
+    # ratio to memcached's under the same load (analysis/kit/cpu.py).
     per = lambda key, es: [o.get(key) for o in es]
     step = cpu.resolution(per("ops", outs))
     out["server_cpu"] = cpu.per_request(per("server_cpu_us_per_req", outs), step)
@@ -539,7 +541,7 @@ def aggregates(configs: Sequence[dict]) -> list[dict]:
     own also has the average over all of them (`own`)."""
     import json
 
-    from . import averages
+    from .kit import averages
     by_key = {tuple(c["key"]): c for c in configs}
     pops: dict[tuple, dict[tuple, list[averages.Row]]] = {}
     for c in configs:

@@ -15,7 +15,8 @@ from ..analysis import campaign as analysis_campaign
 from ..measure import campaign as measure_campaign, lifecycle, runner, slurm as measure_slurm
 from ..measure import inventory as measure_inventory
 from ..measure.driver import Driver, find_isob, repo_root
-from ..render import campaign as render_campaign, report, table
+from ..render import campaign as render_campaign, report
+from ..render.kit import table
 from ..errors import DriverError, UsageError
 from ..store import Store, interchange
 

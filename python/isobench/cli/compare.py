@@ -8,8 +8,10 @@ from pathlib import Path
 
 from .common import (EXIT_FAILED, EXIT_OK, Formatter, add_db, add_json, db_path, err,
                      print_json)
-from ..analysis import compare, runs, summary
-from ..render import compare as render_compare, table
+from ..analysis import compare, summary
+from ..analysis.kit import runs
+from ..render import compare as render_compare
+from ..render.kit import table
 from ..store import Store
 
 

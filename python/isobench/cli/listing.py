@@ -7,10 +7,11 @@ import argparse
 import os
 
 from .common import EXIT_FAILED, EXIT_OK, Formatter, add_json, positive_seconds, print_json
-from ..analysis import inspect
+from ..analysis.families import inspect
 from ..core.text import WIDTH
 from ..measure.driver import ISOLATION_TIMEOUT, Driver, Isolation, find_isob
-from ..render import matrix, table
+from ..render import matrix
+from ..render.kit import table
 
 
 def add_parsers(sub) -> None:

@@ -7,7 +7,8 @@ import argparse
 from pathlib import Path
 
 from .common import EXIT_FAILED, EXIT_OK, Formatter, add_db, add_json, print_json
-from ..analysis import checks, reference
+from ..analysis import checks
+from ..analysis.kit import reference
 from ..measure import sysinfo, system
 from ..render import reference as render_reference
 

@@ -15,10 +15,11 @@ from .common import (EXIT_FAILED, EXIT_OK, Formatter, add_db, add_json, add_wide
 from .listing import isolation_entries
 from .stored import print_run
 from ..core import attackers, benchmarks, validate
-from ..analysis import precision, runs, summary
+from ..analysis import precision, summary
+from ..analysis.kit import runs
 from ..measure import kvserver, lifecycle, lwcserve, progress, runner, sysinfo
 from ..measure.driver import ISOLATION_TIMEOUT, Catalog, Driver, find_isob, repo_root
-from ..render import table
+from ..render.kit import table
 from ..errors import UsageError
 from ..store import Store
 

@@ -11,8 +11,10 @@ from pathlib import Path
 from .common import (EXIT_OK, RUN_SPEC, Formatter, OutputError, add_db, add_json, add_wide,
                      db_path, positive_int, print_json)
 from ..core import attackers
-from ..analysis import checks, runs, summary
-from ..render import matrix, plots, report, table
+from ..analysis import checks, summary
+from ..analysis.kit import runs
+from ..render import matrix, report
+from ..render.kit import plots, table
 from ..errors import UsageError
 from ..store import Store, export, interchange
 

@@ -17,7 +17,7 @@ more than one stage needs lives here, below them all, and imports no stage:
     attackers  the isolation matrix's data model: attackers, cell verdicts,
                the cells of an isolation line and the one-word summary
     text       the one plain text-table function, WIDTH and wrap (measure's
-               own commands print with them; render/table.py builds on them)
+               own commands print with them; render/kit/table.py builds on them)
 
 Tables of results, units on screen and every other rendering belong to
 render/.  errors.py and the package's __version__ sit in this layer too.

@@ -36,9 +36,9 @@ This module owns the matrix's data: the cells of an isolation line
 (cells_from_line), what a run records of them (for_environment) and the
 one-word summary (the rule below, also in docs/mechanisms.md).
 render/matrix.py is the one rendering of it that ``list``, ``show`` and the
-report print; analysis/inspect.py adds ERIM's binary inspection to the MPK
-mechanisms' in-process cells, which read ``leaks`` where it finds a stray
-PKRU writer that a call reaches and mpk did not close.
+report print; analysis/families/inspect.py adds ERIM's binary inspection to
+the MPK mechanisms' in-process cells, which read ``leaks`` where it finds a
+stray PKRU writer that a call reaches and mpk did not close.
 
 The summary rule:
 

@@ -8,7 +8,7 @@ happened rather than select what was measured, which of `isobench run`'s
 options it reads (--placement, --sizes), its own repetitions and time-out,
 the phase that stands for it, how it finds its baseline, the sections of the
 summary document its results feed, and the help of the options only some
-benchmarks take.  Every name-keyed table of the layers above (analysis/runs.py,
+benchmarks take.  Every name-keyed table of the layers above (analysis/kit/runs.py,
 measure/runner.py, the cli's options, the section registries) is read from
 here, so that a new benchmark is one more record.
 
@@ -119,7 +119,7 @@ _LWC_OUTPUTS = frozenset({
     "scanned_pages", "round_trips", "b_ran", "median_a_to_b", "median_b_to_a",
     "monitored_calls", "monitored_expected", "denied", "probe", "bypass",
 })
-# Server CPU per request (analysis/cpu.py), kv-server and lwc-*: outputs.
+# Server CPU per request (analysis/kit/cpu.py), kv-server and lwc-*: outputs.
 _SERVER_CPU_OUTPUTS = frozenset({"server_cpu_us_per_req", "client_cpu_us_per_req",
                                  "cpu_source"})
 # lwc-serve, lwc-conns, lwc-curve (measure/lwcserve.py): what isob loadgen

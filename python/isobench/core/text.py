@@ -2,7 +2,7 @@
 
 The one text-table function (render: columns padded to their widest cell,
 two apart), notes wrapped to at most WIDTH columns, and nothing that knows
-a benchmark or a run: render/table.py builds the tables of results on these,
+a benchmark or a run: render/kit/table.py builds the tables of results on these,
 and measure/ prints its own commands' tables (tune, scrape) with them."""
 
 from __future__ import annotations

@@ -196,7 +196,7 @@ def mechanisms(asked: Sequence[str]) -> list[str]:
 # labels (matplotlib reads '$...$' as a formula), Markdown and HTML tables,
 # LaTeX and the terminal: a name that isob could never print is refused with
 # one line instead.  Free text (host names, failure reasons, the command
-# line) is not refused: every output escapes it (render/table.py).
+# line) is not refused: every output escapes it (render/kit/table.py).
 
 RESULT_NAME = re.compile(r"[a-z0-9][a-z0-9+._-]{0,63}(?::[A-Za-z0-9+._-]{1,64})?")
 PARAM_KEY = re.compile(r"[a-z_][a-z0-9_]{0,63}")

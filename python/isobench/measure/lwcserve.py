@@ -50,7 +50,7 @@ or memcached).  One result per point:
   (loadgen --samples), k in ``params.samples_every``;
 - ``params.throughput_rps`` and ``latency_{p50,p90,p99,p999,mean,max}_us``:
   loadgen's figures over every request, not only the kept samples;
-- ``params.server_cpu_us_per_req`` (the headline, analysis/cpu.py) and
+- ``params.server_cpu_us_per_req`` (the headline, analysis/kit/cpu.py) and
   ``params.client_cpu_us_per_req``: each side's CPU seconds over the
   requests verified, in microseconds;
 - ``params.client_busy`` and ``params.server_busy``: CPU seconds over the

@@ -17,7 +17,8 @@ import math
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from . import plots, report, table
+from .kit import plots, table
+from . import report
 from ..errors import UsageError
 
 DPI = 110

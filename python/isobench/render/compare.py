@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..analysis.compare import ABSOLUTE, NORMALIZED, Row
-from . import table
+from .kit import table
 
 # The table shows the Holm-adjusted p, the one the verdict reads; --json
 # has the unadjusted p, t and df of every row beside it.

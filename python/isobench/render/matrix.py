@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..core.attackers import ATTACKERS, fork_window, untested_cells
-from .table import render, wrap
+from .kit.table import render, wrap
 
 # Short names of the probes, for table cells.
 PROBE_SHORT = {

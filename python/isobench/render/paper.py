@@ -20,7 +20,7 @@ too wide.
                   (interval includes 1; ratio of quantized values, with
                   its resolution), and the geometric mean over the sizes
                   every mechanism shares with its interval (the kv section,
-                  analysis/kv.py)
+                  analysis/families/kv.py)
 
 CSV (`report --format csv`, results.csv): one row per configuration in tidy
 form (one observation per row, one variable per column): the run, the
@@ -45,11 +45,11 @@ import json
 import re
 from typing import Mapping, Sequence
 
-from ..analysis.kv import STEPS_FEW
-from ..analysis.runs import BASELINE, OUTPUT_PARAMS
+from ..analysis.families.kv import STEPS_FEW
+from ..analysis.kit.runs import BASELINE, OUTPUT_PARAMS
 from ..core.records import RUN_COLUMNS, run_columns
 from ..core.validate import csv_text
-from . import table
+from .kit import table
 
 # ---- LaTeX ----
 

@@ -1,12 +1,12 @@
-"""`isobench reference` as text: the published figures (analysis/reference.py,
+"""`isobench reference` as text: the published figures (analysis/kit/reference.py,
 data/reference.csv) one block per source, marked as measured elsewhere."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from ..analysis.reference import Reference
-from . import table
+from ..analysis.kit.reference import Reference
+from .kit import table
 
 NO_LINK = "no DOI or public URL (unpublished report or slides)"
 

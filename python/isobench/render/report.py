@@ -50,11 +50,12 @@ import shutil
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from . import matrix, paper, plots, reportdir, sections, table
+from . import matrix, paper, sections
+from .kit import plots, reportdir, table
 from .. import __version__
 from ..core import attackers
 from ..analysis import checks
-from ..analysis import kv as kv_analysis
+from ..analysis.families import kv as kv_analysis
 from ..errors import UsageError
 
 METHODOLOGY = "docs/methodology.md"

@@ -7,7 +7,7 @@ thing a reader sees).  Renderers read the section and the document only."""
 
 from __future__ import annotations
 
-from . import table as _table
+from .kit import table as _table
 from ..core import benchmarks
 from dataclasses import dataclass
 from typing import Callable, Mapping
@@ -28,7 +28,8 @@ class Renderer:
     first: bool = False
 
 
-from . import callkinds, inspect, lwc, lwcmonitor, lwcserve, microkernel, oslat, vmcall, workloads  # noqa: E402  (the families' renderers, in modules of their own)
+from .families import (callkinds, inspect, lwc, lwcmonitor, lwcserve, microkernel, oslat, vmcall,
+                       workloads)
 
 # Section name -> its renderer.
 RENDERERS: dict[str, Renderer] = {

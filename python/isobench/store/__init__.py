@@ -345,7 +345,7 @@ def warn(message: str) -> None:
     if message in _WARNED:
         return
     _WARNED.add(message)
-    # Control characters visible, as render/table.py's terminal() writes them
+    # Control characters visible, as render/kit/table.py's terminal() writes them
     # (the store sits below render): a damaged value is named with repr().
     line = "".join(ch if ch.isprintable() else repr(ch)[1:-1]
                    for ch in " ".join(message.split()))

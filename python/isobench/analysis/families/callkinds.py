@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from . import reference, units
-from ..core import stats
-from .runs import RunData
+from ..kit import reference, units
+from ...core import stats
+from ..kit.runs import RunData
 
 KINDS = ("inline", "direct-call", "indirect-call")
 PLAIN = "direct"

@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 from typing import Mapping, Sequence
 
-from ..core.attackers import untested_cells
-from .quantities import (entries, geomean_of, not_ok, outputs, published, quantity, scaled,
-                         time_of)
-from .runs import RunData
+from ...core.attackers import untested_cells
+from ..kit.quantities import (entries, geomean_of, not_ok, outputs, published, quantity, scaled,
+                              time_of)
+from ..kit.runs import RunData
 
 # ERIM's program in its inspection measurement (Konrad 2023, §3.1.2: 17.7 ms
 # for 3,918 pages of 4 KiB): the local cost is also given for this many pages.

@@ -32,8 +32,8 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
-from . import averages, runs
-from .runs import RunData
+from ..kit import averages, runs
+from ..kit.runs import RunData
 
 BENCHMARK = "kv"
 

@@ -26,11 +26,11 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
-from . import claims, fit, units
-from ..core import stats
-from .quantities import (entries, geomean_of, inverse, middle, not_ok, outputs, published,
-                         quantity, ratio_of, rep_medians_ns, scaled, time_of)
-from .runs import RunData
+from ..kit import claims, fit, units
+from ...core import stats
+from ..kit.quantities import (entries, geomean_of, inverse, middle, not_ok, outputs, published,
+                              quantity, ratio_of, rep_medians_ns, scaled, time_of)
+from ..kit.runs import RunData
 
 # ---- lwc-create ----
 

@@ -3,7 +3,7 @@
 
 Per document size and session length L, a row per monitor (none, inline,
 procsep, lwc) as lwc-serve's rows (throughput with its interval, latency,
-CPU, the saturated side: analysis/lwcserve.py), plus the system calls the
+CPU, the saturated side: analysis/families/lwcserve.py), plus the system calls the
 monitor checked per request, and each monitor's throughput over none's
 with the Welch interval of the log ratio over repetitions.
 
@@ -11,7 +11,7 @@ lwC's claims (Litton et al., OSDI 2016, "Reference monitoring" and the
 Apache prefork figure with inline, procsep and lwc-mon): lwc-mon is about
 twice as fast as a separate monitor process (procsep), and the overhead of
 monitoring grows with the share of monitored calls among all.  The first
-is judged here (analysis/claims.py, claim lwc-refmon-2x-serve) on lwc's
+is judged here (analysis/kit/claims.py, claim lwc-refmon-2x-serve) on lwc's
 throughput over procsep's at every point, with the Welch interval of the
 log ratio over repetitions (quantities.ratio_of_values), by the one rule
 every claim of the report is judged by."""
@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from . import claims as claim_rule, reference, runs
-from ..core import stats
+from ..kit import claims as claim_rule, reference, runs
+from ...core import stats
 from .lwcserve import SERVE, _row
-from .quantities import ratio_of_values
-from .runs import RunData
+from ..kit.quantities import ratio_of_values
+from ..kit.runs import RunData
 
 ORDER = ("none", "inline", "procsep", "lwc")
 CLAIM = ("lwC: lwc-mon outperforms a process-separated monitor (procsep) by a factor of two "

@@ -2,7 +2,7 @@
 docs/serve.md): per server and session length L (lwc-serve), per server
 and concurrency (lwc-conns), per server and offered rate (lwc-curve), the
 server's CPU per request over repetitions with its interval and its ratio
-to memcached's at the same point (analysis/cpu.py: the headline), the
+to memcached's at the same point (analysis/kit/cpu.py: the headline), the
 throughput over repetitions with its interval, the
 latency quantiles isob loadgen measured over every request (p99 and p99.9
 only where the requests carry them, else the maximum: tails.py), and both
@@ -10,16 +10,16 @@ CPU figures, with which of generator and server saturated its CPU first.
 A point some of whose repetitions failed gives bounds, and says so.
 
 The rows go out in a fixed order (variant, then server, then L or C) so
-that the renderer (render/lwcserve.py) only lays them out."""
+that the renderer (render/families/lwcserve.py) only lays them out."""
 
 from __future__ import annotations
 
 from typing import Mapping
 
-from . import claims, cpu, runs, tails
-from ..core import stats
-from .quantities import published, ratio_of_values
-from .runs import RunData
+from ..kit import claims, cpu, runs, tails
+from ...core import stats
+from ..kit.quantities import published, ratio_of_values
+from ..kit.runs import RunData
 
 SERVE, CONNS, CURVE = "lwc-serve", "lwc-conns", "lwc-curve"
 SERVE_ORDER = ("shared", "fork", "prefork", "rollback", "per-connection", "memcached")
@@ -125,7 +125,7 @@ def _row(cfg, key: str, failed: int = 0) -> dict:
         t = lat.get(name)
         row[f"latency_{name}_us"] = t["value"] if t and t["enough"] else None
     # The headline: CPU per request of each side, one value per repetition
-    # (analysis/cpu.py), widened by the CPU clock's step.
+    # (analysis/kit/cpu.py), widened by the CPU clock's step.
     step = cpu.resolution(p.get("verified") for p in ps)
     srv = [p.get("server_cpu_us_per_req") for p in ps]
     cli = [p.get("client_cpu_us_per_req") for p in ps]
@@ -192,7 +192,7 @@ def _speed_over(r: dict, base: dict, label: str) -> tuple[dict | None, str]:
 
 def _against_memcached(rows: list[dict], key: str) -> None:
     """Each row's server CPU per request over memcached's at the same key
-    (L, C or offered rate), with its interval (analysis/cpu.py)."""
+    (L, C or offered rate), with its interval (analysis/kit/cpu.py)."""
     ref = {r[key]: r for r in rows if r["server"] == REFERENCE}
     for r in rows:
         m = ref.get(r[key])

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from . import units
-from ..core import stats
-from .runs import RunData
+from ..kit import units
+from ...core import stats
+from ..kit.runs import RunData
 
 PINGPONG, DELEGATE, SCHED = "pingpong", "delegate", "sched"
 NONE = "none"
@@ -37,7 +37,7 @@ SLIDES_PREFIX = "cheri-ukernel-"
 def _ratio_of(x, base):
     # summary builds the sections (summary -> sections -> this module), so
     # its ratio rule is reached at call time.
-    from .summary import ratio_of
+    from ..summary import ratio_of
     return ratio_of(x, base)
 
 

@@ -54,9 +54,9 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from . import averages, reference, units
-from ..core import stats
-from .runs import RunData
+from ..kit import averages, reference, units
+from ...core import stats
+from ..kit.runs import RunData
 
 BENCHMARK = "oslat"
 BASELINE = "none"
@@ -139,7 +139,7 @@ def _row_key(params: Mapping) -> tuple[str, str, str, str]:
 def _ratio_of(x, base):
     # summary builds the sections (summary -> sections -> this module), so
     # its ratio rule is reached at call time.
-    from .summary import ratio_of
+    from ..summary import ratio_of
     return ratio_of(x, base)
 
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
-from . import reference
-from .quantities import entries, not_ok, published, ratio_of, time_of
-from .runs import RunData
+from ..kit import reference
+from ..kit.quantities import entries, not_ok, published, ratio_of, time_of
+from ..kit.runs import RunData
 
 BENCHMARK = "vmcall"
 MECHANISM = "kvm"

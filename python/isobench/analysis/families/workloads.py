@@ -15,7 +15,7 @@ evaluation's tables and the work-per-crossing curve.
 
 Every value comes from the summary document's configurations (headline,
 interval, ratio to direct) through quantities.py; the renderers in
-render/workloads.py show these records and compute nothing.
+render/families/workloads.py show these records and compute nothing.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from . import fit, units
-from ..core import stats
-from .quantities import (entries, geomean_of, inverse, middle, not_ok, outputs, per_rep,
-                         published, quantity, ratio_of, ratio_of_values, time_of)
-from .runs import BASELINE, RunData
+from ..kit import fit, units
+from ...core import stats
+from ..kit.quantities import (entries, geomean_of, inverse, middle, not_ok, outputs, per_rep,
+                              published, quantity, ratio_of, ratio_of_values, time_of)
+from ..kit.runs import BASELINE, RunData
 
 # ---- worksweep: overhead against work per crossing ----
 

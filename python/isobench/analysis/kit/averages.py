@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Hashable, Mapping, Sequence
 
-from ..core import stats
+from ...core import stats
 
 METHOD = ("geometric mean of ratios; 95% interval: Welch t on the mean log ratio over "
           "repetitions (Welch-Satterthwaite df), counter steps as a systematic term")

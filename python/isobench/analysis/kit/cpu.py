@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from ..core import stats
+from ...core import stats
 
 # The CPU clock's step as /proc and getrusage of children report it: Linux
 # counts process CPU time in USER_HZ ticks of 10 ms.

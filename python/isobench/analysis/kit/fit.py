@@ -40,7 +40,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..core import stats
+from ...core import stats
 
 OVER_REPETITIONS = "Student t over the repetitions' estimates"
 REGRESSION = "least-squares regression interval within one process: estimate +- t(n-2) x standard error"

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Mapping, Sequence
 
 from . import reference, units
-from ..core import stats
+from ...core import stats
 
 
 def entries(doc: Mapping, benchmark: str) -> list[dict]:

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "reference.csv"
+DATA = Path(__file__).resolve().parents[2] / "data" / "reference.csv"
 REQUIRED = ("id", "value", "unit", "subject", "hardware", "source", "citation")
 
 

@@ -24,9 +24,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from . import units
-from ..core import benchmarks, stats
-from ..core.records import NO_MECHANISM, PRIMARY_EVENT, REFERENCES
-from ..store import Store
+from ...core import benchmarks, stats
+from ...core.records import NO_MECHANISM, PRIMARY_EVENT, REFERENCES
+from ...store import Store
 
 BASELINE = "direct"
 
@@ -68,7 +68,7 @@ BASELINE_FIXED: dict[str, Mapping[str, Any]] = {
     b.name: b.baseline_fixed for b in benchmarks.RECORDS if b.baseline_fixed}
 # ...except ERIM's call kinds of switch (a gate around an empty function
 # inlined, called directly or through a pointer: mpk's): their baseline is
-# direct's same kind, the plain call (analysis/callkinds.py subtracts it).
+# direct's same kind, the plain call (analysis/families/callkinds.py subtracts it).
 BASELINE_OWN_VARIANT: dict[str, frozenset[str]] = {
     b.name: b.baseline_own_variant for b in benchmarks.RECORDS if b.baseline_own_variant}
 

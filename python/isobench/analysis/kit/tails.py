@@ -33,7 +33,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
-from ..core import stats
+from ...core import stats
 
 # Samples that must lie beyond a quantile for it to be printed.
 MIN_TAIL = 10

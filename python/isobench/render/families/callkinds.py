@@ -1,4 +1,4 @@
-"""How the call-kinds section (analysis/callkinds.py) is shown: per gate
+"""How the call-kinds section (analysis/families/callkinds.py) is shown: per gate
 mechanism and call kind, the gate's value, the plain call's, and the gate
 minus the plain call with its interval, in the run's unit and in ns; then
 ERIM's and Konrad's published ranges of the same difference, marked.

@@ -1,4 +1,4 @@
-"""How the inspect section (analysis/inspect.py) is shown: the sites found in
+"""How the inspect section (analysis/families/inspect.py) is shown: the sites found in
 the target's executable memory (file, offset, instruction, gate or stray
 with the attack it enables), the mappings left unscanned and why, and the
 scan's cost per 4 KiB page beside ERIM's published figure, marked.  Every

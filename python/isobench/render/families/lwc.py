@@ -1,4 +1,4 @@
-"""How the lwC sections (analysis/lwc.py) are shown: the creation fit beside
+"""How the lwC sections (analysis/families/lwc.py) are shown: the creation fit beside
 fork and the kernel's copy-on-write fault, the switch one way and round trip
 in separate tables, the reference monitors and the signing key, each with
 the published lwC figures beside ours and marked.  Plots: creation cost
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from . import claims, plots, table
+from ..kit import claims, plots, table
 from .workloads import (INTERVAL_NOTE, PUBLISHED, Block, markdown_of, not_ok_notes, num, q_text,
                         r_text, text_of)
 

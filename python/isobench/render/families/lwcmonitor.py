@@ -1,4 +1,4 @@
-"""How the lwc-monitor section (analysis/lwcmonitor.py) is shown: a table
+"""How the lwc-monitor section (analysis/families/lwcmonitor.py) is shown: a table
 per document size with a row per (L, monitor), the claim of lwC beside
 lwc's throughput over procsep's at every point, the failed points, and a
 plot of throughput against L per monitor.  Nothing here computes."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from . import claims, table
+from ..kit import claims, table
 from .lwcserve import _notes as _serve_notes, _num, _tail
 
 COLOURS = {"none": "#7f7f7f", "inline": "#1f77b4", "procsep": "#ff7f0e", "lwc": "#2ca02c"}
@@ -105,7 +105,7 @@ def markdown(section: Mapping, doc: Mapping) -> str:
 
 
 def plots(section: Mapping, doc: Mapping) -> list:
-    from .plots import Plot, _pyplot
+    from ..kit.plots import Plot, _pyplot
     tabs = [t for t in section.get("tables") or [] if t.get("rows")]
     if not tabs:
         return []
@@ -234,7 +234,7 @@ def tls_markdown(section: Mapping, doc: Mapping) -> str:
 
 
 def tls_plots(section: Mapping, doc: Mapping) -> list:
-    from .plots import Plot, _pyplot
+    from ..kit.plots import Plot, _pyplot
     rows = [(t["doc_bytes"], r) for t in section.get("tables") or [] for r in t["rows"]
             if r.get("per_10000_s") is not None]
     if not rows:

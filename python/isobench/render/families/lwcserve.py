@@ -1,4 +1,4 @@
-"""How the lwc-serve section (analysis/lwcserve.py) is shown: a table per
+"""How the lwc-serve section (analysis/families/lwcserve.py) is shown: a table per
 lwc-serve variant (protocol, start-up MiB) with a row per (server, L), the
 lwc-conns table with a row per (concurrency, server), each row led by the
 server's CPU per request; the lwc-curve table with a row per (server,
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from . import claims, table
-from ..analysis import cpu, tails
+from ..kit import claims, table
+from ...analysis.kit import cpu, tails
 
 # One colour per mode in every panel, whichever modes a panel has.
 COLOURS = {"shared": "#1f77b4", "fork": "#ff7f0e", "rollback": "#2ca02c",
@@ -249,7 +249,7 @@ def _curve_plot(section: Mapping, doc: Mapping):
     """Latency against offered load: a panel per isob server, memcached's
     curve beside it in grey; p50 solid, p99 dashed, p99.9 dotted (only
     where the requests carry it); the first point past the knee crossed."""
-    from .plots import Plot, _pyplot
+    from ..kit.plots import Plot, _pyplot
     rows = section.get("curve") or []
     servers = [s for s in dict.fromkeys(r["server"] for r in rows) if s != "memcached"]
     if not servers:
@@ -293,7 +293,7 @@ def _curve_plot(section: Mapping, doc: Mapping):
 
 
 def plots(section: Mapping, doc: Mapping) -> list:
-    from .plots import Plot, _pyplot
+    from ..kit.plots import Plot, _pyplot
     variants = [v for v in section.get("serve") or [] if v.get("rows")]
     title = "lwc-serve: throughput against session length"
     curve = _curve_plot(section, doc)

@@ -1,4 +1,4 @@
-"""How the microkernel sections (analysis/microkernel.py) are shown: the IPC
+"""How the microkernel sections (analysis/families/microkernel.py) are shown: the IPC
 table (same-cpu and cross-cpu apart, p5/p95, each protection against none)
 with the slides' figures, the delegation table and the scheduling table;
 delegation latency against depth and scheduling overhead against N.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from . import table
+from ..kit import table
 
 
 
@@ -193,7 +193,7 @@ STYLES = ("-", "--", ":", "-.")
 
 
 def delegate_plot(section: Mapping, doc: Mapping):
-    from .plots import Plot, _pyplot, colours
+    from ..kit.plots import Plot, _pyplot, colours
     title = "Delegation latency against chain depth"
     rows = [r for r in section["rows"] if r["hop"] or r["end_to_end"]]
     if not rows:
@@ -234,7 +234,7 @@ def delegate_plot(section: Mapping, doc: Mapping):
 
 
 def sched_plot(section: Mapping, doc: Mapping):
-    from .plots import Plot, _pyplot, colours
+    from ..kit.plots import Plot, _pyplot, colours
     title = "Scheduling overhead against the number of workers"
     rows = [r for r in section["rows"] if r["vs_ideal"]]
     if not rows:

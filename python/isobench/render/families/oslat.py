@@ -1,4 +1,4 @@
-"""How the oslat section (analysis/oslat.py) is shown: SEIMI's tables with
+"""How the oslat section (analysis/families/oslat.py) is shown: SEIMI's tables with
 our none, each confinement and its slowdown as columns, and SEIMI's
 published native and SEIMI figures beside them; one slowdown plot per
 table and a heat map of slowdown (primitive x confinement).  Every number
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from . import table
+from ..kit import table
 
 PUBLISHED_HEADERS = ("pub. native us", "pub. SEIMI us", "pub. x")
 # LMbench's context-switch time of a ctx row under none (switch_us: the raw
@@ -379,7 +379,7 @@ def markdown(section: Mapping, doc: Mapping) -> str:
 
 def _colours(names: Sequence[str]) -> dict[str, object]:
     # In the order given (none first), from the report's colour-blind-safe palette.
-    from .plots import PALETTE
+    from ..kit.plots import PALETTE
     return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(names)}
 
 
@@ -387,7 +387,7 @@ MARKERS = "osD^v<>pX*h"
 
 
 def table_plot(section: Mapping, doc: Mapping, t: Mapping):
-    from .plots import Plot, _pyplot
+    from ..kit.plots import Plot, _pyplot
     name = f"oslat-table-{t['table'].lower()}" + (
         f"-{t['placement']}" if t["placement"] not in ("same-cpu", "None") else "")
     title = (f"{'' if t.get('bandwidth') else 'SEIMI '}{t['title']}{_place(t)}: "
@@ -439,7 +439,7 @@ def table_plot(section: Mapping, doc: Mapping, t: Mapping):
 
 
 def heatmap(section: Mapping, doc: Mapping):
-    from .plots import Plot, _pyplot
+    from ..kit.plots import Plot, _pyplot
     title = "oslat: slowdown per primitive and confinement"
     cols = [c["label"] for c in section["columns"] if c["label"] != "none"]
     rows = [(t, r) for t in section["tables"] for r in t["rows"] if r["averaged"]

@@ -1,4 +1,4 @@
-"""How the vmcall section (analysis/vmcall.py) is shown: each exit out of a
+"""How the vmcall section (analysis/families/vmcall.py) is shown: each exit out of a
 KVM guest and the kvm mechanism's round trip beside the null system call,
 the ratio of each to it, SEIMI's Table I where data/reference.csv has it,
 and the nested-virtualization caveat under every table.  Nothing here

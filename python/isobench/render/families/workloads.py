@@ -1,4 +1,4 @@
-"""How the workload sections (analysis/workloads.py) are shown: Morello's
+"""How the workload sections (analysis/families/workloads.py) are shown: Morello's
 tables for cpuwork, memops and pipeio, the work-per-crossing curve and its
 break-even points for worksweep (drawn first in the report), and scale's
 limits.  Every number shown is in the section; nothing here computes.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from . import plots, table
+from ..kit import plots, table
 
 PUBLISHED = "PUBLISHED"
 

@@ -1,5 +1,5 @@
 """How a section prints a source's claims beside this machine's ratios
-(analysis/claims.py): the claim, its citation and how it was read, then a
+(analysis/kit/claims.py): the claim, its citation and how it was read, then a
 row per local ratio with its 95% interval and the verdict.  A verdict is
 never printed without the interval it rests on."""
 

@@ -37,8 +37,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Sequence
 
-from ..analysis import units
-from ..analysis.runs import BASELINE, server_label
+from ...analysis.kit import units
+from ...analysis.kit.runs import BASELINE, server_label
 
 # Figure widths in inches: a two-column paper's full text width and one
 # column of it (ACM, IEEE and USENIX templates are all close to these).
@@ -797,7 +797,7 @@ def find_config(doc: Mapping, label: str) -> Mapping:
     the benchmark, then the mechanism; each k=v must match a param.  Where
     several match, the one with exactly these params, else UsageError with
     what tells them apart."""
-    from ..errors import UsageError
+    from ...errors import UsageError
     words = label.split()
     names = [w for w in words if "=" not in w]
     want = dict(w.split("=", 1) for w in words if "=" in w)
@@ -1036,7 +1036,7 @@ def samples_plot(c: Mapping, reps: Sequence[tuple[int, Sequence[float]]],
 def _section_plots(doc: Mapping, first: bool, width: float) -> list[Plot]:
     """The plots of the sections (render/sections.py) at this width; a
     renderer whose plots take no width draws at its own size."""
-    from . import sections
+    from .. import sections
     out = []
     for _, s, r in sections.each(doc):
         if r.plots is None or r.first != first:

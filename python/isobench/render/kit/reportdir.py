@@ -49,8 +49,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from .. import __version__
-from ..errors import UsageError
+from ... import __version__
+from ...errors import UsageError
 
 MANIFEST = ".isobench-report.json"
 MANIFEST_VERSION = 2

@@ -19,10 +19,10 @@ import re
 import textwrap
 from typing import Any, Mapping, Sequence
 
-from ..core.records import NO_MECHANISM, REFERENCES
-from ..core.text import WIDTH, column_widths, render, render_widths, terminal, wrap
-from ..analysis import cpu, units
-from ..analysis.runs import BASELINE, HEADLINE_PHASE, NOTE_PARAMS, OUTPUT_PARAMS, server_label
+from ...core.records import NO_MECHANISM, REFERENCES
+from ...core.text import WIDTH, column_widths, render, render_widths, terminal, wrap
+from ...analysis.kit import cpu, units
+from ...analysis.kit.runs import BASELINE, HEADLINE_PHASE, NOTE_PARAMS, OUTPUT_PARAMS, server_label
 
 # ---- text that came from outside: stored names, host names, reasons ----
 # (terminal, in core/text.py, shows it literally on a terminal)
@@ -577,7 +577,7 @@ def benchmark_table(doc: Mapping, benchmark: str, configs: Sequence[Mapping]) ->
 
 
 def _kv_marks(doc: Mapping, c: Mapping) -> str:
-    """kv's reading of a ratio (the kv section, analysis/kv.py): " =1" where
+    """kv's reading of a ratio (the kv section, analysis/families/kv.py): " =1" where
     its interval holds 1 (no difference from direct shown, below 1 not
     faster), " q+-45%" where either value is a few counter steps (a ratio
     of step counts, with how far one step on each side moves it)."""
@@ -606,7 +606,7 @@ def in_sections(doc: Mapping) -> list[str]:
     """The benchmarks run without mechanisms whose results a family's section
     shows in full (oslat's SEIMI tables): the default tables leave them out;
     --wide has them."""
-    from . import sections
+    from .. import sections
     covered = sections.covered(doc)
     mechs: dict[str, set[str]] = {}
     for r in doc["results"]:
@@ -808,7 +808,7 @@ def run_report(doc: Mapping, extra: Sequence[str] = (), wide: bool = False) -> s
         out += ["", kvs]
     # The families' renderers use this module's helpers: imported here, not
     # at the top, so that either side may be imported first.
-    from . import sections
+    from .. import sections
     for block in sections.text_blocks(doc):
         out += ["", block]
     # One line per configuration and reason, with how many repetitions it
