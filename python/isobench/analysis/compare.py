@@ -45,10 +45,10 @@ from typing import Mapping, Sequence
 
 from .kit import runs, units
 from ..core import stats
+from .kit.ratios import BATCHED, MEDIAN
 from .summary import config_by_key
 
 NORMALIZED, ABSOLUTE = "vs direct", "absolute"
-MEDIAN, BATCHED = "median", "batched"
 
 # Fewer repetitions than this in any group of a row, and the row gets no
 # verdict word (core/stats.py says why).

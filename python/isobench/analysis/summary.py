@@ -53,22 +53,20 @@ Document history ("summary_version"):
 
 from __future__ import annotations
 
+import json
 from typing import Mapping, Sequence
 
 from .. import __version__
 from . import checks, sections
-from .kit import cpu, reference, runs, tails, units
+from .kit import averages, cpu, reference, runs, tails, units
 from .families import lwcserve
 from ..core import stats
 from ..core.records import NO_MECHANISM, REFERENCES
+from .kit.ratios import BATCHED, HEADLINE_MIN_STEPS, MEDIAN, majority, ratio_of, resolution_of
 from .kit.runs import Config, RunData
 
 SUMMARY_VERSION = 1
 
-# A region at least this many counter steps and empty regions long is
-# measured well by its per-call median: the reading cost inside it is then
-# at most 1/20 of the value, and quantization at most one step in 20.
-HEADLINE_MIN_STEPS = 20
 
 # The batched estimate agrees with the per-call median when their intervals
 # reach into [BATCHED_MIN_FRACTION * (median - empty region), max(median,
@@ -80,8 +78,6 @@ HEADLINE_MIN_STEPS = 20
 # but an estimate under half of it measures another regime: a server that
 # stays awake between calls, a wake-up that is skipped.
 BATCHED_MIN_FRACTION = 0.5
-
-MEDIAN, BATCHED = "median", "batched"
 
 
 # ---- one repetition ----
@@ -208,10 +204,6 @@ def _rule(reps: Sequence[dict]) -> dict:
     }
 
 
-def _majority(k: int, n: int) -> bool:
-    return 2 * k > n
-
-
 def _choose(reps: Sequence[dict], unit: str | None) -> tuple[str, str, bool]:
     """(source, why, batched-unreliable) by the headline rule: long when a
     strict majority of the repetitions are long; the batched estimate when
@@ -219,7 +211,7 @@ def _choose(reps: Sequence[dict], unit: str | None) -> tuple[str, str, bool]:
     median.  batched-unreliable: the disagreement changed the headline."""
     rule = _rule(reps)
     n, u = rule["reps"], unit or ""
-    if n and _majority(rule["long_reps"], n):
+    if n and majority(rule["long_reps"], n):
         return MEDIAN, (f"long region: median - empty region = {rule['region']:,.0f} {u} >= "
                         f"{HEADLINE_MIN_STEPS} x max(counter step, empty region) = "
                         f"{rule['long_threshold']:,.0f} in {rule['long_reps']} of {n} "
@@ -227,7 +219,7 @@ def _choose(reps: Sequence[dict], unit: str | None) -> tuple[str, str, bool]:
     if not n or rule["batched_reps"] < n:
         return MEDIAN, ("short region without a batched estimate: the median, which "
                         "includes the reading cost"), False
-    if not _majority(rule["batched_agree"], n):
+    if not majority(rule["batched_agree"], n):
         return MEDIAN, (f"short region, but the batched estimate disagrees with the median "
                         f"less the empty region beyond their spreads in "
                         f"{rule['batched_disagree']} of {n} repetitions (batched-unreliable): "
@@ -242,13 +234,6 @@ def _choose(reps: Sequence[dict], unit: str | None) -> tuple[str, str, bool]:
 def _within(rep: dict, source: str) -> stats.Interval | None:
     d = rep["median_interval"] if source == MEDIAN else rep["batched_interval"]
     return stats.Interval(**d) if d else None
-
-
-def resolution_of(reps: Sequence[dict], source: str) -> float:
-    """What one repetition's value under source is known to: the counter step
-    for a median, step / K for a batched estimate (the coarsest over reps)."""
-    key = "counter_step" if source == MEDIAN else "batched_resolution"
-    return max((r[key] or 0.0 for r in reps if r.get(key) is not None), default=0.0)
 
 
 def _spread(rep: dict, source: str) -> tuple[float, float] | None:
@@ -305,7 +290,7 @@ def headline(cfg: Config, reps: Sequence[dict]) -> dict:
     else:
         value = stats.median(values)
         note = "a repetition's value is not positive: no geometric mean and no interval"
-    long = bool(rule["reps"]) and _majority(rule["long_reps"], rule["reps"])
+    long = bool(rule["reps"]) and majority(rule["long_reps"], rule["reps"])
     relative = resolution / value if value and value > 0 and resolution else 0.0
     # A value less than HEADLINE_MIN_STEPS of its resolution is known only
     # coarsely (a short median on a stepping counter, a batched estimate of
@@ -335,98 +320,6 @@ def headline(cfg: Config, reps: Sequence[dict]) -> dict:
                   for m in groups] or None,
         "outside_spread": ({"value": value, "p5": d.p5, "p95": d.p95} if outside else None),
     }
-
-
-def _side(entry: Mapping, source: str) -> tuple[list[float], float, float | None, bool]:
-    """(values, resolution, value, mixed) of entry under source: its headline
-    when that is its source, else its repetitions' values of that estimator
-    (mixed when it has none)."""
-    h = entry["headline"]
-    if h["source"] == source:
-        return h["values"], h["resolution"], h["value"], False
-    reps = entry["repetitions"]
-    vals = [r.get(source) for r in reps]
-    if vals and all(isinstance(v, (int, float)) and v > 0 for v in vals):
-        return vals, resolution_of(reps, source), stats.geomean(vals), False
-    return h["values"], h["resolution"], h["value"], True
-
-
-def _trusted_batched(entry: Mapping) -> bool:
-    """Whether entry's batched estimate may stand for it in a ratio: every
-    repetition has one and a strict majority agree with their medians."""
-    rule = entry["headline"].get("rule") or {}
-    n = rule.get("reps") or 0
-    return n > 0 and rule.get("batched_reps") == n and _majority(rule.get("batched_agree", 0), n)
-
-
-def _numerator(x: Mapping, base: Mapping) -> tuple[str, list[float], float, float]:
-    """(source, values, resolution, value) of x for its ratio to base.
-
-    Both sides of a ratio estimate the cost of the call; the estimator is
-    the same on both wherever it can be.  A median includes the reading
-    cost (the empty region), a batched estimate cancels it: a long region's
-    median over a short baseline's median would divide by mostly reading
-    cost.  So where x's headline is a median but the baseline's is batched,
-    x's own batched estimate stands in when it is trustworthy (every
-    repetition has one, a majority agree with their medians); else x's
-    median stays, and the ratio is marked mixed (its reading cost is at
-    most 1/HEADLINE_MIN_STEPS of a long region by the headline rule)."""
-    hx, hb = x["headline"], base["headline"]
-    if hx["source"] == MEDIAN and hb["source"] == BATCHED and _trusted_batched(x):
-        vals, res, value, missing = _side(x, BATCHED)
-        if not missing and value and value > 0:
-            return BATCHED, list(vals), res, value
-    return hx["source"], list(hx["values"]), hx["resolution"], hx["value"]
-
-
-def ratio_of(x: Mapping, base: Mapping) -> dict | None:
-    """x over base, the same estimator on both sides wherever they have one
-    in common (_numerator): value, overhead, the interval over repetitions,
-    and the resolution both carry."""
-    hx, hb = x["headline"], base["headline"]
-    if not hx["value"] or not hb["value"] or hx["value"] <= 0 or hb["value"] <= 0:
-        return None
-    source, xvals, xres, xvalue = _numerator(x, base)
-    if source == MEDIAN and hb["source"] == BATCHED:
-        # A median over a batched baseline: x's batched estimate is not
-        # trustworthy, and the baseline's median is mostly reading cost.
-        bvals, bres, bvalue, mixed = list(hb["values"]), hb["resolution"], hb["value"], True
-    else:
-        bvals, bres, bvalue, mixed = _side(base, source)
-    if not bvalue or bvalue <= 0:
-        return None
-    value = units.ratio(xvalue, bvalue)
-    iv = None
-    note = None
-    modes = bool(hx.get("modes")) or (bool(hb.get("modes")) and hb["source"] == source)
-    if modes:
-        note = "repetitions in separate groups (modes): no interval"
-    else:
-        iv = stats.ratio_interval(xvals, bvals, xres, bres)
-    if iv is None and note is None:
-        n = min(len(xvals), len(bvals))
-        note = (f"{n} repetition{'s' if n != 1 else ''}: a ratio needs at least "
-                f"{stats.MIN_REPS_FOR_INTERVAL} on each side for an interval "
-                "(`--repeat`)") if n < stats.MIN_REPS_FOR_INTERVAL else \
-            "a repetition's value is not positive: no interval"
-    if source != hx["source"]:
-        note = ((note + "; ") if note else "") + (
-            "batched estimates on both sides (the headline is the median, which "
-            "includes the reading cost that the baseline's batched estimate cancels)")
-    if mixed:
-        note = ((note + "; ") if note else "") + (
-            f"a {hx['source']} over the baseline's {hb['source']}: no estimator both have "
-            "that is trustworthy (the median's reading cost is at most "
-            f"1/{HEADLINE_MIN_STEPS} of a long region)")
-    # One step of either side moves the ratio by its relative resolution.
-    relative = xres / xvalue + bres / bvalue
-    return {"to": base["label"], "to_key": base["key"], "value": value,
-            "overhead": value - 1.0, "interval": iv.as_dict() if iv else None, "note": note,
-            "source": source, "base_source": hb["source"] if mixed else source,
-            "values": list(xvals), "resolution_of_values": xres, "numerator": xvalue,
-            "base_value": bvalue, "base_values": list(bvals), "base_resolution": bres,
-            "mixed": mixed, "resolution": value * relative, "relative_resolution": relative,
-            "quantized": relative * HEADLINE_MIN_STEPS > 1.0, "modes": modes}
 
 
 def _role(cfg: Config) -> str:
@@ -539,9 +432,6 @@ def aggregates(configs: Sequence[dict]) -> list[dict]:
     one population are averaged over the sizes they all share, so that their
     averages compare; n says how many.  A mechanism with more sizes of its
     own also has the average over all of them (`own`)."""
-    import json
-
-    from .kit import averages
     by_key = {tuple(c["key"]): c for c in configs}
     pops: dict[tuple, dict[tuple, list[averages.Row]]] = {}
     for c in configs:

@@ -77,7 +77,7 @@ def _key(c: Mapping) -> tuple:
 def _sides(gate: Mapping, plain: Mapping) -> tuple[str, list, float, list, float, bool]:
     """(source, gate values, their resolution, plain values, theirs, mixed):
     the same estimator on both sides wherever they have one, as the gate's
-    ratio to the plain call takes them (summary.ratio_of: a median holds the
+    ratio to the plain call takes them (ratios.ratio_of: a median holds the
     reading cost, which a batched estimate cancels, so a median minus a
     batched estimate would count the reading as gate); the headlines when
     there is no such ratio."""

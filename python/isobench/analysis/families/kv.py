@@ -4,7 +4,7 @@ the kv overhead plot read it).
 
 Each ratio carries what a reader needs not to misread it:
 
-    interval      its 95% interval over repetitions (summary.ratio_of)
+    interval      its 95% interval over repetitions (ratios.ratio_of)
     reading       "slower" or "faster" only where the interval excludes 1;
                   "no difference shown" where it includes 1 (a ratio of 0.6
                   whose interval holds 1 is not faster than direct); "no
@@ -40,7 +40,7 @@ BENCHMARK = "kv"
 # Below this many counter steps a value is a count of a few steps: its ratio
 # to another such value moves by a large fraction with one step.  It is the
 # headline rule's threshold for a region the median measures well
-# (summary.HEADLINE_MIN_STEPS).
+# (ratios.HEADLINE_MIN_STEPS).
 STEPS_FEW = 20
 
 SLOWER, FASTER, SAME, NONE = "slower", "faster", "no difference shown", "no interval"

@@ -12,7 +12,7 @@ at run time in one binary.
               ideal ceil(N / CPUs) * W_solo, switches, cost per switch
 
 Every value is a configuration's headline from the summary document; the
-statistics made here are ratios over repetitions (summary.ratio_of,
+statistics made here are ratios over repetitions (kit/ratios.py,
 stats.geomean_interval) and medians of what isob reported per repetition.
 Times are shown in microseconds where the unit converts (TSC ticks with the
 run's TSC frequency, ns as measured); TSC ticks are never called cycles.
@@ -24,6 +24,7 @@ from typing import Mapping, Sequence
 
 from ..kit import units
 from ...core import stats
+from ..kit.ratios import ratio_of
 from ..kit.runs import RunData
 
 PINGPONG, DELEGATE, SCHED = "pingpong", "delegate", "sched"
@@ -32,13 +33,6 @@ PLACEMENTS = ("same-cpu", "cross-cpu", "unpinned")
 
 # The slides' figures (data/reference.csv) shown with the IPC table.
 SLIDES_PREFIX = "cheri-ukernel-"
-
-
-def _ratio_of(x, base):
-    # summary builds the sections (summary -> sections -> this module), so
-    # its ratio rule is reached at call time.
-    from ..summary import ratio_of
-    return ratio_of(x, base)
 
 
 def _us(ns: float | None) -> float | None:
@@ -114,7 +108,7 @@ def build_ipc(data: RunData, doc: Mapping) -> dict | None:
                 cell = _time(e)
                 if prot != NONE and base is not None:
                     b = base["headline"]["ns"]
-                    cell["vs_none"] = _ratio_of(e, base)
+                    cell["vs_none"] = ratio_of(e, base)
                     cell["delta_us"] = (_us(e["headline"]["ns"] - b)
                                         if b is not None and e["headline"]["ns"] is not None
                                         else None)

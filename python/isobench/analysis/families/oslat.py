@@ -7,7 +7,7 @@ create") at one placement; a column is one confinement variant of the run
 (`none` first).  Each entry holds the configuration's headline (summary.py)
 in microseconds, as SEIMI's tables are, and for every confinement but none
 its slowdown: the ratio to none's headline in the same row of the same run,
-with its interval over repetitions (summary.ratio_of).
+with its interval over repetitions (kit/ratios.py).
 
 Averages, per table and column, over the rows that stand for one of SEIMI's
 columns (AVERAGED) and that every confinement of the table has, so that
@@ -56,6 +56,7 @@ from typing import Mapping, Sequence
 
 from ..kit import averages, reference, units
 from ...core import stats
+from ..kit.ratios import ratio_of
 from ..kit.runs import RunData
 
 BENCHMARK = "oslat"
@@ -134,13 +135,6 @@ def column_of(params: Mapping) -> tuple[str, str]:
 def _row_key(params: Mapping) -> tuple[str, str, str, str]:
     return (str(params.get("table")), str(params.get("primitive")), str(params.get("cell")),
             str(params.get("placement")))
-
-
-def _ratio_of(x, base):
-    # summary builds the sections (summary -> sections -> this module), so
-    # its ratio rule is reached at call time.
-    from ..summary import ratio_of
-    return ratio_of(x, base)
 
 
 def _us(value_ns: float | None) -> float | None:
@@ -306,7 +300,7 @@ def build(data: RunData, doc: Mapping) -> dict | None:
         for col, e in row["_entries"].items():
             cell = _entry(e)
             if col != BASELINE:
-                cell["slowdown"] = _ratio_of(e, base) if base else None
+                cell["slowdown"] = ratio_of(e, base) if base else None
             if row["primitive"] == "ctx" and not row["cell"].endswith("overhead"):
                 cell["switch_us"] = _switch_us(e)
             if row["table"] == BANDWIDTH_TABLE:

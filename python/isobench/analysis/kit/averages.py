@@ -68,7 +68,7 @@ class Row:
 
     @classmethod
     def of_ratio(cls, key: Hashable, ratio: Mapping) -> "Row":
-        """From a configuration's ratio to its baseline (summary.ratio_of),
+        """From a configuration's ratio to its baseline (ratios.ratio_of),
         with the estimator that ratio used on both sides."""
         return cls(key, list(ratio.get("values") or ()), list(ratio.get("base_values") or ()),
                    float(ratio.get("resolution_of_values") or 0.0),

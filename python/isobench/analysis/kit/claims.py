@@ -6,7 +6,7 @@ fast as a monitor in a separate process"), its citation, and the range of
 ratios that reading of the sentence admits (CLAIMS: "about 2x" is read as
 1.5 to 2.5, and the reading is printed with the verdict, so a reader can
 disagree with it).  What this machine measured is a ratio record as
-summary.ratio_of makes it ({value, interval}: the Welch t interval of the
+ratios.ratio_of makes it ({value, interval}: the Welch t interval of the
 ratio of geometric means over repetitions, stats.ratio_interval).
 
     reproduces                          the 95% interval lies inside the range
