@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from .workloads import PUBLISHED, Block, markdown_of, num, text_of
+from ..kit.blocks import PUBLISHED, Block, markdown_of, num, text_of
 
 HEADERS = ("gate", "kind", "from", "with the gate", "plain call", "gate minus plain [95%]",
            "ns [95%]", "reps")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from .workloads import (INTERVAL_NOTE, PUBLISHED, Block, markdown_of, not_ok_notes, q_text, r_text,
+from ..kit.blocks import (INTERVAL_NOTE, PUBLISHED, Block, markdown_of, not_ok_notes, q_text, r_text,
                         text_of)
 
 

@@ -8,105 +8,10 @@ text with table.render() or as Markdown."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from ..kit import plots, table
-
-PUBLISHED = "PUBLISHED"
-
-
-@dataclass
-class Block:
-    title: str
-    headers: Sequence[str]
-    rows: list[list[str]]
-    right: set[str] = field(default_factory=set)
-    notes: list[str] = field(default_factory=list)
-    # Columns that name a row (repeated in every folded block): where one
-    # column alone does not tell two rows apart.
-    keep: int = 1
-
-
-def text_of(blocks: Sequence[Block]) -> str:
-    """The console's blocks, each line at most table.WIDTH columns: a wider
-    table folds its columns after the first `keep` into further blocks (table.fold),
-    titles and notes wrap."""
-    out = []
-    for b in blocks:
-        part = [table.wrap(b.title)]
-        if b.rows:
-            part.append(table.fold(b.headers, b.rows, b.right, keep=b.keep))
-        part += [table.wrap(f"  {n}", indent="    ") for n in b.notes]
-        out.append("\n".join(part))
-    return "\n\n".join(out)
-
-
-def markdown_of(heading: str, blocks: Sequence[Block]) -> str:
-    out = [f"## {heading}", ""]
-    for b in blocks:
-        out += [f"**{b.title}**", ""]
-        if b.rows:
-            out += [table.md_table(b.headers, b.rows), ""]
-        out += [f"- {n}" for n in b.notes]
-        if b.notes:
-            out.append("")
-    return "\n".join(out).rstrip() + "\n"
-
-
-# ---- cells ----
-
-def num(v) -> str:
-    return table.fmt_num(v)
-
-
-def q_text(q: Mapping | None, fmt=None) -> str:
-    """A quantity: value [low..high], '1p' when the interval is one process's."""
-    if q is None or q.get("value") is None:
-        return "-"
-    fmt = fmt or table.fmt_num
-    iv = q.get("interval")
-    text = fmt(q["value"])
-    if iv:
-        text += f" [{fmt(iv[0])}..{fmt(iv[1])}]"
-        if q.get("between") == "one process":
-            text += " 1p"
-    return text
-
-
-def r_text(q: Mapping | None) -> str:
-    return q_text(q, table.fmt_ratio)
-
-
-def sig3(v: float) -> str:
-    """Three significant digits (rates that span decades: GB/s of 1-byte and 64 KiB writes)."""
-    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
-
-
-def rate_text(q: Mapping | None) -> str:
-    return q_text(q, sig3)
-
-
-def not_ok_notes(section: Mapping) -> list[str]:
-    out = []
-    for r in section.get("not_ok") or ():
-        p = r.get("params") or {}
-        where = " ".join(f"{k}={v}" for k, v in sorted(p.items())
-                         if k in ("placement", "where", "kernel", "variant", "step", "size_mib",
-                                  "payload", "k", "heap_mib", "dirty_pages", "per", "config",
-                                  "call"))
-        counts = [f"{r['cells']} configurations"] if r["cells"] > 1 else []
-        counts += [f"{r['results']} results"] if r["results"] > r["cells"] else []
-        reps = f" ({', '.join(counts)})" if counts else ""
-        mech = f" -m {r['mechanism']}" if r["mechanism"] not in (None, "-") else ""
-        out.append(f"{r['status'].upper()}{mech}{' ' + where if where else ''}: "
-                   f"{r['reason']}{reps}")
-    return out
-
-
-INTERVAL_NOTE = ("[a..b]: 95% interval over repetitions (fresh processes); '1p': within one "
-                 "process only (run with --repeat)")
-
+from ..kit.blocks import INTERVAL_NOTE, PUBLISHED, Block, markdown_of, not_ok_notes, num, q_text, r_text, rate_text, text_of
 
 # ---- worksweep ----
 
