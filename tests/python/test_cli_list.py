@@ -1,6 +1,7 @@
 """`isobench list`: the JSON contract and the isolation column."""
 
 from conftest import assert_one_error_line
+from isobench.render import console
 
 
 def by_name(items):
@@ -68,14 +69,14 @@ def test_list_fits_100_columns_and_wide_keeps_each_summary_on_its_line():
              {"name": "mpk", "available": False, "isolation": "untested", "summary": "Intel MPK",
               "reason": "CPU has no PKU " + "(and a long explanation) " * 6}]
     benches = [{"name": "oslat", "needs_mechanism": False, "summary": long.strip()}]
-    text = table.list_report(mechs, benches)
+    text = console.list_report(mechs, benches)
     assert max(len(line) for line in text.splitlines()) <= 100
     # The summary continues on the next lines of its column: no word is lost.
     words = " ".join(line[line.index("enforced") + 8:] if line.startswith("process-futex")
                      else line for line in text.splitlines()[3:6]).split()
     assert words[:10] == long.split()[:10]
     assert " ".join(text.split()).count("a summary of many words") == 12
-    wide = table.list_report(mechs, benches, wide=True)
+    wide = console.list_report(mechs, benches, wide=True)
     assert any(line.startswith("process-futex") and line.endswith("goes on")
                for line in wide.splitlines())
 

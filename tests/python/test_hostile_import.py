@@ -23,6 +23,7 @@ import pytest
 
 from isobench.render.kit import plots
 from isobench.store import Store
+from isobench.render import console
 
 from conftest import assert_one_error_line
 
@@ -187,7 +188,7 @@ def test_hostile_free_text_is_escaped_everywhere(isobench, tmp_path, export):
         assert p.returncode in codes and p.stdout, (args, p.returncode, p.stderr)
         _no_raw_control(p, args)
     p = isobench("runs")
-    # Shown escaped, and cut (table.RUNS_HOST_MAX) after the title sequence began.
+    # Shown escaped, and cut (console.RUNS_HOST_MAX) after the title sequence began.
     assert "</script>|\\x1b]0;o... (imported)" in p.stdout, p.stdout
     p = isobench("check", "2")
     assert "\\x1b[2J" in p.stdout and "<script>" in p.stdout  # plain text: shown as it is
@@ -236,7 +237,7 @@ def test_store_with_hostile_names_still_reports(isobench, tmp_path, export):
 def test_plot_labels_are_literal(monkeypatch, tmp_path):
     """plots.save() writes '$' literally: without literal_texts a label with
     two of them is a mathtext formula that fails to parse."""
-    plt = plots._pyplot()
+    plt = plots.pyplot()
 
     def figure():
         fig, ax = plt.subplots()
@@ -413,8 +414,8 @@ def test_a_long_host_name_is_cut_in_runs(isobench, tmp_path, export):
     lines = p.stdout.splitlines()[1:-1]  # the table (the first line names the store)
     # (The command keeps RUNS_COMMAND_MIN columns, so a table with a long
     # host and status may pass WIDTH; by a host's cut length at most.)
-    assert max(map(len, lines)) <= table.WIDTH + table.RUNS_HOST_MAX, p.stdout
-    assert any("h" * (table.RUNS_HOST_MAX - 3) + "... (imported)" in ln for ln in lines), p.stdout
+    assert max(map(len, lines)) <= table.WIDTH + console.RUNS_HOST_MAX, p.stdout
+    assert any("h" * (console.RUNS_HOST_MAX - 3) + "... (imported)" in ln for ln in lines), p.stdout
     # JSON keeps it whole.
     doc, _ = isobench.json("runs", "--json")
     assert "h" * 100_000 in [r["host"] for r in doc["runs"]]

@@ -11,6 +11,7 @@ import pytest
 from isobench.analysis.kit import claims, fit, reference
 from isobench.render.kit import plots, table
 from isobench.render import sections as render_sections
+from isobench.render import console
 
 from synthetic_runs import rep_factor, result, summary_of
 
@@ -118,7 +119,7 @@ def test_a_kinked_cost_is_a_bad_fit_and_the_verdict_is_about_the_cows_pages(tmp_
     assert lwc["per_page_cow_range"]["value"] == pytest.approx(chord, rel=1e-2)
     assert lwc["over_cow"]["value"] == pytest.approx(chord / COW_US, rel=1e-2)
     assert lwc["verdict"] == "beyond"
-    text = table.run_report(doc)
+    text = console.run_report(doc)
     assert "BAD FIT lwc 1 MiB: one line does not fit" in text and "NO (p=" in text
     assert "0..4,096 (COW's)" in text and "VERDICT: beyond" in text
 
@@ -151,7 +152,7 @@ def test_lwc_create_with_one_repetition_uses_the_regression_interval(tmp_path):
 
 def test_lwc_create_renders_its_tables_and_plot(tmp_path):
     doc = summary_of(tmp_path, create_results())
-    text = table.run_report(doc)
+    text = console.run_report(doc)
     assert ("lwc-create: create + switch + destroy: the fixed cost and the cost per dirty page "
             "by segment") in text
     assert "us/page 16..256 [95%]" in text and "VERDICT: within" in text

@@ -27,6 +27,7 @@ from isobench.render.families import lwcmonitor as render
 from isobench.render.kit import plots, table
 from isobench.render import report
 from isobench.store import Store
+from isobench.render import console
 
 HERE = Path(__file__).resolve().parent
 ISOB = HERE.parents[1] / "build" / "isob"
@@ -119,7 +120,7 @@ def test_every_monitor_real_run(monkeypatch, tmp_path):
     # --session shared is not lwC's Apache prefork: shown, not judged.
     assert claim["verdict"] == claims.OTHER_CONFIG
     assert "server=shared, the claim's prefork" in claim["why"]
-    text = table.run_report(doc)
+    text = console.run_report(doc)
     assert max(map(len, text.splitlines()[:-1])) <= table.WIDTH
     assert "900-byte document read per GET" in text and "claim: lwC" in text
     assert "## lwC's reference monitors in a server" in report.render_md(doc, [])
@@ -142,7 +143,7 @@ def test_doc_bytes_without_monitor_real_run(monkeypatch, tmp_path):
     serve = doc["sections"]["lwc-serve"]["serve"]
     assert [v["doc_bytes"] for v in serve] == [45, 900]
     assert "http, 16 connections, sessions of L requests, 900-byte document" in " ".join(
-        table.run_report(doc).split())
+        console.run_report(doc).split())
 
 
 def test_failed_monitor_point_is_shown(tmp_path):
@@ -221,7 +222,7 @@ def test_tls_real_run(monkeypatch, tmp_path):
     assert claim["claim"]["id"] == "lwc-tls-free" and claim["verdict"] == claims.NO_INTERVAL
     assert claim["value"] == pytest.approx(by["lwc"]["handshake_seconds"]
                                            / by["process"]["handshake_seconds"])
-    text = table.run_report(doc)
+    text = console.run_report(doc)
     assert max(map(len, text.splitlines()[:-1])) <= table.WIDTH
     assert "claim: lwC: 10,000 SSL handshakes took 99.7 s" in " ".join(text.split())
     assert "## lwC's isolated OpenSSL key" in report.render_md(doc, [])

@@ -27,6 +27,7 @@ from isobench.render.families import lwcserve as render
 from isobench.render.kit import plots, table
 from isobench.render import report
 from isobench.store import Store
+from isobench.render import console
 
 HERE = Path(__file__).resolve().parent
 ISOB = HERE.parents[1] / "build" / "isob"
@@ -166,7 +167,7 @@ def test_lwc_serve_real_run(small_sweep, tmp_path):
         assert row["throughput_rps"] == pytest.approx(by[(row["server"], row["session"])])
         assert row["saturated"] in ("server", "client", "both", "neither")
         assert row["server_cpu"] is None or row["server_cpu"]["reps"] == 1
-    text = table.run_report(doc)
+    text = console.run_report(doc)
     assert max(map(len, text.splitlines()[:-1])) <= table.WIDTH  # the last: the store path
     assert "lwc-serve: isob serve --session MODE, http" in text and "rollback" in text
     assert "threat model:" in text

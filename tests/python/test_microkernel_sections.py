@@ -9,6 +9,7 @@ from isobench.analysis import summary
 from isobench.core import stats
 from isobench.render.kit import plots, table
 from isobench.render import report
+from isobench.render import console
 
 from fixture_runs import fixture, load_doc
 from os_fixtures import delegate_run, pingpong_run, sched_run
@@ -47,7 +48,7 @@ def test_ipc_sets_the_slides_figures_beside_ours_derived_ones_flagged(tmp_path):
     assert total["derived"] is True and total["unit"] == "cycles"
     # Beside it: the local futex round trip, in its own unit, never cycles.
     assert [l["unit"] for l in total["local"]] == ["ns"]
-    text = table.run_report(_sections(tmp_path / "b", pingpong_run()))
+    text = console.run_report(_sections(tmp_path / "b", pingpong_run()))
     # Every line fits a terminal but the last, which names the store by its path.
     assert max(map(len, text.splitlines()[:-1])) <= table.WIDTH
     assert "DERIVED" in text and "pingpong: IPC round trip, cross-cpu [us]" in text
@@ -65,14 +66,14 @@ def test_delegate_rows_hop_end_to_end_revocation_and_checks(tmp_path):
     assert p4["revoke"]["truncate"]["fault_expected"] == "SIGBUS"
     assert p4["checked"]["checksums_verified"] == 12
     assert s["rows"][0]["revoke"] == {}
-    text = table.run_report(_sections(tmp_path / "b", delegate_run()))
+    text = console.run_report(_sections(tmp_path / "b", delegate_run()))
     # Every line fits a terminal but the last, which names the store by its path.
     assert max(map(len, text.splitlines()[:-1])) <= table.WIDTH
     assert "truncate: 12/12 SIGBUS; unmap: 12/12 SIGSEGV" in text
     # The per-result table (a row per result, headed "mechanism") only with --wide.
     assert "delegate: in its own tables below; every result in one table: --wide" in text
     assert not any(line.startswith("mechanism ") for line in text.splitlines())
-    wide = table.run_report(_sections(tmp_path / "c", delegate_run()), wide=True)
+    wide = console.run_report(_sections(tmp_path / "c", delegate_run()), wide=True)
     assert any(line.startswith("benchmark ") for line in wide.splitlines())
 
 
@@ -85,7 +86,7 @@ def test_sched_makespan_against_the_ideal_per_repetition(tmp_path):
     assert rows[("processes", 4)]["work_checked"] == {"slices_done": 1200,
                                                       "slices_expected": 1200}
     assert rows[("processes", 4)]["involuntary"] == 40
-    text = table.run_report(_sections(tmp_path / "b", sched_run()))
+    text = console.run_report(_sections(tmp_path / "b", sched_run()))
     # Every line fits a terminal but the last, which names the store by its path.
     assert max(map(len, text.splitlines()[:-1])) <= table.WIDTH
     assert "+50.0%" in text and "1,200/1,200 slices" in text

@@ -13,6 +13,7 @@ from isobench.core import stats
 from isobench.render.families import oslat as render_oslat
 from isobench.render.kit import plots, table
 from isobench.render import report
+from isobench.render import console
 
 from fixture_runs import fixture, load_doc
 from os_fixtures import OSLAT_CELLS, oslat_run
@@ -224,7 +225,7 @@ def test_percentage_geomean_silent_without_such_averages(tmp_path, run):
 
 def test_text_markdown_and_html(tmp_path):
     doc = _doc(tmp_path)
-    out = table.run_report(doc)
+    out = console.run_report(doc)
     assert "oslat: SEIMI Table IV: context switch (LMbench lat_ctx) [us per operation]" in out
     assert "SEIMI (pub.)" in out and "x none" in out
     assert "average, 2/2 rows" in out and "SEIMI's method " in out
@@ -239,7 +240,7 @@ def test_text_markdown_and_html(tmp_path):
 
 def test_console_fits_100_columns_without_the_per_result_table(tmp_path):
     doc = _doc(tmp_path)
-    out = table.run_report(doc).splitlines()
+    out = console.run_report(doc).splitlines()
     # Every line but the last, which names the store by its path (here a
     # long temporary one).
     assert out[-1].startswith("results stored in ")
@@ -257,7 +258,7 @@ def test_console_fits_100_columns_without_the_per_result_table(tmp_path):
     assert out[first + 2].split() == ["row", "us", "ctx-switch", "300-args", "x", "none", "x"]
     # none's raw hop, then LMbench's context-switch time (raw less overhead).
     assert out[first + 4].split() == ["*", "ctx", "2p/0K", "4.00", "3.00", "1.20", "5.00", "1.20"]
-    wide = table.run_report(doc, wide=True)
+    wide = console.run_report(doc, wide=True)
     assert "confine_variant=seccomp-trace" in wide
 
 
@@ -290,7 +291,7 @@ def test_plots_one_per_table_and_a_heat_map(tmp_path):
     assert written == ["oslat-heatmap.png", "oslat-heatmap.svg"]
     for p in drawn.values():
         if p.figure is not None:
-            plots._pyplot().close(p.figure)
+            plots.pyplot().close(p.figure)
 
 
 def test_plots_say_why_without_a_confinement(tmp_path):
@@ -390,7 +391,7 @@ def test_bandwidths_and_filesystem_rendered(tmp_path):
     assert fs["fs_type"] == "tmpfs" and fs["rows"] == ["file 0K create"]
     assert fs["dirs"][0] == "/tmp/job1/isob-oslat-x" and len(fs["dirs"]) == 3
     assert _row(_table(s, "V"), "file", "0K create")["cells"]["none"]["fs_type"] == "tmpfs"
-    out = table.run_report(doc)
+    out = console.run_report(doc)
     assert "oslat: LMbench bandwidths (bw_pipe" in out and "[MB/s]" in out and "MB/s (MB = 10^6 bytes)" in out
     assert "filesystem: tmpfs in /tmp/job1/isob-oslat-x and 2 more test directories" in out
     # The bandwidth table shows none's MB/s, no SEIMI average under it.

@@ -12,6 +12,7 @@ import pytest
 
 from conftest import assert_one_error_line, limit
 from fixture_runs import fixture, import_doc, load_doc
+from isobench.render import console
 
 
 def _doc(tmp_path, doc=None):
@@ -283,7 +284,7 @@ def test_kv_ratios_carry_intervals_readings_and_resolutions(tmp_path):
     assert "steps of 26 tsc\\_ticks" in kv
     # The console's kv table reads them the same way.
     from isobench.render.kit import table
-    console = "\n".join(table.narrow_tables(doc))
+    console = "\n".join(console.narrow_tables(doc))
     lines = [l for l in console.splitlines() if l.startswith("uthread")]
     assert "1.25 [" in lines[0] and "q±45%" in lines[0] and "=1" not in lines[0]
     assert "0.600 [" in lines[1] and "=1" in lines[1]
@@ -366,7 +367,7 @@ def test_plots_at_paper_widths_without_run_ids(tmp_path):
         for p in drawn:
             assert p.figure.get_size_inches()[0] == pytest.approx(width)
             assert not any("run" in t.lower() for t in _texts(p.figure)), p.name
-            plots._pyplot().close(p.figure)
+            plots.pyplot().close(p.figure)
 
 
 def test_switch_plot_orders_by_cost_and_keeps_direct_apart(tmp_path):
@@ -380,7 +381,7 @@ def test_switch_plot_orders_by_cost_and_keeps_direct_apart(tmp_path):
     # Every marker in the palette, with its interval drawn.
     colours = {line.get_color() for line in main.get_lines()}
     assert colours <= {*plots.PALETTE, plots.PUBLISHED}
-    plots._pyplot().close(fig)
+    plots.pyplot().close(fig)
 
 
 def test_styles_tell_series_apart_without_colour():
@@ -397,7 +398,7 @@ def test_kv_plot_marks_a_skipped_size(tmp_path):
     marks = [l for l in p.figure.axes[0].get_lines() if l.get_marker() == "x"]
     assert [list(l.get_xdata()) for l in marks] == [[16384]]
     assert "mpk (same-cpu) from 16 KiB" in p.caption
-    plots._pyplot().close(p.figure)
+    plots.pyplot().close(p.figure)
 
 
 def test_a_mechanism_keeps_its_look_from_plot_to_plot(tmp_path):
@@ -420,7 +421,7 @@ def test_a_mechanism_keeps_its_look_from_plot_to_plot(tmp_path):
                 line = container.lines[0]
                 out[container.get_label()] = (line.get_color(), line.get_marker(),
                                               line.get_linestyle())
-        plots._pyplot().close(p.figure)
+        plots.pyplot().close(p.figure)
         return out
 
     kv, over, payload = (looks(f(doc)) for f in (plots.kv_plot, plots.kv_overhead_plot,
@@ -433,7 +434,7 @@ def test_a_mechanism_keeps_its_look_from_plot_to_plot(tmp_path):
     # The legend reads cheapest first (direct, then by cost), not alphabetically.
     fig = plots.kv_plot(doc).figure
     assert [c.get_label() for c in fig.axes[0].containers] == ["direct", "thread", "mpk"]
-    plots._pyplot().close(fig)
+    plots.pyplot().close(fig)
 
 
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason=NO_TEX)

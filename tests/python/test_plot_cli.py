@@ -92,7 +92,7 @@ def test_samples_plot_draws_every_repetition_and_the_headline(tmp_path):
     assert pooled.get_ydata()[-1] == 1.0
     assert labels[3] == f"pooled (n={sum(len(x) for _, x in reps):,})"
     assert sum(patch.get_height() for patch in hist.patches) > 0
-    plots._pyplot().close(p.figure)
+    plots.pyplot().close(p.figure)
 
 
 def test_samples_plot_says_when_the_headline_is_outside_the_samples(tmp_path):
@@ -106,10 +106,10 @@ def test_samples_plot_says_when_the_headline_is_outside_the_samples(tmp_path):
     p = plots.samples_plot(low, reps)
     assert p.figure.axes[1].get_title(loc="left") == "headline outside the samples' p5..p95"
     assert "outside p5..p95 of its own samples: it is the batched estimate" in p.caption
-    plots._pyplot().close(p.figure)
+    plots.pyplot().close(p.figure)
     inside = plots.samples_plot(c, reps)
     assert inside.figure.axes[1].get_title(loc="left") == "" and "outside" not in inside.caption
-    plots._pyplot().close(inside.figure)
+    plots.pyplot().close(inside.figure)
 
 
 def test_samples_plot_without_samples_says_so(tmp_path):

@@ -262,7 +262,7 @@ def test_overhead_plot_says_where_direct_itself_jumps(tmp_path):
     texts = [t.get_text() for t in p.figure.axes[0].texts]
     assert any(t.startswith("direct\nitself\n×2.") for t in texts), texts
     assert "direct itself gets slower there" in p.caption and "1 MiB (2.5x)" in p.caption
-    plots._pyplot().close(p.figure)
+    plots.pyplot().close(p.figure)
 
 
 def test_overhead_plot_marks_no_jump_where_direct_holds(tmp_path):
@@ -271,7 +271,7 @@ def test_overhead_plot_marks_no_jump_where_direct_holds(tmp_path):
     assert plots.baseline_jumps(doc) == {}
     p = plots.kv_overhead_plot(doc)
     assert not p.figure.axes[0].texts and "direct itself" not in p.caption
-    plots._pyplot().close(p.figure)
+    plots.pyplot().close(p.figure)
 
 
 def test_report_shows_the_samples_of_every_configuration(tmp_path):
@@ -292,7 +292,7 @@ def test_report_shows_the_samples_of_every_configuration(tmp_path):
                  for ax in panels)
     dots = sum(len([l for l in ax.get_lines() if l.get_marker() == "o"]) for ax in panels)
     assert curves == dots == len(kv)
-    plots._pyplot().close(p.figure)
+    plots.pyplot().close(p.figure)
     files = report.write(doc, tmp_path / "rep", samples=samples)["files"]
     assert {"samples-switch.png", "samples-kv.svg", "samples-kv.caption.txt"} <= set(files)
     page = (tmp_path / "rep" / "index.html").read_text()

@@ -3,8 +3,9 @@ analysis/sections.py reaches the console table, summary.md, index.html and
 the plots through render/sections.py, in its place."""
 
 from isobench.analysis import sections
-from isobench.render.kit import plots, table
+from isobench.render.kit import plots
 from isobench.render import report, sections as render_sections
+from isobench.render import console
 
 from fixture_runs import fixture, load_doc
 
@@ -34,7 +35,7 @@ def test_a_section_reaches_every_rendering(tmp_path, monkeypatch):
         text=lambda s, d: f"PROBE TEXT {s['configs']}",
         markdown=lambda s, d: "## PROBE MD",
         plots=lambda s, d, width: [drawn], first=True))
-    assert "PROBE TEXT" in table.run_report(doc)
+    assert "PROBE TEXT" in console.run_report(doc)
     assert "## PROBE MD" in report.render_md(doc, [])
     assert "<pre>PROBE TEXT" in report.render_html(doc, [], tmp_path)
     assert plots.draw(doc)[0] is drawn

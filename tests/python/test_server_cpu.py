@@ -19,7 +19,7 @@ from isobench.analysis.kit import cpu
 from isobench.analysis import summary
 from isobench.measure import cputime, kvserver
 from isobench.render.families import lwcserve as render_serve
-from isobench.render.kit import table
+from isobench.render import console
 
 from synthetic_runs import result, summary_of
 
@@ -181,7 +181,7 @@ def test_kv_server_table_leads_with_cpu_per_request(tmp_path):
     # memcached is the reference: no ratio to itself, printed as "-".
     assert by["memcached"]["server_cpu_vs_reference"] is None
     assert by["memcached"]["throughput_vs_reference"] is None
-    text = table.kv_server_table(doc)
+    text = console.kv_server_table(doc)
     mc = next(ln for ln in text.splitlines() if ln.startswith("memcached"))
     assert mc.split()[:2] != ["memcached", "1.00"] and " - " in mc
     assert "server CPU" in text and "x memcached" in text and "(higher)" in text

@@ -2,6 +2,7 @@
 
 from isobench.analysis.kit import units
 from isobench.render.kit import table
+from isobench.render import console
 
 
 def test_fmt_num():
@@ -51,7 +52,7 @@ def test_quantized_interval_is_shown_as_plus_minus_a_step():
 def test_failures_are_loud():
     r = {"benchmark": "switch", "mechanism": "x", "status": "failed", "reason": "boom",
          "params": {}, "unit": None, "repetition": 1}
-    text = table.run_report(_doc([r]))
+    text = console.run_report(_doc([r]))
     assert "FAILED: switch -m x: boom" in text
     assert text.splitlines()[-1].startswith("results stored in /db")
 
@@ -62,7 +63,7 @@ def test_notes_say_which_configuration():
     rs = [{"benchmark": "kv", "mechanism": "mprotect", "status": "skipped", "reason": f"slow {n}",
            "params": {"placement": "same-cpu", "data_bytes": n}, "unit": "tsc_ticks",
            "repetition": rep} for n in (4 << 20, 16 << 20) for rep in (1, 2)]
-    text = table.run_report(_doc(rs))
+    text = console.run_report(_doc(rs))
     assert "skipped: kv -m mprotect (same-cpu, 4 MiB): slow 4194304 (2 repetitions)" in text
     assert "skipped: kv -m mprotect (same-cpu, 16 MiB): slow 16777216 (2 repetitions)" in text
 
@@ -73,7 +74,7 @@ def test_a_reason_whose_figures_vary_by_repetition_is_one_line():
            "params": {"placement": "same-cpu", "data_bytes": 4 << 20}, "unit": "tsc_ticks",
            "repetition": rep} for rep, t in ((1, 63), (2, 68), (3, 33))]
     rs.append({**rs[0], "reason": "isob crashed", "status": "failed", "repetition": 4})
-    lines = [l for l in table.run_report(_doc(rs), wide=True).splitlines() if "mprotect" in l]
+    lines = [l for l in console.run_report(_doc(rs), wide=True).splitlines() if "mprotect" in l]
     assert lines == [
         "skipped: kv -m mprotect (same-cpu, 4 MiB): predicted 63 s, over the 15 s budget "
         "(3 repetitions; figures of the first)",
@@ -97,7 +98,7 @@ def test_runs_keeps_the_commands_beside_one_long_status():
     long = ("SIGTERM after the guard found the machine loaded by another process "
             "and gave up waiting for it")
     runs = [_run_row(1), _run_row(2, "interrupted", long), _run_row(3)]
-    lines = table.runs_report(runs, "/db").splitlines()
+    lines = console.runs_report(runs, "/db").splitlines()
     assert max(len(line) for line in lines) <= table.WIDTH
     # The ordinary runs keep the most of their command the width allows.
     for i in (1, 3):
@@ -106,12 +107,12 @@ def test_runs_keeps_the_commands_beside_one_long_status():
     # The long status continues on the next lines of its column, whole.
     assert " ".join(" ".join(lines).split()).count("and gave up waiting for it") == 1
     # Without a long status the table is one line per run.
-    assert len(table.runs_report([_run_row(1), _run_row(3)], "/db").splitlines()) == 6
+    assert len(console.runs_report([_run_row(1), _run_row(3)], "/db").splitlines()) == 6
 
 
 def test_runs_cuts_a_command_that_does_not_fit():
     argv = ["isobench", "run", "switch"] + ["--placement", "same-cpu,cross-cpu"] * 8
-    line = table.runs_report([_run_row(1, argv=argv)], "/db").splitlines()[3]
+    line = console.runs_report([_run_row(1, argv=argv)], "/db").splitlines()[3]
     assert len(line) == table.WIDTH and line.endswith("...")
 
 

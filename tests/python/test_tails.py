@@ -9,6 +9,7 @@ import random
 import pytest
 
 from isobench.analysis.kit import tails
+from isobench.render import console
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
@@ -101,5 +102,5 @@ def test_kv_server_p99_needs_a_thousand_timed_requests():
     assert not few["latency_p99_enough"] and few["latency_events_min"] == 640
     doc = {"configs": [{"benchmark": "kv-server", "mechanism": "direct", "kv_server": few,
                         "repetitions": [{}, {}]}], "results": []}
-    text = table.kv_server_table(doc)
+    text = console.kv_server_table(doc)
     assert "max 12,256 (n=640)" in text or "max 12256 (n=640)" in text

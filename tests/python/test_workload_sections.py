@@ -14,6 +14,7 @@ import pytest
 from isobench.analysis.families import workloads
 from isobench.render.kit import plots, table
 from isobench.render import report, sections as render_sections
+from isobench.render import console
 
 from conftest import REPO, Isobench
 from synthetic_runs import rep_factor, result, summary_of
@@ -161,7 +162,7 @@ def test_break_even_with_one_repetition_says_point(tmp_path):
 
 def test_worksweep_renders_and_its_curves_open_the_report(tmp_path):
     doc = summary_of(tmp_path, worksweep_results())
-    text = table.run_report(doc)
+    text = console.run_report(doc)
     assert "worksweep: break-even work per crossing" in text
     assert "k=1e6" in text and "interval" in text
     md = report.render_md(doc, [])

@@ -10,7 +10,7 @@ from .common import EXIT_FAILED, EXIT_OK, Formatter, add_json, positive_seconds,
 from ..analysis.families import inspect
 from ..core.text import WIDTH
 from ..measure.driver import ISOLATION_TIMEOUT, Driver, Isolation, find_isob
-from ..render import matrix
+from ..render import console, matrix
 from ..render.kit import table
 
 
@@ -75,7 +75,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"mechanisms": mechs, "benchmarks": benches, "isolation_context": context})
     else:
-        print(table.list_report(mechs, benches, wide=args.wide))
+        print(console.list_report(mechs, benches, wide=args.wide))
         print("\n" + matrix.format_matrix(mechs, context, brief=not args.wide, listing=True))
         if inspected:
             print("\n".join(inspected if args.wide else

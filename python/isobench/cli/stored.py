@@ -13,7 +13,7 @@ from .common import (EXIT_OK, RUN_SPEC, Formatter, OutputError, add_db, add_json
 from ..core import attackers
 from ..analysis import checks, summary
 from ..analysis.kit import runs
-from ..render import matrix, report
+from ..render import console, matrix, report
 from ..render.kit import plots, table
 from ..errors import UsageError
 from ..store import Store, export, interchange
@@ -226,13 +226,13 @@ def print_run(store: Store, run_id: int, as_json: bool, doc: dict | None = None,
         return
     extra = []
     if wide and any(len(c["repetitions"]) > 1 for c in doc["configs"]):
-        extra.append(table.repetition_report(doc))
+        extra.append(console.repetition_report(doc))
     extra.append(table.wrap(checks.one_line(doc["findings"], run_id)))
     recorded = attackers.from_environment(doc["run"].get("environment"))
     if recorded:
         extra.append(matrix.format_matrix(*recorded, brief=not wide))
     # Names, host names and reasons may come from another machine (import).
-    print(table.terminal(table.run_report(doc, extra, wide=wide)))
+    print(table.terminal(console.run_report(doc, extra, wide=wide)))
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -249,7 +249,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"db": path, "runs": listed})
     else:
-        print(table.terminal(table.runs_report(listed, path)))
+        print(table.terminal(console.runs_report(listed, path)))
     return EXIT_OK
 
 

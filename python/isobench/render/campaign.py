@@ -105,8 +105,8 @@ def _run_of(doc: Mapping, host: str):
 
 # ---- heat maps ----
 
-def _pyplot():
-    return plots._pyplot()
+def pyplot():
+    return plots.pyplot()
 
 
 def heatmap_plots(doc: Mapping) -> list[plots.Plot]:
@@ -135,7 +135,7 @@ def heatmap_plots(doc: Mapping) -> list[plots.Plot]:
 
 def _heatmap(name: str, title: str, hosts: Sequence[str],
              rows: Sequence[tuple[str, Mapping]]) -> plots.Plot:
-    plt = _pyplot()
+    plt = pyplot()
     from matplotlib import colors
     values = [[(r["cells"].get(h) or {}).get("value") for h in hosts] for _, r in rows]
     logs = [[math.log10(v) if v and v > 0 else math.nan for v in row] for row in values]

@@ -50,7 +50,7 @@ import shutil
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from . import matrix, paper, sections
+from . import console, matrix, paper, sections
 from .kit import plots, reportdir, table
 from .. import __version__
 from ..core import attackers
@@ -396,7 +396,7 @@ def _kv_grid_html(doc: Mapping) -> str:
         value = (table.fmt_time(h["ns"]) if h.get("ns") is not None
                  else f"{table.fmt_num(h['value'])} {c['unit'] or ''}")
         flags = table.source_text(h).replace("median", "").replace("batched", "b").strip()
-        ratio = table.ratio_text(c) + table._kv_marks(doc, c)
+        ratio = table.ratio_text(c) + console.kv_marks(doc, c)
         return (f"<td class=\"cell\">{_e(value)}{' ' + _e(flags) if flags else ''}<br>"
                 f"<span>{_e(ratio)}</span></td>")
 

@@ -160,7 +160,7 @@ def create_plots(s: Mapping, doc: Mapping) -> list:
               and any((p["time"] or {}).get("value") for p in f["points"])]
     if not series:
         return [plots.Plot("lwc-create", title, None, "No lwc-create results in this run.")]
-    plt = plots._pyplot()
+    plt = plots.pyplot()
     colours = plots.colours([str(h) for h in s["heaps"]])
     fig, ax = plt.subplots(figsize=(9, 5.6))
     for f in series:
@@ -298,7 +298,7 @@ def switch_plots(s: Mapping, doc: Mapping) -> list:
     title = "lwC switch: one way and round trip"
     if not any((r["time"] or {}).get("value") for r in s["one_way"] + s["round_trip"]):
         return [plots.Plot("lwc-switch", title, None, "No lwc-switch results in this run.")]
-    plt = plots._pyplot()
+    plt = plots.pyplot()
     n = max(len(s["one_way"]), len(s["round_trip"]), 1)
     # Two panels with their own axes: a one-way time is never read against a round trip.
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 1.8 + 0.45 * n))
@@ -363,7 +363,7 @@ def refmon_plots(s: Mapping, doc: Mapping) -> list:
     title = "Reference monitors: seconds per 10,000 calls"
     if not s["rows"]:
         return [plots.Plot("refmon", title, None, "No refmon results in this run.")]
-    plt = plots._pyplot()
+    plt = plots.pyplot()
     cfgs = s["configs"]
     colours = plots.colours(cfgs)
     fig, ax = plt.subplots(figsize=(11, 5))

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..kit import claims, table
-from .lwcserve import _notes as _serve_notes, _num, _tail
+from ..kit.plots import Plot, pyplot
+from ..kit.blocks import fixed, latency_note, latency_text
 
 COLOURS = {"none": "#7f7f7f", "inline": "#1f77b4", "procsep": "#ff7f0e", "lwc": "#2ca02c"}
 
@@ -24,17 +25,17 @@ def _ratio(v, lo, hi) -> str:
 
 def _cells(r: Mapping) -> list[str]:
     iv = ("-" if r.get("throughput_lo") is None
-          else f"{_num(r['throughput_lo'])}..{_num(r['throughput_hi'])}")
+          else f"{fixed(r['throughput_lo'])}..{fixed(r['throughput_hi'])}")
     bound = bool(r.get("bound"))
     lat = r.get("latency") or {}
     reps = str(r.get("reps")) + (f" ({r['failed_reps']} failed)" if r.get("failed_reps") else "")
     return [str(r.get("monitor")), str(r.get("session")),
-            ("<= " if bound else "") + _num(r.get("throughput_rps")), iv,
+            ("<= " if bound else "") + fixed(r.get("throughput_rps")), iv,
             _ratio(r.get("vs_none"), r.get("vs_none_lo"), r.get("vs_none_hi")),
-            _num(r.get("checked_per_request"), 2),
-            _tail(lat.get("p50"), bound), _tail(lat.get("p99"), bound),
-            _tail(lat.get("p999"), bound), _num(r.get("client_busy"), 2),
-            _num(r.get("server_busy"), 2), str(r.get("saturated")), reps]
+            fixed(r.get("checked_per_request"), 2),
+            latency_text(lat.get("p50"), bound), latency_text(lat.get("p99"), bound),
+            latency_text(lat.get("p999"), bound), fixed(r.get("client_busy"), 2),
+            fixed(r.get("server_busy"), 2), str(r.get("saturated")), reps]
 
 
 def _tables(section: Mapping):
@@ -54,7 +55,7 @@ def _claim_lines(section: Mapping) -> list[str]:
 
 
 def _notes(section: Mapping) -> list[str]:
-    return [_serve_notes({})[0],
+    return [latency_note(),
             "/ none: throughput over that of the same point without a check (the same file "
             "read), geometric means; checked/req: system calls the monitor checked per request "
             "(openat and pread64: 2; none checks nothing)",
@@ -105,12 +106,11 @@ def markdown(section: Mapping, doc: Mapping) -> str:
 
 
 def plots(section: Mapping, doc: Mapping) -> list:
-    from ..kit.plots import Plot, _pyplot
     tabs = [t for t in section.get("tables") or [] if t.get("rows")]
     if not tabs:
         return []
     title = "lwc-serve --monitor: throughput against session length per monitor"
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(tabs), figsize=(5 * len(tabs), 4), squeeze=False)
     for ax, t in zip(axes[0], tabs):
         for mon, colour in COLOURS.items():
@@ -148,10 +148,10 @@ def _tls_cells(r: Mapping) -> list[str]:
     per = "-" if r.get("per_10000_s") is None else (
         f"{r['per_10000_s']:.2f}" + (f" [{r['per_10000_lo']:.2f}..{r['per_10000_hi']:.2f}]"
                                      if r.get("per_10000_lo") is not None else ""))
-    return [str(r.get("tls_key")), _num(r.get("handshakes")), _num(r.get("seconds"), 3), iv, per,
-            _num(r.get("published_s"), 1), _num(r.get("handshake_p50_us"), 1),
-            _num(r.get("server_cpu_per_handshake_us"), 1),
-            _num(r.get("client_cpu_per_handshake_us"), 1), str(r.get("reps"))]
+    return [str(r.get("tls_key")), fixed(r.get("handshakes")), fixed(r.get("seconds"), 3), iv, per,
+            fixed(r.get("published_s"), 1), fixed(r.get("handshake_p50_us"), 1),
+            fixed(r.get("server_cpu_per_handshake_us"), 1),
+            fixed(r.get("client_cpu_per_handshake_us"), 1), str(r.get("reps"))]
 
 
 def _tls_tables(section: Mapping):
@@ -187,13 +187,13 @@ SWEEP_HEAD = ("session", "key", "key in", "doc [B]", "L", "throughput [req/s]", 
 
 def _sweep_cells(r: Mapping) -> list[str]:
     iv = ("-" if r.get("throughput_lo") is None
-          else f"{_num(r['throughput_lo'])}..{_num(r['throughput_hi'])}")
+          else f"{fixed(r['throughput_lo'])}..{fixed(r['throughput_hi'])}")
     return [str(r.get("server")), str(r.get("tls_key_type") or "ecdsa-p256"),
             str(r["tls_key"]), str(r["doc_bytes"]), str(r["session"]),
-            _num(r.get("throughput_rps")), iv,
+            fixed(r.get("throughput_rps")), iv,
             _ratio(r.get("vs_process"), r.get("vs_process_lo"), r.get("vs_process_hi")),
-            _num(r.get("latency_p50_us"), 1), _num(r.get("latency_p99_us"), 1),
-            _num(r.get("server_cpu_per_request_us"), 1), str(r.get("reps"))]
+            fixed(r.get("latency_p50_us"), 1), fixed(r.get("latency_p99_us"), 1),
+            fixed(r.get("server_cpu_per_request_us"), 1), str(r.get("reps"))]
 
 
 SWEEP_TITLE = ("lwc-serve --tls: HTTPS throughput, isob tlsload with 16 threads each running "
@@ -234,13 +234,12 @@ def tls_markdown(section: Mapping, doc: Mapping) -> str:
 
 
 def tls_plots(section: Mapping, doc: Mapping) -> list:
-    from ..kit.plots import Plot, _pyplot
     rows = [(t["doc_bytes"], r) for t in section.get("tables") or [] for r in t["rows"]
             if r.get("per_10000_s") is not None]
     if not rows:
         return []
     title = "lwc-serve --tls: seconds per 10,000 full handshakes, key in the server or in an lwc"
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     labels = [f"{r['tls_key']}\n{d} B" for d, r in rows]
     ys = [r["per_10000_s"] for _, r in rows]

@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..kit import claims, table
-from ...analysis.kit import cpu, tails
+from ..kit.plots import Plot, pyplot
+from ..kit.blocks import fixed, latency_note, latency_text
+from ...analysis.kit import cpu
 
 # One colour per mode in every panel, whichever modes a panel has.
 COLOURS = {"shared": "#1f77b4", "fork": "#ff7f0e", "rollback": "#2ca02c",
@@ -28,38 +30,19 @@ CURVE_HEAD = ("server", "offered [req/s]", "achieved [req/s]", "achieved/offered
               "x memcached", "blocked/req", "late sends", "knee", "reps")
 
 
-def _num(v, digits: int = 0) -> str:
-    if v is None:
-        return "-"
-    return f"{v:,.{digits}f}"
-
-
-def _tail(t: Mapping | None, bound: bool) -> str:
-    """A latency quantile: value [interval], or `max V (n=N)` where the
-    requests do not carry it; '>= ' where failed repetitions make it a lower
-    bound."""
-    if not t or t.get("value") is None:
-        return "-"
-    pre = ">= " if bound else ""
-    if t.get("max"):
-        return f"{pre}max {_num(t['value'], 1)} (n={t['n']:,})"
-    iv = t.get("interval")
-    return pre + _num(t["value"], 1) + (f" [{_num(iv[0], 1)}..{_num(iv[1], 1)}]" if iv else "")
-
-
 def _cells(r: Mapping, key: str) -> list[str]:
     iv = ("-" if r.get("throughput_lo") is None
-          else f"{_num(r['throughput_lo'])}..{_num(r['throughput_hi'])}")
+          else f"{fixed(r['throughput_lo'])}..{fixed(r['throughput_hi'])}")
     bound = bool(r.get("bound"))
     lat = r.get("latency") or {}
     reps = str(r.get("reps")) + (f" ({r['failed_reps']} failed)" if r.get("failed_reps") else "")
     return [str(r.get("server")), str(r.get(key)), cpu.text(r.get("server_cpu")),
             cpu.text(r.get("server_cpu_vs_memcached")),
             cpu.text(r.get("client_cpu")) + (" (higher)" if r.get("client_costs_more") else ""),
-            ("<= " if bound else "") + _num(r.get("throughput_rps")), iv,
-            _tail(lat.get("p50"), bound), _tail(lat.get("p99"), bound),
-            _tail(lat.get("p999"), bound), _num(r.get("client_busy"), 2),
-            _num(r.get("server_busy"), 2), _num(r.get("server_processes")), _blocked(r),
+            ("<= " if bound else "") + fixed(r.get("throughput_rps")), iv,
+            latency_text(lat.get("p50"), bound), latency_text(lat.get("p99"), bound),
+            latency_text(lat.get("p999"), bound), fixed(r.get("client_busy"), 2),
+            fixed(r.get("server_busy"), 2), fixed(r.get("server_processes")), _blocked(r),
             str(r.get("saturated")), reps]
 
 
@@ -67,16 +50,16 @@ def _blocked(r: Mapping) -> str:
     b = r.get("blocked_per_req")
     if not b:
         return "-"
-    return (">= " if b.get("at_least") else "") + _num(b["value"], 3)
+    return (">= " if b.get("at_least") else "") + fixed(b["value"], 3)
 
 
 def _curve_cells(r: Mapping) -> list[str]:
     bound = bool(r.get("bound"))
     lat = r.get("latency") or {}
     knee = (f"past ({r['knee_reps']} of {r['reps']} reps)" if r.get("knee_reps") else "")
-    return [str(r.get("server")), _num(r.get("offered_rps")), _num(r.get("achieved_rps")),
-            _num(r.get("achieved_ratio"), 2), _tail(lat.get("p50"), bound),
-            _tail(lat.get("p99"), bound), _tail(lat.get("p999"), bound),
+    return [str(r.get("server")), fixed(r.get("offered_rps")), fixed(r.get("achieved_rps")),
+            fixed(r.get("achieved_ratio"), 2), latency_text(lat.get("p50"), bound),
+            latency_text(lat.get("p99"), bound), latency_text(lat.get("p999"), bound),
             cpu.text(r.get("server_cpu")), cpu.text(r.get("server_cpu_vs_memcached")),
             _blocked(r), "-" if r.get("late_share") is None else f"{100 * r['late_share']:.1f}%", knee,
             str(r.get("reps"))]
@@ -102,11 +85,7 @@ def _rows(section: Mapping) -> list[Mapping]:
 
 
 def _notes(section: Mapping) -> list[str]:
-    out = ["latency [us]: isob loadgen's quantile over every request of a repetition, the median "
-           "over repetitions; [a..b]: the envelope of the repetitions' order-statistic 95% "
-           f"intervals; p99 and p99.9 only where n(1 - q) >= {tails.MIN_TAIL} requests lie beyond "
-           f"them (p99: {tails.needed(0.99):,}, p99.9: {tails.needed(0.999):,} requests), else "
-           "`max (n=...)`: the largest latency of n requests, not a quantile"]
+    out = [latency_note()]
     for r in _rows(section):
         if r.get("bound"):
             key = "session" if "session" in r else "conns"
@@ -144,8 +123,8 @@ def _variant(r: Mapping) -> str:
 def _rollback_cells(r: Mapping) -> list[str]:
     return [f"{_variant(r)}, L={r.get('session')}", cpu.text(r.get("vs_prefork")),
             cpu.text(r.get("vs_shared")), cpu.text(r.get("prefork_vs_shared")),
-            cpu.text(r.get("rollback_us"), 1), _num(r.get("pages"), 1),
-            _num(r.get("us_per_request"), 3), _num(r.get("lwc_us"), 1)]
+            cpu.text(r.get("rollback_us"), 1), fixed(r.get("pages"), 1),
+            fixed(r.get("us_per_request"), 3), fixed(r.get("lwc_us"), 1)]
 
 
 def _rollback_note() -> str:
@@ -182,8 +161,8 @@ def _saturation_line(section: Mapping) -> str:
     counts = section.get("saturation_counts") or {}
     parts = ", ".join(f"{k}: {n}" for k, n in sorted(counts.items()))
     return (f"saturated (CPU busy >= {section.get('saturated_at')} of the run) per point: "
-            f"{parts or 'none'}; highest loadgen CPU {_num(section.get('max_client_busy'), 2)}, "
-            f"highest server CPU {_num(section.get('max_server_busy'), 2)}.  'neither': "
+            f"{parts or 'none'}; highest loadgen CPU {fixed(section.get('max_client_busy'), 2)}, "
+            f"highest server CPU {fixed(section.get('max_server_busy'), 2)}.  'neither': "
             f"neither had a full CPU, so the throughput is not the server's CPU limit "
             f"(other load on the machine, or waiting, bounds it; see `isobench check`).")
 
@@ -249,13 +228,12 @@ def _curve_plot(section: Mapping, doc: Mapping):
     """Latency against offered load: a panel per isob server, memcached's
     curve beside it in grey; p50 solid, p99 dashed, p99.9 dotted (only
     where the requests carry it); the first point past the knee crossed."""
-    from ..kit.plots import Plot, _pyplot
     rows = section.get("curve") or []
     servers = [s for s in dict.fromkeys(r["server"] for r in rows) if s != "memcached"]
     if not servers:
         return None
     title = "lwc-curve: latency against offered load (open loop)"
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(servers), figsize=(5 * len(servers), 4), squeeze=False,
                              sharey=True)
     styles = (("p50", "-"), ("p99", "--"), ("p999", ":"))
@@ -293,13 +271,12 @@ def _curve_plot(section: Mapping, doc: Mapping):
 
 
 def plots(section: Mapping, doc: Mapping) -> list:
-    from ..kit.plots import Plot, _pyplot
     variants = [v for v in section.get("serve") or [] if v.get("rows")]
     title = "lwc-serve: throughput against session length"
     curve = _curve_plot(section, doc)
     if not variants:
         return [curve] if curve else []
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(variants), figsize=(5 * len(variants), 4), squeeze=False)
     for ax, v in zip(axes[0], variants):
         for server in ("shared", "fork", "prefork", "rollback", "per-connection", "memcached"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..kit import table
+from ..kit.plots import colours, Plot, pyplot
 
 
 
@@ -193,13 +194,12 @@ STYLES = ("-", "--", ":", "-.")
 
 
 def delegate_plot(section: Mapping, doc: Mapping):
-    from ..kit.plots import Plot, _pyplot, colours
     title = "Delegation latency against chain depth"
     rows = [r for r in section["rows"] if r["hop"] or r["end_to_end"]]
     if not rows:
         return Plot("delegate-depth", title, None, "No delegate results in this run, so the "
                     "delegation plot is left out (`isobench run delegate`).")
-    plt = _pyplot()
+    plt = pyplot()
     variants = sorted({str(r["variant"]) for r in rows})
     regions = sorted({r["region"] for r in rows if r["region"] is not None})
     colour_of = colours(variants)
@@ -234,13 +234,12 @@ def delegate_plot(section: Mapping, doc: Mapping):
 
 
 def sched_plot(section: Mapping, doc: Mapping):
-    from ..kit.plots import Plot, _pyplot, colours
     title = "Scheduling overhead against the number of workers"
     rows = [r for r in section["rows"] if r["vs_ideal"]]
     if not rows:
         return Plot("sched-workers", title, None, "No sched results in this run, so the "
                     "scheduling plot is left out (`isobench run sched`).")
-    plt = _pyplot()
+    plt = pyplot()
     panels = list(dict.fromkeys((r["mode"], r["cpus"]) for r in rows))
     kinds = list(dict.fromkeys(r["kind"] for r in rows))
     slices = sorted({r["slice_us"] for r in rows})

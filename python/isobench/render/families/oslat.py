@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..kit import table
+from ..kit.plots import PALETTE, Plot, pyplot
 
 PUBLISHED_HEADERS = ("pub. native us", "pub. SEIMI us", "pub. x")
 # LMbench's context-switch time of a ctx row under none (switch_us: the raw
@@ -379,7 +380,6 @@ def markdown(section: Mapping, doc: Mapping) -> str:
 
 def _colours(names: Sequence[str]) -> dict[str, object]:
     # In the order given (none first), from the report's colour-blind-safe palette.
-    from ..kit.plots import PALETTE
     return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(names)}
 
 
@@ -387,7 +387,6 @@ MARKERS = "osD^v<>pX*h"
 
 
 def table_plot(section: Mapping, doc: Mapping, t: Mapping):
-    from ..kit.plots import Plot, _pyplot
     name = f"oslat-table-{t['table'].lower()}" + (
         f"-{t['placement']}" if t["placement"] not in ("same-cpu", "None") else "")
     title = (f"{'' if t.get('bandwidth') else 'SEIMI '}{t['title']}{_place(t)}: "
@@ -397,7 +396,7 @@ def table_plot(section: Mapping, doc: Mapping, t: Mapping):
     if not rows:
         return Plot(name, title, None, f"No confinement beside none in Table {t['table']}, so "
                     "its slowdown plot is left out (`isobench run oslat --confine ...`).")
-    plt = _pyplot()
+    plt = pyplot()
     colours = _colours(cols)
     fig, ax = plt.subplots(figsize=(max(7.0, 0.55 * len(rows) + 3), 5.2))
     xs = list(range(len(rows)))
@@ -439,7 +438,6 @@ def table_plot(section: Mapping, doc: Mapping, t: Mapping):
 
 
 def heatmap(section: Mapping, doc: Mapping):
-    from ..kit.plots import Plot, _pyplot
     title = "oslat: slowdown per primitive and confinement"
     cols = [c["label"] for c in section["columns"] if c["label"] != "none"]
     rows = [(t, r) for t in section["tables"] for r in t["rows"] if r["averaged"]
@@ -449,7 +447,7 @@ def heatmap(section: Mapping, doc: Mapping):
     if not cols or not rows:
         return Plot("oslat-heatmap", title, None, "No confinement beside none in this run, so "
                     "the slowdown heat map is left out.")
-    plt = _pyplot()
+    plt = pyplot()
     from matplotlib.colors import LogNorm
     grid = [[((r["cells"].get(c) or {}).get("slowdown") or {}).get("value", float("nan"))
              for c in cols] for _, r in rows]

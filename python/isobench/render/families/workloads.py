@@ -107,7 +107,7 @@ def worksweep_plots(s: Mapping, doc: Mapping) -> list:
     curves = [c for c in s["curves"] if any(p["k"] > 0 for p in c["points"])]
     if not curves:
         return [plots.Plot("worksweep", title, None, "No worksweep points with k > 0.")]
-    plt = plots._pyplot()
+    plt = plots.pyplot()
     colours = plots.colours([f"{c['mechanism']} {c['placement']}" for c in curves])
     fig, (ax_r, ax_t) = plt.subplots(1, 2, figsize=(12, 5.4))
     for c in curves:
@@ -395,7 +395,7 @@ def scale_plots(s: Mapping, doc: Mapping) -> list:
     curves = [c for c in s["curves"] if c["points"]]
     if not curves:
         return [plots.Plot("scale", title, None, "No scale switch results in this run.")]
-    plt = plots._pyplot()
+    plt = plots.pyplot()
     colours = plots.colours([f"{c['mechanism']} {c['placement']}" for c in curves])
     fig, ax = plt.subplots(figsize=(9, 5.2))
     for c in curves:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from . import table
+from ...analysis.kit import tails
 
 
 PUBLISHED = "PUBLISHED"
@@ -105,3 +106,34 @@ def not_ok_notes(section: Mapping) -> list[str]:
 
 INTERVAL_NOTE = ("[a..b]: 95% interval over repetitions (fresh processes); '1p': within one "
                  "process only (run with --repeat)")
+
+
+# ---- servers: throughput and latency quantiles ----
+
+def fixed(v, digits: int = 0) -> str:
+    """v with thousands separators and `digits` decimals; '-' for none."""
+    if v is None:
+        return "-"
+    return f"{v:,.{digits}f}"
+
+
+def latency_text(t: Mapping | None, bound: bool) -> str:
+    """A latency quantile: value [interval], or `max V (n=N)` where the
+    requests do not carry it; '>= ' where failed repetitions make it a lower
+    bound."""
+    if not t or t.get("value") is None:
+        return "-"
+    pre = ">= " if bound else ""
+    if t.get("max"):
+        return f"{pre}max {fixed(t['value'], 1)} (n={t['n']:,})"
+    iv = t.get("interval")
+    return pre + fixed(t["value"], 1) + (f" [{fixed(iv[0], 1)}..{fixed(iv[1], 1)}]" if iv else "")
+
+
+def latency_note() -> str:
+    """What a server table's latency columns are (lwc-serve, lwc-monitor)."""
+    return ("latency [us]: isob loadgen's quantile over every request of a repetition, the median "
+            "over repetitions; [a..b]: the envelope of the repetitions' order-statistic 95% "
+            f"intervals; p99 and p99.9 only where n(1 - q) >= {tails.MIN_TAIL} requests lie beyond "
+            f"them (p99: {tails.needed(0.99):,}, p99.9: {tails.needed(0.999):,} requests), else "
+            "`max (n=...)`: the largest latency of n requests, not a quantile")

@@ -128,7 +128,7 @@ def literal_texts(fig) -> None:
                     fmt._literal = True
 
 
-def _pyplot():
+def pyplot():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -182,7 +182,7 @@ def mechanism_styles(doc: Mapping) -> dict[str, dict]:
 @contextmanager
 def paper_rc(width: float) -> Iterator[None]:
     """Font sizes a paper prints legibly at this width."""
-    plt = _pyplot()
+    plt = pyplot()
     small = width <= WIDTHS["1col"]
     with plt.rc_context({"font.size": 7 if small else 8.5, "axes.titlesize": 7.5 if small else 9,
                          "axes.labelsize": 7 if small else 8.5,
@@ -373,7 +373,7 @@ def switch_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
     if not configs:
         return Plot("switch", title, None, "No switch results in this run, so this plot is "
                     "left out (`isobench run switch`).")
-    plt = _pyplot()
+    plt = pyplot()
     unit, div = _log_unit(configs)
     mech_keys = {(c["mechanism"], c["params"].get("variant")) for c in configs
                  if c["mechanism"] != BASELINE or c["params"].get("variant") in (None, "entry")}
@@ -434,7 +434,7 @@ def payload_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
     if not configs:
         return Plot("switch-payload", title, None, "No switch results in this run, so this "
                     "plot is left out (`isobench run switch` measures them).")
-    plt = _pyplot()
+    plt = pyplot()
     unit, div = _log_unit(configs)
     by: dict[str, list[Mapping]] = {}
     for c in configs:
@@ -523,7 +523,7 @@ def _kv_figure(doc, width, configs, draw_series, ylabel, title_of):
     """Shared frame of the kv plots: one panel per placement, side by side at
     the double-column width and stacked at the single-column one; a legend
     below; skipped sizes marked on the bottom edge with "x"."""
-    plt = _pyplot()
+    plt = pyplot()
     series = _kv_series(configs)
     places = sorted({p for _, p in series}, key=lambda p: (p != "same-cpu", p))
     look = {m: st for m, st in mechanism_styles(doc).items() if m in {m for m, _ in series}}
@@ -631,7 +631,7 @@ def kv_overhead_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
         if same:
             ax.plot([p[0] for p in same], [p[1] for p in same], linestyle="none",
                     marker="o", mfc="none", mec=GREY, mew=0.8,
-                    markersize=_pyplot().rcParams["lines.markersize"] * 2.2, zorder=1)
+                    markersize=pyplot().rcParams["lines.markersize"] * 2.2, zorder=1)
         ax.axhline(1.0, color="black", lw=0.8)
         if log:
             ax.set_yscale("log")
@@ -729,7 +729,7 @@ def kv_server_plot(doc: Mapping, width: float = WIDTHS["2col"]) -> Plot:
     if not configs:
         return Plot("kv-server", title, None, "No kv-server results in this run, so the "
                     "server plot (throughput and latency beside memcached) is left out.")
-    plt = _pyplot()
+    plt = pyplot()
     unit, div = _axis_unit(configs)
     if div is not None and unit == "ns":
         unit, div = "µs", 1e3  # request latencies read in µs
@@ -867,7 +867,7 @@ def samples_overview(doc: Mapping, samples: Mapping[tuple, Sequence], benchmark:
     if not configs:
         return Plot(name, title, None, f"No stored samples of {benchmark} in this run, so its "
                     "distribution plot is left out.")
-    plt = _pyplot()
+    plt = pyplot()
     panels: dict[str, list[Mapping]] = {}
     for c in table.ordered(configs):
         panels.setdefault(table.config_label(c, set(table.common_params(configs))),
@@ -964,7 +964,7 @@ def samples_plot(c: Mapping, reps: Sequence[tuple[int, Sequence[float]]],
     if not reps:
         return Plot("samples", title, None, "This configuration has no stored samples (imported "
                     "without them, or every repetition failed), so there is nothing to draw.")
-    plt = _pyplot()
+    plt = pyplot()
     h = c["headline"]
     # Samples are in the counter's unit; drawn in ns where the headline converts.
     per = h["ns"] / h["value"] if h.get("ns") is not None and h.get("value") else None
@@ -1086,11 +1086,11 @@ def save(plot: Plot, out_dir, kinds: Sequence[tuple[str, str]] = (("png", ""), (
         return []
     literal_texts(plot.figure)
     names = []
-    with _pyplot().rc_context(SAVE_RC):
+    with pyplot().rc_context(SAVE_RC):
         for ext, suffix in kinds:
             name = f"{plot.name}{suffix}.{ext}"
             plot.figure.savefig(out_dir / name, dpi=DPI, format=ext,
                                 metadata=_metadata(ext, plot.title, about))
             names.append(name)
-    _pyplot().close(plot.figure)
+    pyplot().close(plot.figure)
     return names
