@@ -12,6 +12,7 @@ from isobench.analysis.kit import claims, fit, reference
 from isobench.render.kit import plots, table
 from isobench.render import sections as render_sections
 from isobench.render import console
+from isobench.render import figures
 
 from synthetic_runs import rep_factor, result, summary_of
 
@@ -164,7 +165,7 @@ def test_lwc_create_renders_its_tables_and_plot(tmp_path):
     assert "beside the 1 MiB heap" in " ".join(text.split())
     assert "lwc-create: the baselines" in text and "vfork" in text
     assert "SKIPPED dirty_pages=0 variant=soft-dirty: the kernel lacks" in text
-    drawn = [p for p in plots.draw(doc) if p.name == "lwc-create"]
+    drawn = [p for p in figures.draw(doc) if p.name == "lwc-create"]
     assert drawn and drawn[0].figure is not None
     plots.save(drawn[0], tmp_path)
     assert (tmp_path / "lwc-create.png").exists()
@@ -231,7 +232,7 @@ def test_lwc_switch_keeps_one_way_and_round_trip_apart(tmp_path):
     assert "ONE-WAY" in one_way
     assert "1.98 (Konrad 2023, of means)" in one_way
     assert "not testable here" in round_trip and "less than half the time" in round_trip
-    drawn = [p for p in plots.draw(doc) if p.name == "lwc-switch"]
+    drawn = [p for p in figures.draw(doc) if p.name == "lwc-switch"]
     assert drawn and drawn[0].figure is not None
 
 

@@ -24,10 +24,11 @@ from isobench.measure import lwcmonitor, lwcserve, proc
 from isobench.measure.driver import _catalog_from
 from isobench.core.records import NO_MECHANISM, Result
 from isobench.render.families import lwcmonitor as render
-from isobench.render.kit import plots, table
+from isobench.render.kit import table
 from isobench.render import report
 from isobench.store import Store
 from isobench.render import console
+from isobench.render import figures
 
 HERE = Path(__file__).resolve().parent
 ISOB = HERE.parents[1] / "build" / "isob"
@@ -124,7 +125,7 @@ def test_every_monitor_real_run(monkeypatch, tmp_path):
     assert max(map(len, text.splitlines()[:-1])) <= table.WIDTH
     assert "900-byte document read per GET" in text and "claim: lwC" in text
     assert "## lwC's reference monitors in a server" in report.render_md(doc, [])
-    drawn = [p for p in plots.draw(doc) if p.name == "lwc-monitor"]
+    drawn = [p for p in figures.draw(doc) if p.name == "lwc-monitor"]
     assert len(drawn) == 1 and drawn[0].figure is not None
 
 
@@ -226,7 +227,7 @@ def test_tls_real_run(monkeypatch, tmp_path):
     assert max(map(len, text.splitlines()[:-1])) <= table.WIDTH
     assert "claim: lwC: 10,000 SSL handshakes took 99.7 s" in " ".join(text.split())
     assert "## lwC's isolated OpenSSL key" in report.render_md(doc, [])
-    assert [p.name for p in plots.draw(doc) if p.name == "lwc-tls"] == ["lwc-tls"]
+    assert [p.name for p in figures.draw(doc) if p.name == "lwc-tls"] == ["lwc-tls"]
 
 
 def test_tls_failure_is_shown(tmp_path):

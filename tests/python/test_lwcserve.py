@@ -24,10 +24,11 @@ from isobench.measure import lwcserve, proc
 from isobench.measure.driver import _catalog_from
 from isobench.core.records import NO_MECHANISM, Result
 from isobench.render.families import lwcserve as render
-from isobench.render.kit import plots, table
+from isobench.render.kit import table
 from isobench.render import report
 from isobench.store import Store
 from isobench.render import console
+from isobench.render import figures
 
 HERE = Path(__file__).resolve().parent
 ISOB = HERE.parents[1] / "build" / "isob"
@@ -172,7 +173,7 @@ def test_lwc_serve_real_run(small_sweep, tmp_path):
     assert "lwc-serve: isob serve --session MODE, http" in text and "rollback" in text
     assert "threat model:" in text
     assert "## lwC use cases as servers" in report.render_md(doc, [])
-    drawn = [p for p in plots.draw(doc) if p.name == "lwc-serve"]
+    drawn = [p for p in figures.draw(doc) if p.name == "lwc-serve"]
     assert len(drawn) == 1 and drawn[0].figure is not None
 
 

@@ -10,6 +10,7 @@ from isobench.core import stats
 from isobench.render.kit import plots, table
 from isobench.render import report
 from isobench.render import console
+from isobench.render import figures
 
 from fixture_runs import fixture, load_doc
 from os_fixtures import delegate_run, pingpong_run, sched_run
@@ -95,7 +96,7 @@ def test_sched_makespan_against_the_ideal_per_repetition(tmp_path):
 def test_plots_of_delegation_and_scheduling(tmp_path):
     for run, name in ((delegate_run(), "delegate-depth"), (sched_run(), "sched-workers")):
         doc = _sections(tmp_path / name, run)
-        p = {x.name: x for x in plots.draw(doc)}[name]
+        p = {x.name: x for x in figures.draw(doc)}[name]
         assert p.figure is not None, p.note
         assert plots.save(p, tmp_path) == [f"{name}.png", f"{name}.svg"]
         md = report.render_md(doc, [])

@@ -14,6 +14,7 @@ from isobench.render.families import oslat as render_oslat
 from isobench.render.kit import plots, table
 from isobench.render import report
 from isobench.render import console
+from isobench.render import figures
 
 from fixture_runs import fixture, load_doc
 from os_fixtures import OSLAT_CELLS, oslat_run
@@ -283,7 +284,7 @@ def test_confinement_groups_fold_to_the_width(tmp_path):
 
 def test_plots_one_per_table_and_a_heat_map(tmp_path):
     doc = _doc(tmp_path)
-    drawn = {p.name: p for p in plots.draw(doc)}
+    drawn = {p.name: p for p in figures.draw(doc)}
     for name in ("oslat-table-iv", "oslat-table-v", "oslat-table-vi", "oslat-table-iii",
                  "oslat-heatmap"):
         assert drawn[name].figure is not None, drawn[name].note
@@ -296,7 +297,7 @@ def test_plots_one_per_table_and_a_heat_map(tmp_path):
 
 def test_plots_say_why_without_a_confinement(tmp_path):
     doc = _doc(tmp_path, oslat_run({("none", "default"): 1.0}))
-    drawn = {p.name: p for p in plots.draw(doc)}
+    drawn = {p.name: p for p in figures.draw(doc)}
     assert drawn["oslat-heatmap"].figure is None
     assert "No confinement beside none" in drawn["oslat-table-iv"].note
 

@@ -13,6 +13,7 @@ import pytest
 from conftest import assert_one_error_line, limit
 from fixture_runs import fixture, import_doc, load_doc
 from isobench.render import console
+from isobench.render import figures
 
 
 def _doc(tmp_path, doc=None):
@@ -362,7 +363,7 @@ def test_plots_at_paper_widths_without_run_ids(tmp_path):
     from isobench.render.kit import plots
     doc = _doc(tmp_path, with_skipped_kv_size(fixture("clean_run")))
     for width in plots.WIDTHS.values():
-        drawn = [p for p in plots.draw(doc, width) if p.figure is not None]
+        drawn = [p for p in figures.draw(doc, width) if p.figure is not None]
         assert {p.name for p in drawn} >= {"switch", "switch-payload", "kv", "kv-overhead"}
         for p in drawn:
             assert p.figure.get_size_inches()[0] == pytest.approx(width)
@@ -373,7 +374,7 @@ def test_plots_at_paper_widths_without_run_ids(tmp_path):
 def test_switch_plot_orders_by_cost_and_keeps_direct_apart(tmp_path):
     from isobench.render.kit import plots
     doc = _doc(tmp_path)
-    fig = plots.switch_plot(doc).figure
+    fig = figures.switch_plot(doc).figure
     main, small = fig.axes[:2]
     rows = [t.get_text() for t in main.get_yticklabels()]
     assert rows[0] == "direct (entry: baseline)" and rows.index("mpk") < rows.index("process-futex")
@@ -394,7 +395,7 @@ def test_styles_tell_series_apart_without_colour():
 def test_kv_plot_marks_a_skipped_size(tmp_path):
     from isobench.render.kit import plots
     doc = _doc(tmp_path, with_skipped_kv_size(fixture("clean_run")))
-    p = plots.kv_plot(doc)
+    p = figures.kv_plot(doc)
     marks = [l for l in p.figure.axes[0].get_lines() if l.get_marker() == "x"]
     assert [list(l.get_xdata()) for l in marks] == [[16384]]
     assert "mpk (same-cpu) from 16 KiB" in p.caption
@@ -424,15 +425,15 @@ def test_a_mechanism_keeps_its_look_from_plot_to_plot(tmp_path):
         plots.pyplot().close(p.figure)
         return out
 
-    kv, over, payload = (looks(f(doc)) for f in (plots.kv_plot, plots.kv_overhead_plot,
-                                                 plots.payload_plot))
+    kv, over, payload = (looks(f(doc)) for f in (figures.kv_plot, figures.kv_overhead_plot,
+                                                 figures.payload_plot))
     assert "direct" in kv and "direct" not in over
     shared = set(kv) & set(over)
     assert shared == {"mpk", "thread"}
     assert all(kv[m] == over[m] for m in shared)
     assert all(payload[m] == kv[m] for m in set(payload) & set(kv))
     # The legend reads cheapest first (direct, then by cost), not alphabetically.
-    fig = plots.kv_plot(doc).figure
+    fig = figures.kv_plot(doc).figure
     assert [c.get_label() for c in fig.axes[0].containers] == ["direct", "thread", "mpk"]
     plots.pyplot().close(fig)
 

@@ -7,6 +7,8 @@ import shutil
 
 import pytest
 
+from isobench.render import figures
+
 from conftest import FIXTURES, assert_one_error_line
 from fixture_runs import fixture, import_doc, load_doc, with_repetitions
 
@@ -36,7 +38,7 @@ def test_kv_server_plot_names_every_server(tmp_path):
     from isobench.analysis import summary
     from isobench.render.kit import plots
     data = load_doc(tmp_path, with_kv_server(fixture("clean_run")))
-    plot = plots.kv_server_plot(summary.build(data))
+    plot = figures.kv_server_plot(summary.build(data))
     axis = plot.figure.axes[0]
     assert [t.get_text() for t in axis.get_yticklabels()] == \
         ["memcached", "isob+direct", "isob+mpk"]
@@ -255,10 +257,10 @@ def _kv_doc(tmp_path, direct_factor):
 def test_overhead_plot_says_where_direct_itself_jumps(tmp_path):
     from isobench.render.kit import plots
     doc = _kv_doc(tmp_path, 2.5)
-    jumps = plots.baseline_jumps(doc)
+    jumps = figures.baseline_jumps(doc)
     assert list(jumps) == ["same-cpu"] and [s for s, _ in jumps["same-cpu"]] == [1 << 20]
     assert jumps["same-cpu"][0][1] == pytest.approx(2.5, rel=0.1)
-    p = plots.kv_overhead_plot(doc)
+    p = figures.kv_overhead_plot(doc)
     texts = [t.get_text() for t in p.figure.axes[0].texts]
     assert any(t.startswith("direct\nitself\n×2.") for t in texts), texts
     assert "direct itself gets slower there" in p.caption and "1 MiB (2.5x)" in p.caption
@@ -268,8 +270,8 @@ def test_overhead_plot_says_where_direct_itself_jumps(tmp_path):
 def test_overhead_plot_marks_no_jump_where_direct_holds(tmp_path):
     from isobench.render.kit import plots
     doc = _kv_doc(tmp_path, 1.05)
-    assert plots.baseline_jumps(doc) == {}
-    p = plots.kv_overhead_plot(doc)
+    assert figures.baseline_jumps(doc) == {}
+    p = figures.kv_overhead_plot(doc)
     assert not p.figure.axes[0].texts and "direct itself" not in p.caption
     plots.pyplot().close(p.figure)
 

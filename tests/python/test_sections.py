@@ -6,6 +6,7 @@ from isobench.analysis import sections
 from isobench.render.kit import plots
 from isobench.render import report, sections as render_sections
 from isobench.render import console
+from isobench.render import figures
 
 from fixture_runs import fixture, load_doc
 
@@ -38,4 +39,4 @@ def test_a_section_reaches_every_rendering(tmp_path, monkeypatch):
     assert "PROBE TEXT" in console.run_report(doc)
     assert "## PROBE MD" in report.render_md(doc, [])
     assert "<pre>PROBE TEXT" in report.render_html(doc, [], tmp_path)
-    assert plots.draw(doc)[0] is drawn
+    assert figures.draw(doc)[0] is drawn

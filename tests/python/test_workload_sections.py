@@ -15,6 +15,7 @@ from isobench.analysis.families import workloads
 from isobench.render.kit import plots, table
 from isobench.render import report, sections as render_sections
 from isobench.render import console
+from isobench.render import figures
 
 from conftest import REPO, Isobench
 from synthetic_runs import rep_factor, result, summary_of
@@ -167,7 +168,7 @@ def test_worksweep_renders_and_its_curves_open_the_report(tmp_path):
     assert "k=1e6" in text and "interval" in text
     md = report.render_md(doc, [])
     assert "## Work per crossing (worksweep)" in md
-    drawn = plots.draw(doc)
+    drawn = figures.draw(doc)
     assert drawn[0].name == "worksweep" and drawn[0].figure is not None
     plots.save(drawn[0], tmp_path)
     assert (tmp_path / "worksweep.png").stat().st_size > 0

@@ -184,7 +184,7 @@ def parse_memcaslap(text: str) -> Memcaslap:
 
 # ---- processes ----
 
-def _cpus() -> tuple[int, int] | None:
+def pinned_cpus() -> tuple[int, int] | None:
     """(server CPU, client CPU): two CPUs this process may use, else None."""
     try:
         allowed = sorted(os.sched_getaffinity(0))
@@ -389,7 +389,7 @@ def result_from(mechanism: str, params: dict, m: Memcaslap, cpu: dict | None = N
 
 def measure(mechanism: str, isob: str, seconds: int) -> Result:
     """One server measured; always a Result (ok, failed or skipped), server stopped."""
-    pinned = _cpus()
+    pinned = pinned_cpus()
     server_cpu, client_cpu = pinned if pinned else (None, None)
     is_ref = mechanism == REFERENCE
     params = base_params("memcached" if is_ref else "isob", seconds, pinned)

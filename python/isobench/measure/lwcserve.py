@@ -85,7 +85,7 @@ import subprocess
 from typing import Callable, Iterator, Sequence
 
 from . import cputime, kvserver, proc
-from .kvserver import Server, StartError, _cpus, start_serve
+from .kvserver import Server, StartError, pinned_cpus, start_serve
 from ..core.records import NO_MECHANISM, Result
 from ..store import now_ms
 
@@ -366,7 +366,7 @@ def _measure(benchmark: str, params: dict, start: Callable[[int | None], tuple[S
 
 
 def _pinning() -> tuple[int, int] | None:
-    return _cpus() if shutil.which("taskset") else None
+    return pinned_cpus() if shutil.which("taskset") else None
 
 
 def _base(pinned, seconds: float) -> dict:

@@ -50,7 +50,7 @@ import shutil
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from . import console, matrix, paper, sections
+from . import console, figures, matrix, paper, sections
 from .kit import plots, reportdir, table
 from .. import __version__
 from ..core import attackers
@@ -545,7 +545,7 @@ def _switch_md_rows(doc: Mapping) -> list[list[str]]:
             continue
         h = c["headline"]
         iv = h["interval_ns"]
-        rows.append([plots.row_label(c["mechanism"], c["params"].get("variant")),
+        rows.append([figures.row_label(c["mechanism"], c["params"].get("variant")),
                      c["params"].get("placement") or "-",
                      f"{table.fmt_num(h['value'])} {c['unit']}", table.source_text(h),
                      table.fmt_num(h["ns"]),
@@ -660,7 +660,7 @@ def _write_files(doc: Mapping, out_dir: Path, formats: Sequence[str],
     doc = {**doc, "run": {**doc["run"], "db": Path(db).name}}
     # A file that cannot be written midway (a full disk, a name taken by a
     # folder) raises OSError with its file name, for the caller to report.
-    plot_list = plots.draw(doc, plots.WIDTHS["2col"])
+    plot_list = figures.draw(doc, plots.WIDTHS["2col"])
     about = paper.run_text(doc["run"])
     files = []
     for p in plot_list:
@@ -670,7 +670,7 @@ def _write_files(doc: Mapping, out_dir: Path, formats: Sequence[str],
         files += plots.save(p, out_dir, (("png", ""), ("svg", ""), ("pdf", "-2col")), about)
     # The single-column PDF is drawn anew at its width (fonts, legend and
     # panels laid out for 3.5 in), not scaled down.
-    for p in plots.draw(doc, plots.WIDTHS["1col"]):
+    for p in figures.draw(doc, plots.WIDTHS["1col"]):
         files += plots.save(p, out_dir, (("pdf", "-1col"),), about)
     sample_plots = [plots.samples_overview(doc, samples, b) for b in dict.fromkeys(
         c["benchmark"] for c in doc["configs"])] if samples else []

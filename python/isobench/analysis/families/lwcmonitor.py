@@ -22,7 +22,7 @@ from typing import Mapping
 
 from ..kit import claims as claim_rule, reference, runs
 from ...core import stats
-from .lwcserve import SERVE, _row
+from .lwcserve import SERVE, serve_row
 from ..kit.quantities import ratio_of_values
 from ..kit.runs import RunData
 
@@ -97,7 +97,7 @@ def build(data: RunData, doc: Mapping) -> dict | None:
         base = by.get("none")
         for mon in sorted(by, key=lambda m: ORDER.index(m) if m in ORDER else 9):
             c = by[mon]
-            row = _row(c, "session", failed_of(c))
+            row = serve_row(c, "session", failed_of(c))
             row["monitor"] = mon
             row["isolation"] = ISOLATION.get(mon)
             ps = [r["params"] for r in c.results]

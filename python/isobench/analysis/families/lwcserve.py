@@ -100,7 +100,7 @@ def _tails(cfg, ps: list[dict]) -> dict:
     return out
 
 
-def _row(cfg, key: str, failed: int = 0) -> dict:
+def serve_row(cfg, key: str, failed: int = 0) -> dict:
     """One (server, L or C) row.  failed: the repetitions of this point that
     failed (no verified throughput): the throughput over the others is then
     an upper bound and the latencies lower bounds, and the row says so."""
@@ -292,7 +292,7 @@ def build(data: RunData, doc: Mapping) -> dict | None:
         # doc_bytes: lwc-serve --doc-bytes (lwcmonitor.py); None where the
         # document is the default 45 bytes.
         variants.setdefault((c.params.get("proto"), c.params.get("startup_mb") or 0,
-                             c.params.get("doc_bytes")), []).append(_row(c, "session", failed_of(c)))
+                             c.params.get("doc_bytes")), []).append(serve_row(c, "session", failed_of(c)))
     order = lambda r: (SERVE_ORDER.index(r["server"]) if r["server"] in SERVE_ORDER else 9,
                        r["session"] or 0)
     serve_out = [{"proto": proto, "startup_mb": mb, "doc_bytes": docb,
@@ -300,14 +300,14 @@ def build(data: RunData, doc: Mapping) -> dict | None:
                  for (proto, mb, docb), rows in sorted(
                      variants.items(),
                      key=lambda kv: (kv[0][1], kv[0][0] != "memcache", kv[0][2] or 0))]
-    conn_rows = sorted((_row(c, "conns", failed_of(c)) for c in conns),
+    conn_rows = sorted((serve_row(c, "conns", failed_of(c)) for c in conns),
                        key=lambda r: (r["conns"] or 0,
                                       CONNS_ORDER.index(r["server"])
                                       if r["server"] in CONNS_ORDER else 9))
     for v in serve_out:
         _against_memcached(v["rows"], "session")
     _against_memcached(conn_rows, "conns")
-    curve_rows = sorted((_row(c, "rate", failed_of(c)) for c in curve),
+    curve_rows = sorted((serve_row(c, "rate", failed_of(c)) for c in curve),
                         key=lambda r: (CURVE_ORDER.index(r["server"])
                                        if r["server"] in CURVE_ORDER else 9, r["rate"] or 0))
     _against_memcached(curve_rows, "rate")
