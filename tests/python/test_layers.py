@@ -16,7 +16,21 @@ A module may import its own layer and any layer below it, never one above.
 One edge is forbidden although it points down: analysis reads what the
 store holds and never imports measure.  Every import counts: module-level
 and inside functions, relative and absolute.  ISOBENCH_LAYERS_ROOT points
-the check at another copy of the package (e.g. an older checkout)."""
+the check at another copy of the package (e.g. an older checkout).
+
+Inside analysis and render, floors, lowest first:
+
+    kit       analysis/kit/, render/kit/: what every family and page shares
+    families  analysis/families/, render/families/: one module per family
+    pages     the rest (summary, sections, checks, compare, ...; console,
+              figures, report, paper, ...): what a command shows
+
+A module imports its own floor and the floors below in its own layer,
+never one above (render may import any floor of analysis: it is a layer
+below).  Beside the layers: no import of isobench inside a function in
+analysis or render (an import moved into a function hides a circle), no
+`_private` name imported from another isobench module, and no circle of
+imports anywhere in the package."""
 
 from __future__ import annotations
 
@@ -36,6 +50,10 @@ LAYER_OF = {"__init__": "core", "errors": "core", "core": "core", "store": "stor
             # callback plugin); they import nothing of isobench above core.
             "data": "core"}
 FORBIDDEN = {("analysis", "measure")}
+
+FLOORS = ("kit", "families", "pages")
+# The layers that are built in floors.
+FLOORED = ("analysis", "render")
 
 
 def _module_parts(root: Path, path: Path) -> tuple[list[str], bool]:
@@ -98,6 +116,120 @@ def violations(root: Path) -> list[str]:
     return out
 
 
+def floor_of(target: list[str]) -> str | None:
+    """The floor of a module (as parts) of analysis or render, else None."""
+    if len(target) < 3 or target[1] not in FLOORED:
+        return None
+    return target[2] if target[2] in FLOORS[:2] else "pages"
+
+
+def _resolve(root: Path, target: list[str]) -> list[str]:
+    """target, cut to the module that holds it (`from .kit.runs import X`
+    names runs; `from .kit import runs` names runs too)."""
+    while len(target) > 1:
+        p = root.parent.joinpath(*target)
+        if p.with_suffix(".py").is_file() or (p / "__init__.py").is_file():
+            return target
+        target = target[:-1]
+    return target
+
+
+def _imports(root: Path):
+    """(path, parts, node, target parts, inside a function) of every import of
+    the package in the package."""
+    for path in sorted(root.rglob("*.py")):
+        parts, is_pkg = _module_parts(root, path)
+        tree = ast.parse(path.read_text(), str(path))
+        inside = set()
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inside |= {id(n) for n in ast.walk(fn)}
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            for target in _targets(node, parts, is_pkg, root.name):
+                if isinstance(node, ast.ImportFrom) and target[-1] not in {
+                        a.name for a in node.names}:
+                    # `from .kit import runs, units`: each name that is a
+                    # module is imported itself.
+                    subs = [_resolve(root, [*target, a.name]) for a in node.names]
+                    targets = [t for t in subs if len(t) > len(target)] or [target]
+                    if len(targets) < len(subs):
+                        targets.append(_resolve(root, target))
+                else:
+                    targets = [_resolve(root, target)]
+                for t in targets:
+                    yield path, parts, node, t, id(node) in inside
+
+
+def floor_violations(root: Path) -> list[str]:
+    """Imports inside analysis and render that point to a higher floor of the
+    same layer, imports of isobench inside a function there, and `_private`
+    names imported from another module, as "path:line: ..." lines."""
+    out = []
+    for path, parts, node, target, in_function in _imports(root):
+        where = f"{path.relative_to(root.parent)}:{node.lineno}"
+        name = ".".join(target)
+        own, theirs = floor_of(parts), floor_of(target)
+        if own and theirs and parts[1] == target[1] and FLOORS.index(theirs) > FLOORS.index(own):
+            out.append(f"{where}: {parts[1]} {own} imports {name} ({theirs}, above)")
+        if in_function and len(parts) > 1 and parts[1] in FLOORED:
+            out.append(f"{where}: imports {name} inside a function")
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    out.append(f"{where}: imports {a.name}, private to {name}")
+    return out
+
+
+def circles(root: Path) -> list[list[str]]:
+    """Every circle of imports in the package (each strongly connected set of
+    two or more modules, or a module that imports itself), sorted."""
+    edges: dict[str, set[str]] = {}
+    for path, parts, node, target, _ in _imports(root):
+        me, them = ".".join(parts), ".".join(target)
+        edges.setdefault(me, set())
+        if them != root.name:
+            edges[me].add(them)
+    # Tarjan's strongly connected components, iteratively.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on, stack, found = set(), [], []
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges.get(start, ()))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on.add(start)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(edges.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                scc = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    scc.append(w)
+                    if w == v:
+                        break
+                if len(scc) > 1 or v in edges.get(v, ()):
+                    found.append(sorted(scc))
+    return sorted(found)
+
+
 def test_no_import_points_up():
     root = Path(os.environ.get("ISOBENCH_LAYERS_ROOT") or PACKAGE)
     assert root.is_dir(), root
@@ -140,3 +272,55 @@ def test_the_check_finds_every_kind_of_upward_import(tmp_path):
     # What points down is left alone: measure -> store, measure -> core,
     # analysis -> analysis, render -> analysis.
     assert len(found) == 6, lines
+
+
+def _root() -> Path:
+    root = Path(os.environ.get("ISOBENCH_LAYERS_ROOT") or PACKAGE)
+    assert root.is_dir(), root
+    return root
+
+
+def test_floors_inside_analysis_and_render():
+    found = floor_violations(_root())
+    assert not found, "imports against the floors:\n" + "\n".join(found)
+
+
+def test_no_circle_of_imports():
+    found = circles(_root())
+    assert not found, "circles of imports:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_the_check_finds_every_kind_of_floor_violation_and_circle(tmp_path):
+    root = _package(tmp_path, {
+        "__init__.py": "__version__ = '0'\n",
+        "analysis/__init__.py": "",
+        "analysis/kit/__init__.py": "",
+        "analysis/kit/runs.py": "from ..families import kv\n",                   # kit -> families
+        "analysis/kit/units.py": "from .. import summary\n",                      # kit -> pages
+        "analysis/families/__init__.py": "",
+        "analysis/families/kv.py": "from ..kit import runs\nfrom ..summary import x\n",
+        "analysis/summary.py": "from .families import kv\nfrom .kit.units import _step\n",
+        "render/__init__.py": "",
+        "render/kit/__init__.py": "",
+        "render/kit/table.py": "def f():\n    from ...analysis import summary\n",
+        "render/families/__init__.py": "",
+        "render/families/kv.py": "from ..kit import table\nfrom ...analysis.families import kv\n",
+        "render/report.py": "from .families import kv\nfrom .kit import table\n",
+    })
+    found = floor_violations(root)
+    lines = "\n".join(found)
+    for line in (
+            "isobench/analysis/kit/runs.py:1: analysis kit imports isobench.analysis.families.kv "
+            "(families, above)",
+            "isobench/analysis/kit/units.py:1: analysis kit imports isobench.analysis.summary "
+            "(pages, above)",
+            "isobench/analysis/families/kv.py:2: analysis families imports "
+            "isobench.analysis.summary (pages, above)",
+            "isobench/analysis/summary.py:2: imports _step, private to isobench.analysis.kit.units",
+            "isobench/render/kit/table.py:2: imports isobench.analysis.summary inside a function"):
+        assert line in found, lines
+    # What points down is left alone: families -> kit, pages -> families
+    # and kit, render's floors -> any floor of analysis.
+    assert len(found) == 5, lines
+    assert circles(root) == [["isobench.analysis.families.kv", "isobench.analysis.kit.runs",
+                              "isobench.analysis.kit.units", "isobench.analysis.summary"]]
