@@ -44,7 +44,7 @@ from statistics import NormalDist
 from typing import Mapping, Sequence
 
 from .kit import runs, units
-from ..core import stats
+from ..core import stats, student
 from .kit.ratios import BATCHED, MEDIAN
 from .summary import config_by_key
 
@@ -96,8 +96,8 @@ class Group:
 
 
 def t_ppf(p: float, df: float) -> float:
-    """The p-quantile of Student's t: Newton's method on stats.t_cdf from
-    the normal quantile (a few steps instead of stats.t_quantile's
+    """The p-quantile of Student's t: Newton's method on student.t_cdf from
+    the normal quantile (a few steps instead of student.t_quantile's
     bisection; the tests check both against scipy)."""
     z = NormalDist().inv_cdf(p)
     if math.isinf(df) or df > 1e7:
@@ -106,11 +106,11 @@ def t_ppf(p: float, df: float) -> float:
     c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
     for _ in range(60):
         pdf = math.exp(c - (df + 1) / 2 * math.log1p(x * x / df))
-        step = (stats.t_cdf(x, df) - p) / pdf
+        step = (student.t_cdf(x, df) - p) / pdf
         x -= step
         if abs(step) < 1e-12 * max(1.0, abs(x)):
             return x
-    return stats.t_quantile(p, df)
+    return student.t_quantile(p, df)
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ class Welch:
         t = abs(self.estimate) / self.se
         if math.isinf(self.df) or self.df > 1e7:
             return math.erfc(t / math.sqrt(2.0))
-        return min(1.0, 2.0 * stats.t_cdf(-t, self.df))
+        return min(1.0, 2.0 * student.t_cdf(-t, self.df))
 
     def interval(self, level: float = stats.CI_LEVEL, method: str = TEST) -> stats.Interval:
         half = t_ppf(1.0 - (1.0 - level) / 2.0, self.df) * self.se if self.se > 0 else 0.0

@@ -42,6 +42,8 @@ from typing import Sequence
 
 import numpy as np
 
+from .student import t_quantile
+
 
 @dataclass(frozen=True)
 class Summary:
@@ -264,10 +266,6 @@ MIN_REPS_FOR_INTERVAL = 2
 # with 2 degrees of freedom, too few to trust either the interval's width or
 # the normality of the logs it assumes (the README's advice: cite full runs).
 MIN_REPS_FOR_VERDICT = 5
-# The exact Mann-Whitney distribution is used while both sides are at most
-# this large and nothing is tied; beyond, the normal approximation is
-# within a few thousandths of it.
-EXACT_U_MAX = 25
 
 
 def stdev(xs: Sequence[float]) -> float | None:
@@ -488,135 +486,6 @@ def median_interval(xs: Sequence[float], step: float = 0.0,
     return Interval(lo, hi, cover, "order statistics of the median", len(xs))
 
 
-# ---- Student's t, for intervals over repetitions ----
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 400):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-15:
-            break
-    return h
-
-
-def incomplete_beta(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                     + a * math.log(x) + b * math.log1p(-x))
-    # The continued fraction converges fast on one side of the mean; the
-    # symmetry I_x(a, b) = 1 - I_{1-x}(b, a) covers the other.
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-def t_cdf(t: float, df: float) -> float:
-    """P(T <= t) for Student's t with df (> 0, not necessarily whole) degrees of freedom."""
-    tail = 0.5 * incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
-    return 1.0 - tail if t >= 0 else tail
-
-
-def t_pdf(t: float, df: float) -> float:
-    """The density of Student's t with df degrees of freedom at t."""
-    return math.exp(math.lgamma((df + 1.0) / 2.0) - math.lgamma(df / 2.0)
-                    - 0.5 * math.log(df * math.pi) - (df + 1.0) / 2.0 * math.log1p(t * t / df))
-
-
-@functools.lru_cache(maxsize=4096)
-def t_quantile(p: float, df: float) -> float:
-    """The p-quantile of Student's t (bisection on t_cdf; exact to ~1e-12).
-
-    The bisection is the definition; Newton's method on t_cdf (_t_root)
-    finds the root first, so that only the steps within a hair of it have
-    to evaluate t_cdf: the others are decided by which side of the root
-    they fall on, as t_cdf would decide them.  The result is the
-    bisection's, bit for bit, from a few evaluations instead of fifty."""
-    if not 0.0 < p < 1.0:
-        raise ValueError(f"quantile {p} is outside (0, 1)")
-    if p < 0.5:
-        return -t_quantile(1.0 - p, df)
-    root = _t_root(p, df)
-    # How far from the root t_cdf may still misplace a step: it is exact to
-    # far better than 1e-13 in probability, except near t = 0, where forming
-    # 1 - df / (df + t^2) loses digits (relative error eps * df / t^2 in
-    # p - 1/2).  Ten times that, over the density, in t.  Where even that
-    # is no small part of p - 1/2, every step evaluates t_cdf.
-    err = 1e-13 + 10.0 * (p - 0.5) * sys.float_info.epsilon * df / (root * root or 1e-300)
-    margin = 1e-12 * root + err / t_pdf(root, df) if err < 1e-6 * (p - 0.5) else math.inf
-
-    def below(t: float) -> bool:  # t_cdf(t, df) < p
-        if t < root - margin:
-            return True
-        if t > root + margin:
-            return False
-        return t_cdf(t, df) < p
-
-    lo, hi = 0.0, 1.0
-    while below(hi):
-        hi *= 2.0
-    for _ in range(200):
-        mid = (lo + hi) / 2.0
-        if below(mid):
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-13 * max(1.0, hi):
-            break
-    return (lo + hi) / 2.0
-
-
-def _t_root(p: float, df: float) -> float:
-    """Where t_cdf(t, df) = p, for p >= 1/2: Newton's method from the
-    Cornish-Fisher expansion around the normal quantile (Abramowitz and
-    Stegun 26.7.5), kept inside a bracket of the root (a step that would
-    leave it bisects instead), so it converges for any df > 0."""
-    if p == 0.5:
-        return 0.0
-    z = _NORMAL.inv_cdf(p)
-    z2 = z * z
-    t = z + (z * (z2 + 1.0) / 4.0
-             + z * (z2 * (5.0 * z2 + 16.0) + 3.0) / (96.0 * df)
-             + z * (z2 * (z2 * (3.0 * z2 + 19.0) + 17.0) - 15.0) / (384.0 * df * df)) / df
-    lo, hi = 0.0, math.inf  # t_cdf(lo) < p <= t_cdf(hi)
-    for _ in range(200):
-        g = t_cdf(t, df) - p
-        if g == 0.0:
-            return t
-        if g < 0.0:
-            lo = t
-        else:
-            hi = t
-        nxt = t - g / t_pdf(t, df)
-        if not lo < nxt < hi:
-            nxt = (lo + hi) / 2.0 if hi < math.inf else 2.0 * t
-        if abs(nxt - t) <= 1e-14 * abs(nxt) or hi - lo <= 1e-15 * hi < math.inf:
-            return nxt
-        t = nxt
-    return t
-
-
 _NORMAL = statistics.NormalDist()
 
 
@@ -812,111 +681,6 @@ GEOMETRIC_MEAN = "geometric-mean"
 def aggregate_ratios(values: Sequence[float]) -> dict:
     """The geometric mean of ratios as a record that says how it was computed."""
     return {"of": "ratio", "method": GEOMETRIC_MEAN, "value": geomean(values), "n": len(values)}
-
-
-# ---- comparing two sets of repetitions ----
-
-@dataclass(frozen=True)
-class MannWhitney:
-    """Two-sided Mann-Whitney U test.  u is U of the first sample; effect is
-    U / (n1 n2), the probability that a value of the first sample exceeds
-    one of the second (ties count half); method says whether p is exact or
-    the normal approximation (tie and continuity corrected)."""
-
-    u: float
-    z: float | None
-    p: float
-    n1: int
-    n2: int
-    effect: float
-    method: str
-
-
-def _ranks(values: Sequence[float]) -> tuple[list[float], float]:
-    """Average ranks (1-based) in the order given, and the tie term sum(t^3 - t)."""
-    order = sorted(range(len(values)), key=values.__getitem__)
-    ranks = [0.0] * len(values)
-    ties = 0.0
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        avg = (i + j) / 2.0 + 1.0
-        for k in range(i, j + 1):
-            ranks[order[k]] = avg
-        t = j - i + 1
-        ties += t ** 3 - t
-        i = j + 1
-    return ranks, ties
-
-
-def _u_counts(n1: int, n2: int) -> list[int]:
-    """How many of the C(n1 + n2, n1) orderings give U = 0, 1, ..., n1 n2
-    (no ties): counts[u] over all arrangements, built one value at a time."""
-    # f[i][j] is the distribution for i and j values; only two rows are kept.
-    prev = [[1] for _ in range(n2 + 1)]  # i = 0: U = 0 once, whatever j
-    for i in range(1, n1 + 1):
-        cur = [[1]]  # j = 0: U = 0 once
-        for j in range(1, n2 + 1):
-            # The largest value belongs to the first sample (it then beats
-            # all j of the second: U grows by j) or to the second.
-            a, b = prev[j], cur[j - 1]
-            size = i * j + 1
-            row = [0] * size
-            for u, c in enumerate(a):
-                row[u + j] += c
-            for u, c in enumerate(b):
-                row[u] += c
-            cur.append(row)
-        prev = cur
-    return prev[n2]
-
-
-def smallest_p(n1: int, n2: int) -> float:
-    """The smallest two-sided p the U test can give with n1 and n2 values."""
-    return min(1.0, 2.0 / math.comb(n1 + n2, n1))
-
-
-def test_possible(n1: int, n2: int, alpha: float = ALPHA) -> bool:
-    """Whether n1 against n2 values can show a difference at all: the most
-    extreme ordering must give p below alpha (4 against 4 at 0.05; 3 against
-    3 never can)."""
-    return n1 > 0 and n2 > 0 and smallest_p(n1, n2) < alpha
-
-
-def min_reps_for_test(alpha: float = ALPHA) -> int:
-    """The fewest repetitions per side (equal sides) for which the U test can
-    reach p < alpha."""
-    n = 1
-    while not test_possible(n, n, alpha):
-        n += 1
-    return n
-
-
-def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> MannWhitney:
-    n1, n2 = len(a), len(b)
-    if n1 == 0 or n2 == 0:
-        raise ValueError("Mann-Whitney U of an empty sample")
-    ranks, ties = _ranks(list(a) + list(b))
-    u1 = math.fsum(ranks[:n1]) - n1 * (n1 + 1) / 2.0
-    effect = u1 / (n1 * n2)
-    if ties == 0 and max(n1, n2) <= EXACT_U_MAX:
-        counts = _u_counts(n1, n2)
-        total = math.comb(n1 + n2, n1)
-        k = int(round(min(u1, n1 * n2 - u1)))
-        p = min(1.0, 2.0 * sum(counts[:k + 1]) / total)
-        return MannWhitney(u1, None, p, n1, n2, effect, "exact")
-    mu = n1 * n2 / 2.0
-    n = n1 + n2
-    var = n1 * n2 / 12.0 * ((n + 1) - ties / (n * (n - 1))) if n > 1 else 0.0
-    if var <= 0:
-        # Every value equal: no evidence of any difference.
-        return MannWhitney(u1, 0.0, 1.0, n1, n2, effect, "normal approximation")
-    d = u1 - mu
-    z = (d - math.copysign(0.5, d)) / math.sqrt(var) if d else 0.0
-    p = min(1.0, math.erfc(abs(z) / math.sqrt(2.0)))
-    return MannWhitney(u1, z, p, n1, n2, effect, "normal approximation")
 
 
 def between_cv(values: Sequence[float]) -> float | None:

@@ -26,7 +26,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..kit import fit, units
-from ...core import stats
+from ...core import stats, student
 from ..kit.quantities import (entries, geomean_of, inverse, middle, not_ok, outputs, per_rep,
                               published, quantity, ratio_of, ratio_of_values, time_of)
 from ..kit.runs import BASELINE, RunData
@@ -245,7 +245,7 @@ def break_even(model: Mapping | None, line: tuple[float, float] | None, threshol
             return 0.0, "any"
         return k, ("beyond the sweep" if k > max(ks) else "=")
 
-    q = (stats.t_quantile(1.0 - (1.0 - stats.CI_LEVEL) / 2.0, model["df"])
+    q = (student.t_quantile(1.0 - (1.0 - stats.CI_LEVEL) / 2.0, model["df"])
          if model.get("cov") is not None else None)
     est = _crossing_t(lambda t: _overhead_bounds(model, t, q)[0], t0, t1, threshold)
     out["k"], out["bound"] = k_of(est)
@@ -329,7 +329,7 @@ def _model_record(model: Mapping | None) -> dict | None:
     """c and g as quantities (ns, fraction) with their 95% intervals."""
     if model is None:
         return None
-    q = stats.t_quantile(1.0 - (1.0 - stats.CI_LEVEL) / 2.0, model["df"]) \
+    q = student.t_quantile(1.0 - (1.0 - stats.CI_LEVEL) / 2.0, model["df"]) \
         if model.get("cov") is not None else None
 
     def one(v: float, var: float | None, unit: str) -> dict:

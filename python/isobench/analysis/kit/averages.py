@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Hashable, Mapping, Sequence
 
-from ...core import stats
+from ...core import stats, student
 
 METHOD = ("geometric mean of ratios; 95% interval: Welch t on the mean log ratio over "
           "repetitions (Welch-Satterthwaite df), counter steps as a systematic term")
@@ -96,7 +96,7 @@ class _Group:
 def _quantile(p: float, df: float) -> float:
     if math.isinf(df):
         return NormalDist().inv_cdf(p)
-    return stats.t_quantile(p, df)
+    return student.t_quantile(p, df)
 
 
 def average_ratio(rows: Sequence[Row], level: float = stats.CI_LEVEL) -> dict | None:

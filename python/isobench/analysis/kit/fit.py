@@ -40,7 +40,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ...core import stats
+from ...core import stats, student
 
 OVER_REPETITIONS = "Student t over the repetitions' estimates"
 REGRESSION = "least-squares regression interval within one process: estimate +- t(n-2) x standard error"
@@ -102,7 +102,7 @@ def line_interval(line: Line, which: str, level: float = stats.CI_LEVEL) -> stat
     if se is None:
         return None
     est = line.slope if which == "slope" else line.intercept
-    half = stats.t_quantile(1.0 - (1.0 - level) / 2.0, line.n - 2) * se
+    half = student.t_quantile(1.0 - (1.0 - level) / 2.0, line.n - 2) * se
     return stats.Interval(est - half, est + half, level, REGRESSION, line.n)
 
 
@@ -116,7 +116,7 @@ def mean_interval(values: Sequence[float], level: float = stats.CI_LEVEL) -> sta
         return None
     m = math.fsum(values) / n
     sd = stats.stdev(values) or 0.0
-    half = stats.t_quantile(1.0 - (1.0 - level) / 2.0, n - 1) * sd / math.sqrt(n)
+    half = student.t_quantile(1.0 - (1.0 - level) / 2.0, n - 1) * sd / math.sqrt(n)
     return stats.Interval(m - half, m + half, level, OVER_REPETITIONS, n)
 
 
@@ -166,7 +166,7 @@ def f_sf(f: float, d1: float, d2: float) -> float:
     """P(F > f) for Fisher's F with (d1, d2) degrees of freedom."""
     if f <= 0:
         return 1.0
-    return stats.incomplete_beta(d2 / 2.0, d1 / 2.0, d2 / (d2 + d1 * f))
+    return student.incomplete_beta(d2 / 2.0, d1 / 2.0, d2 / (d2 + d1 * f))
 
 
 def _wls_rss(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
