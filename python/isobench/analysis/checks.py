@@ -30,17 +30,13 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 from ..core import owner, stats
+from .kit.findings import (DOC, ERROR, INFO, SEVERITIES, SOK, WARNING, Check, Finding, Fired,
+                           some, subjects_of, where)
 from .kit.runs import CLIENT_COUNTERS, MACRO, Config, RunData, needs_baseline
 from ..core.records import NO_MECHANISM
-
-DOC = "docs/reducing-variance.md"
-
-ERROR, WARNING, INFO = "error", "warning", "info"
-SEVERITIES = (ERROR, WARNING, INFO)
 
 # Exit status of `isobench check` when an error (or, with --strict, a
 # warning) was found: distinct from 1 (could not run) and 2 (bad usage).
@@ -63,79 +59,6 @@ MIN_CYCLES_PER_TICK = 0.5
 # (SoK F2); None or missing is a finding.
 PLATFORM_FIELDS = ("cpu_model", "memory_bytes", "nproc", "mitigations", "counter")
 SOFTWARE_FIELDS = ("kernel", "compiler", "git", "python", "isobench_version")
-
-# Flaws of the SoK's Table I that a check guards against, by their labels
-# there.  B5 (incorrect averaging across benchmark scores) is excluded by
-# construction for our own averages (every average of ratios is a geometric
-# mean, stats.aggregate_ratios); percentage-geomean points it out where a
-# published average made otherwise is shown beside ours.  F4 (relative
-# numbers only) is excluded by construction: every ratio is shown beside
-# the absolute values it came from.
-SOK = {
-    "B1": "B1 microbenchmarks representing overall performance",
-    "B4": "B4 no indication of significance of data",
-    "B5": "B5 incorrect averaging across benchmark scores",
-    "D1": "D1 no proper baseline",
-    "F1": "F1 missing platform specification",
-    "F2": "F2 missing software versions",
-}
-
-
-@dataclass(frozen=True)
-class Finding:
-    id: str
-    severity: str
-    what: str
-    next: str
-    sok: str | None = None
-    subjects: tuple[str, ...] = ()
-
-    @property
-    def doc(self) -> str:
-        return f"{DOC}#{self.id}"
-
-    def as_dict(self) -> dict:
-        return {**asdict(self), "subjects": list(self.subjects), "doc": self.doc}
-
-
-@dataclass(frozen=True)
-class Check:
-    """One entry of the checks table: its id, severity and SoK flaw are
-    fixed here, so that the function only decides whether it fires."""
-
-    id: str
-    severity: str
-    run: Callable[[RunData, Mapping], "Fired | None"]
-    sok: str | None = None
-
-
-@dataclass(frozen=True)
-class Fired:
-    """What a check function returns when it fires; severity, where given,
-    replaces the check's own (batched-unreliable is a warning only where it
-    changed a headline)."""
-
-    what: str
-    next: str
-    subjects: tuple[str, ...] = ()
-    severity: str | None = None
-
-
-def _subjects(configs: Iterable[Config]) -> tuple[str, ...]:
-    return tuple(c.label for c in configs)
-
-
-def _some(labels: Sequence[str], limit: int = 3) -> str:
-    more = f" and {len(labels) - limit} more" if len(labels) > limit else ""
-    return "; ".join(labels[:limit]) + more
-
-
-def _where(r: Mapping) -> str:
-    p = r.get("params") or {}
-    parts = [f"{k}={p[k]}" for k in ("placement", "payload", "variant", "data_bytes") if k in p]
-    rep = r.get("repetition") or 1
-    return " ".join([r["benchmark"], r["mechanism"], *parts]) + (f" (rep {rep})" if rep > 1 else "")
-
 
 # ---- the run as a whole: numbers missing ----
 
@@ -190,9 +113,9 @@ def check_failed(data: RunData, doc: Mapping) -> Fired | None:
     bad = [r for r in data.results if r["status"] == "failed"]
     if not bad:
         return None
-    labels = [f"{_where(r)}: {r.get('reason') or 'no reason given'}" for r in bad]
+    labels = [f"{where(r)}: {r.get('reason') or 'no reason given'}" for r in bad]
     return Fired(f"{len(bad)} result(s) failed (a crash, a hang, a kill or a wrong answer), "
-                 f"so their numbers are missing: {_some(labels)}",
+                 f"so their numbers are missing: {some(labels)}",
                  "read each reason; fix the mechanism or leave it out (`-m`), and run again",
                  tuple(labels))
 
@@ -202,7 +125,7 @@ def check_all_skipped(data: RunData, doc: Mapping) -> Fired | None:
         return None
     reasons = sorted({r.get("reason") or "?" for r in data.results})
     return Fired(f"every one of the run's {len(data.results)} result(s) was skipped, so "
-                 f"nothing was measured: {_some(reasons)}",
+                 f"nothing was measured: {some(reasons)}",
                  "run mechanisms this machine has (`isobench list` says which and why not)",
                  tuple(reasons))
 
@@ -212,9 +135,9 @@ def check_no_baseline(data: RunData, doc: Mapping) -> Fired | None:
     if not orphans:
         return None
     return Fired(f"{len(orphans)} result(s) have no `direct` result to be compared with, so "
-                 f"their overhead is unknown: {_some(_subjects(orphans))}",
+                 f"their overhead is unknown: {some(subjects_of(orphans))}",
                  "run the same benchmarks with `-m direct` in the same run "
-                 "(e.g. `isobench run switch -m direct -m MECH`)", _subjects(orphans))
+                 "(e.g. `isobench run switch -m direct -m MECH`)", subjects_of(orphans))
 
 
 def _separate_process(data: RunData, mechanism: str) -> bool:
@@ -249,7 +172,7 @@ def check_counters_miss(data: RunData, doc: Mapping) -> Fired | None:
         return None
     return Fired(f"per-thread cycle counters of {len(hit)} result(s) whose compartment is "
                  f"another process miss that process's cycles, so the numbers are too low: "
-                 f"{_some(hit)}",
+                 f"{some(hit)}",
                  "measure these with `--scope cpu` (counts everything on the CPU) or with "
                  "the TSC counter (`--counter tsc`)", tuple(hit))
 
@@ -282,7 +205,7 @@ def check_batched_unreliable(data: RunData, doc: Mapping) -> Fired | None:
         return Fired(f"{len(changed)} result(s) have a batched estimate that disagrees with the "
                      "median less the empty region beyond their spreads in most repetitions "
                      "(a bimodal body, or one that runs differently back to back); their "
-                     f"headline is the median: {_some([label(c) for c in changed])}"
+                     f"headline is the median: {some([label(c) for c in changed])}"
                      + (f"; {len(aside)} more disagree without changing their headline"
                         if aside else ""),
                      "read the median of these; the batched estimate is stored but not used",
@@ -290,7 +213,7 @@ def check_batched_unreliable(data: RunData, doc: Mapping) -> Fired | None:
     return Fired(f"{len(aside)} result(s) have a batched estimate that disagrees with the "
                  "median less the empty region, but it did not change their headline (a long "
                  "region, whose headline is the median anyway, or a minority of repetitions): "
-                 f"{_some([label(c) for c in aside])}",
+                 f"{some([label(c) for c in aside])}",
                  "nothing to do for the headline; a two-regime body shows here first",
                  tuple(label(c) for c in aside), severity=INFO)
 
@@ -302,7 +225,7 @@ def check_quantized(data: RunData, doc: Mapping) -> Fired | None:
     return Fired(f"{len(hit)} headline(s) are known only to a few counter steps (a median "
                  "less than 20 steps, or a batched estimate less than 20 x step / K; their "
                  "interval carries the step and never has zero width): "
-                 f"{_some([c['label'] for c in hit])}",
+                 f"{some([c['label'] for c in hit])}",
                  "read the mean and the batched estimate beside them; on bare metal or with "
                  "perf counters the step is 1", tuple(c["label"] for c in hit))
 
@@ -322,7 +245,7 @@ def check_no_significance(data: RunData, doc: Mapping) -> Fired | None:
            "(the notes under `isobench show` say why); run them again, or read these as one "
            "process's numbers")
     return Fired(f"{len(hit)} result(s) come from one process only, so no interval between "
-                 f"processes (and no test) can be given: {_some([c['label'] for c in hit])}",
+                 f"processes (and no test) can be given: {some([c['label'] for c in hit])}",
                  fix, tuple(c["label"] for c in hit))
 
 
@@ -381,9 +304,9 @@ def check_unpinned(data: RunData, doc: Mapping) -> Fired | None:
     if not loose:
         return None
     return Fired(f"{len(loose)} result(s) of two-context mechanisms ran unpinned, so the "
-                 f"scheduler chose same-cpu or cross-cpu at random: {_some(_subjects(loose))}",
+                 f"scheduler chose same-cpu or cross-cpu at random: {some(subjects_of(loose))}",
                  "use `--placement same-cpu,cross-cpu` and report the two apart",
-                 _subjects(loose))
+                 subjects_of(loose))
 
 
 def frequency_problems(env: Mapping) -> Fired | None:
@@ -446,7 +369,7 @@ def check_dropped(data: RunData, doc: Mapping) -> Fired | None:
            "or that moved CPU or counter index" if any(c.counter == "perf" for c in hit)
            else "readings the harness found invalid")
     return Fired(f"{len(hit)} result(s) dropped samples ({why}) and measured them again: "
-                 f"{_some(labels)}",
+                 f"{some(labels)}",
                  "pin the run, keep the machine idle, count fewer perf events at once and "
                  "turn the NMI watchdog off (`isobench system tune`)", tuple(labels))
 
@@ -472,7 +395,7 @@ def check_high_cv(data: RunData, doc: Mapping) -> Fired | None:
             hit.append(f"{c.label} (CV between repetitions {between:.1%})")
     if not hit:
         return None
-    return Fired(f"{len(hit)} result(s) vary by more than {MAX_CV:.0%}: {_some(hit)}",
+    return Fired(f"{len(hit)} result(s) vary by more than {MAX_CV:.0%}: {some(hit)}",
                  "pin (`--placement same-cpu,cross-cpu`), tune the machine "
                  "(`isobench system tune`), repeat (`--repeat 5`), and read the interval, "
                  "not the value alone", tuple(hit))
@@ -491,7 +414,7 @@ def check_few_repetitions(data: RunData, doc: Mapping) -> Fired | None:
     counts = sorted({c["headline"]["reps"] for c in hit})
     return Fired(f"{len(hit)} result(s) rest on {'/'.join(map(str, counts))} repetitions, "
                  f"fewer than {FEW_REPETITIONS}: their intervals are wide and a second mode "
-                 f"can hide in them: {_some([c['label'] for c in hit])}",
+                 f"can hide in them: {some([c['label'] for c in hit])}",
                  f"repeat in fresh processes (`isobench run --repeat {FEW_REPETITIONS}`) before "
                  "citing or comparing these", tuple(c["label"] for c in hit))
 
@@ -523,7 +446,7 @@ def check_modes(data: RunData, doc: Mapping) -> Fired | None:
                      f"p5..p95 {_number(o['p5'])}..{_number(o['p95'])}")
     return Fired(f"{len(texts)} result(s) measured separate groups (modes): their processes "
                  "disagree by more than their own spread, so no single value with an "
-                 f"interval stands for them: {_some(texts)}",
+                 f"interval stands for them: {some(texts)}",
                  "find what differs between the groups (a server that stays awake, a skipped "
                  "wake-up, placement); repeat (`--repeat 10`) and pin; cite the groups apart",
                  tuple(texts))
@@ -542,7 +465,7 @@ def check_zero_width(data: RunData, doc: Mapping) -> Fired | None:
     if not hit:
         return None
     return Fired(f"{len(hit)} interval(s) have zero width: every repetition read the same "
-                 f"value and no counter step was recorded to widen it: {_some(hit)}",
+                 f"value and no counter step was recorded to widen it: {some(hit)}",
                  "read these as known to the counter's resolution at best; measure with a "
                  "counter that records its step", tuple(hit))
 
@@ -583,7 +506,7 @@ def check_thin_tail(data: RunData, doc: Mapping) -> Fired | None:
         return None
     return Fired(f"{len(hit)} quantile(s) rest on fewer than 10 samples beyond them "
                  f"(n (1 - q) < 10), so they are little more than the largest sample: "
-                 f"{_some(hit)}",
+                 f"{some(hit)}",
                  "measure more samples (longer runs), or read them as the maximum",
                  tuple(hit))
 
@@ -610,7 +533,7 @@ def check_bad_fit(data: RunData, doc: Mapping) -> Fired | None:
     if not hit:
         return None
     return Fired(f"{len(hit)} fitted line(s) do not describe their points (the linearity test "
-                 f"fails): a slope of them is an average over regimes: {_some(hit)}",
+                 f"fails): a slope of them is an average over regimes: {some(hit)}",
                  "read the per-segment slopes and the measured points, not the line",
                  tuple(hit))
 
@@ -665,7 +588,7 @@ def check_load(data: RunData, doc: Mapping) -> Fired | None:
     if not hit:
         return None
     return Fired(f"{len(hit)} job(s) shared their pinned CPUs with other processes while "
-                   f"measuring: {_some(hit)}",
+                   f"measuring: {some(hit)}",
                    "measure on an idle machine (stop other jobs, `isobench system tune`), or "
                    "isolate the measured CPUs (isolcpus=), then run again; compare the "
                    "affected results with care", tuple(hit))
@@ -701,9 +624,9 @@ def check_percentage_geomean(data: RunData, doc: Mapping) -> Fired | None:
             "statistic, come out lower for the same numbers, and are undefined where an "
             "overhead is zero or negative")
     if hit:
-        what += f": {_some(hit)}"
+        what += f": {some(hit)}"
     if undefined:
-        what += f"; undefined for {_some(undefined)}"
+        what += f"; undefined for {some(undefined)}"
     return Fired(what, "compare ratios with ratios (the 'geomean of ratios' rows); quote "
                        "SEIMI's averages only under their own name", tuple(hit + undefined))
 
@@ -718,7 +641,7 @@ def store_damaged(data: RunData) -> Fired | None:
     if not damage:
         return None
     return Fired(f"{len(damage)} part(s) of the store cannot be read and are left out of every "
-                 f"output: {_some(damage)}",
+                 f"output: {some(damage)}",
                  "copy what can be read into a new store (`isobench import DAMAGED --db NEW` "
                  "imports every intact run and leaves out, naming each, what is damaged), then "
                  "measure the missing results again", tuple(damage))
