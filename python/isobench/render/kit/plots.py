@@ -1,6 +1,9 @@
-"""The report's plots, drawn from a run's summary document (never part of
-measuring, and computing no statistic: every value drawn is in the
-document).
+"""The look of every plot and what plots share: Plot, the palette, axes,
+literal text, saving, and the raw samples of one configuration
+(`isobench plot`, the report's samples overview).  Plots are drawn from a
+run's summary document (never part of measuring, and computing no
+statistic: every value drawn is in the document); the report's own plots
+are figures.py's, the families' are in render/families/.
 
 Each plot function takes the document and a width in inches and returns a
 Plot: a matplotlib figure, or None with a note saying why the plot is left
