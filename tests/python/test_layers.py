@@ -179,7 +179,9 @@ def floor_violations(root: Path) -> list[str]:
             for a in node.names:
                 if a.name.startswith("_") and not a.name.startswith("__"):
                     out.append(f"{where}: imports {a.name}, private to {name}")
-    return out
+    # One line per statement and finding (a statement reaching several
+    # modules is seen once per module).
+    return list(dict.fromkeys(out))
 
 
 def circles(root: Path) -> list[list[str]]:
