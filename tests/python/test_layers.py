@@ -29,8 +29,9 @@ A module imports its own floor and the floors below in its own layer,
 never one above (render may import any floor of analysis: it is a layer
 below).  Beside the layers: no import of isobench inside a function in
 analysis or render (an import moved into a function hides a circle), no
-`_private` name imported from another isobench module, and no circle of
-imports anywhere in the package."""
+`_private` name imported from another isobench module, no circle of
+imports anywhere in the package, and no module of core, analysis or render
+over MAX_LINES lines."""
 
 from __future__ import annotations
 
@@ -326,3 +327,32 @@ def test_the_check_finds_every_kind_of_floor_violation_and_circle(tmp_path):
     assert len(found) == 5, lines
     assert circles(root) == [["isobench.analysis.families.kv", "isobench.analysis.kit.runs",
                               "isobench.analysis.kit.units", "isobench.analysis.summary"]]
+
+
+# A module longer than this holds more than one idea: split it along its
+# seams (core/student.py and core/ranktest.py came out of stats.py).
+MAX_LINES = 800
+SIZED = ("core", "analysis", "render")
+
+
+def long_modules(root: Path) -> list[str]:
+    """The modules of core, analysis and render over MAX_LINES lines."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        parts, _ = _module_parts(root, path)
+        n = len(path.read_text().splitlines())
+        if len(parts) > 1 and parts[1] in SIZED and n > MAX_LINES:
+            out.append(f"{path.relative_to(root.parent)}: {n} lines (at most {MAX_LINES})")
+    return out
+
+
+def test_no_module_too_long():
+    found = long_modules(_root())
+    assert not found, "\n".join(found)
+
+
+def test_the_length_check_counts_lines(tmp_path):
+    root = _package(tmp_path, {"core/stats.py": "x = 1\n" * (MAX_LINES + 1),
+                               "render/kit/table.py": "x = 1\n" * MAX_LINES,
+                               "measure/campaign.py": "x = 1\n" * (MAX_LINES + 1)})
+    assert long_modules(root) == [f"isobench/core/stats.py: {MAX_LINES + 1} lines (at most 800)"]
