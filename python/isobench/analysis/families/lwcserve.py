@@ -292,7 +292,8 @@ def build(data: RunData, doc: Mapping) -> dict | None:
         # doc_bytes: lwc-serve --doc-bytes (lwcmonitor.py); None where the
         # document is the default 45 bytes.
         variants.setdefault((c.params.get("proto"), c.params.get("startup_mb") or 0,
-                             c.params.get("doc_bytes")), []).append(serve_row(c, "session", failed_of(c)))
+                             c.params.get("doc_bytes")), []).append(
+            serve_row(c, "session", failed_of(c)))
     order = lambda r: (SERVE_ORDER.index(r["server"]) if r["server"] in SERVE_ORDER else 9,
                        r["session"] or 0)
     serve_out = [{"proto": proto, "startup_mb": mb, "doc_bytes": docb,

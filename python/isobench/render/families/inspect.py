@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..kit.blocks import (INTERVAL_NOTE, PUBLISHED, Block, markdown_of, not_ok_notes, num, q_text,
-                        text_of)
+                          text_of)
 
 
 def blocks(s: Mapping) -> list[Block]:

@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 
 from ..kit import claims, plots, table
 from ..kit.blocks import (INTERVAL_NOTE, PUBLISHED, Block, markdown_of, not_ok_notes, num, q_text,
-                        r_text, text_of)
+                          r_text, text_of)
 
 
 def _pub_ref(p: Mapping) -> str:

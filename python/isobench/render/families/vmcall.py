@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..kit.blocks import (INTERVAL_NOTE, PUBLISHED, Block, markdown_of, not_ok_notes, q_text, r_text,
-                        text_of)
+from ..kit.blocks import (INTERVAL_NOTE, PUBLISHED, Block, markdown_of, not_ok_notes, q_text,
+                          r_text, text_of)
 
 
 def blocks(s: Mapping) -> list[Block]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..kit import plots, table
-from ..kit.blocks import INTERVAL_NOTE, PUBLISHED, Block, markdown_of, not_ok_notes, num, q_text, r_text, rate_text, text_of
+from ..kit.blocks import (INTERVAL_NOTE, PUBLISHED, Block, markdown_of, not_ok_notes, num, q_text,
+                          r_text, rate_text, text_of)
 
 # ---- worksweep ----
 
