@@ -795,7 +795,7 @@ static void conditions(const struct isob_mechanism *m, struct isob_isolation *r)
                        "stack, io_uring task work), nor C library "
                        "code replaced before create (set-up calls it with the new key open), nor "
                        "system calls that undo the key (pkey_mprotect to key 0, a freed key another "
-                       "thread keeps open, madvise): "
+                       "thread keeps open, madvise, mprotect that writes a closed WRPKRU back): "
                        "not defended, shown in tests/vm and mpk-strays (docs/mechanisms.md)");
 #endif
     else if (m->props & ISOB_SEPARATE_AS)

@@ -206,6 +206,69 @@ static void t_loader_xrstor_not_defended(void) { CHECK_EQ_LONG(xrstor_attack(1ul
  * the key closed: the load meets SEGV_PKUERR. */
 static void t_loader_xrstor_control(void) { CHECK_EQ_LONG(xrstor_attack(0xee), 0); }
 
+/* Not defended, shown: untrusted code that may call mprotect undoes the
+ * closing.  It makes pkey_set's closed page writable, writes the WRPKRU's
+ * three bytes back over UD2; INT3, makes it executable again and calls
+ * pkey_set(key, 0): every key opens and the load reads the secret.  The
+ * mpk mechanisms install no system call filter on mprotect (ERIM forbids
+ * writable executable mappings with one); the cell's condition and
+ * docs/mechanisms.md say so.  This test passes when the attack succeeds;
+ * its control is t_mpk_closed, where the same call traps. */
+static void t_mprotect_reopens_not_defended(void)
+{
+    const struct isob_mechanism *m = need("mpk");
+    isob_mpk_test_leave_strays = 0;
+    struct isob_comp_spec spec;
+    isob_spec_defaults(&spec);
+    struct isob_comp *comp = NULL;
+    CHECK_EQ_LONG(isob_comp_create(m, &spec, &comp), 0);
+    struct isob_msg *msg = comp->mech->shared(comp);
+    msg->arg[0] = (int64_t)ISOB_SECRET;
+    CHECK_EQ_LONG(isob_call(comp, ISOB_ENTRY_SECRET_PLANT), 0);
+    volatile uint64_t *secret = (volatile uint64_t *)(uintptr_t)msg->arg[1];
+    const struct isob_mpk_closed *c;
+    size_t n = isob_mpk_closed_sites(&c);
+    unsigned char *site = NULL;
+    for (size_t i = 0; i < n && !site; i++)
+        if (strncmp(c[i].symbol, "pkey_set+", 9) == 0)
+            site = (unsigned char *)(uintptr_t)c[i].addr;
+    if (!site)
+        SKIP("no closed WRPKRU in pkey_set here");
+    static const unsigned char closed_form[] = {0x0f, 0x0b, 0xcc}, wrpkru[] = {0x0f, 0x01, 0xef};
+    CHECK(memcmp(site, closed_form, sizeof closed_form) == 0);
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *page = (unsigned char *)((uintptr_t)site & ~(uintptr_t)(ps - 1));
+    /* The WRPKRU must not straddle into a second page (it does not in any
+     * glibc seen; the attack would then take two pages). */
+    CHECK((uintptr_t)(site + sizeof wrpkru - 1) < (uintptr_t)page + ps);
+    CHECK_EQ_LONG(mprotect(page, ps, PROT_READ | PROT_WRITE | PROT_EXEC), 0);
+    memcpy(site, wrpkru, sizeof wrpkru);
+    CHECK_EQ_LONG(mprotect(page, ps, PROT_READ | PROT_EXEC), 0);
+    /* A child reads, so that a fault there cannot end this case; in the
+     * child, pkey_set for every key, then the load. */
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        for (int k = 1; k < 16; k++)
+            pkey_set(k, 0);
+        _exit(*secret == ISOB_SECRET ? 0 : 1);
+    }
+    int st = 0;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    printf("# pkey_set's WRPKRU at %p written back through mprotect; the child %s\n", (void *)site,
+           WIFEXITED(st) && WEXITSTATUS(st) == 0   ? "read the secret"
+           : WIFEXITED(st)                         ? "read other data"
+           : WTERMSIG(st) == SIGSEGV               ? "met a fault (SIGSEGV)"
+                                                   : "died of another signal");
+    /* Put the closing back for the cases after this one. */
+    CHECK_EQ_LONG(mprotect(page, ps, PROT_READ | PROT_WRITE | PROT_EXEC), 0);
+    memcpy(site, closed_form, sizeof closed_form);
+    CHECK_EQ_LONG(mprotect(page, ps, PROT_READ | PROT_EXEC), 0);
+    isob_comp_destroy(comp);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 static double now_us(void)
 {
     struct timespec ts;
@@ -251,6 +314,7 @@ int main(void)
     TAP_CASE(t_page_still_works);
     TAP_CASE(t_loader_xrstor_not_defended);
     TAP_CASE(t_loader_xrstor_control);
+    TAP_CASE(t_mprotect_reopens_not_defended);
     TAP_CASE(t_create_cost);
     return tap_done();
 }

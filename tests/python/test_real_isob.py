@@ -248,6 +248,7 @@ def test_mpk_in_process_cell_names_what_it_covers():
         assert "loads and stores" in cond and "not sigreturn frames" in cond, cond
         assert "replaced before create" in cond and "pkey_mprotect to key 0" in cond, cond
         assert "a freed key another thread keeps open" in cond, cond
+        assert "mprotect that writes a closed WRPKRU back" in cond, cond
 
 
 def test_switch_payloads_are_its_own_option(real):
