@@ -23,6 +23,9 @@
  *             isolating monitor shares)
  *   abi       open(2) of the secret as an i386 call (int $0x80) and as an
  *             x32 number (x86-64)
+ *   race      a second thread rewrites the path of a monitored openat
+ *             after the monitor read it (ptrace: not defended, shown;
+ *             lwc-mon: held)
  *
  * and, so that the cases cannot pass by refusing everything, the allowed
  * work: an open of the file inside the directory reads it (seccomp, which
@@ -31,6 +34,7 @@
  * bytes, and the error of each try.  Nothing is timed. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <linux/openat2.h>
 #include <signal.h>
 #include <stdio.h>
@@ -503,6 +507,109 @@ static void t_abi_broker(void) { abi_under(M_BROKER); }
 static void t_abi_ptrace(void) { abi_under(M_PTRACE); }
 static void t_abi_lwcmon(void) { abi_under(M_LWCMON); }
 
+/* A second thread rewrites the path of a monitored openat between the
+ * monitor's read and the kernel's: the thread flips a buffer between the
+ * allowed file and the secret while the first opens it, again and again.
+ * ptrace reads the path from the stopped thread's memory and lets the
+ * kernel read it again: not defended (monitors.h says so; this case
+ * passes when the secret leaks).  lwc-mon opens its own checked copy of
+ * the path: held (no try reads the secret). */
+#define RACE_TRIES 20000
+
+struct race {
+    char paths[2][256];       /* the allowed file, the secret */
+    char buf[256];            /* what openat is given */
+    volatile int stop;
+    long tries, leaks, allowed, refused;
+    int finished;
+};
+
+static void *race_flip(void *arg)
+{
+    struct race *r = arg;
+    for (unsigned i = 0; !r->stop; i++)
+        memcpy(r->buf, r->paths[i & 1], sizeof r->buf);
+    return NULL;
+}
+
+static void race_work(void *arg)
+{
+    struct race *r = arg;
+    pthread_t th;
+    if (pthread_create(&th, NULL, race_flip, r) != 0)
+        return;
+    for (r->tries = 0; r->tries < RACE_TRIES && !r->leaks; r->tries++) {
+        int fd = openat(AT_FDCWD, r->buf, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            r->refused += errno == EPERM;
+            continue;
+        }
+        char b[64] = {0};
+        ssize_t n = read(fd, b, sizeof b - 1);
+        if (n > 0 && strncmp(b, SECRET, strlen(SECRET)) == 0)
+            r->leaks++;
+        else
+            r->allowed++;
+        close(fd);
+    }
+    r->stop = 1;
+    pthread_join(th, NULL);
+    r->finished = 1;
+}
+
+/* The race under m: the number of tries that read the secret. */
+static long race_under(enum mon m)
+{
+    tap_drop_ptrace_cap();
+    const char *tmp = getenv("TMPDIR");
+    char base[200];
+    snprintf(base, sizeof base, "%s/isob-test-race-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    CHECK(mkdtemp(base) != NULL);
+    char *real = realpath(base, NULL);
+    CHECK(real != NULL);
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE), len = (sizeof(struct race) + ps - 1) & ~(ps - 1);
+    struct race *r = lwc_alloc_shared(len);
+    CHECK(r != NULL);
+    memset(r, 0, sizeof *r);
+    char dir[240], other[240];
+    snprintf(dir, sizeof dir, "%s/docs", real);
+    snprintf(other, sizeof other, "%s/other", real);
+    free(real);
+    CHECK(mkdir(dir, 0700) == 0 && mkdir(other, 0700) == 0);
+    snprintf(policy.dir, sizeof policy.dir, "%s", dir);
+    snprintf(r->paths[0], sizeof r->paths[0], "%s/allowed", dir);
+    snprintf(r->paths[1], sizeof r->paths[1], "%s/secret", other);
+    memcpy(r->buf, r->paths[0], sizeof r->buf);
+    write_file(r->paths[0], ALLOWED);
+    write_file(r->paths[1], SECRET);
+    struct rm_tally t = {0, 0};
+    int rc = m == M_PTRACE ? rm_run_ptrace(&policy, race_work, r, &t)
+                           : rm_run_lwcmon(&policy, race_work, r, r, len, &t);
+    struct race got = *r;
+    unlink(r->paths[0]);
+    unlink(r->paths[1]);
+    lwc_free_shared(r);
+    rmdir(dir);
+    rmdir(other);
+    rmdir(base);
+    if (rc == -ENOTSUP)
+        SKIP("the %s monitor is not built for this architecture", mon_names[m]);
+    fprintf(stderr, "# %s: %ld tries: %ld read the secret, %ld the allowed file, %ld refused; the "
+            "monitor checked %llu, refused %llu\n", mon_names[m], got.tries, got.leaks, got.allowed,
+            got.refused, (unsigned long long)t.checked, (unsigned long long)t.denied);
+    CHECK_EQ_LONG(rc, 0);
+    CHECK(got.finished);
+    /* A try that read the secret shows the race on; without one, the
+     * monitor must have seen both paths (opens allowed and refused), or
+     * the case proved nothing. */
+    if (got.leaks == 0)
+        CHECK(got.allowed > 0 && got.refused > 0);
+    return got.leaks;
+}
+
+static void t_race_ptrace_not_defended(void) { CHECK(race_under(M_PTRACE) > 0); }
+static void t_race_lwcmon_holds(void) { CHECK_EQ_LONG(race_under(M_LWCMON), 0); }
+
 int main(void)
 {
     TAP_CASE(t_inline_does_not);
@@ -519,5 +626,7 @@ int main(void)
     TAP_CASE(t_abi_broker);
     TAP_CASE(t_abi_ptrace);
     TAP_CASE(t_abi_lwcmon);
+    TAP_CASE(t_race_ptrace_not_defended);
+    TAP_CASE(t_race_lwcmon_holds);
     return tap_done();
 }
