@@ -514,7 +514,7 @@ static void t_abi_lwcmon(void) { abi_under(M_LWCMON); }
  * kernel read it again: not defended (monitors.h says so; this case
  * passes when the secret leaks).  lwc-mon opens its own checked copy of
  * the path: held (no try reads the secret). */
-#define RACE_TRIES 20000
+#define RACE_TRIES 100000
 
 struct race {
     char paths[2][256];       /* the allowed file, the secret */
