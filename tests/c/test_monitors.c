@@ -26,6 +26,8 @@
  *   race      a second thread rewrites the path of a monitored openat
  *             after the monitor read it (ptrace: not defended, shown;
  *             lwc-mon: held)
+ *   kid       a forked child and a CLONE_UNTRACED one open the secret with
+ *             the monitored openat (ptrace and lwc-mon: held)
  *
  * and, so that the cases cannot pass by refusing everything, the allowed
  * work: an open of the file inside the directory reads it (seccomp, which
@@ -35,6 +37,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <linux/openat2.h>
 #include <signal.h>
 #include <stdio.h>
@@ -615,6 +618,88 @@ static long race_under(enum mon m)
 static void t_race_ptrace_not_defended(void) { CHECK(race_under(M_PTRACE) > 0); }
 static void t_race_lwcmon_holds(void) { CHECK_EQ_LONG(race_under(M_LWCMON), 0); }
 
+/* A child of the workload (fork, and clone with CLONE_UNTRACED) opens the
+ * secret with the monitored openat: ptrace traces no child (no
+ * PTRACE_O_TRACEFORK), so the child's call meets SECCOMP_RET_TRACE with
+ * no tracer, which the kernel refuses (ENOSYS); lwc-mon's child inherits
+ * the trap filter and its supervisor refuses the path.  Held. */
+struct kid {
+    char secret[256];
+    long ret[2];
+    int leak[2], finished;
+};
+
+static int kid_main(void *arg)
+{
+    struct kid *k = arg;
+    int fd = openat(AT_FDCWD, k->secret, O_RDONLY | O_CLOEXEC);
+    _exit(fd < 0 ? errno : leaked(fd) ? 200 : 201);
+}
+
+static void kid_work(void *arg)
+{
+    struct kid *k = arg;
+    static char stack[64 * 1024] __attribute__((aligned(16)));
+    for (int i = 0; i < 2; i++) {
+        pid_t pid = i == 0 ? fork()
+                           : (pid_t)clone(kid_main, stack + sizeof stack, CLONE_UNTRACED | SIGCHLD, k);
+        if (pid == 0)
+            kid_main(k);
+        int st = 0;
+        if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {
+            k->ret[i] = -EPROTO;
+            continue;
+        }
+        int code = WEXITSTATUS(st);
+        k->ret[i] = code >= 200 ? 0 : -code;
+        k->leak[i] = code == 200;
+    }
+    k->finished = 1;
+}
+
+static void kid_under(enum mon m)
+{
+    tap_drop_ptrace_cap();
+    const char *tmp = getenv("TMPDIR");
+    char dir[200];
+    snprintf(dir, sizeof dir, "%s/isob-test-kid-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    CHECK(mkdtemp(dir) != NULL);
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    struct kid *k = lwc_alloc_shared(ps);
+    CHECK(k != NULL);
+    memset(k, 0, sizeof *k);
+    k->ret[0] = k->ret[1] = -ENODATA;
+    snprintf(k->secret, sizeof k->secret, "%s/secret", dir);
+    write_file(k->secret, SECRET);
+    snprintf(policy.dir, sizeof policy.dir, "%s/docs", dir);
+    struct rm_tally t = {0, 0};
+    int rc = m == M_INLINE   ? (kid_work(k), 0)
+             : m == M_PTRACE ? rm_run_ptrace(&policy, kid_work, k, &t)
+                             : rm_run_lwcmon(&policy, kid_work, k, k, ps, &t);
+    struct kid got = *k;
+    unlink(k->secret);
+    lwc_free_shared(k);
+    rmdir(dir);
+    if (rc == -ENOTSUP)
+        SKIP("the %s monitor is not built for this architecture", mon_names[m]);
+    fprintf(stderr, "# %s: the forked child's openat %ld%s; the CLONE_UNTRACED child's %ld%s\n",
+            mon_names[m], got.ret[0], got.leak[0] ? " LEAKED" : "", got.ret[1],
+            got.leak[1] ? " LEAKED" : "");
+    CHECK_EQ_LONG(rc, 0);
+    CHECK(got.finished);
+    if (m == M_INLINE) {
+        /* The attack is real: unchecked, the children read the secret. */
+        CHECK(got.leak[0] && got.leak[1]);
+        return;
+    }
+    for (int i = 0; i < 2; i++)
+        CHECK(got.ret[i] < 0 && got.ret[i] != -EPROTO && got.ret[i] != -ENODATA && !got.leak[i]);
+}
+
+static void t_kid_inline(void) { kid_under(M_INLINE); }
+static void t_kid_ptrace(void) { kid_under(M_PTRACE); }
+static void t_kid_lwcmon(void) { kid_under(M_LWCMON); }
+
 int main(void)
 {
     TAP_CASE(t_inline_does_not);
@@ -633,5 +718,8 @@ int main(void)
     TAP_CASE(t_abi_lwcmon);
     TAP_CASE(t_race_ptrace_not_defended);
     TAP_CASE(t_race_lwcmon_holds);
+    TAP_CASE(t_kid_inline);
+    TAP_CASE(t_kid_ptrace);
+    TAP_CASE(t_kid_lwcmon);
     return tap_done();
 }
