@@ -245,7 +245,7 @@ def test_mpk_in_process_cell_names_what_it_covers():
     open key or the system calls that undo the key (each shown in tests/vm)."""
     for name in ("mpk", "mpk-bridge"):
         cond = isolation_line(name)["attackers"]["in-process"]["condition"]
-        assert "loads and stores" in cond and "not sigreturn frames" in cond, cond
+        assert "loads and stores" in cond and "nor sigreturn frames" in cond, cond
         assert "replaced before create" in cond and "pkey_mprotect to key 0" in cond, cond
         assert "a freed key another thread keeps open" in cond, cond
         assert "mprotect that writes a closed WRPKRU back" in cond, cond
