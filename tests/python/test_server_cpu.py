@@ -67,6 +67,8 @@ def test_tree_counts_live_and_reaped_children():
         # Both children's 0.6 s, to the clock's 10 ms steps (and our own
         # time only adds).
         assert after.seconds - before.seconds >= 0.6 - 0.05
+        # The reaped child's 0.3 s is in clock ticks, kept apart.
+        assert after.tick_seconds - before.tick_seconds >= 0.3 - 0.05
     finally:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
@@ -100,6 +102,8 @@ def test_tree_of_many_short_processes_keeps_their_time():
         after = cputime.tree_cpu(me)
         assert after.processes >= before.processes + 20
         assert after.seconds - before.seconds >= 20 * 0.006
+        # The scheduler counted them to the ns: none of it is in ticks.
+        assert after.tick_seconds - before.tick_seconds == pytest.approx(0.0, abs=1e-9)
     finally:
         for pid in kids:
             os.kill(pid, 9)
@@ -109,9 +113,10 @@ def test_tree_of_many_short_processes_keeps_their_time():
 
 
 def test_kvserver_cpu_params():
-    a, b = cputime.TreeCpu(1.0, 2), cputime.TreeCpu(1.5, 3)
+    a, b = cputime.TreeCpu(1.0, 2, 0.25), cputime.TreeCpu(1.5, 3, 0.25)
     p = kvserver.cpu_params(a, b, 0.25, 2.0, 100_000)
     assert p["server_cpu_s"] == 0.5 and p["server_cpu_us_per_req"] == 5.0
+    assert p["server_cpu_tick_s"] == 0.0
     assert p["client_cpu_us_per_req"] == 2.5 and p["server_busy"] == 0.25
     assert p["client_busy"] == 0.125 and p["server_processes"] == 3
     none = kvserver.cpu_params(None, b, None, 2.0, 100)
@@ -143,6 +148,23 @@ def test_per_request_and_ratio():
     assert exact["low"] == exact["high"] == pytest.approx(2.0)
 
 
+def test_the_clock_step_widens_only_what_was_counted_in_ticks():
+    # Only the repetitions whose time was partly in ticks move by a step,
+    # so the step is that of the fewest requests among them.
+    assert cpu.resolution([100_000, 50_000], ticked=[True, False]) == \
+        pytest.approx(0.01 * 1e6 / 100_000)
+    assert cpu.resolution([100_000, 50_000], ticked=[False, False]) == 0.0
+    assert cpu.counted_in_ticks({"server_cpu_tick_s": 0.0}) is False
+    assert cpu.counted_in_ticks({"server_cpu_tick_s": 0.02}) is True
+    assert cpu.counted_in_ticks({"server_cpu_clock": "schedstat"}) is False
+    assert cpu.counted_in_ticks({"server_cpu_clock": "ticks"}) is True
+    assert cpu.counted_in_ticks({"server_cpu_clock": "schedstat"}, ends_processes=True) is True
+    assert cpu.counted_in_ticks({"server_cpu_clock": "schedstat",
+                                 "server_processes_ended": 3}) is True
+    # A record from before the split says neither: widened, as it was.
+    assert cpu.counted_in_ticks({}) is True
+
+
 def test_interval_covers_as_often_as_it_says():
     """By simulation: five repetitions of a log-normal CPU per request around
     a true geometric mean of 7 us; the 95% interval must hold 7 in about 95%
@@ -158,13 +180,32 @@ def test_interval_covers_as_often_as_it_says():
 
 # ---- sections ----
 
-def _kv(mech: str, us: float, rep: int) -> dict:
+def _kv(mech: str, us: float, rep: int, **extra) -> dict:
     p = {"server": "memcached" if mech == "memcached" else "isob", "client": "memcaslap",
          "connections": 16, "seconds": 3, "ops_per_s": 50000.0, "ops": 150_000,
          "latency_avg_ns": 300_000.0, "latency_events": 150_000,
          "server_cpu_us_per_req": us * (1 + 0.01 * rep), "client_cpu_us_per_req": 2 * us,
-         "server_busy": 0.5, "client_busy": 0.95}
+         "server_busy": 0.5, "client_busy": 0.95, **extra}
     return result("kv-server", mech, p, value=300_000, rep=rep)
+
+
+def test_kv_server_cpu_is_widened_only_by_ticks_it_holds(tmp_path):
+    # 1,500 requests: one 10 ms tick is 6.7 us per request, wider than the
+    # spread of the values; a server the scheduler counted exactly keeps
+    # its plain interval, one with reaped children's ticks is widened.
+    res = [_kv(m, 8.0, rep, ops=1_500, server_cpu_tick_s=tick)
+           for rep in (1, 2, 3) for m, tick in (("direct", 0.0), ("wasm", 0.02))]
+    doc = summary_of(tmp_path, res)
+    by = {c["mechanism"]: c["kv_server"] for c in doc["configs"]
+          if c["benchmark"] == "kv-server"}
+    plain = cpu.per_request([8.0 * (1 + 0.01 * rep) for rep in (1, 2, 3)])
+    exact, ticked = by["direct"]["server_cpu"], by["wasm"]["server_cpu"]
+    assert (exact["low"], exact["high"]) == pytest.approx((plain["low"], plain["high"]))
+    assert exact["step"] == 0.0
+    assert ticked["step"] == pytest.approx(0.01 * 1e6 / 1_500)
+    assert ticked["low"] < exact["low"] and ticked["high"] > exact["high"]
+    # The client's CPU is memcaslap's rusage, in us: never widened.
+    assert by["wasm"]["client_cpu"]["step"] == 0.0
 
 
 def test_kv_server_table_leads_with_cpu_per_request(tmp_path):
@@ -198,6 +239,23 @@ def _serve(server: str, session: int, us: float, rep: int) -> dict:
     r = result("lwc-serve", "-", p, rep=rep, samples=[100_000 + i for i in range(1000)])
     r["counter"] = "loadgen"
     return r
+
+
+def test_lwc_serve_cpu_is_widened_only_where_ticks_count(tmp_path):
+    # loadgen's clock "schedstat": every thread by the scheduler's count;
+    # a server that forks per session has its reaped children's in ticks.
+    res = []
+    for rep in (1, 2, 3):
+        for server in ("shared", "fork"):
+            r = _serve(server, 16, 6.0, rep)
+            r["params"]["verified"] = 1_500
+            r["params"]["server_cpu_clock"] = "schedstat"
+            res.append(r)
+    doc = summary_of(tmp_path, res)
+    rows = {r["server"]: r for r in doc["sections"]["lwc-serve"]["serve"][0]["rows"]}
+    assert rows["shared"]["server_cpu"]["step"] == 0.0
+    assert rows["fork"]["server_cpu"]["step"] == pytest.approx(0.01 * 1e6 / 1_500)
+    assert rows["shared"]["client_cpu"]["step"] == 0.0
 
 
 def test_lwc_serve_rows_carry_cpu_per_request_beside_memcached(tmp_path):

@@ -393,9 +393,11 @@ def _kv_server(entry: dict, ref: dict | None) -> dict:
     # The headline: the server's CPU per request, per repetition, and the
     # ratio to memcached's under the same load (analysis/kit/cpu.py).
     per = lambda key, es: [o.get(key) for o in es]
-    step = cpu.resolution(per("ops", outs))
+    # The clock's step only where part of the server's time was counted in
+    # ticks; the client's (memcaslap's rusage once reaped) is kept in us.
+    step = cpu.resolution(per("ops", outs), ticked=[cpu.counted_in_ticks(o) for o in outs])
     out["server_cpu"] = cpu.per_request(per("server_cpu_us_per_req", outs), step)
-    out["client_cpu"] = cpu.per_request(per("client_cpu_us_per_req", outs), step)
+    out["client_cpu"] = cpu.per_request(per("client_cpu_us_per_req", outs))
     out["client_costs_more"] = cpu.higher_side(per("client_cpu_us_per_req", outs),
                                                per("server_cpu_us_per_req", outs)) == "client"
     busy = lambda key: [o[key] for o in outs if isinstance(o.get(key), (int, float))]
@@ -407,7 +409,10 @@ def _kv_server(entry: dict, ref: dict | None) -> dict:
         ref_outs = [r["outputs"] for r in ref["repetitions"]]
         out["server_cpu_vs_reference"] = cpu.ratio(per("server_cpu_us_per_req", outs),
                                                    per("server_cpu_us_per_req", ref_outs),
-                                                   step, cpu.resolution(per("ops", ref_outs)))
+                                                   step, cpu.resolution(
+                                                       per("ops", ref_outs),
+                                                       ticked=[cpu.counted_in_ticks(o)
+                                                               for o in ref_outs]))
     if ref is not None:
         ref_outs = [r["outputs"] for r in ref["repetitions"]]
         for key, name in (("ops_per_s", "throughput_vs_reference"),

@@ -120,8 +120,10 @@ _LWC_OUTPUTS = frozenset({
     "monitored_calls", "monitored_expected", "denied", "probe", "bypass",
 })
 # Server CPU per request (analysis/kit/cpu.py), kv-server and lwc-*: outputs.
+# server_cpu_tick_s: the part of it in clock ticks (kv-server);
+# server_cpu_clock: loadgen's clock (lwc-*).
 _SERVER_CPU_OUTPUTS = frozenset({"server_cpu_us_per_req", "client_cpu_us_per_req",
-                                 "cpu_source"})
+                                 "cpu_source", "server_cpu_tick_s", "server_cpu_clock"})
 # lwc-serve, lwc-conns, lwc-curve (measure/lwcserve.py): what isob loadgen
 # reported; lwc-serve --tls (measure/lwcmonitor.py): what isob tlsload
 # reported; lwc-curve: what the open loop achieved at the offered rate;

@@ -10,7 +10,9 @@ truncates each process on its own, so a tree of many processes that each
 ran a few ms reads far too little: a process's own time is taken instead
 from the scheduler's count of its live threads (the first field of
 /proc/PID/task/TID/schedstat, in ns), or its ticks where those are more
-(threads that ended), and its reaped children's in ticks.  Read before and
+(threads that ended), and its reaped children's in ticks; the part counted
+in ticks is kept apart (``tick_seconds``: the only part a 10 ms step can
+move, analysis/cpu.py).  Read before and
 after a run, the difference over the
 requests answered is the server's CPU per request: a figure that does not
 depend on which of client and server saturated its CPU, so that servers
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 class TreeCpu:
     seconds: float    # user + system, reaped children included
     processes: int    # the process and those below it, alive when read
+    tick_seconds: float = 0.0  # the part of seconds counted in clock ticks
 
 
 def _stat(pid: int) -> tuple[int, int, int] | None:
@@ -48,12 +51,14 @@ def _stat(pid: int) -> tuple[int, int, int] | None:
         return None
 
 
-def _seconds(pid: int, own: int, reaped: int) -> float:
+def _seconds(pid: int, own: int, reaped: int) -> tuple[float, float]:
     """pid's CPU seconds: its live threads' scheduler count, or its own
     ticks where those are more (threads that ended), and its reaped
-    children's ticks."""
+    children's ticks; and the part of them counted in ticks."""
     tick = 1.0 / os.sysconf("SC_CLK_TCK")
-    return max(own * tick, _threads_ns(pid) / 1e9) + reaped * tick
+    scheduled = _threads_ns(pid) / 1e9
+    ticked = (own * tick if own * tick > scheduled else 0.0) + reaped * tick
+    return max(own * tick, scheduled) + reaped * tick, ticked
 
 
 def _threads_ns(pid: int) -> int:
@@ -87,13 +92,14 @@ def tree_cpu(pid: int) -> TreeCpu | None:
         st = _stat(int(name))
         if st is not None:
             parents.setdefault(st[0], []).append((int(name), st[1], st[2]))
-    seconds, count, todo = _seconds(pid, own[1], own[2]), 1, [pid]
+    (seconds, ticked), count, todo = _seconds(pid, own[1], own[2]), 1, [pid]
     while todo:
         for child, ticks, reaped in parents.get(todo.pop(), ()):
-            seconds += _seconds(child, ticks, reaped)
+            s, t = _seconds(child, ticks, reaped)
+            seconds, ticked = seconds + s, ticked + t
             count += 1
             todo.append(child)
-    return TreeCpu(seconds, count)
+    return TreeCpu(seconds, count, ticked)
 
 
 def us_per_request(cpu_s: float | None, requests: int | float | None) -> float | None:

@@ -325,7 +325,12 @@ def cpu_params(server: cputime.TreeCpu | None, server_after: cputime.TreeCpu | N
     microseconds per request."""
     srv = (server_after.seconds - server.seconds) if server and server_after else None
     r = lambda v, d=4: None if v is None else round(v, d)
+    # The part of the server's seconds counted in 10 ms clock ticks (its
+    # reaped children's): the only part the clock's step moves.
+    ticked = (server_after.tick_seconds - server.tick_seconds) if server and server_after \
+        else None
     return {"server_cpu_s": r(srv), "client_cpu_s": r(client_s),
+            "server_cpu_tick_s": r(ticked),
             "server_processes": server_after.processes if server_after else None,
             "server_busy": r(cputime.busy(srv, wall_s)),
             "client_busy": r(cputime.busy(client_s, wall_s)),

@@ -282,7 +282,10 @@ def result_from(benchmark: str, params: dict, line: dict) -> Result:
          # it (its clock says which), else the clock ticks.
          "server_cpu_s": _round(srv["cpu_s"] if srv.get("cpu_s") is not None
                                 else (srv.get("user_s") or 0) + (srv.get("sys_s") or 0), 6),
-         "server_processes": srv.get("processes")}
+         "server_processes": srv.get("processes"),
+         # "schedstat": every live thread by the scheduler's count; "ticks":
+         # in 10 ms clock ticks (analysis/cpu.py widens only those).
+         "server_cpu_clock": srv.get("clock")}
     verified = line.get("verified")
     p["server_cpu_us_per_req"] = _round(cputime.us_per_request(p["server_cpu_s"] if srv else None,
                                                                verified), 4)

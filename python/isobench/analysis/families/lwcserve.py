@@ -125,11 +125,16 @@ def serve_row(cfg, key: str, failed: int = 0) -> dict:
         t = lat.get(name)
         row[f"latency_{name}_us"] = t["value"] if t and t["enough"] else None
     # The headline: CPU per request of each side, one value per repetition
-    # (analysis/kit/cpu.py), widened by the CPU clock's step.
-    step = cpu.resolution(p.get("verified") for p in ps)
+    # (analysis/kit/cpu.py), the server's widened by the CPU clock's step where
+    # part of its time was counted in ticks (a server that ends processes:
+    # its reaped children's); the client's (loadgen's rusage) is in us.
+    ends = cfg.params.get("server") in ENDS_PROCESSES or any(
+        p.get("rollback_method") == "fork" for p in ps)
+    step = cpu.resolution([p.get("verified") for p in ps],
+                          ticked=[cpu.counted_in_ticks(p, ends) for p in ps])
     srv = [p.get("server_cpu_us_per_req") for p in ps]
     cli = [p.get("client_cpu_us_per_req") for p in ps]
-    row.update({"server_cpu": cpu.per_request(srv, step), "client_cpu": cpu.per_request(cli, step),
+    row.update({"server_cpu": cpu.per_request(srv, step), "client_cpu": cpu.per_request(cli),
                 "client_costs_more": cpu.higher_side(cli, srv) == "client",
                 "server_cpu_values": srv, "server_cpu_vs_memcached": None})
     # How often the server blocked per request (loadgen's reading of its

@@ -14,7 +14,7 @@ one.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from ...core import stats
 
@@ -27,12 +27,34 @@ def _positive(values: Iterable) -> list[float]:
     return [float(v) for v in values if isinstance(v, (int, float)) and v > 0]
 
 
-def resolution(requests: Iterable, tick_s: float = TICK_S) -> float:
+def resolution(requests: Iterable, tick_s: float = TICK_S,
+               ticked: Iterable[bool] | None = None) -> float:
     """How far one step of the CPU clock moves a value (us per request) of
-    the repetition with the fewest requests: /proc counts CPU time in clock
-    ticks."""
-    ns = _positive(requests)
+    the repetition with the fewest requests: /proc counts reaped children's
+    CPU time in clock ticks.  ticked: per repetition, whether part of its
+    time was counted in ticks (counted_in_ticks); a repetition whose time
+    the scheduler counted to the ns moves by no step.  None: every one."""
+    reqs = list(requests)
+    marks = [True] * len(reqs) if ticked is None else list(ticked)
+    ns = _positive(r for r, t in zip(reqs, marks) if t)
     return tick_s * 1e6 / min(ns) if ns else 0.0
+
+
+def counted_in_ticks(outputs: Mapping, ends_processes: bool = False) -> bool:
+    """Whether part of a repetition's server CPU time was counted in 10 ms
+    clock ticks.  kv-server records that part (server_cpu_tick_s: reaped
+    children's, and a process's own where its ticks exceeded the scheduler's
+    count, measure/cputime.py); isob loadgen its clock ("ticks" where a
+    process fell back to them), and there a server that ends processes
+    during the run (ends_processes, or server_processes_ended) has its
+    reaped children's time in ticks.  A record that says neither: True."""
+    tick_s = outputs.get("server_cpu_tick_s")
+    if isinstance(tick_s, (int, float)):
+        return tick_s > 0
+    clock = outputs.get("server_cpu_clock")
+    if clock is None:
+        return True
+    return clock != "schedstat" or ends_processes or bool(outputs.get("server_processes_ended"))
 
 
 def per_request(values: Iterable, step: float = 0.0) -> dict | None:
