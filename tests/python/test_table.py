@@ -10,6 +10,23 @@ def test_fmt_num():
         ["-", "7", "12,345", "1.23", "52.0", "442.0", "125,216"]
 
 
+def test_a_narrow_interval_prints_bounds_that_differ():
+    # Three significant digits would print [641, 641]: the bounds take the
+    # digits they need to differ, and no more where three suffice.
+    assert table.fmt_interval(641.2, 641.4) == "[641.2, 641.4]"
+    assert table.fmt_interval(641.2, 652.0) == "[641, 652]"
+    assert table.fmt_interval(641.0, 641.0) == "[641, 641]"  # truly equal
+    assert table.fmt_interval(12_345.1, 12_345.3) == "[12,345.1, 12,345.3]"
+    assert table.fmt_interval(0.0012341, 0.0012346) == "[0.001234, 0.001235]"
+    assert table.fmt_ratio_interval(1.0012, {"low": 1.0008, "high": 1.0016}) == \
+        "1.001 [1.001, 1.002]"
+    assert table.fmt_ratio_interval(1.52, {"low": 1.44, "high": 1.61}) == "1.52 [1.44, 1.61]"
+    for low, high in ((641.2, 641.4), (1.0001, 1.0002), (99.95, 99.96), (0.5, 0.5000001)):
+        text = table.fmt_interval(low, high)
+        a, b = text.strip("[]").split(", ")
+        assert a != b, text
+
+
 def _doc(results, configs=()):
     return {"run": {"run_id": 1, "started": "t", "status": "failed", "db": "/db",
                     "options": {"repeat": 1}},

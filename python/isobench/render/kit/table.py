@@ -76,7 +76,19 @@ def fmt_sig(v: float | None, digits: int = 3) -> str:
     if a >= 10 ** digits or a == 0:
         return f"{v:,.0f}"
     decimals = max(0, digits - 1 - int(_floor_log10(a)))
-    return f"{v:.{decimals}f}"
+    return f"{v:,.{decimals}f}"
+
+
+def digits_apart(low: float, high: float, digits: int = 3, most: int = 9) -> int:
+    """The fewest significant digits, from `digits` on, at which two unequal
+    bounds print apart (641.2 and 641.4: 4), so that a narrow interval
+    never reads "[641, 641]"; `digits` for equal bounds."""
+    if low == high:
+        return digits
+    for d in range(digits, most + 1):
+        if fmt_sig(low, d) != fmt_sig(high, d):
+            return d
+    return most
 
 
 def _floor_log10(a: float) -> int:
@@ -103,7 +115,8 @@ def fmt_interval(low: float | None, high: float | None, div: float = 1.0) -> str
     """An interval in the unit of its value: "[1.20, 1.26]"; "-" for none."""
     if low is None or high is None:
         return "-"
-    return f"[{fmt_sig(low / div)}, {fmt_sig(high / div)}]"
+    d = digits_apart(low / div, high / div)
+    return f"[{fmt_sig(low / div, d)}, {fmt_sig(high / div, d)}]"
 
 
 def fmt_ratio_interval(value: float | None, iv: Mapping | None) -> str:
@@ -111,10 +124,10 @@ def fmt_ratio_interval(value: float | None, iv: Mapping | None) -> str:
     "1.52 [1.44, 1.61]"."""
     if value is None:
         return "-"
-    text = fmt_sig(value)
-    if iv and iv.get("low") is not None and iv.get("high") is not None:
-        text += f" [{fmt_sig(iv['low'])}, {fmt_sig(iv['high'])}]"
-    return text
+    if not (iv and iv.get("low") is not None and iv.get("high") is not None):
+        return fmt_sig(value)
+    d = digits_apart(iv["low"], iv["high"])
+    return f"{fmt_sig(value, d)} [{fmt_sig(iv['low'], d)}, {fmt_sig(iv['high'], d)}]"
 
 
 def render_fit(headers: Sequence[str], rows: Sequence[Sequence[str]],
