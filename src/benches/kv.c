@@ -515,7 +515,7 @@ static void kv_skip(struct isob_bench_ctx *ctx, const char *placement, size_t da
 }
 
 /* Predicted ns for one size at `pace` ns per request: the fill, the
- * warm-up passes and one measured pass. */
+ * warm-up passes and one measured pass (kvw_size_over_budget's sum). */
 static double kv_predicted_ns(double pace, size_t size)
 {
     return pace * (double)(size / KVW_VALUE_BYTES) * (2 + KV_WARMUP_PASSES);
@@ -537,17 +537,18 @@ static void kv_placement(struct isob_bench_ctx *ctx, enum isob_placement pl)
         return;
     }
     uint64_t budget = ctx->opts.quick ? KV_SIZE_BUDGET_NS_QUICK : KV_SIZE_BUDGET_NS;
-    double ns_per_request = 0, growth = 1;
+    int baseline = strcmp(ctx->mech->name, "direct") == 0;
+    double pace = 0;
     for (size_t i = 0; i < n; i++) {
         /* A size whose fill, warm-up and one measured pass would take longer
          * than the budget is skipped, with every larger one, unless --sizes
-         * asked for it by name.  The pace per request is the last size's,
-         * grown as much again as it grew from the size before: a request's
-         * cost can grow with the heap (mprotect changes the protection of
-         * all of it on every call), and a flat guess would let such a size
-         * run for several times the budget. */
-        double pace = ns_per_request * growth;
-        if (!ctx->opts.nsizes && kv_predicted_ns(pace, sizes[i]) > (double)budget) {
+         * asked for it by name, or the mechanism is the baseline, whose
+         * figure every other mechanism's of that size is read against.  The
+         * pace per request is the last size's as measured: grown by its own
+         * growth, a slowdown that load caused at one size was squared and
+         * skipped sizes that fit. */
+        if (!ctx->opts.nsizes && kvw_size_over_budget(pace, sizes[i] / KVW_VALUE_BYTES,
+                                                      KV_WARMUP_PASSES, budget, baseline)) {
             /* Each larger size at the same pace: a lower bound for it. */
             for (; i < n; i++) {
                 char why[200];
@@ -562,11 +563,8 @@ static void kv_placement(struct isob_bench_ctx *ctx, enum isob_placement pl)
         }
         uint64_t t0 = isob_clock_ns();
         uint64_t made = kv_size(ctx, name, server_cpu, sizes[i]);
-        if (made) {
-            double now = (double)(isob_clock_ns() - t0) / (double)made;
-            growth = ns_per_request > 0 && now > ns_per_request ? now / ns_per_request : 1;
-            ns_per_request = now;
-        }
+        if (made)
+            pace = (double)(isob_clock_ns() - t0) / (double)made;
     }
 }
 

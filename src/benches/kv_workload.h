@@ -98,4 +98,19 @@ static inline void kvw_shuffle(uint32_t *order, size_t n, uint64_t seed, uint64_
     }
 }
 
+/* Whether the kv sweep's size budget skips a size of `entries` entries:
+ * its fill, `warmup` warm-up passes and one measured pass at `pace_ns` per
+ * request (the last size's measured cost per request, not extrapolated: a
+ * pace grown by its own growth squares a slowdown that load caused) would
+ * take longer than budget_ns.  The baseline mechanism (`direct`) is never
+ * skipped: every other mechanism's figure of a size is read against its
+ * figure of the same size. */
+static inline int kvw_size_over_budget(double pace_ns, size_t entries, unsigned warmup,
+                                       uint64_t budget_ns, int baseline)
+{
+    if (baseline)
+        return 0;
+    return pace_ns * (double)entries * (double)(2 + warmup) > (double)budget_ns;
+}
+
 #endif

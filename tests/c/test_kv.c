@@ -1118,6 +1118,27 @@ static void t_bench_reports_pmu_events(void)
     free(out);
 }
 
+/* The size budget of the kv sweep (kvw_size_over_budget, as kv.c applies
+ * it): the baseline is never skipped, and a size is judged at the last
+ * size's measured pace, not at that pace grown by its own growth. */
+static void t_size_budget(void)
+{
+    const uint64_t quick = 15000000000ull;
+    size_t mib16 = (16u << 20) / KVW_VALUE_BYTES;
+    /* 16 MiB at 100 us a request: 79 s, over 15 s; skipped for a
+     * mechanism, never for `direct`, whatever its prediction says. */
+    CHECK(kvw_size_over_budget(100000.0, mib16, 1, quick, 0));
+    CHECK(!kvw_size_over_budget(100000.0, mib16, 1, quick, 1));
+    /* 4 MiB measured at 15 us a request under load (3x the 5 us of 1 MiB):
+     * 16 MiB at 15 us is 11.8 s and runs; the pace grown by its growth
+     * (45 us: 35 s) skipped it. */
+    double at_1mib = 5000.0, at_4mib = 15000.0;
+    CHECK(!kvw_size_over_budget(at_4mib, mib16, 1, quick, 0));
+    CHECK(kvw_size_over_budget(at_4mib * (at_4mib / at_1mib), mib16, 1, quick, 0));
+    /* No size measured yet: nothing is predicted, the first size runs. */
+    CHECK(!kvw_size_over_budget(0.0, mib16, 1, quick, 0));
+}
+
 int main(void)
 {
     char name[128];
@@ -1151,5 +1172,6 @@ int main(void)
     TAP_CASE(t_bench_samples_are_bounded);
     TAP_CASE(t_bench_reads_per_pass);
     TAP_CASE(t_bench_reports_pmu_events);
+    TAP_CASE(t_size_budget);
     return tap_done();
 }
