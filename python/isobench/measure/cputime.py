@@ -57,7 +57,9 @@ def _seconds(pid: int, own: int, reaped: int) -> tuple[float, float]:
     children's ticks; and the part of them counted in ticks."""
     tick = 1.0 / os.sysconf("SC_CLK_TCK")
     scheduled = _threads_ns(pid) / 1e9
-    ticked = (own * tick if own * tick > scheduled else 0.0) + reaped * tick
+    # In ticks: the reaped children's, and what the ticks saw beyond the
+    # live threads' count (threads that ended).
+    ticked = max(0.0, own * tick - scheduled) + reaped * tick
     return max(own * tick, scheduled) + reaped * tick, ticked
 
 
