@@ -223,6 +223,13 @@ static void t_isob_serve_holds(void)
  * tries in every run seen so far. */
 static void t_isob_serve_dumpable_leaks(void)
 {
+#ifdef TAP_SANITIZED
+    /* Under AddressSanitizer serve's address space begins with ASan's
+     * shadow, terabytes of read-write mappings that use up the racer's
+     * search budget (1 GiB) long before the server's heap: the search
+     * finds nothing whoever wins the race.  The native build runs this. */
+    SKIP("the racer's search of serve's memory is spent on AddressSanitizer's shadow mappings");
+#endif
     alarm(TAP_TIMEOUT_S * 20);
     for (int i = 0; i < SERVE_TRIES; i++) {
         pid_t pid = fork();
