@@ -284,9 +284,9 @@ def test_kv_ratios_carry_intervals_readings_and_resolutions(tmp_path):
     assert "n=2" in under[3] and "[" in under[3]
     assert "steps of 26 tsc\\_ticks" in kv
     # The console's kv table reads them the same way.
-    from isobench.render.kit import table
-    console = "\n".join(console.narrow_tables(doc))
-    lines = [l for l in console.splitlines() if l.startswith("uthread")]
+    from isobench.render import console
+    text = "\n".join(console.narrow_tables(doc))
+    lines = [l for l in text.splitlines() if l.startswith("uthread")]
     assert "1.25 [" in lines[0] and "q±45%" in lines[0] and "=1" not in lines[0]
     assert "0.600 [" in lines[1] and "=1" in lines[1]
     # No ratio anywhere without an interval under it, or a mark saying it has none.
