@@ -184,19 +184,21 @@ def test_the_document_is_plain_json(tmp_path):
     assert built["summary_version"] == summary.SUMMARY_VERSION
 
 
-RENDERERS = sorted(p.name for p in (PYTHON_DIR / "isobench" / "render").glob("*.py")
+RENDER_DIR = PYTHON_DIR / "isobench" / "render"
+# Every module of render/, its kit and families floors included.
+RENDERERS = sorted(p.relative_to(RENDER_DIR).as_posix() for p in RENDER_DIR.rglob("*.py")
                    if p.name != "__init__.py")
 
 
 def test_the_render_package_holds_the_renderers():
-    assert {"table.py", "report.py", "plots.py"} <= set(RENDERERS)
+    assert {"kit/table.py", "report.py", "kit/plots.py", "console.py"} <= set(RENDERERS)
 
 
 @pytest.mark.parametrize("name", RENDERERS)
 def test_renderers_compute_no_statistic(name):
     # They read the summary document: no statistics module, no store, no
     # loading of runs.
-    tree = ast.parse((PYTHON_DIR / "isobench" / "render" / name).read_text())
+    tree = ast.parse((RENDER_DIR / name).read_text())
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
