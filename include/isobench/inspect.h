@@ -45,6 +45,10 @@ int isob_insn_match(const unsigned char *p, size_t n);
 typedef void (*isob_insn_fn)(void *ctx, size_t offset, enum isob_insn k);
 size_t isob_insn_scan(const unsigned char *buf, size_t len, isob_insn_fn fn, void *ctx);
 
+/* The symbol of this process that holds addr, as "name+0xoff", or "" (a
+ * static function, a stripped or static binary). */
+void isob_symbol_of(uintptr_t addr, char *out, size_t len);
+
 /* One executable mapping of the target. */
 struct isob_xmap {
     uintptr_t start, end;

@@ -71,21 +71,6 @@ static int in_check(const struct isob_bench_opts *o, char *why, size_t len)
 
 #if defined(__x86_64__)
 
-/* The symbol of self that holds addr, as "name+0xoff", or "" (a static
- * function, a stripped or static binary). */
-static void symbol_of(uintptr_t addr, char *out, size_t len)
-{
-    Dl_info info;
-    const ElfW(Sym) *sym = NULL;
-    out[0] = 0;
-    if (!dladdr1((void *)addr, &info, (void **)&sym, RTLD_DL_SYMENT) || !info.dli_sname || !sym)
-        return;
-    uintptr_t base = (uintptr_t)info.dli_saddr;
-    if (addr < base || (sym->st_size && addr >= base + sym->st_size))
-        return;
-    snprintf(out, len, "%s+%#lx", info.dli_sname, (unsigned long)(addr - base));
-}
-
 /* The address in self of the target's site, where self maps the same file. */
 static uintptr_t self_addr(const struct isob_inspect *self, const struct isob_xmap *x, uint64_t off)
 {
@@ -197,7 +182,7 @@ static void in_emit(struct isob_xclock *x, const struct isob_inspect *in, const 
         uintptr_t here = is_self ? site->addr : self_addr(self, m, site->file_offset);
         sym[0] = 0;
         if (here)
-            symbol_of(here, sym, sizeof sym);
+            isob_symbol_of(here, sym, sizeof sym);
         isob_jw_str(&w, "symbol", sym[0] ? sym : NULL);
         isob_jw_close(&w, '}');
     }

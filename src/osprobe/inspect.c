@@ -1,6 +1,8 @@
 /* ERIM's binary inspection of a process's executable memory (inspect.h). */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -338,4 +340,17 @@ void isob_inspect_free(struct isob_inspect *in)
     free(in->maps);
     free(in->sites);
     memset(in, 0, sizeof *in);
+}
+
+void isob_symbol_of(uintptr_t addr, char *out, size_t len)
+{
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    out[0] = 0;
+    if (!dladdr1((void *)addr, &info, (void **)&sym, RTLD_DL_SYMENT) || !info.dli_sname || !sym)
+        return;
+    uintptr_t base = (uintptr_t)info.dli_saddr;
+    if (addr < base || (sym->st_size && addr >= base + sym->st_size))
+        return;
+    snprintf(out, len, "%s+%#lx", info.dli_sname, (unsigned long)(addr - base));
 }

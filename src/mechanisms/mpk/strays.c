@@ -104,21 +104,6 @@ static int exec_signature(uint64_t *sig)
     return rc;
 }
 
-/* The symbol that holds addr, as "name+0xoff", or "" (a static function, a
- * stripped or static binary). */
-static void symbol_of(uintptr_t addr, char *out, size_t len)
-{
-    Dl_info info;
-    const ElfW(Sym) *sym = NULL;
-    out[0] = 0;
-    if (!dladdr1((void *)addr, &info, (void **)&sym, RTLD_DL_SYMENT) || !info.dli_sname || !sym)
-        return;
-    uintptr_t base = (uintptr_t)info.dli_saddr;
-    if (addr < base || (sym->st_size && addr >= base + sym->st_size))
-        return;
-    snprintf(out, len, "%s+%#lx", info.dli_sname, (unsigned long)(addr - base));
-}
-
 /* Replace the page at page_addr, part of mapping x, with a copy in which
  * every closed site's bytes on it are the trap.  0 or a negative errno. */
 static int rewrite_page(const struct isob_inspect *in, uintptr_t page_addr, size_t page)
@@ -196,7 +181,7 @@ static int close_locked(char *why, size_t len)
         c->addr = (const void *)site->addr;
         c->file_offset = site->file_offset;
         snprintf(c->file, sizeof c->file, "%s", in.maps[site->map].path);
-        symbol_of(site->addr, c->symbol, sizeof c->symbol);
+        isob_symbol_of(site->addr, c->symbol, sizeof c->symbol);
     }
     /* Each page that holds a newly closed site's bytes, once. */
     for (size_t s = first; s < strays_n && rc == 0; s++) {
